@@ -1,0 +1,37 @@
+# Every dependency comes from a Debian 12 package. A missing one stops the configure step with
+# the name of the package to install (./run.sh and ./test.sh install them all).
+
+function(trnsim_require found what package)
+    if(NOT ${found})
+        message(FATAL_ERROR
+            "trnsim needs ${what}, which was not found.\n"
+            "Install the Debian package: sudo apt-get install ${package}\n"
+            "(./run.sh and ./test.sh install every dependency when run as root.)")
+    endif()
+endfunction()
+
+find_package(Boost 1.74 QUIET COMPONENTS program_options)
+trnsim_require(Boost_FOUND "Boost.Program_options" libboost-program-options-dev)
+find_path(TRNSIM_BOOST_GRAPH_INCLUDE boost/graph/adjacency_list.hpp HINTS ${Boost_INCLUDE_DIRS})
+trnsim_require(TRNSIM_BOOST_GRAPH_INCLUDE "Boost.Graph headers" libboost-graph-dev)
+
+find_package(yaml-cpp QUIET)
+trnsim_require(yaml-cpp_FOUND "yaml-cpp" libyaml-cpp-dev)
+
+find_package(HDF5 QUIET COMPONENTS C)
+trnsim_require(HDF5_FOUND "the HDF5 C library" libhdf5-dev)
+# FindHDF5 sets variables, not always an imported target: wrap them in one.
+if(NOT TARGET trnsim_hdf5)
+    add_library(trnsim_hdf5 INTERFACE)
+    target_include_directories(trnsim_hdf5 SYSTEM INTERFACE ${HDF5_C_INCLUDE_DIRS} ${HDF5_INCLUDE_DIRS})
+    target_link_libraries(trnsim_hdf5 INTERFACE ${HDF5_C_LIBRARIES})
+    target_compile_definitions(trnsim_hdf5 INTERFACE ${HDF5_C_DEFINITIONS} ${HDF5_DEFINITIONS})
+endif()
+
+find_package(OpenMP QUIET COMPONENTS CXX)
+trnsim_require(OpenMP_CXX_FOUND "OpenMP for C++" "g++ (libgomp1)")
+
+if(TRNSIM_BUILD_TESTS)
+    find_package(GTest QUIET)
+    trnsim_require(GTest_FOUND "GoogleTest" libgtest-dev)
+endif()

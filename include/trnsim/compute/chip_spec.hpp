@@ -1,0 +1,129 @@
+// The description of a Trainium chip, its NeuronCores and the instance / UltraServer it is sold
+// in. Values come from the chip data files topologies/chips/<name>.yaml (loaded by the config
+// module), each of which cites its sources (shared reference keys such as T2, NKI2, TRN2).
+//
+// Terms: a *physical core* is one NeuronCore; a *rank* is a logical NeuronCore (LNC): with
+// LNC=2 two physical cores act as one rank, so a Trainium2 chip (8 cores) holds 4 ranks.
+#pragma once
+
+#include "trnsim/core/units.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trnsim::compute {
+
+/// Numeric formats of the compute path. Weights, activations and gradients use the precision;
+/// optimizer master weights and moments are always FP32.
+enum class Precision { fp8, bf16, fp32 };
+
+const char* to_string(Precision p);
+/// Bytes per element of activations and weights at this precision (fp8: 1, bf16: 2, fp32: 4).
+int element_bytes(Precision p);
+
+/// TensorE: a systolic array (rows = contraction/partition dim, cols = stationary free dim).
+struct TensorEngineSpec {
+    int rows = 128;
+    int cols = 128;
+    Frequency clock;
+    /// Largest moving-tile free size (columns streamed per MultiplyMoving).
+    int moving_free_max = 512;
+    /// Minimum cycles of one MultiplyMoving instruction (MM_INIT_LATENCY).
+    int min_matmul_cycles = 64;
+    /// FP8 "double row": contraction of 2 x rows in the time of rows.
+    int fp8_rate_multiplier = 2;
+    /// FP32 matmul costs this many times a BF16 one.
+    int fp32_rate_divisor = 4;
+};
+
+/// VectorE, ScalarE or GpSimdE: a clock and elements processed per cycle.
+struct VectorEngineSpec {
+    Frequency clock;
+    int elements_per_cycle = 128;
+    /// Fixed cost of one instruction, in engine cycles.
+    int instruction_overhead_cycles = 0;
+};
+
+/// One physical NeuronCore.
+struct CoreSpec {
+    TensorEngineSpec tensor;
+    VectorEngineSpec vector;
+    VectorEngineSpec scalar;
+    VectorEngineSpec gpsimd;
+    Bytes sbuf;
+    int sbuf_partitions = 128;
+    Bytes psum;
+    int psum_banks = 8;
+    int dma_engines = 16;
+    Bandwidth dma_engine_bandwidth;
+    Duration dma_setup_latency;
+};
+
+/// The instance that holds the chips (trn2.48xlarge, trn1.32xlarge).
+struct InstanceSpec {
+    std::string name;
+    int chips = 16;
+    /// NeuronLink torus shape inside the instance, e.g. {4, 4}.
+    std::vector<int> torus;
+    int vcpus = 0;
+    Bytes host_memory;
+    /// Total EFA bandwidth of the instance and the number of interfaces it is split over.
+    Bandwidth efa_bandwidth;
+    int efa_interfaces = 1;
+    /// On-demand price, USD per instance-hour.
+    Money price_per_hour;
+};
+
+/// A group of instances joined by NeuronLink (Trn2 UltraServer: 4 instances, 4x4x4 torus).
+struct UltraServerSpec {
+    int instances = 4;
+};
+
+struct ChipSpec {
+    std::string name;
+    std::string description;
+
+    int physical_cores = 8;
+    int lnc_default = 2;
+    std::vector<int> lnc_allowed;
+
+    Bytes hbm_capacity;
+    Bandwidth hbm_bandwidth;
+    /// HBM the runtime and allocator keep per chip (not available to the training job).
+    Bytes hbm_runtime_reserve;
+
+    /// Dense peak of the whole chip as published (used as the MFU denominator).
+    FlopRate peak_fp8;
+    FlopRate peak_bf16;
+    FlopRate peak_fp32;
+
+    CoreSpec core;
+
+    /// NeuronLink bandwidth per chip to chips of the same instance, and to chips of the other
+    /// instances of its UltraServer (zero when there is no UltraServer).
+    Bandwidth neuronlink_intra_instance;
+    Bandwidth neuronlink_inter_instance;
+    int neuronlink_ports = 4;
+    Duration neuronlink_hop_latency;
+    /// Latency of one step between ranks on the same chip.
+    Duration on_chip_latency;
+    /// HBM-to-HBM latency of one message across the EFA fabric.
+    Duration efa_latency;
+
+    InstanceSpec instance;
+    std::optional<UltraServerSpec> ultraserver;
+
+    // ---- derived ----
+    int ranks_per_chip(int lnc) const { return physical_cores / lnc; }
+    FlopRate peak(Precision p) const;
+    /// TensorE peak of one physical core from the array size and clock (cycle-model figure,
+    /// slightly below the chip's published peak / cores for Trainium2).
+    FlopRate tensor_peak_per_core(Precision p) const;
+    Bandwidth efa_bandwidth_per_chip() const { return instance.efa_bandwidth / instance.chips; }
+    int chips_per_ultraserver() const {
+        return ultraserver ? ultraserver->instances * instance.chips : instance.chips;
+    }
+};
+
+} // namespace trnsim::compute

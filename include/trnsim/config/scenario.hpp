@@ -1,0 +1,64 @@
+// ScenarioSpec: a whole scenario as plain, validated values. The config module builds it from
+// YAML (load.hpp); every other module receives only these values, never YAML.
+//
+// The sections mirror the scenario file (docs/scenario-schema.md is the reference for every key,
+// its unit, default and range).
+#pragma once
+
+#include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/core/error.hpp"
+#include "trnsim/core/units.hpp"
+#include "trnsim/topology/cluster.hpp"
+#include "trnsim/workload/training_spec.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace trnsim::config {
+
+enum class WorkloadType { training };
+enum class Fidelity { analytic };
+
+const char* to_string(Fidelity f);
+
+struct HardwareSpec {
+    std::string chip_ref;     ///< the preset name or file as written
+    compute::ChipSpec chip;   ///< the loaded chip description
+    int lnc = 0;              ///< 0 until resolved: the chip's default
+    Bytes hbm_reserve;        ///< per chip, kept free of the training job
+};
+
+struct SimulationSpec {
+    Fidelity fidelity = Fidelity::analytic;
+    int threads = 0; ///< 0 = auto (all hardware threads)
+};
+
+struct CostSpec {
+    Money instance_hour; ///< USD per instance-hour (default: the chip's on-demand price)
+};
+
+struct OutputSpec {
+    std::string file; ///< HDF5 results path (default: results/<name>.h5)
+};
+
+struct ScenarioSpec {
+    std::string name;
+    std::int64_t seed = 1; ///< non-negative, at most 2^53
+    HardwareSpec hardware;
+    topology::ClusterSpec cluster;
+    WorkloadType workload_type = WorkloadType::training;
+    std::string model_ref; ///< preset name, file, or "inline"
+    workload::TrainingSpec training;
+    SimulationSpec simulation;
+    CostSpec cost;
+    OutputSpec output;
+
+    /// The file it was read from, the scenario with every default filled in (YAML text, stored
+    /// in results), and where each key's value came from (for error messages).
+    std::string source_file;
+    std::string resolved_yaml;
+    SourceMap sources;
+};
+
+} // namespace trnsim::config

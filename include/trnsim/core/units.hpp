@@ -1,0 +1,165 @@
+// Strong physical quantities used across trnsim.
+//
+// Every quantity that carries a unit has its own type, so a byte count cannot be passed where a
+// bandwidth is expected. Only the physically meaningful operators exist (Bytes / Bandwidth gives
+// seconds, Flops / FlopRate gives seconds). There is no implicit conversion from a bare number.
+//
+// Storage:
+//   Duration   int64 nanoseconds (the engine's tick; 292 years of range). Conversions from
+//              seconds round up (ceil), in one place: Duration::from_seconds_ceil.
+//   Bytes      int64 bytes (exact: byte counts are conserved in the network model).
+//   Bandwidth  double bytes per second.
+//   FlopCount  double floating-point operations (a training run exceeds 2^63 FLOPs).
+//   FlopRate   double FLOP per second.
+//   Frequency  double hertz.
+//   Money      double US dollars.
+//
+// Parsing of unit strings ("2.9TB/s", "96GiB", "30min") lives in the config module only.
+#pragma once
+
+#include <cmath>
+#include <compare>
+#include <cstdint>
+#include <limits>
+
+namespace trnsim {
+
+/// A span of simulated time in integer nanoseconds.
+class Duration {
+public:
+    constexpr Duration() = default;
+    static constexpr Duration from_ns(std::int64_t ns) { return Duration(ns); }
+    /// The single rounding rule from real seconds to ticks: round up, so a modelled completion is
+    /// never earlier than the exact value. Saturates at max() (and asserts nothing: callers that
+    /// can overflow check is_max()).
+    static Duration from_seconds_ceil(double seconds);
+    static constexpr Duration zero() { return Duration(0); }
+    static constexpr Duration max() { return Duration(std::numeric_limits<std::int64_t>::max()); }
+
+    constexpr std::int64_t ns() const { return ns_; }
+    constexpr double seconds() const { return static_cast<double>(ns_) * 1e-9; }
+    constexpr bool is_max() const { return ns_ == std::numeric_limits<std::int64_t>::max(); }
+
+    constexpr auto operator<=>(const Duration&) const = default;
+    constexpr Duration operator+(Duration o) const { return Duration(ns_ + o.ns_); }
+    constexpr Duration operator-(Duration o) const { return Duration(ns_ - o.ns_); }
+    constexpr Duration& operator+=(Duration o) { ns_ += o.ns_; return *this; }
+    constexpr Duration& operator-=(Duration o) { ns_ -= o.ns_; return *this; }
+    constexpr Duration operator*(std::int64_t k) const { return Duration(ns_ * k); }
+
+private:
+    constexpr explicit Duration(std::int64_t ns) : ns_(ns) {}
+    std::int64_t ns_ = 0;
+};
+
+/// An exact number of bytes.
+class Bytes {
+public:
+    constexpr Bytes() = default;
+    constexpr explicit Bytes(std::int64_t n) : n_(n) {}
+    constexpr std::int64_t count() const { return n_; }
+    constexpr double as_double() const { return static_cast<double>(n_); }
+    constexpr auto operator<=>(const Bytes&) const = default;
+    constexpr Bytes operator+(Bytes o) const { return Bytes(n_ + o.n_); }
+    constexpr Bytes operator-(Bytes o) const { return Bytes(n_ - o.n_); }
+    constexpr Bytes& operator+=(Bytes o) { n_ += o.n_; return *this; }
+    constexpr Bytes operator*(std::int64_t k) const { return Bytes(n_ * k); }
+
+private:
+    std::int64_t n_ = 0;
+};
+
+/// A data rate in bytes per second (bits per second are converted on parsing).
+class Bandwidth {
+public:
+    constexpr Bandwidth() = default;
+    static constexpr Bandwidth bytes_per_s(double v) { return Bandwidth(v); }
+    static constexpr Bandwidth bits_per_s(double v) { return Bandwidth(v / 8.0); }
+    constexpr double bytes_per_s() const { return v_; }
+    constexpr double bits_per_s() const { return v_ * 8.0; }
+    constexpr auto operator<=>(const Bandwidth&) const = default;
+    constexpr Bandwidth operator*(double k) const { return Bandwidth(v_ * k); }
+    constexpr Bandwidth operator/(double k) const { return Bandwidth(v_ / k); }
+    constexpr Bandwidth operator+(Bandwidth o) const { return Bandwidth(v_ + o.v_); }
+
+private:
+    constexpr explicit Bandwidth(double v) : v_(v) {}
+    double v_ = 0.0;
+};
+
+/// A number of floating-point operations.
+class FlopCount {
+public:
+    constexpr FlopCount() = default;
+    constexpr explicit FlopCount(double v) : v_(v) {}
+    constexpr double value() const { return v_; }
+    constexpr auto operator<=>(const FlopCount&) const = default;
+    constexpr FlopCount operator+(FlopCount o) const { return FlopCount(v_ + o.v_); }
+    constexpr FlopCount& operator+=(FlopCount o) { v_ += o.v_; return *this; }
+    constexpr FlopCount operator*(double k) const { return FlopCount(v_ * k); }
+
+private:
+    double v_ = 0.0;
+};
+
+/// A compute rate in FLOP per second.
+class FlopRate {
+public:
+    constexpr FlopRate() = default;
+    static constexpr FlopRate per_s(double v) { return FlopRate(v); }
+    constexpr double per_s() const { return v_; }
+    constexpr auto operator<=>(const FlopRate&) const = default;
+    constexpr FlopRate operator*(double k) const { return FlopRate(v_ * k); }
+    constexpr FlopRate operator/(double k) const { return FlopRate(v_ / k); }
+
+private:
+    constexpr explicit FlopRate(double v) : v_(v) {}
+    double v_ = 0.0;
+};
+
+/// A clock frequency in hertz.
+class Frequency {
+public:
+    constexpr Frequency() = default;
+    static constexpr Frequency hz(double v) { return Frequency(v); }
+    constexpr double hz() const { return v_; }
+    constexpr auto operator<=>(const Frequency&) const = default;
+
+private:
+    constexpr explicit Frequency(double v) : v_(v) {}
+    double v_ = 0.0;
+};
+
+/// An amount of money in US dollars.
+class Money {
+public:
+    constexpr Money() = default;
+    static constexpr Money usd(double v) { return Money(v); }
+    constexpr double usd() const { return v_; }
+    constexpr auto operator<=>(const Money&) const = default;
+    constexpr Money operator*(double k) const { return Money(v_ * k); }
+
+private:
+    constexpr explicit Money(double v) : v_(v) {}
+    double v_ = 0.0;
+};
+
+/// Seconds to move `b` at rate `bw`. Returns +inf for a zero bandwidth.
+inline double transfer_seconds(Bytes b, Bandwidth bw) { return b.as_double() / bw.bytes_per_s(); }
+inline double transfer_seconds(double bytes, Bandwidth bw) { return bytes / bw.bytes_per_s(); }
+/// Seconds to execute `f` at rate `r`.
+inline double compute_seconds(FlopCount f, FlopRate r) { return f.value() / r.per_s(); }
+
+namespace units {
+inline constexpr std::int64_t kKiB = 1024;
+inline constexpr std::int64_t kMiB = 1024 * kKiB;
+inline constexpr std::int64_t kGiB = 1024 * kMiB;
+inline constexpr std::int64_t kTiB = 1024 * kGiB;
+inline constexpr std::int64_t kNsPerSecond = 1'000'000'000;
+inline constexpr double kSecondsPerHour = 3600.0;
+inline constexpr double kSecondsPerDay = 86400.0;
+/// A year is the Julian year (365.25 days), the year of the SI-accepted unit "a".
+inline constexpr double kSecondsPerYear = 365.25 * kSecondsPerDay;
+} // namespace units
+
+} // namespace trnsim

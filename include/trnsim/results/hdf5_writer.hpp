@@ -1,0 +1,47 @@
+// Writing results files (HDF5). The layout is specified in docs/results-schema.md:
+//
+//   /meta            group; attributes schema_version, trnsim_version, name, seed, threads
+//   /meta/scenario   the resolved scenario (YAML text, every default filled in)
+//   /summary         compound dataset, one row per run
+//   /<path>          further compound tables (for example /step/breakdown)
+//
+// The file is written under a temporary name beside the target and renamed into place only
+// when complete, so an error or a crash never leaves a partial results file. Object
+// modification times are not recorded, so the same inputs give byte-identical files.
+#pragma once
+
+#include "trnsim/results/table.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trnsim::results {
+
+/// Version of the file layout; bumped on any incompatible change (docs/results-schema.md).
+inline constexpr std::int64_t kSchemaVersion = 1;
+
+struct Meta {
+    std::string trnsim_version;
+    std::string name;
+    std::string scenario_yaml;
+    std::int64_t seed = 0;
+    std::int64_t threads = 1;
+};
+
+struct ResultsFile {
+    Meta meta;
+    Table summary;
+    /// Additional tables by absolute dataset path ("/step/breakdown").
+    std::vector<std::pair<std::string, Table>> tables;
+};
+
+/// Writes `file` to `path` (parent directories are created). Throws std::runtime_error when
+/// the file cannot be written; the target is then left untouched.
+void write_hdf5(const std::string& path, const ResultsFile& file);
+
+/// Reads back the /summary table of a results file (used by tests and tools).
+Table read_summary(const std::string& path);
+
+} // namespace trnsim::results

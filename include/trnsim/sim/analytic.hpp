@@ -1,0 +1,62 @@
+// The analytic step model (simulation.fidelity: analytic): a closed-form estimate of one
+// training step from the op program, the kernel cost model and the collective costs.
+//
+// Per pipeline stage and microbatch, each block (layer, embedding, head) costs
+//     max( sum of compute ops + sum of exposed collectives,  sum of overlapped collectives )
+// forward and backward; tensor-parallel, expert-parallel and pipeline transfers are exposed,
+// ZeRO-3 parameter gathers and gradient reduce-scatters overlap. With m microbatches, pp stages
+// and v model chunks per rank, the slowest stage's time per microbatch t = t_fwd + t_bwd sets
+//     pipeline = (m + (pp - 1) / v) t,      bubble = (pp - 1) / v x t
+// (1F1B and interleaved 1F1B, Narayanan et al. 2021). Gradient reduction overlaps the last
+// microbatch's backward pass; what is left of it is exposed, and so are the optimizer update
+// and the ZeRO-1/2 parameter all-gather:
+//     step = pipeline + max(0, grad_sync - t_bwd) + optimizer + param_gather
+// (the maximum over stages of the part after the pipeline).
+//
+// exposed_comm is the step time minus the step time of the same program with every
+// collective free: the time communication adds to the step.
+#pragma once
+
+#include "trnsim/workload/plan.hpp"
+
+#include <string>
+#include <vector>
+
+namespace trnsim::sim {
+
+/// Time of one op summed over a step, for the breakdown table.
+struct OpTime {
+    std::string name;
+    bool collective = false;
+    double seconds = 0.0; ///< per step, on the slowest stage's critical path
+};
+
+struct StepEstimate {
+    double step_s = 0.0;
+    double forward_s = 0.0;      ///< one microbatch forward on the slowest stage
+    double backward_s = 0.0;     ///< one microbatch backward on the slowest stage
+    double pipeline_s = 0.0;     ///< all microbatches through the pipeline
+    double bubble_s = 0.0;
+    double grad_sync_exposed_s = 0.0;
+    double optimizer_s = 0.0;
+    double param_gather_s = 0.0;
+    double exposed_comm_s = 0.0;
+    int slowest_stage = 0;
+
+    double model_flops = 0.0;    ///< per step, whole cluster (6 N + attention convention)
+    double hardware_flops = 0.0; ///< model FLOPs plus recomputation
+    double hbm_bytes_per_rank = 0.0;
+
+    double tokens_per_s = 0.0;
+    double mfu = 0.0;
+    double hfu = 0.0;
+    double mbu = 0.0;
+    double bubble_fraction = 0.0;
+
+    std::vector<OpTime> breakdown;
+};
+
+/// Costs one step of the plan. Pure function of the plan.
+StepEstimate estimate_step(const workload::Plan& plan);
+
+} // namespace trnsim::sim

@@ -1,0 +1,40 @@
+// What to train and how to split it: the workload section of a scenario, as plain values.
+#pragma once
+
+#include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/workload/model.hpp"
+
+#include <cstdint>
+
+namespace trnsim::workload {
+
+enum class Schedule { one_f_one_b, interleaved };
+enum class Recompute { none, selective, full };
+
+const char* to_string(Schedule s);
+const char* to_string(Recompute r);
+
+struct ParallelismSpec {
+    int tp = 1;               ///< tensor parallel degree
+    int pp = 1;               ///< pipeline stages
+    int dp = 0;               ///< data parallel replicas; 0 = all ranks left after tp x pp
+    int ep = 1;               ///< expert parallel degree (carved out of dp)
+    int zero = 1;             ///< ZeRO stage 0..3
+    int microbatch = 1;       ///< sequences per microbatch
+    Schedule schedule = Schedule::one_f_one_b;
+    int virtual_stages = 1;   ///< model chunks per rank for the interleaved schedule
+    Recompute recompute = Recompute::selective;
+    bool sequence_parallel = true;
+};
+
+struct TrainingSpec {
+    ModelSpec model;
+    std::int64_t sequence_length = 0;
+    std::int64_t global_batch = 0; ///< sequences per step
+    std::int64_t tokens = 0;       ///< tokens to train on (0 when `steps` is given)
+    std::int64_t steps = 0;        ///< steps to run (0 when `tokens` is given)
+    compute::Precision precision = compute::Precision::bf16;
+    ParallelismSpec parallelism;
+};
+
+} // namespace trnsim::workload

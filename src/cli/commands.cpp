@@ -1,0 +1,303 @@
+#include "commands.hpp"
+
+#include "report.hpp"
+
+#include "trnsim/config/load.hpp"
+#include "trnsim/core/error.hpp"
+#include "trnsim/core/format.hpp"
+#include "trnsim/sim/run.hpp"
+#include "trnsim/workload/model.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+#include <thread>
+
+namespace po = boost::program_options;
+
+namespace trnsim::cli {
+
+std::string version_line() { return std::string("trnsim ") + TRNSIM_VERSION; }
+
+namespace {
+
+struct Parsed {
+    po::variables_map vm;
+    bool help = false;
+};
+
+/// Parses subcommand arguments; prints help and returns help=true for --help.
+Parsed parse(const std::vector<std::string>& args, const po::options_description& visible,
+             const po::options_description& hidden, const po::positional_options_description& pos,
+             const std::string& usage) {
+    po::options_description all;
+    all.add(visible).add(hidden);
+    Parsed p;
+    try {
+        po::store(po::command_line_parser(args).options(all).positional(pos).run(), p.vm);
+        po::notify(p.vm);
+    } catch (const po::error& e) {
+        throw UsageError(std::string(e.what()) + "\nusage: " + usage);
+    }
+    if (p.vm.count("help")) {
+        std::cout << "usage: " << usage << "\n\n" << visible;
+        p.help = true;
+    }
+    return p;
+}
+
+config::ScenarioSpec load(const std::string& file, const std::vector<std::string>& overrides) {
+    return config::load_scenario(file, overrides);
+}
+
+int resolve_threads(int requested) {
+    if (requested > 0) {
+        return requested;
+    }
+    const unsigned hw = std::thread::hardware_concurrency();
+    return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+} // namespace
+
+int cmd_run(const std::vector<std::string>& args) {
+    po::options_description opts("options");
+    opts.add_options()("help,h", "show this help")(
+        "output,o", po::value<std::string>(), "results file (default: output.file of the scenario)")(
+        "set", po::value<std::vector<std::string>>()->composing(),
+        "override a scenario key: --set workload.parallelism.tp=8 (repeatable)")(
+        "threads", po::value<std::string>(), "worker threads (a number or auto)")(
+        "quiet,q", "print nothing but errors");
+    po::options_description hidden;
+    hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
+    po::positional_options_description pos;
+    pos.add("scenario", 1);
+    const Parsed p = parse(args, opts, hidden, pos,
+                           "trnsim run SCENARIO.yaml [-o OUT.h5] [--set key.path=value]... "
+                           "[--threads N]");
+    if (p.help) {
+        return 0;
+    }
+    if (!p.vm.count("scenario")) {
+        throw UsageError("trnsim run needs a scenario file\nusage: trnsim run SCENARIO.yaml");
+    }
+    std::vector<std::string> overrides;
+    if (p.vm.count("set")) {
+        overrides = p.vm["set"].as<std::vector<std::string>>();
+    }
+    if (p.vm.count("threads")) {
+        overrides.push_back("simulation.threads=" + p.vm["threads"].as<std::string>());
+    }
+    config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
+    if (p.vm.count("output")) {
+        spec.output.file = p.vm["output"].as<std::string>();
+    }
+    sim::TrainingRun run;
+    try {
+        run = sim::run_training(spec);
+    } catch (const InputError& e) {
+        throw e.located(spec.sources);
+    }
+    const int threads = resolve_threads(spec.simulation.threads);
+    results::write_hdf5(spec.output.file, make_results(spec, run, threads));
+    if (!p.vm.count("quiet")) {
+        print_run(std::cout, spec, run);
+        std::cout << "  results    " << spec.output.file << "\n";
+    }
+    return 0;
+}
+
+int cmd_validate(const std::vector<std::string>& args) {
+    po::options_description opts("options");
+    opts.add_options()("help,h", "show this help")(
+        "set", po::value<std::vector<std::string>>()->composing(),
+        "override a scenario key (repeatable)");
+    po::options_description hidden;
+    hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
+    po::positional_options_description pos;
+    pos.add("scenario", 1);
+    const Parsed p =
+        parse(args, opts, hidden, pos, "trnsim validate SCENARIO.yaml [--set key.path=value]...");
+    if (p.help) {
+        return 0;
+    }
+    if (!p.vm.count("scenario")) {
+        throw UsageError("trnsim validate needs a scenario file");
+    }
+    std::vector<std::string> overrides;
+    if (p.vm.count("set")) {
+        overrides = p.vm["set"].as<std::vector<std::string>>();
+    }
+    const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
+    workload::Plan plan;
+    try {
+        plan = sim::make_plan(spec);
+    } catch (const InputError& e) {
+        throw e.located(spec.sources);
+    }
+    std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
+    print_plan(std::cout, spec, plan);
+    std::cout << "  valid\n";
+    return 0;
+}
+
+namespace {
+
+void describe_chip(const std::string& name) {
+    const compute::ChipSpec c = config::load_chip(name);
+    std::cout << c.name << ": " << c.description << "\n";
+    const auto row = [](const std::string& k, const std::string& v) {
+        std::cout << "  " << k << std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') << v
+                  << "\n";
+    };
+    std::string lnc;
+    for (int v : c.lnc_allowed) {
+        lnc += (lnc.empty() ? "" : ", ") + std::to_string(v) + " (" +
+               std::to_string(c.ranks_per_chip(v)) + " ranks)";
+    }
+    row("NeuronCores", std::to_string(c.physical_cores) + " physical; LNC " + lnc +
+                           ", default " + std::to_string(c.lnc_default));
+    row("peak (chip, dense)", "FP8 " + fmt::flop_rate(c.peak_fp8) + ", BF16 " +
+                                  fmt::flop_rate(c.peak_bf16) + ", FP32 " +
+                                  fmt::flop_rate(c.peak_fp32));
+    row("TensorE per core", std::to_string(c.core.tensor.rows) + "x" +
+                                std::to_string(c.core.tensor.cols) + " at " +
+                                fmt::fixed(c.core.tensor.clock.hz() / 1e9, 2) + " GHz = " +
+                                fmt::flop_rate(c.tensor_peak_per_core(compute::Precision::bf16)) +
+                                " BF16");
+    const auto engine = [](const compute::VectorEngineSpec& e) {
+        return fmt::fixed(e.clock.hz() / 1e9, 2) + " GHz x " + std::to_string(e.elements_per_cycle) +
+               " elements/cycle";
+    };
+    row("VectorE", engine(c.core.vector));
+    row("ScalarE", engine(c.core.scalar));
+    row("GpSimdE", engine(c.core.gpsimd));
+    row("SBUF / PSUM per core", fmt::bytes(c.core.sbuf) + " / " + fmt::bytes(c.core.psum));
+    row("DMA per core", std::to_string(c.core.dma_engines) + " engines x " +
+                            fmt::bandwidth(c.core.dma_engine_bandwidth) + ", setup " +
+                            fmt::duration(c.core.dma_setup_latency));
+    row("HBM", fmt::bytes(c.hbm_capacity) + " at " + fmt::bandwidth(c.hbm_bandwidth) +
+                   " (runtime reserve " + fmt::bytes(c.hbm_runtime_reserve) + ")");
+    row("NeuronLink", fmt::bandwidth(c.neuronlink_intra_instance) + " per chip in the instance" +
+                          (c.ultraserver ? ", " + fmt::bandwidth(c.neuronlink_inter_instance) +
+                                               " to the other instances of the UltraServer"
+                                         : std::string()) +
+                          "; " + fmt::duration(c.neuronlink_hop_latency) + " per step");
+    row("EFA", fmt::bandwidth(c.efa_bandwidth_per_chip()) + " per chip (" +
+                   fmt::fixed(c.instance.efa_bandwidth.bits_per_s() / 1e9, 0) +
+                   " Gbps per instance over " + std::to_string(c.instance.efa_interfaces) +
+                   " interfaces); " + fmt::duration(c.efa_latency) + " per message");
+    std::string torus;
+    for (int d : c.instance.torus) {
+        torus += (torus.empty() ? "" : "x") + std::to_string(d);
+    }
+    row("instance", c.instance.name + ": " + std::to_string(c.instance.chips) + " chips (" +
+                        torus + " torus), " + std::to_string(c.instance.vcpus) + " vCPUs, " +
+                        fmt::bytes(c.instance.host_memory) + " host memory, " +
+                        fmt::money(c.instance.price_per_hour) + " per hour");
+    row("UltraServer", c.ultraserver ? std::to_string(c.ultraserver->instances) + " instances = " +
+                                           std::to_string(c.chips_per_ultraserver()) + " chips"
+                                     : "none");
+}
+
+void describe_model(const std::string& name) {
+    const workload::ModelSpec m = config::load_model(name);
+    const workload::ModelStats s = workload::compute_stats(m);
+    std::cout << m.name << (m.source.empty() ? "" : " (" + m.source + ")") << "\n";
+    const auto row = [](const std::string& k, const std::string& v) {
+        std::cout << "  " << k << std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') << v
+                  << "\n";
+    };
+    const auto compare = [](std::int64_t computed, std::int64_t published) {
+        std::string t = fmt::count(static_cast<double>(computed)) + " (" +
+                        std::to_string(computed) + ")";
+        if (published > 0) {
+            const double dev = static_cast<double>(computed - published) /
+                               static_cast<double>(published);
+            t += "; published " + fmt::count(static_cast<double>(published)) + ", " +
+                 (dev >= 0 ? "+" : "") + fmt::fixed(dev * 100.0, 2) + "%";
+        }
+        return t;
+    };
+    row("layers", std::to_string(m.layers) + (m.is_moe() ? " (" + std::to_string(m.dense_layers()) +
+                                                               " dense, " +
+                                                               std::to_string(m.moe_layers()) +
+                                                               " MoE)"
+                                                         : ""));
+    row("hidden / ffn", std::to_string(m.hidden) + " / " + std::to_string(m.ffn_hidden) + " (" +
+                            workload::to_string(m.mlp) + ", " + workload::to_string(m.norm) + ")");
+    std::string attention = std::string(workload::to_string(m.attention)) + ", " +
+                            std::to_string(m.heads) + " heads";
+    if (m.attention == workload::AttentionKind::gqa) {
+        attention += ", " + std::to_string(m.kv_heads) + " kv heads, head_dim " +
+                     std::to_string(m.head_dim);
+    } else {
+        attention += ", kv rank " + std::to_string(m.mla.kv_lora_rank) + ", q rank " +
+                     std::to_string(m.mla.q_lora_rank) + ", qk " + std::to_string(m.qk_dim()) +
+                     ", v " + std::to_string(m.v_dim());
+    }
+    row("attention", attention + ", " + workload::to_string(m.position) + " positions");
+    row("vocabulary", std::to_string(m.vocab) + (m.tied_embeddings ? " (tied embeddings)" : ""));
+    if (m.is_moe()) {
+        row("experts", std::to_string(m.moe.experts) + " routed (top " +
+                           std::to_string(m.moe.top_k) + "), " +
+                           std::to_string(m.moe.shared_experts) + " shared, ffn " +
+                           std::to_string(m.moe.expert_ffn_hidden));
+    }
+    row("parameters", compare(s.total, m.published_parameters));
+    if (m.is_moe()) {
+        row("active parameters", compare(s.active, m.published_active_parameters));
+    }
+    for (std::int64_t seq : {4096, 8192}) {
+        row("FLOPs/token @" + std::to_string(seq),
+            fmt::count(s.model_flops_per_token(m, seq)) + " (training: 6N + attention)");
+    }
+    row("BF16 weights", fmt::bytes(static_cast<double>(s.total) * 2.0));
+}
+
+} // namespace
+
+int cmd_describe(const std::vector<std::string>& args) {
+    const std::string usage = "trnsim describe chip|model [NAME|FILE]  |  trnsim describe schema";
+    if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+        std::cout << "usage: " << usage << "\n\n"
+                  << "  chip NAME     a chip preset (topologies/chips/) or chip file\n"
+                  << "  model NAME    a model preset (scenarios/models/) or model file\n"
+                  << "  schema        every scenario, model and chip key (Markdown)\n"
+                  << "Without NAME, lists the presets.\n";
+        if (args.empty()) {
+            throw UsageError("trnsim describe needs what to describe\nusage: " + usage);
+        }
+        return 0;
+    }
+    const std::string& what = args[0];
+    if (args.size() > 2) {
+        throw UsageError("too many arguments\nusage: " + usage);
+    }
+    if (what == "schema") {
+        if (args.size() != 1) {
+            throw UsageError("trnsim describe schema takes no name\nusage: " + usage);
+        }
+        std::cout << config::schema_markdown();
+        return 0;
+    }
+    if (what != "chip" && what != "model") {
+        throw UsageError("cannot describe '" + what + "'\nusage: " + usage);
+    }
+    if (args.size() == 1) {
+        const auto names = what == "chip" ? config::chip_presets() : config::model_presets();
+        std::cout << what << " presets in " << config::data_dir().string() << ":\n";
+        for (const auto& n : names) {
+            std::cout << "  " << n << "\n";
+        }
+        return 0;
+    }
+    if (what == "chip") {
+        describe_chip(args[1]);
+    } else {
+        describe_model(args[1]);
+    }
+    return 0;
+}
+
+} // namespace trnsim::cli

@@ -1,0 +1,209 @@
+#include "report.hpp"
+
+#include "trnsim/core/format.hpp"
+
+#include <algorithm>
+#include <iomanip>
+
+namespace trnsim::cli {
+
+namespace {
+
+std::string grouped(std::int64_t v) { return fmt::integer(v); }
+
+std::string pad(const std::string& s, std::size_t width) {
+    return s.size() >= width ? s : s + std::string(width - s.size(), ' ');
+}
+
+std::string lpad(const std::string& s, std::size_t width) {
+    return s.size() >= width ? s : std::string(width - s.size(), ' ') + s;
+}
+
+void line(std::ostream& out, const std::string& label, const std::string& text) {
+    out << "  " << pad(label, 11) << text << "\n";
+}
+
+std::string cluster_text(const config::ScenarioSpec& spec, const workload::Plan& plan) {
+    const auto& c = plan.cluster;
+    const auto& chip = spec.hardware.chip;
+    std::string s;
+    if (c.ultraservers > 0) {
+        s += grouped(c.ultraservers) + " UltraServer" + (c.ultraservers > 1 ? "s" : "") + " = ";
+    }
+    s += grouped(c.instances) + " x " + chip.instance.name + " = " + grouped(c.chips) + " " +
+         chip.name + " chips; " + grouped(plan.ranks) + " ranks (LNC=" +
+         std::to_string(plan.lnc) + ")";
+    return s;
+}
+
+} // namespace
+
+void print_plan(std::ostream& out, const config::ScenarioSpec& spec, const workload::Plan& plan) {
+    const auto& t = plan.training;
+    const auto& m = t.model;
+    const auto& par = t.parallelism;
+    out << "trnsim: " << spec.name << " (" << spec.source_file << ")\n";
+    line(out, "cluster", cluster_text(spec, plan));
+    std::string model = m.name + ": " + fmt::count(static_cast<double>(plan.stats.total)) +
+                        " parameters";
+    if (m.is_moe()) {
+        model += " (" + fmt::count(static_cast<double>(plan.stats.active)) + " active)";
+    }
+    model += ", " + std::to_string(m.layers) + " layers, hidden " + std::to_string(m.hidden) +
+             ", " + compute::to_string(t.precision);
+    line(out, "model", model);
+    std::string batch = grouped(t.global_batch) + " sequences x " + grouped(t.sequence_length) +
+                        " tokens = " + fmt::count(static_cast<double>(plan.tokens_per_step)) +
+                        " tokens per step; ";
+    batch += t.steps > 0 ? grouped(plan.steps) + " steps"
+                         : fmt::count(static_cast<double>(t.tokens)) + " tokens = " +
+                               grouped(plan.steps) + " steps";
+    line(out, "batch", batch);
+    std::string p = "tp " + std::to_string(plan.tp) + ", pp " + std::to_string(plan.pp) +
+                    ", dp " + std::to_string(plan.dp);
+    if (plan.ep > 1) {
+        p += ", ep " + std::to_string(plan.ep);
+    }
+    p += "; zero " + std::to_string(par.zero) + "; " + workload::to_string(par.schedule);
+    if (plan.virtual_stages > 1) {
+        p += " x" + std::to_string(plan.virtual_stages);
+    }
+    p += "; " + grouped(plan.microbatches) + " microbatches of " +
+         std::to_string(par.microbatch) + "; recompute " + workload::to_string(par.recompute);
+    line(out, "plan", p);
+    std::string groups;
+    for (auto g : {workload::CommGroup::tp, workload::CommGroup::dp, workload::CommGroup::ep,
+                   workload::CommGroup::pp}) {
+        if (plan.group_size(g) <= 1) {
+            continue;
+        }
+        groups += (groups.empty() ? "" : " | ") + std::string(workload::to_string(g)) + ": " +
+                  plan.group_shape(g).describe();
+    }
+    if (!groups.empty()) {
+        line(out, "groups", groups);
+    }
+    const auto& b = plan.memory.worst;
+    line(out, "memory",
+         fmt::bytes(b.total()) + " of " + fmt::bytes(plan.memory.capacity_per_rank) +
+             " HBM per rank (stage " + std::to_string(plan.memory.worst_stage) + "): weights " +
+             fmt::bytes(b.weights) + ", gradients " + fmt::bytes(b.gradients) + ", optimizer " +
+             fmt::bytes(b.optimizer) + ", activations " + fmt::bytes(b.activations) +
+             ", buffers " + fmt::bytes(b.buffers) + ", reserve " + fmt::bytes(b.reserve));
+    for (const auto& w : plan.warnings) {
+        line(out, "warning", w);
+    }
+}
+
+void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::TrainingRun& run) {
+    const auto& e = run.step;
+    print_plan(out, spec, run.plan);
+    std::string step = fmt::seconds(e.step_s) + " = pipeline " + fmt::seconds(e.pipeline_s);
+    if (run.plan.pp > 1) {
+        step += " (bubble " + fmt::seconds(e.bubble_s) + ", " + fmt::percent(e.bubble_fraction) +
+                ")";
+    }
+    if (e.grad_sync_exposed_s > 0.0) {
+        step += " + gradient sync " + fmt::seconds(e.grad_sync_exposed_s);
+    }
+    step += " + optimizer " + fmt::seconds(e.optimizer_s);
+    if (e.param_gather_s > 0.0) {
+        step += " + parameter gather " + fmt::seconds(e.param_gather_s);
+    }
+    line(out, "step", step);
+    line(out, "", "microbatch on stage " + std::to_string(e.slowest_stage) + ": forward " +
+                      fmt::seconds(e.forward_s) + ", backward " + fmt::seconds(e.backward_s) +
+                      "; exposed communication " + fmt::seconds(e.exposed_comm_s) + " per step");
+    line(out, "throughput", fmt::count(e.tokens_per_s) + " tokens/s; MFU " + fmt::percent(e.mfu) +
+                                ", HFU " + fmt::percent(e.hfu) + ", MBU " + fmt::percent(e.mbu));
+    line(out, "training",
+         grouped(run.plan.steps) + " steps in " + fmt::seconds(run.time_to_train_s) + "; " +
+             grouped(static_cast<std::int64_t>(run.instance_hours)) + " instance-hours x " +
+             fmt::money(spec.cost.instance_hour) + " = " +
+             fmt::money(Money::usd(run.cost_usd)));
+    out << "  time per step on stage " << e.slowest_stage << " (top ops):\n";
+    const std::size_t shown = std::min<std::size_t>(8, e.breakdown.size());
+    for (std::size_t i = 0; i < shown; ++i) {
+        const auto& op = e.breakdown[i];
+        out << "    " << pad(op.name, 30) << lpad(fmt::seconds(op.seconds), 10) << "  "
+            << lpad(fmt::percent(op.seconds / e.step_s), 6)
+            << (op.collective ? "  (collective)" : "") << "\n";
+    }
+}
+
+results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::TrainingRun& run,
+                                  int threads) {
+    const auto& p = run.plan;
+    const auto& e = run.step;
+    results::ResultsFile f;
+    f.meta.trnsim_version = TRNSIM_VERSION;
+    f.meta.name = spec.name;
+    f.meta.scenario_yaml = spec.resolved_yaml;
+    f.meta.seed = spec.seed;
+    f.meta.threads = threads;
+
+    auto& s = f.summary;
+    const std::vector<std::pair<const char*, results::Table::Value>> columns = {
+        {"chips", p.cluster.chips},
+        {"ranks", p.ranks},
+        {"instances", p.cluster.instances},
+        {"ultraservers", p.cluster.ultraservers},
+        {"tp", std::int64_t{p.tp}},
+        {"pp", std::int64_t{p.pp}},
+        {"dp", std::int64_t{p.dp}},
+        {"ep", std::int64_t{p.ep}},
+        {"microbatches", p.microbatches},
+        {"parameters", p.stats.total},
+        {"active_parameters", p.stats.active},
+        {"tokens_per_step", p.tokens_per_step},
+        {"steps", p.steps},
+        {"step_time_s", e.step_s},
+        {"tokens_per_s", e.tokens_per_s},
+        {"mfu", e.mfu},
+        {"hfu", e.hfu},
+        {"mbu", e.mbu},
+        {"exposed_comm_s", e.exposed_comm_s},
+        {"bubble_fraction", e.bubble_fraction},
+        {"memory_per_rank_bytes", p.memory.worst.total().count()},
+        {"hbm_per_rank_bytes", p.memory.capacity_per_rank.count()},
+        {"time_to_train_s", run.time_to_train_s},
+        {"instance_hours", run.instance_hours},
+        {"cost_usd", run.cost_usd},
+    };
+    std::vector<results::Table::Value> row;
+    for (const auto& [name, value] : columns) {
+        if (std::holds_alternative<std::int64_t>(value)) {
+            s.add_int(name);
+        } else {
+            s.add_float(name);
+        }
+        row.push_back(value);
+    }
+    s.add_row(row);
+
+    results::Table breakdown;
+    breakdown.add_string("op", 48);
+    breakdown.add_int("collective");
+    breakdown.add_float("time_per_step_s");
+    for (const auto& op : e.breakdown) {
+        breakdown.add_row({op.name.substr(0, 48), std::int64_t{op.collective ? 1 : 0}, op.seconds});
+    }
+    f.tables.emplace_back("/step/breakdown", std::move(breakdown));
+
+    results::Table memory;
+    memory.add_int("stage");
+    for (const char* c : {"weights_bytes", "gradients_bytes", "optimizer_bytes",
+                          "activations_bytes", "buffers_bytes", "reserve_bytes", "total_bytes"}) {
+        memory.add_int(c);
+    }
+    for (std::size_t i = 0; i < p.memory.stages.size(); ++i) {
+        const auto& b = p.memory.stages[i];
+        memory.add_row({static_cast<std::int64_t>(i), b.weights.count(), b.gradients.count(),
+                        b.optimizer.count(), b.activations.count(), b.buffers.count(),
+                        b.reserve.count(), b.total().count()});
+    }
+    f.tables.emplace_back("/plan/memory", std::move(memory));
+    return f;
+}
+
+} // namespace trnsim::cli

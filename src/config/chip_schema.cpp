@@ -1,0 +1,206 @@
+#include "fields.hpp"
+#include "tables.hpp"
+
+namespace trnsim::config::detail {
+
+using compute::ChipSpec;
+using C = ChipSpec;
+
+namespace {
+
+constexpr std::int64_t kMaxBytes = std::int64_t{1} << 60;
+
+Entry<C> bytes(std::string path, Ref<C, Bytes> ref, std::string def, std::string doc) {
+    return quantity<C, Bytes>(std::move(path), std::move(ref), parse_bytes, "bytes",
+                              std::move(def), Bytes(0), Bytes(kMaxBytes), true, "> 0",
+                              std::move(doc));
+}
+
+Entry<C> bandwidth(std::string path, Ref<C, Bandwidth> ref, std::string def, std::string doc,
+                   bool allow_zero = false) {
+    return quantity<C, Bandwidth>(std::move(path), std::move(ref), parse_bandwidth, "bandwidth",
+                                  std::move(def), Bandwidth::bytes_per_s(0.0),
+                                  Bandwidth::bytes_per_s(1e18), !allow_zero,
+                                  allow_zero ? ">= 0" : "> 0", std::move(doc));
+}
+
+Entry<C> duration(std::string path, Ref<C, Duration> ref, std::string def, std::string doc) {
+    return quantity<C, Duration>(std::move(path), std::move(ref), parse_duration, "duration",
+                                 std::move(def), Duration::zero(),
+                                 Duration::from_ns(std::int64_t{1000} * 1'000'000'000), false,
+                                 "0 to 1000s", std::move(doc));
+}
+
+Entry<C> frequency(std::string path, Ref<C, Frequency> ref, std::string def, std::string doc) {
+    return quantity<C, Frequency>(std::move(path), std::move(ref), parse_frequency, "frequency",
+                                  std::move(def), Frequency::hz(0.0), Frequency::hz(1e12), true,
+                                  "> 0", std::move(doc));
+}
+
+Entry<C> flops(std::string path, Ref<C, FlopRate> ref, std::string doc) {
+    return required(quantity<C, FlopRate>(std::move(path), std::move(ref), parse_flop_rate,
+                                          "flop rate", "", FlopRate::per_s(0.0),
+                                          FlopRate::per_s(1e21), true, "> 0", std::move(doc)));
+}
+
+void engine(Schema<C>& s, const std::string& name, Ref<C, compute::VectorEngineSpec> ref, const std::string& what, const char* per_cycle) {
+    s.section("core." + name, what + ".");
+    s.field(required(frequency("core." + name + ".clock",
+                               [ref](C& c) -> Frequency& { return ref(c).clock; }, "",
+                               "Engine clock.")));
+    s.field(integer<C>("core." + name + ".elements_per_cycle",
+                       [ref](C& c) -> int& { return ref(c).elements_per_cycle; }, per_cycle, 1,
+                       65536, "Elements processed per cycle."));
+    s.field(integer<C>("core." + name + ".instruction_overhead_cycles",
+                       [ref](C& c) -> int& { return ref(c).instruction_overhead_cycles; }, "0", 0,
+                       100000, "Fixed cycles per instruction."));
+}
+
+Schema<C> build() {
+    Schema<C> s("Chip");
+    s.field(required(text<C>("name", [](C& c) -> std::string& { return c.name; }, "",
+                             "Preset name (trn2, trn1).")));
+    s.field(text<C>("description", [](C& c) -> std::string& { return c.description; }, "\"\"",
+                    "One line shown by describe chip."));
+
+    s.section("cores", "NeuronCores and logical NeuronCore configuration (LNC).");
+    s.field(required(integer<C>("cores.physical", [](C& c) -> int& { return c.physical_cores; },
+                                "", 1, 1024, "Physical NeuronCores per chip.")));
+    s.field(required(integer<C>("cores.lnc_default", [](C& c) -> int& { return c.lnc_default; },
+                                "", 1, 64, "Physical cores per rank by default.")));
+    s.field(required(integer_list<C>("cores.lnc_allowed",
+                                     [](C& c) -> std::vector<int>& { return c.lnc_allowed; }, "",
+                                     1, 64, "LNC values the runtime accepts.")));
+
+    s.section("hbm", "High-bandwidth memory of the chip.");
+    s.field(required(bytes("hbm.capacity", [](C& c) -> Bytes& { return c.hbm_capacity; }, "",
+                           "HBM capacity.")));
+    s.field(required(bandwidth("hbm.bandwidth", [](C& c) -> Bandwidth& { return c.hbm_bandwidth; },
+                               "", "HBM bandwidth.")));
+    s.field(quantity<C, Bytes>("hbm.runtime_reserve",
+                               [](C& c) -> Bytes& { return c.hbm_runtime_reserve; }, parse_bytes,
+                               "bytes", "0B", Bytes(0), Bytes(kMaxBytes), false, ">= 0",
+                               "HBM per chip the runtime keeps (default of hardware.hbm_reserve)."));
+
+    s.section("peak", "Dense peak compute of the chip as published (MFU denominator).");
+    s.field(flops("peak.fp8", [](C& c) -> FlopRate& { return c.peak_fp8; }, "Dense FP8 peak."));
+    s.field(flops("peak.bf16", [](C& c) -> FlopRate& { return c.peak_bf16; },
+                  "Dense BF16/FP16 peak."));
+    s.field(flops("peak.fp32", [](C& c) -> FlopRate& { return c.peak_fp32; }, "Dense FP32 peak."));
+
+    s.section("core", "One physical NeuronCore.");
+    s.section("core.tensor_engine", "TensorE systolic array.");
+    s.field(integer<C>("core.tensor_engine.rows", [](C& c) -> int& { return c.core.tensor.rows; },
+                       "128", 1, 4096, "Rows (contraction / partition dimension)."));
+    s.field(integer<C>("core.tensor_engine.cols", [](C& c) -> int& { return c.core.tensor.cols; },
+                       "128", 1, 4096, "Columns (stationary free dimension)."));
+    s.field(required(frequency("core.tensor_engine.clock",
+                               [](C& c) -> Frequency& { return c.core.tensor.clock; }, "",
+                               "TensorE clock.")));
+    s.field(integer<C>("core.tensor_engine.moving_free_max",
+                       [](C& c) -> int& { return c.core.tensor.moving_free_max; }, "512", 1,
+                       65536, "Largest moving tile (columns per MultiplyMoving)."));
+    s.field(integer<C>("core.tensor_engine.min_matmul_cycles",
+                       [](C& c) -> int& { return c.core.tensor.min_matmul_cycles; }, "64", 1,
+                       65536, "Minimum cycles of one MultiplyMoving."));
+    s.field(integer<C>("core.tensor_engine.fp8_rate_multiplier",
+                       [](C& c) -> int& { return c.core.tensor.fp8_rate_multiplier; }, "2", 1, 16,
+                       "FP8 contraction rows per BF16 row (double-row mode: 2)."));
+    s.field(integer<C>("core.tensor_engine.fp32_rate_divisor",
+                       [](C& c) -> int& { return c.core.tensor.fp32_rate_divisor; }, "4", 1, 64,
+                       "FP32 matmul costs this many times BF16."));
+    engine(s, "vector_engine", [](C& c) -> compute::VectorEngineSpec& { return c.core.vector; },
+           "VectorE", "128");
+    engine(s, "scalar_engine", [](C& c) -> compute::VectorEngineSpec& { return c.core.scalar; },
+           "ScalarE", "128");
+    engine(s, "gpsimd_engine", [](C& c) -> compute::VectorEngineSpec& { return c.core.gpsimd; },
+           "GpSimdE", "128");
+    s.field(required(bytes("core.sbuf", [](C& c) -> Bytes& { return c.core.sbuf; }, "",
+                           "State buffer (SBUF) capacity.")));
+    s.field(integer<C>("core.sbuf_partitions", [](C& c) -> int& { return c.core.sbuf_partitions; },
+                       "128", 1, 4096, "SBUF partitions."));
+    s.field(required(bytes("core.psum", [](C& c) -> Bytes& { return c.core.psum; }, "",
+                           "Partial-sum buffer (PSUM) capacity.")));
+    s.field(integer<C>("core.psum_banks", [](C& c) -> int& { return c.core.psum_banks; }, "8", 1,
+                       1024, "PSUM banks per partition."));
+    s.field(integer<C>("core.dma_engines", [](C& c) -> int& { return c.core.dma_engines; }, "16",
+                       1, 1024, "DMA engines (queues) per core."));
+    s.field(required(bandwidth("core.dma_engine_bandwidth",
+                               [](C& c) -> Bandwidth& { return c.core.dma_engine_bandwidth; }, "",
+                               "Bandwidth of one DMA engine.")));
+    s.field(required(duration("core.dma_setup_latency",
+                              [](C& c) -> Duration& { return c.core.dma_setup_latency; }, "",
+                              "Fixed cost of one DMA (descriptor and semaphore).")));
+
+    s.section("interconnect", "Chip-to-chip links.");
+    s.field(required(bandwidth(
+        "interconnect.neuronlink_intra_instance",
+        [](C& c) -> Bandwidth& { return c.neuronlink_intra_instance; }, "",
+        "NeuronLink bandwidth per chip to the chips of its own instance.")));
+    s.field(bandwidth("interconnect.neuronlink_inter_instance",
+                      [](C& c) -> Bandwidth& { return c.neuronlink_inter_instance; }, "0B/s",
+                      "NeuronLink bandwidth per chip to the other instances of its UltraServer.",
+                      true));
+    s.field(integer<C>("interconnect.neuronlink_ports",
+                       [](C& c) -> int& { return c.neuronlink_ports; }, "4", 0, 64,
+                       "NeuronLink ports per chip."));
+    s.field(required(duration("interconnect.neuronlink_hop_latency",
+                              [](C& c) -> Duration& { return c.neuronlink_hop_latency; }, "",
+                              "Latency of one collective step over NeuronLink.")));
+    s.field(required(duration("interconnect.on_chip_latency",
+                              [](C& c) -> Duration& { return c.on_chip_latency; }, "",
+                              "Latency of one collective step between ranks of one chip.")));
+    s.field(required(duration("interconnect.efa_latency",
+                              [](C& c) -> Duration& { return c.efa_latency; }, "",
+                              "HBM-to-HBM latency of one message over EFA.")));
+
+    s.section("instance", "The instance type that holds the chips.");
+    s.field(required(text<C>("instance.name", [](C& c) -> std::string& { return c.instance.name; },
+                             "", "Instance type.")));
+    s.field(required(integer<C>("instance.chips", [](C& c) -> int& { return c.instance.chips; }, "",
+                                1, 4096, "Chips per instance.")));
+    s.field(required(integer_list<C>("instance.torus",
+                                     [](C& c) -> std::vector<int>& { return c.instance.torus; },
+                                     "", 1, 4096, "NeuronLink torus shape inside the instance.")));
+    s.field(integer<C>("instance.vcpus", [](C& c) -> int& { return c.instance.vcpus; }, "0", 0,
+                       100000, "Host vCPUs."));
+    s.field(quantity<C, Bytes>("instance.host_memory",
+                               [](C& c) -> Bytes& { return c.instance.host_memory; }, parse_bytes,
+                               "bytes", "0B", Bytes(0), Bytes(kMaxBytes), false, ">= 0",
+                               "Host memory."));
+    s.field(required(bandwidth("instance.efa_bandwidth",
+                               [](C& c) -> Bandwidth& { return c.instance.efa_bandwidth; }, "",
+                               "Total EFA bandwidth of the instance.")));
+    s.field(integer<C>("instance.efa_interfaces",
+                       [](C& c) -> int& { return c.instance.efa_interfaces; }, "1", 1, 4096,
+                       "EFA interfaces the bandwidth is split over."));
+    s.field(required(quantity<C, Money>(
+        "instance.price", [](C& c) -> Money& { return c.instance.price_per_hour; }, parse_money,
+        "money", "", Money::usd(0.0), Money::usd(1e9), false, ">= 0",
+        "On-demand price per instance-hour.")));
+
+    s.section("ultraserver", "Instances joined by NeuronLink into one domain (absent: none).");
+    {
+        auto e = make_entry<C>("ultraserver.instances", "integer", "", "1 to 1024",
+                               "Instances per UltraServer.");
+        e.default_doc = "none";
+        e.apply = [](C& c, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                     const Context&) {
+            const auto v = parse_checked<std::int64_t>(
+                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 1024; },
+                "1 to 1024");
+            c.ultraserver = compute::UltraServerSpec{static_cast<int>(v)};
+        };
+        s.field(e);
+    }
+    return s;
+}
+
+} // namespace
+
+const Schema<C>& chip_schema() {
+    static const Schema<C> s = build();
+    return s;
+}
+
+} // namespace trnsim::config::detail

@@ -1,0 +1,579 @@
+#include "trnsim/config/load.hpp"
+
+#include "trnsim/core/format.hpp"
+
+#include "tables.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+
+#ifndef TRNSIM_DEFAULT_DATA_DIR
+#define TRNSIM_DEFAULT_DATA_DIR "."
+#endif
+
+namespace trnsim::config {
+
+namespace fs = std::filesystem;
+using detail::Context;
+
+const char* to_string(Fidelity f) {
+    switch (f) {
+    case Fidelity::analytic:
+        return "analytic";
+    }
+    return "?";
+}
+
+fs::path data_dir() {
+    if (const char* env = std::getenv("TRNSIM_DATA_DIR"); env != nullptr && *env != '\0') {
+        return fs::path(env);
+    }
+    return fs::path(TRNSIM_DEFAULT_DATA_DIR);
+}
+
+namespace detail {
+
+SourceLocation Context::locate(const std::string& full_path, const YAML::Mark& mark) const {
+    std::string p = full_path;
+    while (true) {
+        if (auto it = overrides.find(p); it != overrides.end()) {
+            return it->second;
+        }
+        const auto cut = p.find_last_of('.');
+        if (cut == std::string::npos) {
+            break;
+        }
+        p.resize(cut);
+    }
+    if (mark.is_null()) {
+        return {file, 0, 0};
+    }
+    return {file, mark.line + 1, mark.column + 1};
+}
+
+std::string scalar_text(const YAML::Node& n, const std::string& path, const SourceLocation& loc) {
+    if (!n.IsDefined() || n.IsNull()) {
+        throw InputError(path, "has no value", loc);
+    }
+    if (n.IsSequence()) {
+        throw InputError(path, "expected a single value, got a list", loc);
+    }
+    if (n.IsMap()) {
+        throw InputError(path, "expected a single value, got a mapping", loc);
+    }
+    return n.Scalar();
+}
+
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<std::size_t> prev(b.size() + 1), cur(b.size() + 1);
+    std::iota(prev.begin(), prev.end(), std::size_t{0});
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        cur[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t sub = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, sub});
+        }
+        std::swap(prev, cur);
+    }
+    return prev[b.size()];
+}
+
+std::string join(const std::vector<std::string>& v) {
+    std::string out;
+    for (const auto& s : v) {
+        out += (out.empty() ? "" : ", ") + s;
+    }
+    return out;
+}
+
+bool is_file_ref(const std::string& ref) {
+    return ref.find('/') != std::string::npos ||
+           (ref.size() > 5 && ref.compare(ref.size() - 5, 5, ".yaml") == 0) ||
+           (ref.size() > 4 && ref.compare(ref.size() - 4, 4, ".yml") == 0);
+}
+
+} // namespace
+
+std::vector<std::string> presets_in(const fs::path& dir) {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        if (entry.path().extension() == ".yaml") {
+            names.push_back(entry.path().stem().string());
+        }
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+namespace {
+
+/// Reads a YAML file; syntax errors become InputErrors at the offending position.
+YAML::Node read_yaml_file(const fs::path& file, const std::string& path,
+                          const SourceLocation& referenced_at) {
+    std::ifstream in(file);
+    if (!in) {
+        throw InputError(path, "cannot read file '" + file.string() + "'", referenced_at);
+    }
+    std::stringstream buf;
+    buf << in.rdbuf();
+    try {
+        return YAML::Load(buf.str());
+    } catch (const YAML::ParserException& e) {
+        throw InputError("", "YAML syntax error: " + e.msg,
+                         {file.string(), e.mark.line + 1, e.mark.column + 1});
+    }
+}
+
+std::int64_t product(const std::vector<int>& v) {
+    std::int64_t p = 1;
+    for (int x : v) {
+        p *= x;
+    }
+    return p;
+}
+
+} // namespace
+
+std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
+    std::string best;
+    std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
+    for (const auto& c : candidates) {
+        const std::size_t d = edit_distance(word, c);
+        if (d < best_d) {
+            best_d = d;
+            best = c;
+        }
+    }
+    return best;
+}
+
+fs::path find_preset(const std::string& ref, const char* kind_dir, const char* kind_name,
+                     const Context& ctx, const std::string& path, const SourceLocation& loc) {
+    if (ref.empty()) {
+        throw InputError(path, std::string("empty ") + kind_name + " reference", loc);
+    }
+    if (is_file_ref(ref)) {
+        fs::path p(ref);
+        if (p.is_relative()) {
+            const fs::path beside = ctx.base_dir / p;
+            if (fs::exists(beside)) {
+                return beside;
+            }
+        }
+        if (fs::exists(p)) {
+            return p;
+        }
+        throw InputError(path, std::string(kind_name) + " file '" + ref + "' not found", loc);
+    }
+    const fs::path dir = ctx.data_dir / kind_dir;
+    const fs::path file = dir / (ref + ".yaml");
+    if (fs::exists(file)) {
+        return file;
+    }
+    const auto names = presets_in(dir);
+    std::string msg = "unknown " + std::string(kind_name) + " preset '" + ref + "'";
+    const std::string guess = closest(ref, names);
+    if (!guess.empty()) {
+        msg += "; did you mean '" + guess + "'?";
+    }
+    msg += names.empty() ? " (no presets found in " + dir.string() + ")"
+                         : " (presets: " + join(names) + "; or give a .yaml file path)";
+    throw InputError(path, msg, loc);
+}
+
+void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceLocation& loc) {
+    const auto at = [&](const std::string& key) {
+        const SourceLocation l = ctx.sources ? ctx.sources->find(key) : SourceLocation{};
+        return l.known() ? l : loc;
+    };
+    if (std::find(c.lnc_allowed.begin(), c.lnc_allowed.end(), c.lnc_default) ==
+        c.lnc_allowed.end()) {
+        throw InputError("cores.lnc_default", "must be one of cores.lnc_allowed",
+                         at("cores.lnc_default"));
+    }
+    for (int lnc : c.lnc_allowed) {
+        if (c.physical_cores % lnc != 0) {
+            throw InputError("cores.lnc_allowed",
+                             "lnc " + std::to_string(lnc) + " does not divide the " +
+                                 std::to_string(c.physical_cores) + " physical cores",
+                             at("cores.lnc_allowed"));
+        }
+    }
+    if (product(c.instance.torus) != c.instance.chips) {
+        throw InputError("instance.torus", "the torus shape must multiply to instance.chips = " +
+                                               std::to_string(c.instance.chips),
+                         at("instance.torus"));
+    }
+    if (c.ultraserver && c.neuronlink_inter_instance.bytes_per_s() <= 0.0) {
+        throw InputError("interconnect.neuronlink_inter_instance",
+                         "an UltraServer needs NeuronLink bandwidth between its instances",
+                         at("interconnect.neuronlink_inter_instance"));
+    }
+}
+
+compute::ChipSpec load_chip_ref(const std::string& ref, const Context& ctx,
+                                const std::string& path, const SourceLocation& loc) {
+    const fs::path file = find_preset(ref, "topologies/chips", "chip", ctx, path, loc);
+    const YAML::Node root = read_yaml_file(file, path, loc);
+    SourceMap chip_sources;
+    Context c;
+    c.file = file.string();
+    c.base_dir = file.parent_path();
+    c.data_dir = ctx.data_dir;
+    c.sources = &chip_sources;
+    compute::ChipSpec chip;
+    chip_schema().load(chip, root, c, {c.file, 1, 1});
+    validate_chip(chip, c, {c.file, 1, 1});
+    return chip;
+}
+
+void validate_model(workload::ModelSpec& m, const std::string& prefix, const Context& ctx,
+                    const SourceLocation& loc) {
+    const auto key = [&](const std::string& k) { return prefix.empty() ? k : prefix + "." + k; };
+    const auto at = [&](const std::string& k) {
+        const SourceLocation l = ctx.sources ? ctx.sources->find(key(k)) : SourceLocation{};
+        return l.known() ? l : loc;
+    };
+    const auto need = [&](std::int64_t v, const char* k, const char* what) {
+        if (v <= 0) {
+            throw InputError(key(k), std::string("required key is missing (") + what + ")", loc);
+        }
+    };
+    need(m.layers, "layers", "transformer blocks");
+    need(m.hidden, "hidden", "model width");
+    need(m.heads, "heads", "attention heads");
+    need(m.ffn_hidden, "ffn_hidden", "MLP inner width");
+    need(m.vocab, "vocab", "vocabulary size");
+    if (m.kv_heads == 0) {
+        m.kv_heads = m.heads;
+    }
+    if (m.attention == workload::AttentionKind::gqa && m.heads % m.kv_heads != 0) {
+        throw InputError(key("kv_heads"),
+                         std::to_string(m.kv_heads) + " key/value heads must divide the " +
+                             std::to_string(m.heads) + " query heads",
+                         at("kv_heads"));
+    }
+    if (m.head_dim == 0) {
+        if (m.hidden % m.heads != 0) {
+            throw InputError(key("head_dim"),
+                             "hidden (" + std::to_string(m.hidden) + ") is not a multiple of heads (" +
+                                 std::to_string(m.heads) + "): give head_dim",
+                             at("heads"));
+        }
+        m.head_dim = m.hidden / m.heads;
+    }
+    if (m.position == workload::PositionKind::learned && m.max_positions <= 0) {
+        throw InputError(key("max_positions"), "learned positions need max_positions",
+                         at("position"));
+    }
+    if (m.is_moe()) {
+        if (m.moe.expert_ffn_hidden == 0) {
+            m.moe.expert_ffn_hidden = m.ffn_hidden;
+        }
+        if (m.moe.top_k > m.moe.experts) {
+            throw InputError(key("moe.top_k"),
+                             "top_k = " + std::to_string(m.moe.top_k) + " exceeds the " +
+                                 std::to_string(m.moe.experts) + " experts",
+                             at("moe.top_k"));
+        }
+        if (m.moe.first_dense_layers >= m.layers) {
+            throw InputError(key("moe.first_dense_layers"),
+                             "must be below the " + std::to_string(m.layers) + " layers",
+                             at("moe.first_dense_layers"));
+        }
+    }
+}
+
+namespace {
+
+workload::ModelSpec load_model_mapping(const YAML::Node& map, const Context& ctx,
+                                       const SourceLocation& loc, int depth, std::string name) {
+    workload::ModelSpec m;
+    if (map.IsMap()) {
+        const YAML::Node preset = map["preset"];
+        if (preset.IsDefined()) {
+            const std::string p = ctx.full("preset");
+            m = load_model_node(preset, p, ctx.locate(p, preset.Mark()), ctx, depth + 1);
+            name = m.name;
+        }
+    }
+    model_schema().load(m, map, ctx, loc);
+    if (m.name.empty()) {
+        m.name = name;
+    }
+    validate_model(m, ctx.prefix, ctx, loc);
+    return m;
+}
+
+} // namespace
+
+workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& path,
+                                    const SourceLocation& loc, const Context& ctx, int depth) {
+    if (depth > 8) {
+        throw InputError(path, "model presets refer to each other too deeply (a cycle?)", loc);
+    }
+    if (node.IsScalar()) {
+        const std::string ref = node.Scalar();
+        const fs::path file = find_preset(ref, "scenarios/models", "model", ctx, path, loc);
+        const YAML::Node root = read_yaml_file(file, path, loc);
+        SourceMap model_sources;
+        Context c;
+        c.file = file.string();
+        c.base_dir = file.parent_path();
+        c.data_dir = ctx.data_dir;
+        c.sources = &model_sources;
+        return load_model_mapping(root, c, {c.file, 1, 1}, depth, fs::path(ref).stem().string());
+    }
+    if (node.IsMap()) {
+        Context c = ctx;
+        c.prefix = path;
+        return load_model_mapping(node, c, loc, depth, "inline");
+    }
+    throw InputError(path,
+                     "expected a model preset name (such as llama3-70b), a model file, or a "
+                     "mapping of model keys",
+                     loc);
+}
+
+} // namespace detail
+
+namespace {
+
+struct Override {
+    std::string path;
+    YAML::Node value;
+    SourceLocation origin;
+};
+
+Override parse_override(const std::string& text) {
+    const auto eq = text.find('=');
+    const SourceLocation origin{"command line (--set " + text + ")", 0, 0};
+    if (eq == std::string::npos || eq == 0) {
+        throw InputError("", "--set needs key.path=value, got '" + text + "'", origin);
+    }
+    Override o;
+    o.path = text.substr(0, eq);
+    o.origin = origin;
+    for (char c : o.path) {
+        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                        (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+        if (!ok || o.path.front() == '.' || o.path.back() == '.' ||
+            o.path.find("..") != std::string::npos) {
+            throw InputError(o.path, "is not a key path such as workload.parallelism.tp", origin);
+        }
+    }
+    try {
+        o.value = YAML::Load(text.substr(eq + 1));
+    } catch (const YAML::ParserException& e) {
+        throw InputError(o.path, "the value is not valid YAML: " + e.msg, origin);
+    }
+    return o;
+}
+
+/// Sets `path` in `node`, creating mappings on the way.
+void apply_override(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
+                    const Override& o) {
+    if (!node.IsMap()) {
+        throw InputError(o.path, "cannot set a key below a value that is not a mapping",
+                         o.origin);
+    }
+    if (i + 1 == keys.size()) {
+        node[keys[i]] = o.value;
+        return;
+    }
+    if (!node[keys[i]].IsDefined() || node[keys[i]].IsNull()) {
+        node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+    }
+    apply_override(node[keys[i]], keys, i + 1, o);
+}
+
+std::vector<std::string> split_dots(const std::string& path) {
+    std::vector<std::string> keys;
+    std::size_t start = 0;
+    while (true) {
+        const auto dot = path.find('.', start);
+        keys.push_back(path.substr(start, dot - start));
+        if (dot == std::string::npos) {
+            return keys;
+        }
+        start = dot + 1;
+    }
+}
+
+void set_resolved(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
+                  const YAML::Node& value) {
+    if (i + 1 == keys.size()) {
+        node[keys[i]] = value;
+        return;
+    }
+    if (!node[keys[i]].IsMap()) {
+        node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+    }
+    set_resolved(node[keys[i]], keys, i + 1, value);
+}
+
+std::string exact_number(double v) {
+    std::ostringstream s;
+    s.imbue(std::locale::classic());
+    s.precision(17);
+    s << v;
+    return s.str();
+}
+
+ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
+                       const std::string& default_name,
+                       const std::vector<std::string>& overrides) {
+    ScenarioSpec spec;
+    spec.source_file = file;
+    const SourceLocation top{file, 1, 1};
+    if (!root.IsDefined() || root.IsNull()) {
+        throw InputError("", "the scenario is empty; it needs at least cluster and workload "
+                             "sections (see docs/scenario-schema.md)",
+                         top);
+    }
+    if (!root.IsMap()) {
+        throw InputError("", "a scenario is a mapping of sections (name, hardware, cluster, "
+                             "workload, ...), not a single value or a list",
+                         top);
+    }
+    Context ctx;
+    ctx.file = file;
+    ctx.base_dir = base_dir;
+    ctx.data_dir = data_dir();
+    ctx.sources = &spec.sources;
+    for (const auto& text : overrides) {
+        Override o = parse_override(text);
+        apply_override(root, split_dots(o.path), 0, o);
+        ctx.overrides[o.path] = o.origin;
+    }
+    spec.sources.add("", top);
+    // Sentinels for defaults that come from the chip (values given in the file are >= 0).
+    spec.hardware.hbm_reserve = Bytes(-1);
+    spec.cost.instance_hour = Money::usd(-1.0);
+    detail::scenario_schema().load(spec, root, ctx, top);
+
+    // Defaults that depend on other values.
+    const auto& chip = spec.hardware.chip;
+    if (spec.name.empty()) {
+        spec.name = default_name;
+    }
+    if (spec.hardware.lnc == 0) {
+        spec.hardware.lnc = chip.lnc_default;
+    }
+    if (spec.hardware.hbm_reserve < Bytes(0)) {
+        spec.hardware.hbm_reserve = chip.hbm_runtime_reserve;
+    }
+    if (spec.cost.instance_hour < Money::usd(0.0)) {
+        spec.cost.instance_hour = chip.instance.price_per_hour;
+    }
+    if (spec.output.file.empty()) {
+        spec.output.file = "results/" + spec.name + ".h5";
+    }
+
+    YAML::Node resolved = detail::scenario_schema().resolved(root);
+    set_resolved(resolved, {"name"}, 0, YAML::Node(spec.name));
+    set_resolved(resolved, {"hardware", "lnc"}, 0, YAML::Node(spec.hardware.lnc));
+    set_resolved(resolved, {"hardware", "hbm_reserve"}, 0,
+                 YAML::Node(std::to_string(spec.hardware.hbm_reserve.count()) + "B"));
+    set_resolved(resolved, {"cost", "instance_hour"}, 0,
+                 YAML::Node(exact_number(spec.cost.instance_hour.usd()) + "USD"));
+    set_resolved(resolved, {"output", "file"}, 0, YAML::Node(spec.output.file));
+    // Re-emit in schema order (set_resolved appended the computed keys at the end).
+    YAML::Node ordered = detail::scenario_schema().resolved(resolved);
+    YAML::Emitter out;
+    out << ordered;
+    spec.resolved_yaml = std::string(out.c_str()) + "\n";
+    return spec;
+}
+
+} // namespace
+
+ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+    std::ifstream in(path);
+    if (!in) {
+        throw InputError("", "cannot read scenario file '" + path + "'", {path, 0, 0});
+    }
+    std::stringstream buf;
+    buf << in.rdbuf();
+    YAML::Node root;
+    try {
+        root = YAML::Load(buf.str());
+    } catch (const YAML::ParserException& e) {
+        throw InputError("", "YAML syntax error: " + e.msg,
+                         {path, e.mark.line + 1, e.mark.column + 1});
+    }
+    const fs::path p(path);
+    return load_root(root, path, p.parent_path(), p.stem().string(), overrides);
+}
+
+ScenarioSpec load_scenario_text(const std::string& text, const std::string& name,
+                                const std::vector<std::string>& overrides) {
+    YAML::Node root;
+    try {
+        root = YAML::Load(text);
+    } catch (const YAML::ParserException& e) {
+        throw InputError("", "YAML syntax error: " + e.msg,
+                         {name, e.mark.line + 1, e.mark.column + 1});
+    }
+    return load_root(root, name, fs::current_path(), fs::path(name).stem().string(), overrides);
+}
+
+compute::ChipSpec load_chip(const std::string& name_or_path) {
+    Context ctx;
+    ctx.file = "<command line>";
+    ctx.base_dir = fs::current_path();
+    ctx.data_dir = data_dir();
+    return detail::load_chip_ref(name_or_path, ctx, "chip", {});
+}
+
+workload::ModelSpec load_model(const std::string& name_or_path) {
+    Context ctx;
+    ctx.file = "<command line>";
+    ctx.base_dir = fs::current_path();
+    ctx.data_dir = data_dir();
+    return detail::load_model_node(YAML::Node(name_or_path), "model", {}, ctx, 0);
+}
+
+std::vector<std::string> chip_presets() { return detail::presets_in(data_dir() / "topologies/chips"); }
+
+std::vector<std::string> model_presets() { return detail::presets_in(data_dir() / "scenarios/models"); }
+
+std::string schema_markdown() {
+    std::string md;
+    md += "# Scenario schema\n\n";
+    md += "<!-- Generated by `trnsim describe schema`; do not edit by hand. A test checks that "
+          "this file matches the schema tables in src/config/. -->\n\n";
+    md += "Every key of a scenario file, with its type, default and allowed values. Quantities "
+          "carry units as strings (see *Units* below). Unknown keys are errors. Any key can be "
+          "overridden on the command line with `--set key.path=value`.\n\n";
+    md += "## Units\n\n";
+    md += "| type | units | examples |\n|---|---|---|\n";
+    md += "| duration | `ns us ms s min h d w y` (y = 365.25 d) | `30min`, `2.5h`, `6y` |\n";
+    md += "| bytes | `B KB MB GB TB PB` (powers of 1000), `KiB MiB GiB TiB PiB` (powers of "
+          "1024) | `96GiB`, `1.5TB` |\n";
+    md += "| bandwidth | bits: `bps Kbps Mbps Gbps Tbps Pbps` (also `Gb/s`); bytes: `B/s KB/s "
+          "MB/s GB/s TB/s PB/s KiB/s MiB/s GiB/s TiB/s` | `200Gbps`, `2.9TB/s` |\n";
+    md += "| flop rate | `FLOPS KFLOPS MFLOPS GFLOPS TFLOPS PFLOPS EFLOPS` (also `TFLOP/s`) | "
+          "`667TFLOPS` |\n";
+    md += "| frequency | `Hz kHz MHz GHz` | `2.4GHz` |\n";
+    md += "| money | `USD` suffix or `$` prefix | `35.76USD`, `$35.76` |\n";
+    md += "| count | integer with optional decimal suffix `K M B G T P` | `8192`, `2.5M`, `15T` "
+          "|\n";
+    md += "| number | plain number or percentage | `0.25`, `25%` |\n\n";
+    md += "## " + detail::scenario_schema().title() + " file\n\n";
+    md += detail::scenario_schema().markdown();
+    md += "\n## " + detail::model_schema().title() +
+          " (`workload.model` mapping, or a file in `scenarios/models/`)\n\n";
+    md += detail::model_schema().markdown();
+    md += "\n## " + detail::chip_schema().title() + " file (`topologies/chips/*.yaml`)\n\n";
+    md += detail::chip_schema().markdown();
+    return md;
+}
+
+} // namespace trnsim::config

@@ -1,0 +1,162 @@
+#include "fields.hpp"
+#include "tables.hpp"
+
+namespace trnsim::config::detail {
+
+using S = ScenarioSpec;
+using workload::ParallelismSpec;
+
+namespace {
+
+ParallelismSpec& par(S& s) { return s.training.parallelism; }
+
+Schema<S> build() {
+    Schema<S> s("Scenario");
+    constexpr std::int64_t kMaxCount = std::int64_t{1} << 53;
+
+    s.field(computed_default(
+        text<S>("name", [](S& x) -> std::string& { return x.name; }, "",
+                "Scenario name, used in summaries and the default output file name."),
+        "the file name without .yaml"));
+    s.field(count<S>("seed", [](S& x) -> std::int64_t& { return x.seed; },
+                     "1", 0, kMaxCount,
+                     "Seed of every random stream of the run (stored in the results)."));
+
+    s.section("hardware", "The accelerator.");
+    {
+        auto e = make_entry<S>("hardware.chip", "preset or file", "trn2",
+                               "a preset in topologies/chips/ or a .yaml file",
+                               "Chip preset (trn2, trn1) or a chip file path.");
+        e.apply = [](S& x, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                     const Context& ctx) {
+            x.hardware.chip_ref = scalar_text(n, p, loc);
+            x.hardware.chip = load_chip_ref(x.hardware.chip_ref, ctx, p, loc);
+        };
+        s.field(e);
+    }
+    s.field(computed_default(integer<S>("hardware.lnc", [](S& x) -> int& { return x.hardware.lnc; },
+                                        "", 1, 64,
+                                        "Physical NeuronCores per rank (logical NeuronCore "
+                                        "config); must be allowed by the chip."),
+                             "the chip's cores.lnc_default"));
+    s.field(computed_default(
+        quantity<S, Bytes>("hardware.hbm_reserve",
+                           [](S& x) -> Bytes& { return x.hardware.hbm_reserve; }, parse_bytes,
+                           "bytes", "", Bytes(0), Bytes(std::int64_t{1} << 50), false, ">= 0",
+                           "HBM per chip kept free of the training job (runtime, allocator "
+                           "slack)."),
+        "the chip's hbm.runtime_reserve"));
+
+    s.section("cluster", "How many chips: give exactly one of ultraservers or instances.");
+    s.field(count<S>("cluster.ultraservers",
+                     [](S& x) -> std::int64_t& { return x.cluster.ultraservers; }, "", 1, 1000000,
+                     "Number of UltraServers (chips with an UltraServer, such as trn2)."));
+    s.field(count<S>("cluster.instances", [](S& x) -> std::int64_t& { return x.cluster.instances; },
+                     "", 1, 10000000, "Number of plain instances (no NeuronLink between them)."));
+    s.exactly_one({"cluster.ultraservers", "cluster.instances"}, "cluster");
+
+    s.section("workload", "What runs on the cluster.");
+    s.field(choice<S, WorkloadType>("workload.type",
+                                    [](S& x) -> WorkloadType& { return x.workload_type; },
+                                    "training", {{"training", WorkloadType::training}},
+                                    "Kind of workload."));
+    {
+        auto e = make_entry<S>("workload.model", "preset, file or mapping", "",
+                               "a preset in scenarios/models/, a .yaml file, or model keys",
+                               "The model: a preset name (llama3-70b), a model file, or an inline "
+                               "mapping of the model keys below (optionally with preset:).");
+        e.required = true;
+        e.apply = [](S& x, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                     const Context& ctx) {
+            x.model_ref = n.IsScalar() ? n.Scalar() : "inline";
+            x.training.model = load_model_node(n, p, loc, ctx, 0);
+        };
+        s.field(e);
+    }
+    s.field(required(count<S>("workload.sequence_length",
+                              [](S& x) -> std::int64_t& { return x.training.sequence_length; }, "",
+                              1, std::int64_t{1} << 24, "Tokens per sequence.")));
+    s.field(required(count<S>("workload.global_batch",
+                              [](S& x) -> std::int64_t& { return x.training.global_batch; }, "",
+                              1, std::int64_t{1} << 30, "Sequences per training step.")));
+    s.field(count<S>("workload.tokens", [](S& x) -> std::int64_t& { return x.training.tokens; }, "",
+                     1, std::int64_t{1} << 60, "Tokens to train on (give tokens or steps)."));
+    s.field(count<S>("workload.steps", [](S& x) -> std::int64_t& { return x.training.steps; }, "", 1,
+                     std::int64_t{1} << 40, "Training steps to run (give tokens or steps)."));
+    s.exactly_one({"workload.tokens", "workload.steps"}, "workload");
+    s.field(choice<S, compute::Precision>(
+        "workload.precision", [](S& x) -> compute::Precision& { return x.training.precision; },
+        "bf16",
+        {{"bf16", compute::Precision::bf16},
+         {"fp8", compute::Precision::fp8},
+         {"fp32", compute::Precision::fp32}},
+        "Matmul precision (optimizer state stays FP32)."));
+
+    s.section("workload.parallelism", "How the model is split over ranks (logical NeuronCores).");
+    s.field(integer<S>("workload.parallelism.tp", [](S& x) -> int& { return par(x).tp; }, "1", 1,
+                       65536, "Tensor parallel degree; must divide the attention heads."));
+    s.field(integer<S>("workload.parallelism.pp", [](S& x) -> int& { return par(x).pp; }, "1", 1,
+                       65536, "Pipeline stages; must divide the layers."));
+    s.field(integer_or_auto<S>("workload.parallelism.dp", [](S& x) -> int& { return par(x).dp; },
+                               "auto", 1, 1 << 30,
+                               "Data parallel replicas; auto = ranks / (tp x pp)."));
+    s.field(integer<S>("workload.parallelism.ep", [](S& x) -> int& { return par(x).ep; }, "1", 1,
+                       65536, "Expert parallel degree (MoE); divides dp and the experts."));
+    s.field(integer<S>("workload.parallelism.zero", [](S& x) -> int& { return par(x).zero; }, "1",
+                       0, 3, "ZeRO stage: 1 shards optimizer state, 2 also gradients, 3 also "
+                             "parameters (FSDP)."));
+    s.field(integer<S>("workload.parallelism.microbatch",
+                       [](S& x) -> int& { return par(x).microbatch; }, "1", 1, 65536,
+                       "Sequences per microbatch."));
+    s.field(choice<S, workload::Schedule>(
+        "workload.parallelism.schedule", [](S& x) -> workload::Schedule& { return par(x).schedule; },
+        "1f1b",
+        {{"1f1b", workload::Schedule::one_f_one_b}, {"interleaved", workload::Schedule::interleaved}},
+        "Pipeline schedule."));
+    s.field(integer<S>("workload.parallelism.virtual_stages",
+                       [](S& x) -> int& { return par(x).virtual_stages; }, "1", 1, 1024,
+                       "Model chunks per rank (interleaved schedule)."));
+    s.field(choice<S, workload::Recompute>(
+        "workload.parallelism.recompute",
+        [](S& x) -> workload::Recompute& { return par(x).recompute; }, "selective",
+        {{"none", workload::Recompute::none},
+         {"selective", workload::Recompute::selective},
+         {"full", workload::Recompute::full}},
+        "Activation recomputation: none, the attention core, or whole layers."));
+    s.field(boolean<S>("workload.parallelism.sequence_parallel",
+                       [](S& x) -> bool& { return par(x).sequence_parallel; }, "true",
+                       "Split norms and residuals along the sequence across TP ranks."));
+
+    s.section("simulation", "How the run is simulated.");
+    s.field(choice<S, Fidelity>("simulation.fidelity",
+                                [](S& x) -> Fidelity& { return x.simulation.fidelity; }, "analytic",
+                                {{"analytic", Fidelity::analytic}},
+                                "analytic: closed-form step model."));
+    s.field(integer_or_auto<S>("simulation.threads",
+                               [](S& x) -> int& { return x.simulation.threads; }, "auto", 1, 4096,
+                               "Worker threads (auto: all hardware threads); results do not "
+                               "depend on it."));
+
+    s.section("cost", "Prices.");
+    s.field(computed_default(
+        quantity<S, Money>("cost.instance_hour",
+                           [](S& x) -> Money& { return x.cost.instance_hour; }, parse_money,
+                           "money", "", Money::usd(0.0), Money::usd(1e9), false, ">= 0",
+                           "Price of one instance-hour."),
+        "the chip's instance.price"));
+
+    s.section("output", "Where results go.");
+    s.field(computed_default(text<S>("output.file", [](S& x) -> std::string& { return x.output.file; },
+                                     "", "HDF5 results file (--output overrides it)."),
+                             "results/<name>.h5"));
+    return s;
+}
+
+} // namespace
+
+const Schema<S>& scenario_schema() {
+    static const Schema<S> s = build();
+    return s;
+}
+
+} // namespace trnsim::config::detail

@@ -1,0 +1,36 @@
+// The schema tables and the loaders they call (private to the config module).
+#pragma once
+
+#include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/config/scenario.hpp"
+#include "trnsim/workload/model.hpp"
+
+#include "schema.hpp"
+
+#include <string>
+
+namespace trnsim::config::detail {
+
+const Schema<ScenarioSpec>& scenario_schema();
+const Schema<compute::ChipSpec>& chip_schema();
+const Schema<workload::ModelSpec>& model_schema();
+
+/// Resolves a preset name or file reference to a path, or throws InputError at `path`.
+std::filesystem::path find_preset(const std::string& ref, const char* kind_dir,
+                                  const char* kind_name, const Context& ctx,
+                                  const std::string& path, const SourceLocation& loc);
+
+/// Loads a chip preset or file (reference written at `path`/`loc` in the current document).
+compute::ChipSpec load_chip_ref(const std::string& ref, const Context& ctx,
+                                const std::string& path, const SourceLocation& loc);
+
+/// Loads a model from a scalar reference or an inline mapping (optionally `preset:` based).
+workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& path,
+                                    const SourceLocation& loc, const Context& ctx, int depth);
+
+/// Cross-key checks of a model, with key paths under `prefix`.
+void validate_model(workload::ModelSpec& m, const std::string& prefix, const Context& ctx,
+                    const SourceLocation& loc);
+void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceLocation& loc);
+
+} // namespace trnsim::config::detail

@@ -1,0 +1,279 @@
+#include "trnsim/config/units.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <string>
+
+namespace trnsim::config {
+
+namespace {
+
+struct UnitScale {
+    std::string_view symbol;
+    double factor;
+};
+
+std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+        s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+        s.remove_suffix(1);
+    }
+    return s;
+}
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+/// Splits "2.9TB/s" into 2.9 and "TB/s". Returns false when no number leads the text.
+bool split_number(std::string_view text, double& value, std::string_view& unit) {
+    std::size_t i = 0;
+    const std::size_t n = text.size();
+    if (i < n && (text[i] == '-' || text[i] == '+')) {
+        ++i;
+    }
+    const std::size_t digits_start = i;
+    while (i < n && is_digit(text[i])) {
+        ++i;
+    }
+    if (i < n && text[i] == '.') {
+        ++i;
+        while (i < n && is_digit(text[i])) {
+            ++i;
+        }
+    }
+    if (i == digits_start || (i == digits_start + 1 && text[digits_start] == '.')) {
+        return false;
+    }
+    // An exponent only when digits follow ("2e3"), so "2EB" is not misread.
+    if (i + 1 < n && (text[i] == 'e' || text[i] == 'E')) {
+        std::size_t j = i + 1;
+        if (j < n && (text[j] == '-' || text[j] == '+')) {
+            ++j;
+        }
+        if (j < n && is_digit(text[j])) {
+            while (j < n && is_digit(text[j])) {
+                ++j;
+            }
+            i = j;
+        }
+    }
+    std::string_view number = text.substr(0, i);
+    if (!number.empty() && number.front() == '+') {
+        number.remove_prefix(1);
+    }
+    const auto res = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (res.ec != std::errc() || res.ptr != number.data() + number.size() ||
+        !std::isfinite(value)) {
+        return false;
+    }
+    unit = trim(text.substr(i));
+    return true;
+}
+
+template <std::size_t N>
+double scaled(std::string_view raw, const std::array<UnitScale, N>& units, const char* what,
+              const char* example, const char* allowed) {
+    const std::string_view text = trim(raw);
+    double value = 0.0;
+    std::string_view unit;
+    const std::string expectation = std::string("expected ") + what + " such as " + example +
+                                    " (units: " + allowed + ")";
+    if (text.empty()) {
+        throw UnitError(expectation + "; got an empty value");
+    }
+    if (!split_number(text, value, unit)) {
+        throw UnitError(expectation + "; got " + quoted(raw));
+    }
+    if (unit.empty()) {
+        throw UnitError(expectation + "; " + quoted(raw) + " has no unit");
+    }
+    for (const auto& u : units) {
+        if (u.symbol == unit) {
+            const double v = value * u.factor;
+            if (!std::isfinite(v)) {
+                throw UnitError(quoted(raw) + " is too large");
+            }
+            return v;
+        }
+    }
+    throw UnitError(expectation + "; unknown unit " + quoted(unit) + " in " + quoted(raw));
+}
+
+std::int64_t to_integer(double v, std::string_view raw, const char* what) {
+    if (std::fabs(v) >= 9.2e18) {
+        throw UnitError(quoted(raw) + " is too large for " + what);
+    }
+    const double r = std::round(v);
+    if (std::fabs(v - r) > 1e-6 * std::max(1.0, std::fabs(v))) {
+        throw UnitError(quoted(raw) + " is not a whole number of " + what);
+    }
+    return static_cast<std::int64_t>(r);
+}
+
+} // namespace
+
+Duration parse_duration(std::string_view text) {
+    static constexpr std::array<UnitScale, 9> kUnits{{{"ns", 1.0},
+                                                      {"us", 1e3},
+                                                      {"ms", 1e6},
+                                                      {"s", 1e9},
+                                                      {"min", 60e9},
+                                                      {"h", 3600e9},
+                                                      {"d", 86400e9},
+                                                      {"w", 7 * 86400e9},
+                                                      {"y", units::kSecondsPerYear * 1e9}}};
+    const double ns = scaled(text, kUnits, "a duration", "30min or 2.5h",
+                             "ns us ms s min h d w y");
+    if (std::fabs(ns) >= 9.2e18) {
+        throw UnitError(quoted(text) + " is too long (the limit is 292 years)");
+    }
+    return Duration::from_ns(static_cast<std::int64_t>(std::llround(ns)));
+}
+
+Bytes parse_bytes(std::string_view text) {
+    static constexpr std::array<UnitScale, 11> kUnits{{{"B", 1.0},
+                                                       {"KB", 1e3},
+                                                       {"MB", 1e6},
+                                                       {"GB", 1e9},
+                                                       {"TB", 1e12},
+                                                       {"PB", 1e15},
+                                                       {"KiB", 1024.0},
+                                                       {"MiB", 1048576.0},
+                                                       {"GiB", 1073741824.0},
+                                                       {"TiB", 1099511627776.0},
+                                                       {"PiB", 1125899906842624.0}}};
+    const double v = scaled(text, kUnits, "a size", "96GiB or 1.5TB",
+                            "B KB MB GB TB PB KiB MiB GiB TiB PiB");
+    return Bytes(to_integer(v, text, "bytes"));
+}
+
+Bandwidth parse_bandwidth(std::string_view text) {
+    static constexpr std::array<UnitScale, 22> kUnits{{{"bps", 0.125},
+                                                       {"Kbps", 125.0},
+                                                       {"Mbps", 125e3},
+                                                       {"Gbps", 125e6},
+                                                       {"Tbps", 125e9},
+                                                       {"Pbps", 125e12},
+                                                       {"Kb/s", 125.0},
+                                                       {"Mb/s", 125e3},
+                                                       {"Gb/s", 125e6},
+                                                       {"Tb/s", 125e9},
+                                                       {"B/s", 1.0},
+                                                       {"KB/s", 1e3},
+                                                       {"MB/s", 1e6},
+                                                       {"GB/s", 1e9},
+                                                       {"TB/s", 1e12},
+                                                       {"PB/s", 1e15},
+                                                       {"KiB/s", 1024.0},
+                                                       {"MiB/s", 1048576.0},
+                                                       {"GiB/s", 1073741824.0},
+                                                       {"TiB/s", 1099511627776.0},
+                                                       {"Pb/s", 125e12},
+                                                       {"b/s", 0.125}}};
+    return Bandwidth::bytes_per_s(scaled(text, kUnits, "a bandwidth", "200Gbps or 2.9TB/s",
+                                         "bps Kbps Mbps Gbps Tbps Pbps, B/s KB/s MB/s GB/s "
+                                         "TB/s PB/s KiB/s MiB/s GiB/s TiB/s"));
+}
+
+FlopRate parse_flop_rate(std::string_view text) {
+    static constexpr std::array<UnitScale, 14> kUnits{{{"FLOPS", 1.0},
+                                                       {"KFLOPS", 1e3},
+                                                       {"MFLOPS", 1e6},
+                                                       {"GFLOPS", 1e9},
+                                                       {"TFLOPS", 1e12},
+                                                       {"PFLOPS", 1e15},
+                                                       {"EFLOPS", 1e18},
+                                                       {"FLOP/s", 1.0},
+                                                       {"KFLOP/s", 1e3},
+                                                       {"MFLOP/s", 1e6},
+                                                       {"GFLOP/s", 1e9},
+                                                       {"TFLOP/s", 1e12},
+                                                       {"PFLOP/s", 1e15},
+                                                       {"EFLOP/s", 1e18}}};
+    return FlopRate::per_s(scaled(text, kUnits, "a compute rate", "667TFLOPS",
+                                  "FLOPS KFLOPS MFLOPS GFLOPS TFLOPS PFLOPS EFLOPS"));
+}
+
+Frequency parse_frequency(std::string_view text) {
+    static constexpr std::array<UnitScale, 5> kUnits{
+        {{"Hz", 1.0}, {"kHz", 1e3}, {"KHz", 1e3}, {"MHz", 1e6}, {"GHz", 1e9}}};
+    return Frequency::hz(scaled(text, kUnits, "a frequency", "2.4GHz", "Hz kHz MHz GHz"));
+}
+
+Money parse_money(std::string_view raw) {
+    std::string_view text = trim(raw);
+    const std::string expectation = "expected an amount of money such as 35.76USD or $35.76";
+    if (!text.empty() && text.front() == '$') {
+        text = trim(text.substr(1));
+        double v = 0.0;
+        std::string_view unit;
+        if (!split_number(text, v, unit) || !unit.empty()) {
+            throw UnitError(expectation + "; got " + quoted(raw));
+        }
+        return Money::usd(v);
+    }
+    static constexpr std::array<UnitScale, 1> kUnits{{{"USD", 1.0}}};
+    return Money::usd(scaled(text, kUnits, "an amount of money", "35.76USD or $35.76", "USD"));
+}
+
+std::int64_t parse_count(std::string_view raw) {
+    const std::string_view text = trim(raw);
+    double value = 0.0;
+    std::string_view unit;
+    const std::string expectation =
+        "expected a whole number such as 8192, 2.5M or 15T (suffixes K M B G T P)";
+    if (text.empty()) {
+        throw UnitError(expectation + "; got an empty value");
+    }
+    if (!split_number(text, value, unit)) {
+        throw UnitError(expectation + "; got " + quoted(raw));
+    }
+    double factor = 1.0;
+    if (unit == "K") {
+        factor = 1e3;
+    } else if (unit == "M") {
+        factor = 1e6;
+    } else if (unit == "B" || unit == "G") {
+        factor = 1e9;
+    } else if (unit == "T") {
+        factor = 1e12;
+    } else if (unit == "P") {
+        factor = 1e15;
+    } else if (!unit.empty()) {
+        throw UnitError(expectation + "; unknown suffix " + quoted(unit) + " in " + quoted(raw));
+    }
+    return to_integer(value * factor, raw, "a count");
+}
+
+double parse_real(std::string_view raw) {
+    const std::string_view text = trim(raw);
+    double value = 0.0;
+    std::string_view unit;
+    if (!split_number(text, value, unit)) {
+        throw UnitError("expected a number such as 0.25 or 25%; got " + quoted(raw));
+    }
+    if (unit == "%") {
+        return value / 100.0;
+    }
+    if (!unit.empty()) {
+        throw UnitError("expected a plain number such as 0.25 or 25%; got " + quoted(raw));
+    }
+    return value;
+}
+
+bool parse_bool(std::string_view raw) {
+    const std::string_view text = trim(raw);
+    if (text == "true") {
+        return true;
+    }
+    if (text == "false") {
+        return false;
+    }
+    throw UnitError("expected true or false; got " + quoted(raw));
+}
+
+} // namespace trnsim::config

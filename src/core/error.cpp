@@ -1,0 +1,64 @@
+#include "trnsim/core/error.hpp"
+
+#include <utility>
+
+namespace trnsim {
+
+std::string SourceLocation::str() const {
+    if (!known()) {
+        return "<unknown>";
+    }
+    if (line <= 0) {
+        return file;
+    }
+    return file + ":" + std::to_string(line) + ":" + std::to_string(column);
+}
+
+void SourceMap::add(const std::string& key_path, SourceLocation loc) {
+    map_[key_path] = std::move(loc);
+}
+
+SourceLocation SourceMap::find(const std::string& key_path) const {
+    std::string path = key_path;
+    while (true) {
+        if (auto it = map_.find(path); it != map_.end()) {
+            return it->second;
+        }
+        const auto cut = path.find_last_of(".[");
+        if (cut == std::string::npos) {
+            break;
+        }
+        path.resize(cut);
+    }
+    if (auto it = map_.find(""); it != map_.end()) {
+        return it->second;
+    }
+    return {};
+}
+
+namespace {
+std::string format_error(const std::string& path, const std::string& message,
+                         const SourceLocation& loc) {
+    std::string out;
+    if (loc.known()) {
+        out += loc.str() + ": ";
+    }
+    if (!path.empty()) {
+        out += path + ": ";
+    }
+    return out + message;
+}
+} // namespace
+
+InputError::InputError(std::string key_path, std::string message, SourceLocation loc)
+    : std::runtime_error(format_error(key_path, message, loc)), key_path_(std::move(key_path)),
+      message_(std::move(message)), location_(std::move(loc)) {}
+
+InputError InputError::located(const SourceMap& sources) const {
+    if (location_.known()) {
+        return *this;
+    }
+    return InputError(key_path_, message_, sources.find(key_path_));
+}
+
+} // namespace trnsim

@@ -1,0 +1,286 @@
+#include "trnsim/results/hdf5_writer.hpp"
+
+#include <cstring>
+#include <filesystem>
+#include <stdexcept>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+namespace trnsim::results {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Owns an HDF5 identifier and closes it with the matching function.
+class Handle {
+public:
+    using Closer = herr_t (*)(hid_t);
+    Handle(hid_t id, Closer close, const char* what) : id_(id), close_(close) {
+        if (id_ < 0) {
+            throw std::runtime_error(std::string("HDF5: cannot ") + what);
+        }
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    ~Handle() {
+        if (id_ >= 0) {
+            close_(id_);
+        }
+    }
+    hid_t get() const { return id_; }
+
+private:
+    hid_t id_;
+    Closer close_;
+};
+
+void check(herr_t status, const char* what) {
+    if (status < 0) {
+        throw std::runtime_error(std::string("HDF5: cannot ") + what);
+    }
+}
+
+/// Silences HDF5's own error printing for the lifetime of the object; trnsim reports errors.
+class QuietErrors {
+public:
+    QuietErrors() {
+        H5Eget_auto2(H5E_DEFAULT, &func_, &data_);
+        H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    }
+    QuietErrors(const QuietErrors&) = delete;
+    QuietErrors& operator=(const QuietErrors&) = delete;
+    ~QuietErrors() { H5Eset_auto2(H5E_DEFAULT, func_, data_); }
+
+private:
+    H5E_auto2_t func_ = nullptr;
+    void* data_ = nullptr;
+};
+
+Handle vlen_string_type() {
+    Handle t(H5Tcopy(H5T_C_S1), H5Tclose, "create a string type");
+    check(H5Tset_size(t.get(), H5T_VARIABLE), "size a string type");
+    check(H5Tset_cset(t.get(), H5T_CSET_UTF8), "set UTF-8");
+    return Handle(H5Tcopy(t.get()), H5Tclose, "copy a string type");
+}
+
+void write_string_attribute(hid_t obj, const char* name, const std::string& value) {
+    Handle type = vlen_string_type();
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose, "create a scalar space");
+    Handle attr(H5Acreate2(obj, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                H5Aclose, "create an attribute");
+    const char* p = value.c_str();
+    check(H5Awrite(attr.get(), type.get(), &p), "write an attribute");
+}
+
+void write_int_attribute(hid_t obj, const char* name, std::int64_t value) {
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose, "create a scalar space");
+    Handle attr(H5Acreate2(obj, name, H5T_STD_I64LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                H5Aclose, "create an attribute");
+    check(H5Awrite(attr.get(), H5T_NATIVE_INT64, &value), "write an attribute");
+}
+
+Handle object_create_plist(hid_t cls) {
+    Handle p(H5Pcreate(cls), H5Pclose, "create a property list");
+    // No modification times: the same results give the same bytes.
+    check(H5Pset_obj_track_times(p.get(), false), "disable time tracking");
+    return Handle(H5Pcopy(p.get()), H5Pclose, "copy a property list");
+}
+
+/// Creates the groups on the way to `path` ("/step/breakdown" creates "/step").
+void ensure_parents(hid_t file, const std::string& path) {
+    std::size_t pos = 1;
+    while ((pos = path.find('/', pos)) != std::string::npos) {
+        const std::string group = path.substr(0, pos);
+        if (H5Lexists(file, group.c_str(), H5P_DEFAULT) <= 0) {
+            Handle gcpl = object_create_plist(H5P_GROUP_CREATE);
+            Handle g(H5Gcreate2(file, group.c_str(), H5P_DEFAULT, gcpl.get(), H5P_DEFAULT),
+                     H5Gclose, "create a group");
+        }
+        ++pos;
+    }
+}
+
+void write_table(hid_t file, const std::string& path, const Table& table) {
+    std::size_t row_size = 0;
+    std::vector<std::size_t> offsets;
+    for (const auto& c : table.columns()) {
+        offsets.push_back(row_size);
+        row_size += c.type == Table::Type::string ? static_cast<std::size_t>(c.string_width) : 8;
+    }
+    if (row_size == 0) {
+        throw std::runtime_error("results: table " + path + " has no columns");
+    }
+    Handle type(H5Tcreate(H5T_COMPOUND, row_size), H5Tclose, "create a compound type");
+    std::vector<std::unique_ptr<Handle>> string_types;
+    for (std::size_t i = 0; i < table.columns().size(); ++i) {
+        const auto& c = table.columns()[i];
+        hid_t member = H5T_IEEE_F64LE;
+        if (c.type == Table::Type::int64) {
+            member = H5T_STD_I64LE;
+        } else if (c.type == Table::Type::string) {
+            auto st = std::make_unique<Handle>(H5Tcopy(H5T_C_S1), H5Tclose, "copy a string type");
+            check(H5Tset_size(st->get(), static_cast<std::size_t>(c.string_width)),
+                  "size a string type");
+            check(H5Tset_strpad(st->get(), H5T_STR_NULLPAD), "pad a string type");
+            member = st->get();
+            string_types.push_back(std::move(st));
+        }
+        check(H5Tinsert(type.get(), c.name.c_str(), offsets[i], member), "add a column");
+    }
+    std::vector<unsigned char> buffer(row_size * table.rows(), 0);
+    for (std::size_t r = 0; r < table.rows(); ++r) {
+        unsigned char* row = buffer.data() + r * row_size;
+        for (std::size_t i = 0; i < table.columns().size(); ++i) {
+            const auto& c = table.columns()[i];
+            unsigned char* dst = row + offsets[i];
+            switch (c.type) {
+            case Table::Type::int64:
+                std::memcpy(dst, &c.ints[r], 8);
+                break;
+            case Table::Type::float64:
+                std::memcpy(dst, &c.floats[r], 8);
+                break;
+            case Table::Type::string:
+                std::memcpy(dst, c.strings[r].data(), c.strings[r].size());
+                break;
+            }
+        }
+    }
+    ensure_parents(file, path);
+    const hsize_t dims[1] = {static_cast<hsize_t>(table.rows())};
+    Handle space(H5Screate_simple(1, dims, nullptr), H5Sclose, "create a data space");
+    Handle dcpl = object_create_plist(H5P_DATASET_CREATE);
+    Handle ds(H5Dcreate2(file, path.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(),
+                         H5P_DEFAULT),
+              H5Dclose, "create a dataset");
+    if (table.rows() > 0) {
+        check(H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
+              "write a dataset");
+    }
+}
+
+void write_meta(hid_t file, const Meta& meta) {
+    Handle gcpl = object_create_plist(H5P_GROUP_CREATE);
+    Handle group(H5Gcreate2(file, "/meta", H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose,
+                 "create /meta");
+    write_int_attribute(group.get(), "schema_version", kSchemaVersion);
+    write_string_attribute(group.get(), "trnsim_version", meta.trnsim_version);
+    write_string_attribute(group.get(), "name", meta.name);
+    write_int_attribute(group.get(), "seed", meta.seed);
+    write_int_attribute(group.get(), "threads", meta.threads);
+
+    Handle type = vlen_string_type();
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose, "create a scalar space");
+    Handle dcpl = object_create_plist(H5P_DATASET_CREATE);
+    Handle ds(H5Dcreate2(file, "/meta/scenario", type.get(), space.get(), H5P_DEFAULT, dcpl.get(),
+                         H5P_DEFAULT),
+              H5Dclose, "create /meta/scenario");
+    const char* p = meta.scenario_yaml.c_str();
+    check(H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p),
+          "write /meta/scenario");
+}
+
+} // namespace
+
+void write_hdf5(const std::string& path, const ResultsFile& file) {
+    const QuietErrors quiet;
+    const fs::path target(path);
+    if (target.has_parent_path()) {
+        std::error_code ec;
+        fs::create_directories(target.parent_path(), ec);
+        if (ec) {
+            throw std::runtime_error("cannot create directory '" +
+                                     target.parent_path().string() + "': " + ec.message());
+        }
+    }
+    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
+    try {
+        {
+            Handle fcpl = object_create_plist(H5P_FILE_CREATE);
+            Handle f(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose,
+                     ("create '" + tmp + "'").c_str());
+            write_meta(f.get(), file.meta);
+            write_table(f.get(), "/summary", file.summary);
+            for (const auto& [name, table] : file.tables) {
+                write_table(f.get(), name, table);
+            }
+            check(H5Fflush(f.get(), H5F_SCOPE_GLOBAL), "flush the file");
+        }
+        fs::rename(tmp, target);
+    } catch (...) {
+        std::error_code ec;
+        fs::remove(tmp, ec);
+        throw;
+    }
+}
+
+Table read_summary(const std::string& path) {
+    const QuietErrors quiet;
+    Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
+             ("open '" + path + "'").c_str());
+    Handle ds(H5Dopen2(f.get(), "/summary", H5P_DEFAULT), H5Dclose, "open /summary");
+    Handle type(H5Dget_type(ds.get()), H5Tclose, "read the /summary type");
+    Handle space(H5Dget_space(ds.get()), H5Sclose, "read the /summary space");
+    hsize_t dims[1] = {0};
+    check(H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 0 ? -1 : 0, "read dims");
+    const std::size_t row_size = H5Tget_size(type.get());
+    std::vector<unsigned char> buffer(row_size * dims[0]);
+    if (dims[0] > 0) {
+        check(H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
+              "read /summary");
+    }
+    const int n = H5Tget_nmembers(type.get());
+    Table t;
+    struct Member {
+        std::size_t offset;
+        Table::Type type;
+        std::size_t size;
+    };
+    std::vector<Member> members;
+    for (int i = 0; i < n; ++i) {
+        char* name = H5Tget_member_name(type.get(), static_cast<unsigned>(i));
+        const std::string column(name);
+        H5free_memory(name);
+        Handle mt(H5Tget_member_type(type.get(), static_cast<unsigned>(i)), H5Tclose,
+                  "read a member type");
+        const H5T_class_t cls = H5Tget_class(mt.get());
+        const std::size_t size = H5Tget_size(mt.get());
+        Member m{H5Tget_member_offset(type.get(), static_cast<unsigned>(i)), Table::Type::float64,
+                 size};
+        if (cls == H5T_INTEGER) {
+            m.type = Table::Type::int64;
+            t.add_int(column);
+        } else if (cls == H5T_STRING) {
+            m.type = Table::Type::string;
+            t.add_string(column, static_cast<int>(size));
+        } else {
+            t.add_float(column);
+        }
+        members.push_back(m);
+    }
+    for (hsize_t r = 0; r < dims[0]; ++r) {
+        std::vector<Table::Value> row;
+        const unsigned char* base = buffer.data() + r * row_size;
+        for (const auto& m : members) {
+            if (m.type == Table::Type::int64) {
+                std::int64_t v = 0;
+                std::memcpy(&v, base + m.offset, 8);
+                row.emplace_back(v);
+            } else if (m.type == Table::Type::float64) {
+                double v = 0.0;
+                std::memcpy(&v, base + m.offset, 8);
+                row.emplace_back(v);
+            } else {
+                std::string s(reinterpret_cast<const char*>(base + m.offset), m.size);
+                s.resize(std::strlen(s.c_str()));
+                row.emplace_back(s);
+            }
+        }
+        t.add_row(row);
+    }
+    return t;
+}
+
+} // namespace trnsim::results

@@ -1,0 +1,260 @@
+#include "trnsim/sim/analytic.hpp"
+
+#include "trnsim/compute/cost_model.hpp"
+#include "trnsim/workload/program.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace trnsim::sim {
+
+namespace {
+
+using workload::ProgramOp;
+
+struct OpCost {
+    double seconds = 0.0;
+    double flops = 0.0;
+    double hbm_bytes = 0.0;
+};
+
+class Coster {
+public:
+    explicit Coster(const workload::Plan& plan)
+        : plan_(plan), model_(plan.chip, plan.lnc) {
+        for (auto g : {workload::CommGroup::tp, workload::CommGroup::dp, workload::CommGroup::ep,
+                       workload::CommGroup::expert_dp, workload::CommGroup::pp}) {
+            shapes_.push_back(plan.group_shape(g));
+        }
+    }
+
+    /// `comm_scale` 0 makes every collective free (for the exposed-communication figure).
+    OpCost cost(const ProgramOp& op, double comm_scale) const {
+        OpCost c;
+        compute::KernelCost k;
+        switch (op.kind) {
+        case ProgramOp::Kind::matmul:
+            k = model_.matmul(op.matmul);
+            break;
+        case ProgramOp::Kind::attention:
+            k = model_.attention(op.attention);
+            break;
+        case ProgramOp::Kind::stream:
+            k = model_.stream(op.stream);
+            break;
+        case ProgramOp::Kind::optimizer:
+            k = model_.optimizer(op.optimizer);
+            break;
+        case ProgramOp::Kind::collective:
+            c.seconds = comm_scale * op.repeat *
+                        network::collective_seconds(op.collective, op.bytes,
+                                                    shapes_[static_cast<std::size_t>(op.group)]);
+            return c;
+        }
+        c.seconds = k.seconds * op.repeat;
+        c.flops = k.flops * op.repeat;
+        c.hbm_bytes = k.hbm_bytes * op.repeat;
+        return c;
+    }
+
+private:
+    const workload::Plan& plan_;
+    compute::CostModel model_;
+    std::vector<network::GroupShape> shapes_;
+};
+
+struct BlockTime {
+    double seconds = 0.0;
+    double hbm_bytes = 0.0;
+};
+
+/// max(compute + exposed collectives, overlapped collectives) of one op list.
+BlockTime block_time(const std::vector<ProgramOp>& ops, const Coster& c, double comm_scale) {
+    double serial = 0.0;
+    double beside = 0.0;
+    BlockTime t;
+    for (const auto& op : ops) {
+        const OpCost oc = c.cost(op, comm_scale);
+        (op.overlapped ? beside : serial) += oc.seconds;
+        t.hbm_bytes += oc.hbm_bytes;
+    }
+    t.seconds = std::max(serial, beside);
+    return t;
+}
+
+struct StageTimes {
+    double forward = 0.0;
+    double backward = 0.0;
+    double after = 0.0; ///< exposed part after the pipeline
+    double grad_sync_exposed = 0.0;
+    double optimizer = 0.0;
+    double param_gather = 0.0;
+    double hbm_bytes_per_step = 0.0;
+};
+
+StageTimes stage_times(const workload::Plan& plan, const workload::StepProgram& prog,
+                       int stage, const Coster& c, double comm_scale) {
+    const auto& st = plan.stages[static_cast<std::size_t>(stage)];
+    StageTimes s;
+    double hbm_microbatch = 0.0;
+    const auto add_block = [&](const workload::BlockProgram& b, double count) {
+        if (count <= 0.0) {
+            return;
+        }
+        const BlockTime f = block_time(b.forward, c, comm_scale);
+        const BlockTime w = block_time(b.backward, c, comm_scale);
+        s.forward += count * f.seconds;
+        s.backward += count * w.seconds;
+        hbm_microbatch += count * (f.hbm_bytes + w.hbm_bytes);
+    };
+    add_block(prog.dense_layer, static_cast<double>(st.dense_layers));
+    add_block(prog.moe_layer, static_cast<double>(st.moe_layers));
+    add_block(prog.embedding, st.has_embedding ? 1.0 : 0.0);
+    add_block(prog.head, st.has_head ? 1.0 : 0.0);
+    if (plan.pp > 1) {
+        // Each model chunk sends its activations on and its gradients back once per microbatch.
+        const double send = c.cost(prog.pipeline_send, comm_scale).seconds * plan.virtual_stages;
+        s.forward += send;
+        s.backward += send;
+    }
+    const workload::StageStepOps step_ops = workload::build_stage_step_ops(plan, stage);
+    const BlockTime sync = block_time(step_ops.gradient_sync, c, comm_scale);
+    const BlockTime opt = block_time({step_ops.optimizer}, c, comm_scale);
+    const BlockTime gather = block_time(step_ops.parameter_gather, c, comm_scale);
+    s.grad_sync_exposed = std::max(0.0, sync.seconds - s.backward);
+    s.optimizer = opt.seconds;
+    s.param_gather = gather.seconds;
+    s.after = s.grad_sync_exposed + s.optimizer + s.param_gather;
+    s.hbm_bytes_per_step =
+        hbm_microbatch * static_cast<double>(plan.microbatches) + opt.hbm_bytes;
+    return s;
+}
+
+struct Totals {
+    double step = 0.0;
+    double pipeline = 0.0;
+    double bubble = 0.0;
+    int slowest = 0;
+    std::vector<StageTimes> stages;
+};
+
+Totals evaluate(const workload::Plan& plan, const workload::StepProgram& prog, const Coster& c,
+                double comm_scale) {
+    Totals t;
+    double per_microbatch = -1.0;
+    double after = 0.0;
+    for (int i = 0; i < plan.pp; ++i) {
+        StageTimes s = stage_times(plan, prog, i, c, comm_scale);
+        if (s.forward + s.backward > per_microbatch) {
+            per_microbatch = s.forward + s.backward;
+            t.slowest = i;
+        }
+        after = std::max(after, s.after);
+        t.stages.push_back(s);
+    }
+    const double v = plan.virtual_stages;
+    t.bubble = static_cast<double>(plan.pp - 1) / v * per_microbatch;
+    t.pipeline = static_cast<double>(plan.microbatches) * per_microbatch + t.bubble;
+    t.step = t.pipeline + after;
+    return t;
+}
+
+/// Time per step of each named op on the slowest stage's critical path.
+std::vector<OpTime> breakdown(const workload::Plan& plan, const workload::StepProgram& prog,
+                              int stage, const Coster& c) {
+    const auto& st = plan.stages[static_cast<std::size_t>(stage)];
+    std::map<std::string, OpTime> acc;
+    const double m = static_cast<double>(plan.microbatches);
+    const auto add_ops = [&](const std::vector<ProgramOp>& ops, double times) {
+        for (const auto& op : ops) {
+            auto& e = acc[op.name];
+            e.name = op.name;
+            e.collective = op.is_collective();
+            e.seconds += times * c.cost(op, 1.0).seconds;
+        }
+    };
+    const auto add_block = [&](const workload::BlockProgram& b, double count) {
+        add_ops(b.forward, count * m);
+        add_ops(b.backward, count * m);
+    };
+    add_block(prog.dense_layer, static_cast<double>(st.dense_layers));
+    add_block(prog.moe_layer, static_cast<double>(st.moe_layers));
+    add_block(prog.embedding, st.has_embedding ? 1.0 : 0.0);
+    add_block(prog.head, st.has_head ? 1.0 : 0.0);
+    if (plan.pp > 1) {
+        add_ops({prog.pipeline_send}, 2.0 * m * plan.virtual_stages);
+    }
+    const auto step_ops = workload::build_stage_step_ops(plan, stage);
+    add_ops(step_ops.gradient_sync, 1.0);
+    add_ops({step_ops.optimizer}, 1.0);
+    add_ops(step_ops.parameter_gather, 1.0);
+    std::vector<OpTime> out;
+    for (auto& [name, e] : acc) {
+        out.push_back(e);
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const OpTime& a, const OpTime& b) { return a.seconds > b.seconds; });
+    return out;
+}
+
+/// Recomputation FLOPs per step over the cluster (ops flagged `recompute`).
+double recompute_flops(const workload::Plan& plan, const workload::StepProgram& prog,
+                       const Coster& c) {
+    double per_microbatch_all_stages = 0.0;
+    for (const auto& st : plan.stages) {
+        const auto add = [&](const workload::BlockProgram& b, double count) {
+            for (const auto& op : b.backward) {
+                if (op.recompute && !op.is_collective()) {
+                    per_microbatch_all_stages += count * c.cost(op, 1.0).flops;
+                }
+            }
+        };
+        add(prog.dense_layer, static_cast<double>(st.dense_layers));
+        add(prog.moe_layer, static_cast<double>(st.moe_layers));
+    }
+    // Each stage's ops are per rank of a TP group; every DP replica repeats them.
+    return per_microbatch_all_stages * static_cast<double>(plan.microbatches) * plan.tp *
+           plan.dp;
+}
+
+} // namespace
+
+StepEstimate estimate_step(const workload::Plan& plan) {
+    const Coster coster(plan);
+    const workload::StepProgram prog = workload::build_program(plan);
+    const Totals full = evaluate(plan, prog, coster, 1.0);
+    const Totals free_comm = evaluate(plan, prog, coster, 0.0);
+    const StageTimes& slow = full.stages[static_cast<std::size_t>(full.slowest)];
+
+    StepEstimate e;
+    e.step_s = full.step;
+    e.forward_s = slow.forward;
+    e.backward_s = slow.backward;
+    e.pipeline_s = full.pipeline;
+    e.bubble_s = full.bubble;
+    e.slowest_stage = full.slowest;
+    for (const auto& s : full.stages) {
+        e.grad_sync_exposed_s = std::max(e.grad_sync_exposed_s, s.grad_sync_exposed);
+        e.optimizer_s = std::max(e.optimizer_s, s.optimizer);
+        e.param_gather_s = std::max(e.param_gather_s, s.param_gather);
+        e.hbm_bytes_per_rank = std::max(e.hbm_bytes_per_rank, s.hbm_bytes_per_step);
+    }
+    e.exposed_comm_s = std::max(0.0, full.step - free_comm.step);
+
+    const auto& t = plan.training;
+    const double tokens = static_cast<double>(plan.tokens_per_step);
+    e.model_flops = plan.stats.model_flops_per_token(t.model, t.sequence_length) * tokens;
+    e.hardware_flops = e.model_flops + recompute_flops(plan, prog, coster);
+    const double peak = plan.chip.peak(t.precision).per_s() * static_cast<double>(plan.cluster.chips);
+    e.tokens_per_s = tokens / e.step_s;
+    e.mfu = e.model_flops / (e.step_s * peak);
+    e.hfu = e.hardware_flops / (e.step_s * peak);
+    const double hbm_per_rank =
+        plan.chip.hbm_bandwidth.bytes_per_s() / static_cast<double>(plan.ranks_per_chip);
+    e.mbu = e.hbm_bytes_per_rank / (e.step_s * hbm_per_rank);
+    e.bubble_fraction = e.bubble_s / e.step_s;
+    e.breakdown = breakdown(plan, prog, full.slowest, coster);
+    return e;
+}
+
+} // namespace trnsim::sim

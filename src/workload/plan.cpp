@@ -1,0 +1,462 @@
+#include "trnsim/workload/plan.hpp"
+
+#include "trnsim/core/error.hpp"
+#include "trnsim/core/format.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace trnsim::workload {
+
+const char* to_string(Schedule s) { return s == Schedule::one_f_one_b ? "1f1b" : "interleaved"; }
+
+const char* to_string(Recompute r) {
+    switch (r) {
+    case Recompute::none:
+        return "none";
+    case Recompute::selective:
+        return "selective";
+    case Recompute::full:
+        return "full";
+    }
+    return "?";
+}
+
+const char* to_string(CommGroup g) {
+    switch (g) {
+    case CommGroup::tp:
+        return "tp";
+    case CommGroup::dp:
+        return "dp";
+    case CommGroup::ep:
+        return "ep";
+    case CommGroup::expert_dp:
+        return "expert_dp";
+    case CommGroup::pp:
+        return "pp";
+    }
+    return "?";
+}
+
+namespace {
+
+constexpr const char* kPar = "workload.parallelism";
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+[[noreturn]] void fail(const std::string& path, const std::string& message) {
+    throw InputError(path, message);
+}
+
+std::string str(std::int64_t v) { return std::to_string(v); }
+
+int weight_element_bytes(compute::Precision p) { return p == compute::Precision::fp32 ? 4 : 2; }
+
+} // namespace
+
+double activation_bytes_per_layer(const ModelSpec& m, bool moe_layer, std::int64_t tokens,
+                                  int tp, bool sequence_parallel, Recompute recompute,
+                                  int element_bytes, std::int64_t top_k) {
+    const double T = static_cast<double>(tokens);
+    const double h = static_cast<double>(m.hidden);
+    const double e = element_bytes;
+    const double t = tp;
+    // Tensors on the residual stream are split by t only under sequence parallelism.
+    const double sp = sequence_parallel ? t : 1.0;
+    if (recompute == Recompute::full) {
+        return T * h * e / sp; // only the layer input; the rest is recomputed
+    }
+    double bytes = 0.0;
+    // Attention block: norm input and output.
+    bytes += 2.0 * T * h * e / sp;
+    const double heads = static_cast<double>(m.heads);
+    double attention_out = T * heads * static_cast<double>(m.v_dim()) * e / t // O-proj input
+                           + T * heads / t * 4.0;                             // softmax stats
+    if (m.attention == AttentionKind::mla) {
+        const auto& a = m.mla;
+        // Low-rank projections are replicated across TP ranks.
+        bytes += T * static_cast<double>(a.q_lora_rank + a.kv_lora_rank + a.qk_rope_head_dim) * e;
+        bytes += T * heads * static_cast<double>(m.qk_dim() * 2 + m.v_dim()) * e / t; // q, k, v
+    } else {
+        const double kv = std::max(1.0, static_cast<double>(m.kv_heads) / t);
+        bytes += T * (heads / t + 2.0 * kv) * static_cast<double>(m.head_dim) * e; // q, k, v
+    }
+    if (recompute != Recompute::selective) {
+        bytes += attention_out; // selective recompute rebuilds the attention core output
+    }
+    // MLP block: norm input and output.
+    bytes += 2.0 * T * h * e / sp;
+    const auto mlp_act = [&](double tokens_here, double f) {
+        // SwiGLU keeps gate and up outputs and their product; GELU its input and output.
+        const double per = m.mlp == MlpKind::swiglu ? 3.0 : 2.0;
+        return tokens_here * per * f * e;
+    };
+    if (moe_layer) {
+        const double f = static_cast<double>(m.moe.expert_ffn_hidden);
+        const double k = static_cast<double>(top_k);
+        bytes += T * static_cast<double>(m.moe.experts) * 4.0 / sp; // router probabilities
+        bytes += T * k * h * e / sp;                                // dispatched tokens
+        bytes += mlp_act(T * k, f / t);                             // routed experts
+        if (m.moe.shared_experts > 0) {
+            bytes += mlp_act(T, static_cast<double>(m.moe.shared_experts) * f / t);
+        }
+    } else {
+        bytes += mlp_act(T, static_cast<double>(m.ffn_hidden) / t);
+    }
+    return bytes;
+}
+
+std::int64_t Plan::group_stride(CommGroup g) const {
+    switch (g) {
+    case CommGroup::tp:
+        return 1;
+    case CommGroup::dp:
+    case CommGroup::ep:
+        return tp;
+    case CommGroup::expert_dp:
+        return std::int64_t{tp} * ep;
+    case CommGroup::pp:
+        return std::int64_t{tp} * dp;
+    }
+    return 1;
+}
+
+int Plan::group_size(CommGroup g) const {
+    switch (g) {
+    case CommGroup::tp:
+        return tp;
+    case CommGroup::dp:
+        return dp;
+    case CommGroup::ep:
+        return ep;
+    case CommGroup::expert_dp:
+        return dp / ep;
+    case CommGroup::pp:
+        return pp;
+    }
+    return 1;
+}
+
+network::GroupShape Plan::group_shape(CommGroup g) const {
+    return shapes_.at(static_cast<std::size_t>(g));
+}
+
+namespace {
+
+/// Decomposes the group {0, s, 2s, ..., (n-1)s} over the levels of the cluster.
+network::GroupShape decompose(const Plan& p, std::int64_t stride, int size) {
+    const std::int64_t rpc = p.ranks_per_chip;
+    const std::int64_t cpi = p.cluster.chips_per_instance;
+    const std::int64_t ipu = p.cluster.instances_per_ultraserver;
+    const bool has_ultraserver = p.cluster.ultraservers > 0;
+    std::int64_t chips = 0, instances = 0, domains = 0;
+    std::int64_t last_chip = -1, last_instance = -1, last_domain = -1;
+    // Members are in increasing rank order, so distinct units appear as runs.
+    for (std::int64_t i = 0; i < size; ++i) {
+        const std::int64_t chip = i * stride / rpc;
+        const std::int64_t instance = chip / cpi;
+        const std::int64_t domain = has_ultraserver ? instance / ipu : instance;
+        chips += chip != last_chip;
+        instances += instance != last_instance;
+        domains += domain != last_domain;
+        last_chip = chip;
+        last_instance = instance;
+        last_domain = domain;
+    }
+    const auto& c = p.chip;
+    const double r = static_cast<double>(rpc);
+    const auto members = [](std::int64_t outer, std::int64_t inner) {
+        return static_cast<int>(ceil_div(outer, std::max<std::int64_t>(inner, 1)));
+    };
+    network::GroupShape s;
+    s.levels.push_back({network::LinkClass::on_chip, members(size, chips),
+                        c.hbm_bandwidth / r, c.on_chip_latency});
+    if (has_ultraserver) {
+        s.levels.push_back({network::LinkClass::neuronlink, members(chips, instances),
+                            c.neuronlink_intra_instance / r, c.neuronlink_hop_latency});
+        s.levels.push_back({network::LinkClass::neuronlink_z, members(instances, domains),
+                            c.neuronlink_inter_instance / r, c.neuronlink_hop_latency});
+    } else {
+        s.levels.push_back({network::LinkClass::neuronlink, members(chips, domains),
+                            c.neuronlink_intra_instance / r, c.neuronlink_hop_latency});
+    }
+    s.levels.push_back({network::LinkClass::efa, static_cast<int>(domains),
+                        c.efa_bandwidth_per_chip() / r, c.efa_latency});
+    return s;
+}
+
+/// Pipeline neighbours: one level, the link class that separates rank 0 from rank `stride`.
+network::GroupShape neighbour_shape(const Plan& p, std::int64_t stride, int size) {
+    network::GroupShape full = decompose(p, stride, std::min(size, 2));
+    network::GroupShape s;
+    for (const auto& l : full.levels) {
+        if (l.members > 1) {
+            s.levels.push_back(l);
+        }
+    }
+    if (s.levels.empty()) {
+        s.levels.push_back(full.levels.front());
+    }
+    return s;
+}
+
+void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& cluster, int rpc,
+                       Plan& p) {
+    const auto& par = t.parallelism;
+    const auto& m = t.model;
+    p.ranks = cluster.chips * rpc;
+    const std::string ranks_text = str(p.ranks) + " ranks (" + str(cluster.chips) + " chips x " +
+                                   str(rpc) + " ranks per chip)";
+
+    if (m.heads % par.tp != 0) {
+        fail(std::string(kPar) + ".tp", "tp = " + str(par.tp) + " must divide the model's " +
+                                            str(m.heads) + " attention heads");
+    }
+    if (m.attention == AttentionKind::gqa && m.kv_heads % par.tp != 0 &&
+        par.tp % m.kv_heads != 0) {
+        fail(std::string(kPar) + ".tp",
+             "tp = " + str(par.tp) + " and the model's " + str(m.kv_heads) +
+                 " key/value heads must divide one another (kv heads are split or replicated)");
+    }
+    const std::int64_t chunks = std::int64_t{par.pp} * par.virtual_stages;
+    if (m.layers % chunks != 0) {
+        fail(std::string(kPar) + ".pp",
+             "pp = " + str(par.pp) +
+                 (par.virtual_stages > 1 ? " x virtual_stages = " + str(par.virtual_stages) : "") +
+                 " must divide the model's " + str(m.layers) + " layers");
+    }
+    const std::int64_t model_ranks = std::int64_t{par.tp} * par.pp;
+    if (p.ranks % model_ranks != 0) {
+        fail(kPar, "tp x pp = " + str(model_ranks) + " does not divide the " + ranks_text);
+    }
+    const std::int64_t dp = p.ranks / model_ranks;
+    if (par.dp != 0 && par.dp != dp) {
+        fail(std::string(kPar) + ".dp",
+             "tp x pp x dp = " + str(model_ranks * par.dp) + " but the cluster has " + ranks_text +
+                 "; use dp: " + str(dp) + " or dp: auto");
+    }
+    p.tp = par.tp;
+    p.pp = par.pp;
+    p.dp = static_cast<int>(dp);
+    p.ep = par.ep;
+    if (par.ep > 1) {
+        if (!m.is_moe()) {
+            fail(std::string(kPar) + ".ep", "ep = " + str(par.ep) +
+                                                " needs a mixture-of-experts model; " + m.name +
+                                                " is dense (use ep: 1)");
+        }
+        if (dp % par.ep != 0) {
+            fail(std::string(kPar) + ".ep", "ep = " + str(par.ep) +
+                                                " must divide the data-parallel degree dp = " +
+                                                str(dp));
+        }
+        if (m.moe.experts % par.ep != 0) {
+            fail(std::string(kPar) + ".ep", "ep = " + str(par.ep) + " must divide the model's " +
+                                                str(m.moe.experts) + " experts");
+        }
+    }
+    if (par.schedule == Schedule::interleaved && par.virtual_stages < 2) {
+        fail(std::string(kPar) + ".virtual_stages",
+             "the interleaved schedule needs virtual_stages >= 2 (model chunks per rank)");
+    }
+    if (par.schedule == Schedule::one_f_one_b && par.virtual_stages != 1) {
+        fail(std::string(kPar) + ".virtual_stages",
+             "virtual_stages = " + str(par.virtual_stages) +
+                 " needs schedule: interleaved (1f1b runs one chunk per rank)");
+    }
+    if (par.pp == 1 && par.schedule == Schedule::interleaved) {
+        fail(std::string(kPar) + ".schedule", "the interleaved schedule needs pp > 1");
+    }
+    const std::int64_t per_step = dp * par.microbatch;
+    if (t.global_batch % per_step != 0) {
+        fail("workload.global_batch", str(t.global_batch) +
+                                          " sequences is not a multiple of dp x microbatch = " +
+                                          str(dp) + " x " + str(par.microbatch) + " = " +
+                                          str(per_step));
+    }
+    p.microbatches = t.global_batch / per_step;
+    p.virtual_stages = par.virtual_stages;
+    if (par.schedule == Schedule::interleaved && p.microbatches % par.pp != 0) {
+        fail("workload.global_batch",
+             "the interleaved schedule needs the microbatches per step (" + str(p.microbatches) +
+                 " = global_batch / (dp x microbatch)) to be a multiple of pp = " + str(par.pp));
+    }
+    if (par.pp > 1 && p.microbatches < par.pp) {
+        p.warnings.push_back("only " + str(p.microbatches) + " microbatches for " + str(par.pp) +
+                             " pipeline stages: most of the step is pipeline bubble");
+    }
+    if (m.position == PositionKind::learned && t.sequence_length > m.max_positions) {
+        fail("workload.sequence_length", str(t.sequence_length) + " exceeds the model's " +
+                                             str(m.max_positions) +
+                                             " learned positions (model.max_positions)");
+    }
+    if (par.tp > 1 && par.tp * 1LL > std::int64_t{rpc} * cluster.chips_per_ultraserver()) {
+        p.warnings.push_back("tp = " + str(par.tp) +
+                             " spans more than one NeuronLink domain: tensor-parallel traffic "
+                             "crosses the EFA fabric");
+    }
+}
+
+void layout_stages(const TrainingSpec& t, Plan& p) {
+    const auto& m = t.model;
+    const ModelStats& s = p.stats;
+    const std::int64_t per_stage = m.layers / p.pp;
+    const std::int64_t first_moe = m.is_moe() ? m.moe.first_dense_layers : m.layers;
+    for (int i = 0; i < p.pp; ++i) {
+        StageLayout st;
+        const std::int64_t begin = i * per_stage;
+        const std::int64_t end = begin + per_stage;
+        st.moe_layers = std::max<std::int64_t>(0, end - std::max(begin, first_moe));
+        st.dense_layers = per_stage - st.moe_layers;
+        st.has_embedding = i == 0;
+        st.has_head = i == p.pp - 1;
+        std::int64_t dense = per_stage * s.attention + st.dense_layers * s.dense_mlp +
+                             st.moe_layers * s.moe_shared;
+        if (st.has_embedding) {
+            dense += s.embedding;
+        }
+        if (st.has_head) {
+            dense += s.final_norm + (m.tied_embeddings && p.pp > 1 ? s.embedding : s.lm_head);
+        }
+        st.dense_params_per_rank = ceil_div(dense, p.tp);
+        st.expert_params_per_rank =
+            ceil_div(st.moe_layers * m.moe.experts * s.expert, std::int64_t{p.tp} * p.ep);
+        p.stages.push_back(st);
+    }
+}
+
+MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
+    const auto& t = p.training;
+    const auto& m = t.model;
+    const auto& par = t.parallelism;
+    const StageLayout& st = p.stages[static_cast<std::size_t>(stage_index)];
+    const double w = weight_element_bytes(t.precision);
+    const double e = w; // activations are kept at the weight precision (FP8 training keeps BF16)
+    const double d = p.dp;
+    const double de = static_cast<double>(p.dp) / p.ep;
+    const double dense = static_cast<double>(st.dense_params_per_rank);
+    const double expert = static_cast<double>(st.expert_params_per_rank);
+    const double master = t.precision == compute::Precision::fp32 ? 0.0 : 4.0;
+
+    MemoryBreakdown b;
+    const auto shard = [&](double params_dense, double params_expert, bool sharded) {
+        return sharded ? params_dense / d + params_expert / de : params_dense + params_expert;
+    };
+    b.weights = Bytes(static_cast<std::int64_t>(w * shard(dense, expert, par.zero >= 3)));
+    b.gradients = Bytes(static_cast<std::int64_t>(w * shard(dense, expert, par.zero >= 2)));
+    b.optimizer =
+        Bytes(static_cast<std::int64_t>((master + 8.0) * shard(dense, expert, par.zero >= 1)));
+
+    const std::int64_t tokens = par.microbatch * t.sequence_length;
+    const double dense_layer = activation_bytes_per_layer(
+        m, false, tokens, p.tp, par.sequence_parallel, par.recompute, static_cast<int>(e), 0);
+    const double moe_layer =
+        m.is_moe() ? activation_bytes_per_layer(m, true, tokens, p.tp, par.sequence_parallel,
+                                                par.recompute, static_cast<int>(e), m.moe.top_k)
+                   : 0.0;
+    const double per_microbatch = static_cast<double>(st.dense_layers) * dense_layer +
+                                  static_cast<double>(st.moe_layers) * moe_layer;
+    // 1F1B: stage i holds the activations of min(m, pp - i) microbatches at its peak.
+    double in_flight =
+        static_cast<double>(std::min<std::int64_t>(p.microbatches, p.pp - stage_index));
+    if (par.schedule == Schedule::interleaved) {
+        in_flight *= 1.0 + static_cast<double>(p.pp - 1) / (p.pp * par.virtual_stages);
+    }
+    double act = per_microbatch * in_flight;
+    if (st.has_head) {
+        act += static_cast<double>(tokens) *
+               static_cast<double>(ceil_div(m.vocab, p.tp)) * 4.0; // FP32 logits
+    }
+    b.activations = Bytes(static_cast<std::int64_t>(act));
+
+    double buffers = 0.0;
+    if (p.tp > 1) {
+        buffers += 2.0 * static_cast<double>(tokens) * static_cast<double>(m.hidden) * e;
+    }
+    if (par.zero >= 3) {
+        const double layer = static_cast<double>(p.stats.attention +
+                                                 std::max(p.stats.dense_mlp, p.stats.moe_shared));
+        buffers += 2.0 * layer / p.tp * w;
+    }
+    b.buffers = Bytes(static_cast<std::int64_t>(buffers));
+    b.reserve = Bytes(p.hbm_reserve_per_chip.count() / p.ranks_per_chip);
+    return b;
+}
+
+std::string memory_advice(const Plan& p) {
+    const auto& par = p.training.parallelism;
+    std::string advice = "raise tp or pp";
+    if (par.zero < 3) {
+        advice += ", use a higher zero stage (now " + str(par.zero) + ")";
+    }
+    if (par.recompute != Recompute::full) {
+        advice += ", use recompute: full";
+    }
+    if (par.microbatch > 1) {
+        advice += ", lower microbatch";
+    }
+    return advice + ", or use more chips";
+}
+
+} // namespace
+
+Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int lnc,
+                const topology::ClusterSpec& cluster_spec, Bytes hbm_reserve_per_chip) {
+    Plan p;
+    p.training = training;
+    p.chip = chip;
+    p.lnc = lnc;
+    p.hbm_reserve_per_chip = hbm_reserve_per_chip;
+
+    if (std::find(chip.lnc_allowed.begin(), chip.lnc_allowed.end(), lnc) ==
+        chip.lnc_allowed.end()) {
+        std::string allowed;
+        for (int v : chip.lnc_allowed) {
+            allowed += (allowed.empty() ? "" : ", ") + str(v);
+        }
+        fail("hardware.lnc", "lnc = " + str(lnc) + " is not supported by " + chip.name +
+                                 " (allowed: " + allowed + ")");
+    }
+    if (cluster_spec.ultraservers > 0 && !chip.ultraserver) {
+        fail("cluster.ultraservers",
+             chip.name + " is not sold in UltraServers; give cluster.instances instead");
+    }
+    const std::int64_t ipu = chip.ultraserver ? chip.ultraserver->instances : 0;
+    p.cluster = topology::make_cluster_shape(cluster_spec, chip.instance.chips, ipu);
+    p.ranks_per_chip = chip.ranks_per_chip(lnc);
+
+    check_parallelism(training, p.cluster, p.ranks_per_chip, p);
+    p.stats = compute_stats(training.model);
+    p.tokens_per_step = training.global_batch * training.sequence_length;
+    p.steps = training.steps > 0 ? training.steps : ceil_div(training.tokens, p.tokens_per_step);
+    layout_stages(training, p);
+
+    for (CommGroup g : {CommGroup::tp, CommGroup::dp, CommGroup::ep, CommGroup::expert_dp}) {
+        p.shapes_.push_back(decompose(p, p.group_stride(g), p.group_size(g)));
+    }
+    p.shapes_.push_back(neighbour_shape(p, p.group_stride(CommGroup::pp), p.pp));
+
+    p.memory.capacity_per_rank = Bytes(chip.hbm_capacity.count() / p.ranks_per_chip);
+    for (int i = 0; i < p.pp; ++i) {
+        MemoryBreakdown b = stage_memory(p, i);
+        p.memory.stages.push_back(b);
+        if (i == 0 || b.total() > p.memory.worst.total()) {
+            p.memory.worst = b;
+            p.memory.worst_stage = i;
+        }
+    }
+    if (!p.memory.fits()) {
+        const auto& b = p.memory.worst;
+        fail(kPar, "the plan does not fit in HBM: pipeline stage " + str(p.memory.worst_stage) +
+                       " needs " + fmt::bytes(b.total()) + " per rank (weights " +
+                       fmt::bytes(b.weights) + ", gradients " + fmt::bytes(b.gradients) +
+                       ", optimizer " + fmt::bytes(b.optimizer) + ", activations " +
+                       fmt::bytes(b.activations) + ", buffers " + fmt::bytes(b.buffers) +
+                       ", reserve " + fmt::bytes(b.reserve) + ") but " + chip.name +
+                       " with lnc = " + str(lnc) + " has " +
+                       fmt::bytes(p.memory.capacity_per_rank) + " per rank; " + memory_advice(p));
+    }
+    return p;
+}
+
+} // namespace trnsim::workload

@@ -1,0 +1,375 @@
+#include "trnsim/workload/program.hpp"
+
+#include <algorithm>
+
+namespace trnsim::workload {
+
+namespace {
+
+using network::CollectiveOp;
+using Kind = ProgramOp::Kind;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+/// Builds the ops of one block with the plan's shapes at hand.
+class BlockBuilder {
+public:
+    explicit BlockBuilder(const Plan& p)
+        : p_(p), m_(p.training.model), par_(p.training.parallelism),
+          precision_(p.training.precision),
+          e_(p.training.precision == compute::Precision::fp32 ? 4 : 2),
+          T_(par_.microbatch * p.training.sequence_length),
+          sp_(par_.sequence_parallel ? p.tp : 1) {}
+
+    std::vector<ProgramOp> ops;
+
+    void matmul(const char* name, std::int64_t m, std::int64_t k, std::int64_t n,
+                std::int64_t batch = 1) {
+        ProgramOp op;
+        op.kind = Kind::matmul;
+        op.name = name;
+        op.matmul = {m, k, n, batch, precision_};
+        ops.push_back(op);
+    }
+
+    void stream(const char* name, std::int64_t elements, int inputs, int outputs, int passes,
+                compute::StreamEngine engine, int element_bytes = 0) {
+        ProgramOp op;
+        op.kind = Kind::stream;
+        op.name = name;
+        op.stream = {elements, inputs, outputs, element_bytes > 0 ? element_bytes : e_, passes,
+                     engine};
+        ops.push_back(op);
+    }
+
+    void collective(const char* name, CollectiveOp c, CommGroup g, double bytes,
+                    bool overlapped = false) {
+        if (p_.group_size(g) <= 1 || bytes <= 0.0) {
+            return;
+        }
+        ProgramOp op;
+        op.kind = Kind::collective;
+        op.name = name;
+        op.collective = c;
+        op.group = g;
+        op.bytes = bytes;
+        op.overlapped = overlapped;
+        ops.push_back(op);
+    }
+
+    /// Tensor-parallel gather of the residual stream before a block.
+    void tp_gather() {
+        if (par_.sequence_parallel) {
+            collective("tp_all_gather", CollectiveOp::all_gather, CommGroup::tp, hidden_bytes());
+        }
+    }
+    /// Tensor-parallel reduction after a block.
+    void tp_reduce() {
+        collective(par_.sequence_parallel ? "tp_reduce_scatter" : "tp_all_reduce",
+                   par_.sequence_parallel ? CollectiveOp::reduce_scatter
+                                          : CollectiveOp::all_reduce,
+                   CommGroup::tp, hidden_bytes());
+    }
+
+    void norm(const char* name, std::int64_t width_elements) {
+        stream(name, width_elements, 1, 1, 2, compute::StreamEngine::vector);
+    }
+
+    /// ZeRO-3 gathers the block's parameters before use (prefetched, beside compute).
+    void zero3_gather(std::int64_t params) {
+        if (par_.zero >= 3) {
+            collective("zero3_param_all_gather", CollectiveOp::all_gather, CommGroup::dp,
+                       static_cast<double>(ceil_div(params, p_.tp)) * e_, true);
+        }
+    }
+
+    void attention_block() {
+        const std::int64_t h = m_.hidden;
+        const std::int64_t t = p_.tp;
+        const std::int64_t heads = m_.heads / t;
+        norm("attention_norm", T_ * h / sp_);
+        tp_gather();
+        std::int64_t kv_heads = heads;
+        if (m_.attention == AttentionKind::mla) {
+            const auto& a = m_.mla;
+            if (a.q_lora_rank > 0) {
+                matmul("q_down_proj", T_, h, a.q_lora_rank);
+                norm("q_norm", T_ * a.q_lora_rank);
+                matmul("q_up_proj", T_, a.q_lora_rank, heads * m_.qk_dim());
+            } else {
+                matmul("q_proj", T_, h, heads * m_.qk_dim());
+            }
+            matmul("kv_down_proj", T_, h, a.kv_lora_rank + a.qk_rope_head_dim);
+            norm("kv_norm", T_ * a.kv_lora_rank);
+            matmul("kv_up_proj", T_, a.kv_lora_rank,
+                   heads * (a.qk_nope_head_dim + a.v_head_dim));
+            stream("rope", T_ * (heads + 1) * a.qk_rope_head_dim, 1, 1, 2,
+                   compute::StreamEngine::vector);
+        } else {
+            kv_heads = std::max<std::int64_t>(1, m_.kv_heads / t);
+            matmul("qkv_proj", T_, h, (heads + 2 * kv_heads) * m_.head_dim);
+            if (m_.position == PositionKind::rope) {
+                stream("rope", T_ * (heads + kv_heads) * m_.head_dim, 1, 1, 2,
+                       compute::StreamEngine::vector);
+            }
+        }
+        ProgramOp attn;
+        attn.kind = Kind::attention;
+        attn.name = "attention";
+        attn.attention = {par_.microbatch, heads, kv_heads, p_.training.sequence_length,
+                          p_.training.sequence_length, m_.qk_dim(), m_.v_dim(), true, precision_};
+        ops.push_back(attn);
+        matmul("out_proj", T_, heads * m_.v_dim(), h);
+        tp_reduce();
+        stream("residual_add", T_ * h / sp_, 2, 1, 1, compute::StreamEngine::vector);
+    }
+
+    /// A SwiGLU or GELU MLP of inner width f, split across TP, over `tokens` tokens.
+    void mlp(const char* up_name, std::int64_t tokens, std::int64_t f, std::int64_t batch = 1) {
+        const std::int64_t h = m_.hidden;
+        const std::int64_t ft = ceil_div(f, p_.tp);
+        if (m_.mlp == MlpKind::swiglu) {
+            matmul(up_name, tokens, h, 2 * ft, batch);
+            stream("silu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar);
+            stream("gate_multiply", tokens * ft * batch, 2, 1, 1, compute::StreamEngine::vector);
+        } else {
+            matmul(up_name, tokens, h, ft, batch);
+            stream("gelu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar);
+        }
+        matmul("down_proj", tokens, ft, h, batch);
+    }
+
+    void dense_mlp_block() {
+        norm("mlp_norm", T_ * m_.hidden / sp_);
+        tp_gather();
+        mlp("gate_up_proj", T_, m_.ffn_hidden);
+        tp_reduce();
+        stream("residual_add", T_ * m_.hidden / sp_, 2, 1, 1, compute::StreamEngine::vector);
+    }
+
+    void moe_block() {
+        const std::int64_t h = m_.hidden;
+        const auto& moe = m_.moe;
+        const std::int64_t local_tokens = T_ / sp_;
+        norm("mlp_norm", local_tokens * h);
+        matmul("router", local_tokens, h, moe.experts);
+        stream("router_topk", local_tokens * moe.experts, 1, 1, 2, compute::StreamEngine::scalar,
+               4);
+        const double dispatch = static_cast<double>(local_tokens * moe.top_k * h * e_);
+        collective("ep_dispatch_all_to_all", CollectiveOp::all_to_all, CommGroup::ep, dispatch);
+        // Tokens routed to this rank's experts, gathered over the TP group.
+        const double routed_tokens = static_cast<double>(local_tokens * moe.top_k * sp_);
+        collective("moe_tp_all_gather", CollectiveOp::all_gather, CommGroup::tp,
+                   routed_tokens * static_cast<double>(h * e_));
+        const std::int64_t local_experts = moe.experts / p_.ep;
+        const std::int64_t per_expert = std::max<std::int64_t>(
+            1, static_cast<std::int64_t>(routed_tokens) * p_.ep / moe.experts);
+        mlp("expert_gate_up_proj", per_expert, moe.expert_ffn_hidden, local_experts);
+        collective("moe_tp_reduce_scatter", CollectiveOp::reduce_scatter, CommGroup::tp,
+                   routed_tokens * static_cast<double>(h * e_));
+        collective("ep_combine_all_to_all", CollectiveOp::all_to_all, CommGroup::ep, dispatch);
+        if (moe.shared_experts > 0) {
+            tp_gather();
+            mlp("shared_gate_up_proj", T_, moe.shared_experts * moe.expert_ffn_hidden);
+            tp_reduce();
+        }
+        stream("residual_add", local_tokens * h, 2, 1, 1, compute::StreamEngine::vector);
+    }
+
+    void embedding_block() {
+        stream("embedding_gather", T_ * m_.hidden, 1, 1, 1, compute::StreamEngine::vector);
+        // Vocabulary-parallel embedding: partial rows are summed across TP.
+        tp_reduce();
+    }
+
+    void head_block() {
+        norm("final_norm", T_ * m_.hidden / sp_);
+        tp_gather();
+        const std::int64_t vocab = ceil_div(m_.vocab, p_.tp);
+        matmul("lm_head", T_, m_.hidden, vocab);
+        stream("cross_entropy", T_ * vocab, 1, 1, 3, compute::StreamEngine::scalar, 4);
+    }
+
+    double hidden_bytes() const {
+        return static_cast<double>(T_) * static_cast<double>(m_.hidden) * e_;
+    }
+    std::int64_t tokens() const { return T_; }
+    std::int64_t sp() const { return sp_; }
+    int element_bytes() const { return e_; }
+
+private:
+    const Plan& p_;
+    const ModelSpec& m_;
+    const ParallelismSpec& par_;
+    compute::Precision precision_;
+    int e_;
+    std::int64_t T_;
+    std::int64_t sp_;
+};
+
+/// Backward ops of a forward op list (see program.hpp for the rules).
+std::vector<ProgramOp> derive_backward(const std::vector<ProgramOp>& fwd) {
+    std::vector<ProgramOp> bwd;
+    for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
+        ProgramOp op = *it;
+        switch (op.kind) {
+        case Kind::matmul: {
+            const auto s = op.matmul;
+            const std::string name = op.name;
+            op.name = name + " data_grad";
+            op.matmul = {s.m, s.n, s.k, s.batch, s.precision};
+            bwd.push_back(op);
+            op.name = name + " weight_grad";
+            op.matmul = {s.k, s.m, s.n, s.batch, s.precision};
+            bwd.push_back(op);
+            break;
+        }
+        case Kind::attention:
+            op.name += " backward";
+            op.repeat = 2.5;
+            bwd.push_back(op);
+            break;
+        case Kind::stream:
+        case Kind::optimizer:
+            op.name += " backward";
+            op.repeat = 2.0;
+            bwd.push_back(op);
+            break;
+        case Kind::collective:
+            if (op.overlapped) {
+                // ZeRO-3: gather the parameters again, then reduce-scatter their gradients.
+                bwd.push_back(op);
+                op.name = "zero3_grad_reduce_scatter";
+                op.collective = CollectiveOp::reduce_scatter;
+                bwd.push_back(op);
+                break;
+            }
+            op.name += " backward";
+            if (op.collective == CollectiveOp::all_gather) {
+                op.collective = CollectiveOp::reduce_scatter;
+            } else if (op.collective == CollectiveOp::reduce_scatter) {
+                op.collective = CollectiveOp::all_gather;
+            }
+            bwd.push_back(op);
+            break;
+        }
+    }
+    return bwd;
+}
+
+/// Prepends the recomputed forward work to a backward block.
+void add_recompute(BlockProgram& b, Recompute r) {
+    std::vector<ProgramOp> redo;
+    for (const auto& op : b.forward) {
+        const bool take = r == Recompute::full
+                              ? !op.overlapped
+                              : (r == Recompute::selective && op.kind == Kind::attention);
+        if (take) {
+            ProgramOp copy = op;
+            copy.name += " recompute";
+            copy.recompute = true;
+            redo.push_back(copy);
+        }
+    }
+    b.backward.insert(b.backward.begin(), redo.begin(), redo.end());
+}
+
+BlockProgram finish(std::vector<ProgramOp> forward, Recompute r) {
+    BlockProgram b;
+    b.forward = std::move(forward);
+    b.backward = derive_backward(b.forward);
+    add_recompute(b, r);
+    return b;
+}
+
+} // namespace
+
+StepProgram build_program(const Plan& plan) {
+    const auto& m = plan.training.model;
+    const auto recompute = plan.training.parallelism.recompute;
+    StepProgram prog;
+    {
+        BlockBuilder b(plan);
+        b.zero3_gather(plan.stats.attention + plan.stats.dense_mlp);
+        b.attention_block();
+        b.dense_mlp_block();
+        prog.dense_layer = finish(std::move(b.ops), recompute);
+    }
+    if (m.is_moe()) {
+        BlockBuilder b(plan);
+        b.zero3_gather(plan.stats.attention + plan.stats.moe_shared);
+        b.attention_block();
+        b.moe_block();
+        prog.moe_layer = finish(std::move(b.ops), recompute);
+    }
+    {
+        BlockBuilder b(plan);
+        b.embedding_block();
+        prog.embedding = finish(std::move(b.ops), Recompute::none);
+    }
+    {
+        BlockBuilder b(plan);
+        b.head_block();
+        prog.head = finish(std::move(b.ops), Recompute::none);
+    }
+    {
+        BlockBuilder b(plan);
+        ProgramOp& op = prog.pipeline_send;
+        op.kind = Kind::collective;
+        op.name = "pipeline_send";
+        op.collective = network::CollectiveOp::send_recv;
+        op.group = CommGroup::pp;
+        op.bytes = b.hidden_bytes() / static_cast<double>(b.sp());
+    }
+    return prog;
+}
+
+StageStepOps build_stage_step_ops(const Plan& plan, int stage) {
+    const auto& st = plan.stages.at(static_cast<std::size_t>(stage));
+    const auto& par = plan.training.parallelism;
+    const int w = plan.training.precision == compute::Precision::fp32 ? 4 : 2;
+    const double dense = static_cast<double>(st.dense_params_per_rank);
+    const double expert = static_cast<double>(st.expert_params_per_rank);
+    StageStepOps ops;
+    const auto add = [&](std::vector<ProgramOp>& list, const char* name, CollectiveOp c,
+                         CommGroup g, double bytes) {
+        if (plan.group_size(g) <= 1 || bytes <= 0.0) {
+            return;
+        }
+        ProgramOp op;
+        op.kind = Kind::collective;
+        op.name = name;
+        op.collective = c;
+        op.group = g;
+        op.bytes = bytes;
+        op.overlapped = true;
+        list.push_back(op);
+    };
+    if (par.zero == 0) {
+        add(ops.gradient_sync, "dp_grad_all_reduce", CollectiveOp::all_reduce, CommGroup::dp,
+            dense * w);
+        add(ops.gradient_sync, "expert_dp_grad_all_reduce", CollectiveOp::all_reduce,
+            CommGroup::expert_dp, expert * w);
+    } else if (par.zero <= 2) {
+        add(ops.gradient_sync, "dp_grad_reduce_scatter", CollectiveOp::reduce_scatter,
+            CommGroup::dp, dense * w);
+        add(ops.gradient_sync, "expert_dp_grad_reduce_scatter", CollectiveOp::reduce_scatter,
+            CommGroup::expert_dp, expert * w);
+        add(ops.parameter_gather, "dp_param_all_gather", CollectiveOp::all_gather, CommGroup::dp,
+            dense * w);
+        add(ops.parameter_gather, "expert_dp_param_all_gather", CollectiveOp::all_gather,
+            CommGroup::expert_dp, expert * w);
+    }
+    const bool sharded = par.zero >= 1;
+    const double d = plan.dp;
+    const double de = static_cast<double>(plan.dp) / plan.ep;
+    ops.optimizer.kind = Kind::optimizer;
+    ops.optimizer.name = "adamw";
+    ops.optimizer.optimizer.params =
+        static_cast<std::int64_t>(sharded ? dense / d + expert / de : dense + expert);
+    ops.optimizer.optimizer.grad_bytes = w;
+    ops.optimizer.optimizer.weight_bytes = w;
+    return ops;
+}
+
+} // namespace trnsim::workload
