@@ -88,10 +88,11 @@ int cmd_run(const std::vector<std::string>& args) {
     if (p.vm.count("threads")) {
         overrides.push_back("simulation.threads=" + p.vm["threads"].as<std::string>());
     }
-    config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
     if (p.vm.count("output")) {
-        spec.output.file = p.vm["output"].as<std::string>();
+        // As an override, so the stored scenario records where its results went.
+        overrides.push_back("output.file=" + p.vm["output"].as<std::string>());
     }
+    const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
     sim::TrainingRun run;
     try {
         run = sim::run_training(spec);

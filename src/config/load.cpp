@@ -5,6 +5,8 @@
 #include "tables.hpp"
 
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <cstdlib>
 #include <fstream>
 #include <numeric>
@@ -37,6 +39,7 @@ fs::path data_dir() {
 namespace detail {
 
 SourceLocation Context::locate(const std::string& full_path, const YAML::Mark& mark) const {
+    // A value set (or a mapping created) by --set reports the command line, not the file.
     std::string p = full_path;
     while (true) {
         if (auto it = overrides.find(p); it != overrides.end()) {
@@ -49,6 +52,12 @@ SourceLocation Context::locate(const std::string& full_path, const YAML::Mark& m
         p.resize(cut);
     }
     if (mark.is_null()) {
+        const std::string below = full_path + ".";
+        for (const auto& [path, origin] : overrides) {
+            if (path.compare(0, below.size(), below) == 0) {
+                return origin;
+            }
+        }
         return {file, 0, 0};
     }
     return {file, mark.line + 1, mark.column + 1};
@@ -384,7 +393,11 @@ void apply_override(YAML::Node node, const std::vector<std::string>& keys, std::
                          o.origin);
     }
     if (i + 1 == keys.size()) {
-        node[keys[i]] = o.value;
+        if (o.value.IsNull()) {
+            node.remove(keys[i]); // key=null removes the key: its default applies again
+        } else {
+            node[keys[i]] = o.value;
+        }
         return;
     }
     if (!node[keys[i]].IsDefined() || node[keys[i]].IsNull()) {
@@ -418,12 +431,11 @@ void set_resolved(YAML::Node node, const std::vector<std::string>& keys, std::si
     set_resolved(node[keys[i]], keys, i + 1, value);
 }
 
+/// The shortest text that reads back as exactly `v` ("35.76", not "35.759999999999998").
 std::string exact_number(double v) {
-    std::ostringstream s;
-    s.imbue(std::locale::classic());
-    s.precision(17);
-    s << v;
-    return s.str();
+    std::array<char, 64> buf{};
+    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    return std::string(buf.data(), res.ptr);
 }
 
 ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,

@@ -371,7 +371,10 @@ MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
 
     double buffers = 0.0;
     if (p.tp > 1) {
-        buffers += 2.0 * static_cast<double>(tokens) * static_cast<double>(m.hidden) * e;
+        // Sequence parallel: the gathered input of the current block and the prefetch of the
+        // next; without it, one all-reduce buffer.
+        buffers += (par.sequence_parallel ? 2.0 : 1.0) * static_cast<double>(tokens) *
+                   static_cast<double>(m.hidden) * e;
     }
     if (par.zero >= 3) {
         const double layer = static_cast<double>(p.stats.attention +

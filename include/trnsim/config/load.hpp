@@ -22,7 +22,8 @@ namespace trnsim::config {
 std::filesystem::path data_dir();
 
 /// Reads and validates a scenario. Each override is "key.path=value", where value is YAML
-/// ("8", "2.9TB/s", "{tp: 8, pp: 2}") and goes through the same validation as the file.
+/// ("8", "2.9TB/s", "{tp: 8, pp: 2}") and goes through the same validation as the file;
+/// "key.path=null" removes the key, so its default applies.
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides = {});
 
 /// Same, from YAML text (`name` is used in error locations and as the default scenario name).

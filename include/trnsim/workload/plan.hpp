@@ -18,8 +18,9 @@
 //              flash attention; see activation_bytes_per_layer) x layers of the stage x
 //              microbatches in flight (1F1B: min(m, pp - stage); interleaved: x (1 + (pp-1)/(pp v)))
 //              + the FP32 logits of one microbatch on the last stage
-//   buffers    two gathered activations (sequence-parallel all-gather) and, for ZeRO-3, two
-//              gathered layers of parameters
+//   buffers    with tp > 1, two gathered activations (sequence parallel: the current block's
+//              all-gathered input and the next one's) or one all-reduce buffer (no sequence
+//              parallelism); for ZeRO-3, two gathered layers of parameters
 //   reserve    hardware.hbm_reserve per chip, split among its ranks (runtime, allocator slack)
 // The plan fits when the largest stage's total is at most the HBM capacity per rank.
 #pragma once

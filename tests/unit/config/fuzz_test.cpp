@@ -1,0 +1,141 @@
+// Fuzzing the scenario loader: thousands of mutations of real scenarios must each either load
+// (and then plan, or fail planning with an InputError) or fail with an InputError that names a
+// location. Never a crash, never another exception type. The mutations are deterministic.
+#include "trnsim/config/load.hpp"
+#include "trnsim/sim/run.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace trnsim::config {
+namespace {
+
+std::string read(const std::string& rel) {
+    std::ifstream in(std::string(TRNSIM_SOURCE_DIR) + "/" + rel);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+const std::vector<std::string> kTokens = {
+    "",       " ",       ":",     "{",     "}",      "[",       "]",      ",",      "-",
+    "#",      "\n",      "\t",    "'",     "\"",     "0",       "-1",     "1e400",  "999999999999999999999",
+    "abc",    "GiB",     "2TB/s", "auto",  "null",   "~",       "true",   "&a",     "*a",
+    "!!str",  "?",       "|",     ">",     "%",      "1.5",     "nan",    ".inf",   "tp",
+    "pp: 3",  "zero: 9", "15T",   "0B",    "\xff",   "model:",  "{a: b}", "[1, 2]"};
+
+std::string mutate(std::string text, std::mt19937_64& rng) {
+    const int edits = 1 + static_cast<int>(rng() % 4);
+    for (int i = 0; i < edits && !text.empty(); ++i) {
+        const std::size_t pos = rng() % text.size();
+        switch (rng() % 5) {
+        case 0: // delete a span
+            text.erase(pos, 1 + rng() % 12);
+            break;
+        case 1: // insert a token
+            text.insert(pos, kTokens[rng() % kTokens.size()]);
+            break;
+        case 2: { // replace a span with a token
+            const std::size_t len = std::min<std::size_t>(1 + rng() % 8, text.size() - pos);
+            text.replace(pos, len, kTokens[rng() % kTokens.size()]);
+            break;
+        }
+        case 3: { // duplicate a line
+            const std::size_t start = text.rfind('\n', pos);
+            const std::size_t end = text.find('\n', pos);
+            const std::size_t s = start == std::string::npos ? 0 : start + 1;
+            const std::size_t e = end == std::string::npos ? text.size() : end;
+            text.insert(s, text.substr(s, e - s) + "\n");
+            break;
+        }
+        default: // flip one byte
+            text[pos] = static_cast<char>(rng() % 256);
+            break;
+        }
+    }
+    return text;
+}
+
+struct Outcome {
+    int loaded = 0;
+    int planned = 0;
+    int rejected = 0;
+};
+
+void fuzz(const std::string& base, int iterations, std::uint64_t seed, Outcome& out) {
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < iterations; ++i) {
+        const std::string text = mutate(base, rng);
+        try {
+            const ScenarioSpec s = load_scenario_text(text, "fuzz.yaml");
+            ++out.loaded;
+            try {
+                (void)sim::make_plan(s);
+                ++out.planned;
+            } catch (const InputError& e) {
+                // Semantic errors carry a key path that the source map can locate.
+                EXPECT_FALSE(e.key_path().empty()) << e.what();
+                EXPECT_TRUE(e.located(s.sources).location().known()) << e.what();
+            }
+        } catch (const InputError& e) {
+            ++out.rejected;
+            EXPECT_TRUE(e.location().known()) << "no location for: " << e.what() << "\n--\n"
+                                              << text;
+            EXPECT_GT(std::string(e.what()).size(), 10u);
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "unexpected exception type: " << e.what() << "\n--\n" << text;
+        }
+    }
+}
+
+TEST(Fuzz, MutatedScenariosFailCleanly) {
+    Outcome out;
+    fuzz(read("scenarios/default.yaml"), 1500, 20261130, out);
+    // Both paths must be exercised for the test to mean something.
+    EXPECT_GT(out.loaded, 50);
+    EXPECT_GT(out.rejected, 500);
+    RecordProperty("loaded", out.loaded);
+    RecordProperty("rejected", out.rejected);
+}
+
+TEST(Fuzz, MutatedInlineModelsFailCleanly) {
+    const std::string base = R"(name: fuzz-inline
+cluster: {instances: 8}
+hardware: {chip: trn1}
+workload:
+  model:
+    preset: mixtral-8x7b
+    layers: 16
+    moe: {experts: 8, top_k: 2}
+  sequence_length: 4096
+  global_batch: 256
+  steps: 100
+  parallelism: {tp: 8, pp: 2, ep: 2, zero: 1}
+)";
+    Outcome out;
+    fuzz(base, 1000, 7, out);
+    EXPECT_GT(out.loaded, 5);
+    EXPECT_GT(out.rejected, 300);
+}
+
+TEST(Fuzz, RandomBytesNeverCrash) {
+    std::mt19937_64 rng(42);
+    for (int i = 0; i < 300; ++i) {
+        std::string text(rng() % 200, ' ');
+        for (auto& c : text) {
+            c = static_cast<char>(rng() % 128);
+        }
+        try {
+            load_scenario_text(text, "bytes.yaml");
+        } catch (const InputError&) {
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "unexpected exception: " << e.what();
+        }
+    }
+}
+
+} // namespace
+} // namespace trnsim::config

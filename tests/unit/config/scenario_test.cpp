@@ -1,0 +1,238 @@
+#include "trnsim/config/load.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trnsim::config {
+namespace {
+
+constexpr const char* kMinimal = R"(cluster: {ultraservers: 2}
+workload:
+  model: llama3-8b
+  sequence_length: 4096
+  global_batch: 64
+  tokens: 1B
+)";
+
+/// Loads and expects an InputError; returns it.
+InputError load_error(const std::string& text, const std::vector<std::string>& overrides = {}) {
+    try {
+        load_scenario_text(text, "test.yaml", overrides);
+    } catch (const InputError& e) {
+        return e;
+    }
+    ADD_FAILURE() << "expected an InputError for:\n" << text;
+    return InputError("", "");
+}
+
+TEST(Scenario, MinimalScenarioGetsDocumentedDefaults) {
+    const ScenarioSpec s = load_scenario_text(kMinimal, "minimal.yaml");
+    EXPECT_EQ(s.name, "minimal");
+    EXPECT_EQ(s.seed, 1);
+    EXPECT_EQ(s.hardware.chip.name, "trn2");
+    EXPECT_EQ(s.hardware.lnc, 2);
+    EXPECT_EQ(s.hardware.hbm_reserve.count(), std::int64_t{2} * 1024 * 1024 * 1024);
+    EXPECT_EQ(s.cluster.ultraservers, 2);
+    EXPECT_EQ(s.cluster.instances, 0);
+    EXPECT_EQ(s.training.model.name, "llama3-8b");
+    EXPECT_EQ(s.training.sequence_length, 4096);
+    EXPECT_EQ(s.training.global_batch, 64);
+    EXPECT_EQ(s.training.tokens, 1'000'000'000);
+    EXPECT_EQ(s.training.steps, 0);
+    EXPECT_EQ(s.training.precision, compute::Precision::bf16);
+    const auto& p = s.training.parallelism;
+    EXPECT_EQ(p.tp, 1);
+    EXPECT_EQ(p.pp, 1);
+    EXPECT_EQ(p.dp, 0);
+    EXPECT_EQ(p.zero, 1);
+    EXPECT_EQ(p.recompute, workload::Recompute::selective);
+    EXPECT_TRUE(p.sequence_parallel);
+    EXPECT_EQ(s.simulation.threads, 0);
+    EXPECT_DOUBLE_EQ(s.cost.instance_hour.usd(), 35.76);
+    EXPECT_EQ(s.output.file, "results/minimal.h5");
+}
+
+TEST(Scenario, ResolvedScenarioRoundTrips) {
+    const ScenarioSpec a = load_scenario_text(kMinimal, "minimal.yaml");
+    for (const char* key : {"hardware:", "lnc: 2", "hbm_reserve:", "parallelism:", "zero: 1",
+                            "fidelity: analytic", "instance_hour:", "file: results/minimal.h5"}) {
+        EXPECT_NE(a.resolved_yaml.find(key), std::string::npos) << key << "\n" << a.resolved_yaml;
+    }
+    const ScenarioSpec b = load_scenario_text(a.resolved_yaml, "other.yaml");
+    EXPECT_EQ(b.name, a.name);
+    EXPECT_EQ(b.resolved_yaml, a.resolved_yaml);
+    EXPECT_EQ(b.hardware.hbm_reserve, a.hardware.hbm_reserve);
+    EXPECT_EQ(b.cost.instance_hour, a.cost.instance_hour);
+    EXPECT_EQ(b.training.tokens, a.training.tokens);
+}
+
+TEST(Scenario, UnknownKeySuggestsTheClosestWithLocation) {
+    const InputError e = load_error(std::string(kMinimal) + "  paralelism: {tp: 2}\n");
+    EXPECT_EQ(e.key_path(), "workload.paralelism");
+    EXPECT_NE(e.message().find("did you mean 'parallelism'?"), std::string::npos) << e.what();
+    EXPECT_EQ(e.location().file, "test.yaml");
+    EXPECT_EQ(e.location().line, 7);
+    EXPECT_EQ(e.location().column, 3);
+}
+
+TEST(Scenario, UnknownKeyWithoutCloseMatchListsTheAllowedKeys) {
+    const InputError e = load_error(std::string(kMinimal) + "zebra: 1\n");
+    EXPECT_EQ(e.key_path(), "zebra");
+    EXPECT_NE(e.message().find("allowed at the top level: name, seed, hardware"),
+              std::string::npos)
+        << e.what();
+}
+
+TEST(Scenario, ValueErrorsPointAtTheValue) {
+    const InputError e = load_error(std::string(kMinimal) + "  parallelism: {tp: eight}\n");
+    EXPECT_EQ(e.key_path(), "workload.parallelism.tp");
+    EXPECT_EQ(e.location().line, 7);
+    EXPECT_EQ(e.location().column, 21);
+    EXPECT_NE(e.message().find("whole number"), std::string::npos);
+}
+
+TEST(Scenario, RangeErrorsSayWhatIsAllowed) {
+    const InputError e = load_error(std::string(kMinimal) + "  parallelism: {zero: 4}\n");
+    EXPECT_EQ(e.key_path(), "workload.parallelism.zero");
+    EXPECT_NE(e.message().find("must be 0 to 3"), std::string::npos) << e.what();
+}
+
+TEST(Scenario, ChoiceErrorsListTheChoices) {
+    const InputError e = load_error(std::string(kMinimal) + "  precision: fp16\n");
+    EXPECT_EQ(e.key_path(), "workload.precision");
+    EXPECT_NE(e.message().find("bf16, fp8, fp32"), std::string::npos) << e.what();
+}
+
+TEST(Scenario, DuplicateKeysAreErrors) {
+    const InputError e = load_error(std::string(kMinimal) + "  tokens: 2B\n");
+    EXPECT_EQ(e.key_path(), "workload.tokens");
+    EXPECT_NE(e.message().find("duplicate"), std::string::npos);
+}
+
+TEST(Scenario, ExactlyOneOfClusterSizes) {
+    const InputError both = load_error(
+        "cluster: {ultraservers: 2, instances: 8}\nworkload: {model: llama3-8b, "
+        "sequence_length: 4096, global_batch: 64, steps: 10}\n");
+    EXPECT_NE(std::string(both.what()).find("give only one of cluster.ultraservers or "
+                                            "cluster.instances"),
+              std::string::npos)
+        << both.what();
+    const InputError neither = load_error(
+        "cluster: {}\nworkload: {model: llama3-8b, sequence_length: 4096, global_batch: 64, "
+        "steps: 10}\n");
+    EXPECT_EQ(neither.key_path(), "cluster");
+    EXPECT_EQ(neither.location().line, 1);
+}
+
+TEST(Scenario, RequiredKeysAreReported) {
+    const InputError e =
+        load_error("cluster: {ultraservers: 1}\nworkload: {sequence_length: 4096, "
+                   "global_batch: 64, steps: 10}\n");
+    EXPECT_EQ(e.key_path(), "workload.model");
+    EXPECT_NE(e.message().find("required"), std::string::npos);
+    EXPECT_EQ(e.location().line, 2);
+}
+
+TEST(Scenario, EmptyAndNonMappingDocuments) {
+    EXPECT_NE(std::string(load_error("").what()).find("empty"), std::string::npos);
+    EXPECT_NE(std::string(load_error("- a\n- b\n").what()).find("mapping"), std::string::npos);
+    EXPECT_NE(std::string(load_error("cluster: [1, 2]\n").what()).find("section"),
+              std::string::npos);
+}
+
+TEST(Scenario, SyntaxErrorsCarryTheirPosition) {
+    const InputError e = load_error("cluster: {ultraservers: 2\nworkload: x\n");
+    EXPECT_NE(e.message().find("YAML syntax error"), std::string::npos);
+    EXPECT_EQ(e.location().file, "test.yaml");
+    EXPECT_GE(e.location().line, 1);
+}
+
+TEST(Scenario, OverridesAreValidatedLikeTheFile) {
+    const ScenarioSpec s = load_scenario_text(
+        kMinimal, "t.yaml",
+        {"workload.parallelism.tp=8", "cluster.ultraservers=4", "hardware.hbm_reserve=1GiB"});
+    EXPECT_EQ(s.training.parallelism.tp, 8);
+    EXPECT_EQ(s.cluster.ultraservers, 4);
+    EXPECT_EQ(s.hardware.hbm_reserve.count(), std::int64_t{1} << 30);
+    EXPECT_NE(s.resolved_yaml.find("tp: 8"), std::string::npos);
+
+    const InputError bad = load_error(kMinimal, {"workload.parallelism.tp=abc"});
+    EXPECT_EQ(bad.key_path(), "workload.parallelism.tp");
+    EXPECT_EQ(bad.location().file, "command line (--set workload.parallelism.tp=abc)");
+    EXPECT_NE(std::string(bad.what()).find("command line (--set workload.parallelism.tp=abc): "
+                                           "workload.parallelism.tp:"),
+              std::string::npos)
+        << bad.what();
+
+    const InputError unknown = load_error(kMinimal, {"workload.parallelism.tpp=2"});
+    EXPECT_NE(unknown.message().find("did you mean 'tp'"), std::string::npos) << unknown.what();
+    EXPECT_EQ(unknown.location().file, "command line (--set workload.parallelism.tpp=2)");
+
+    EXPECT_THROW(load_scenario_text(kMinimal, "t.yaml", {"no-equals-sign"}), InputError);
+    EXPECT_THROW(load_scenario_text(kMinimal, "t.yaml", {"workload.sequence_length.x=1"}),
+                 InputError);
+}
+
+TEST(Scenario, InlineModelStartsFromAPresetAndOverrides) {
+    const std::string text = R"(cluster: {ultraservers: 1}
+workload:
+  model: {preset: llama3-8b, layers: 16, name: half-llama}
+  sequence_length: 4096
+  global_batch: 64
+  steps: 10
+)";
+    const ScenarioSpec s = load_scenario_text(text, "t.yaml");
+    EXPECT_EQ(s.training.model.layers, 16);
+    EXPECT_EQ(s.training.model.hidden, 4096);
+    EXPECT_EQ(s.training.model.kv_heads, 8);
+    EXPECT_EQ(s.training.model.name, "half-llama");
+    EXPECT_EQ(s.model_ref, "inline");
+}
+
+TEST(Scenario, InlineModelErrorsNameTheNestedKey) {
+    const std::string text = R"(cluster: {ultraservers: 1}
+workload:
+  model:
+    layers: 4
+    hiden: 256
+  sequence_length: 4096
+  global_batch: 64
+  steps: 10
+)";
+    const InputError e = load_error(text);
+    EXPECT_EQ(e.key_path(), "workload.model.hiden");
+    EXPECT_NE(e.message().find("did you mean 'hidden'"), std::string::npos);
+    EXPECT_EQ(e.location().line, 5);
+
+    const std::string missing = R"(cluster: {ultraservers: 1}
+workload:
+  model: {layers: 4, hidden: 256, heads: 4, vocab: 1000}
+  sequence_length: 4096
+  global_batch: 64
+  steps: 10
+)";
+    EXPECT_EQ(load_error(missing).key_path(), "workload.model.ffn_hidden");
+}
+
+TEST(Scenario, UnknownPresetsSuggestAndList) {
+    const InputError model = load_error(std::string(kMinimal) + "hardware: {chip: trn2}\n",
+                                        {"workload.model=lama3-8b"});
+    EXPECT_NE(model.message().find("did you mean 'llama3-8b'"), std::string::npos)
+        << model.what();
+    const InputError chip = load_error(std::string(kMinimal) + "hardware: {chip: trn3}\n");
+    EXPECT_EQ(chip.key_path(), "hardware.chip");
+    EXPECT_NE(chip.message().find("presets: trn1, trn2"), std::string::npos) << chip.what();
+}
+
+TEST(Scenario, ChipDefaultsFollowTheChip) {
+    const std::string text = R"(hardware: {chip: trn1}
+cluster: {instances: 4}
+workload: {model: llama3-8b, sequence_length: 4096, global_batch: 64, steps: 10}
+)";
+    const ScenarioSpec s = load_scenario_text(text, "t.yaml");
+    EXPECT_EQ(s.hardware.lnc, 1);
+    EXPECT_DOUBLE_EQ(s.cost.instance_hour.usd(), 21.5);
+    EXPECT_EQ(s.hardware.hbm_reserve.count(), std::int64_t{1} << 30);
+}
+
+} // namespace
+} // namespace trnsim::config

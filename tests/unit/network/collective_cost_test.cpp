@@ -1,0 +1,81 @@
+#include "trnsim/network/collective_cost.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trnsim::network {
+namespace {
+
+GroupLevel level(LinkClass c, int members, double gbps_bytes, double latency_us) {
+    return {c, members, Bandwidth::bytes_per_s(gbps_bytes * 1e9),
+            Duration::from_ns(static_cast<std::int64_t>(latency_us * 1000.0))};
+}
+
+TEST(Collectives, FlatRingAllReduceIsTheTextbookFormula) {
+    // p = 16 members at 100 GB/s, 2 us per step, 1 GB: 2 (p-1)/p N/B + 2 (p-1) a.
+    const GroupShape g{{level(LinkClass::neuronlink, 16, 100.0, 2.0)}};
+    const double n = 1e9;
+    const double expect = 2.0 * 15.0 / 16.0 * n / 100e9 + 2.0 * 15.0 * 2e-6;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, n, g), expect);
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::reduce_scatter, n, g), expect / 2.0);
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_gather, n, g), expect / 2.0);
+}
+
+TEST(Collectives, HierarchicalLevelsWorkOnShrinkingShards) {
+    // 4 members per chip (HBM 500 GB/s, 1 us) x 8 chips over EFA (25 GB/s, 15 us).
+    const GroupShape g{{level(LinkClass::on_chip, 4, 500.0, 1.0),
+                        level(LinkClass::efa, 8, 25.0, 15.0)}};
+    const double n = 64e6;
+    // Level 0 reduce-scatters the whole buffer; level 1 the quarter each member owns.
+    const double rs = 3.0 / 4.0 * n / 500e9 + 3.0 * 1e-6 + 7.0 / 8.0 * (n / 4.0) / 25e9 +
+                      7.0 * 15e-6;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::reduce_scatter, n, g), rs);
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, n, g), 2.0 * rs);
+    EXPECT_EQ(g.size(), 32);
+    EXPECT_EQ(g.describe(), "4 on_chip x 8 efa");
+}
+
+TEST(Collectives, SingleMemberLevelsCostNothing) {
+    const GroupShape one{{level(LinkClass::on_chip, 1, 500.0, 1.0),
+                          level(LinkClass::efa, 1, 25.0, 15.0)}};
+    for (auto op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter,
+                    CollectiveOp::all_gather, CollectiveOp::all_to_all, CollectiveOp::broadcast}) {
+        EXPECT_EQ(collective_seconds(op, 1e9, one), 0.0) << to_string(op);
+    }
+    EXPECT_EQ(one.describe(), "1 (no communication)");
+}
+
+TEST(Collectives, AllToAllSplitsTrafficByDistance) {
+    // 4 per chip x 4 chips: of each member's N bytes, 3/16 stay on chip, 12/16 cross NeuronLink.
+    const GroupShape g{{level(LinkClass::on_chip, 4, 400.0, 1.0),
+                        level(LinkClass::neuronlink, 4, 100.0, 2.0)}};
+    const double n = 16e6;
+    const double on_chip = n * 3.0 / 16.0 / 400e9;
+    const double link = n * 12.0 / 16.0 / 100e9;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_to_all, n, g),
+                     std::max(on_chip, link) + 2e-6);
+}
+
+TEST(Collectives, PointToPointAndBroadcast) {
+    const GroupShape p2p{{level(LinkClass::efa, 2, 25.0, 15.0)}};
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::send_recv, 25e6, p2p), 1e-3 + 15e-6);
+    const GroupShape g{{level(LinkClass::neuronlink, 16, 100.0, 2.0)}};
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::broadcast, 1e9, g), 1e9 / 100e9 + 15 * 2e-6);
+}
+
+TEST(Collectives, MoreBytesNeverCostLess) {
+    const GroupShape g{{level(LinkClass::on_chip, 4, 500.0, 1.0),
+                        level(LinkClass::neuronlink, 4, 250.0, 2.0),
+                        level(LinkClass::efa, 16, 25.0, 15.0)}};
+    for (auto op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter,
+                    CollectiveOp::all_gather, CollectiveOp::all_to_all, CollectiveOp::broadcast}) {
+        double prev = 0.0;
+        for (double n = 1e3; n < 1e11; n *= 3.7) {
+            const double t = collective_seconds(op, n, g);
+            EXPECT_GE(t, prev) << to_string(op) << " at " << n;
+            prev = t;
+        }
+    }
+}
+
+} // namespace
+} // namespace trnsim::network

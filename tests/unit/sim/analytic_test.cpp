@@ -1,0 +1,140 @@
+#include "trnsim/config/load.hpp"
+#include "trnsim/sim/run.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trnsim::sim {
+namespace {
+
+config::ScenarioSpec scenario(const std::vector<std::string>& overrides = {}) {
+    return config::load_scenario(std::string(TRNSIM_SOURCE_DIR) + "/scenarios/default.yaml",
+                                 overrides);
+}
+
+TrainingRun run(const std::vector<std::string>& overrides = {}) {
+    return run_training(scenario(overrides));
+}
+
+TEST(AnalyticStep, PartsAddUpToTheStep) {
+    const TrainingRun r = run();
+    const StepEstimate& e = r.step;
+    EXPECT_DOUBLE_EQ(e.step_s, e.pipeline_s + e.grad_sync_exposed_s + e.optimizer_s +
+                                   e.param_gather_s);
+    // 1F1B: the bubble is (p - 1) slots of one microbatch's forward + backward.
+    EXPECT_NEAR(e.bubble_s, 3.0 * (e.forward_s + e.backward_s), 1e-12 * e.step_s);
+    EXPECT_NEAR(e.bubble_s / e.pipeline_s, 3.0 / (16.0 + 3.0), 1e-12);
+    EXPECT_NEAR(e.tokens_per_s * e.step_s, 1024.0 * 8192.0, 1e-6);
+    EXPECT_GT(e.mfu, 0.0);
+    EXPECT_LE(e.mfu, e.hfu);
+    EXPECT_LE(e.hfu, 1.0);
+    EXPECT_GE(e.exposed_comm_s, 0.0);
+    EXPECT_LT(e.exposed_comm_s, e.step_s);
+}
+
+TEST(AnalyticStep, PipelineIsMicrobatchesPlusBubbleSlots) {
+    // Doubling the global batch doubles the microbatches m; the pipeline grows by m slots of the
+    // same per-microbatch time t, while the bubble stays (pp - 1) t.
+    const TrainingRun a = run({"workload.global_batch=1024"});
+    const TrainingRun b = run({"workload.global_batch=2048"});
+    const double t = (b.step.pipeline_s - a.step.pipeline_s) / 16.0;
+    EXPECT_NEAR(a.step.bubble_s, 3.0 * t, 1e-9 * a.step.step_s);
+    EXPECT_NEAR(a.step.pipeline_s, 19.0 * t, 1e-9 * a.step.step_s);
+    EXPECT_NEAR(b.step.pipeline_s, 35.0 * t, 1e-9 * b.step.step_s);
+}
+
+TEST(AnalyticStep, InterleavingShrinksTheBubble) {
+    const TrainingRun plain = run();
+    const TrainingRun inter = run({"workload.parallelism.schedule=interleaved",
+                                   "workload.parallelism.virtual_stages=4"});
+    // (pp - 1) / v slots instead of pp - 1.
+    const double t = inter.step.forward_s + inter.step.backward_s;
+    EXPECT_NEAR(inter.step.bubble_s, 3.0 / 4.0 * t, 1e-12 * inter.step.step_s);
+    EXPECT_LT(inter.step.bubble_fraction, plain.step.bubble_fraction);
+}
+
+TEST(AnalyticStep, ExposedCommunicationWithoutModelParallelism) {
+    // Llama 3 8B data-parallel over one instance: the only collectives are the ZeRO-1 gradient
+    // reduce-scatter (overlapped with the last backward pass) and the parameter all-gather.
+    // Four layers of Llama 3 8B with a 32K vocabulary (1.1 B parameters) fit without model
+    // parallelism, even with ZeRO-0.
+    const TrainingRun r =
+        run({"workload.model={preset: llama3-8b, layers: 4, vocab: 32000}", "cluster.ultraservers=null",
+             "cluster.instances=1",
+             "workload.parallelism.tp=1", "workload.parallelism.pp=1",
+             "workload.sequence_length=2048", "workload.global_batch=128",
+             "workload.parallelism.zero=1"});
+    EXPECT_EQ(r.plan.dp, 64);
+    EXPECT_EQ(r.step.bubble_s, 0.0);
+    EXPECT_NEAR(r.step.exposed_comm_s, r.step.param_gather_s + r.step.grad_sync_exposed_s,
+                1e-12 * r.step.step_s);
+    EXPECT_GT(r.step.param_gather_s, 0.0);
+    const TrainingRun z0 = run_training(scenario(
+        {"workload.model={preset: llama3-8b, layers: 4, vocab: 32000}", "cluster.ultraservers=null",
+         "cluster.instances=1", "workload.parallelism.tp=1", "workload.parallelism.pp=1",
+         "workload.sequence_length=2048", "workload.global_batch=128",
+         "workload.parallelism.zero=0", "workload.parallelism.recompute=full"}));
+    EXPECT_EQ(z0.step.param_gather_s, 0.0);
+}
+
+TEST(AnalyticStep, RecomputationShowsInHfu) {
+    const TrainingRun full = run({"workload.parallelism.recompute=full"});
+    // Full recomputation adds a forward pass of every layer: about 2N on top of 6N + attention.
+    const double ratio = full.step.hfu / full.step.mfu;
+    EXPECT_GT(ratio, 1.25);
+    EXPECT_LT(ratio, 1.34);
+    const TrainingRun none = run({"workload.parallelism.recompute=none",
+                                  "workload.parallelism.pp=8"});
+    EXPECT_DOUBLE_EQ(none.step.hfu, none.step.mfu);
+    EXPECT_GT(full.step.step_s, run().step.step_s);
+}
+
+TEST(AnalyticStep, MoreChipsTrainFaster) {
+    const TrainingRun small = run();
+    const TrainingRun big = run({"cluster.ultraservers=32"});
+    EXPECT_EQ(big.plan.dp, 2 * small.plan.dp);
+    EXPECT_LT(big.step.step_s, small.step.step_s);
+    EXPECT_GT(big.step.tokens_per_s, small.step.tokens_per_s);
+    EXPECT_LT(big.time_to_train_s, small.time_to_train_s);
+}
+
+TEST(AnalyticStep, Fp8IsFasterThanBf16) {
+    EXPECT_LT(run({"workload.precision=fp8"}).step.step_s, run().step.step_s);
+}
+
+TEST(TrainingRun, TimeAndCostFollowFromTheStep) {
+    const config::ScenarioSpec s = scenario();
+    const TrainingRun r = run_training(s);
+    EXPECT_DOUBLE_EQ(r.time_to_train_s, static_cast<double>(r.plan.steps) * r.step.step_s);
+    EXPECT_DOUBLE_EQ(r.instance_hours, 64.0 * r.time_to_train_s / 3600.0);
+    EXPECT_DOUBLE_EQ(r.cost_usd, r.instance_hours * 35.76);
+}
+
+TEST(TrainingRun, Deterministic) {
+    const TrainingRun a = run();
+    const TrainingRun b = run();
+    EXPECT_EQ(a.step.step_s, b.step.step_s);
+    EXPECT_EQ(a.step.mfu, b.step.mfu);
+    ASSERT_EQ(a.step.breakdown.size(), b.step.breakdown.size());
+    for (std::size_t i = 0; i < a.step.breakdown.size(); ++i) {
+        EXPECT_EQ(a.step.breakdown[i].name, b.step.breakdown[i].name);
+        EXPECT_EQ(a.step.breakdown[i].seconds, b.step.breakdown[i].seconds);
+    }
+}
+
+TEST(TrainingRun, MixtureOfExpertsRuns) {
+    const TrainingRun r =
+        run({"workload.model=mixtral-8x7b", "workload.parallelism.tp=4",
+             "workload.parallelism.pp=4", "workload.parallelism.ep=8",
+             "workload.sequence_length=4096"});
+    EXPECT_EQ(r.plan.ep, 8);
+    bool all_to_all = false;
+    for (const auto& op : r.step.breakdown) {
+        all_to_all |= op.name.find("all_to_all") != std::string::npos;
+    }
+    EXPECT_TRUE(all_to_all);
+    EXPECT_GT(r.step.mfu, 0.0);
+    EXPECT_LT(r.step.mfu, 1.0);
+}
+
+} // namespace
+} // namespace trnsim::sim

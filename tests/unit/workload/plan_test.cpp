@@ -1,0 +1,181 @@
+#include "trnsim/config/load.hpp"
+#include "trnsim/workload/plan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace trnsim::workload {
+namespace {
+
+config::ScenarioSpec scenario(const std::vector<std::string>& overrides = {}) {
+    return config::load_scenario(std::string(TRNSIM_SOURCE_DIR) + "/scenarios/default.yaml",
+                                 overrides);
+}
+
+Plan plan_of(const config::ScenarioSpec& s) {
+    return build_plan(s.training, s.hardware.chip, s.hardware.lnc, s.cluster,
+                      s.hardware.hbm_reserve);
+}
+
+InputError plan_error(const std::vector<std::string>& overrides) {
+    const auto s = scenario(overrides);
+    try {
+        plan_of(s);
+    } catch (const InputError& e) {
+        return e;
+    }
+    ADD_FAILURE() << "expected a plan error";
+    return InputError("", "");
+}
+
+std::vector<int> members(const network::GroupShape& g) {
+    std::vector<int> m;
+    for (const auto& l : g.levels) {
+        m.push_back(l.members);
+    }
+    return m;
+}
+
+TEST(Plan, DefaultScenarioShape) {
+    const Plan p = plan_of(scenario());
+    EXPECT_EQ(p.cluster.chips, 1024);
+    EXPECT_EQ(p.cluster.instances, 64);
+    EXPECT_EQ(p.ranks, 4096);
+    EXPECT_EQ(p.dp, 64);
+    EXPECT_EQ(p.microbatches, 16); // 1024 / (64 x 1)
+    EXPECT_EQ(p.tokens_per_step, 1024 * 8192);
+    EXPECT_EQ(p.steps, 238'419); // ceil(2e12 / 8,388,608)
+    ASSERT_EQ(p.stages.size(), 4u);
+    EXPECT_EQ(p.stages[0].dense_layers, 20);
+    EXPECT_TRUE(p.stages[0].has_embedding);
+    EXPECT_TRUE(p.stages[3].has_head);
+}
+
+TEST(Plan, GroupsFollowThePlacement) {
+    const Plan p = plan_of(scenario());
+    // TP 16 = 4 ranks on each of 4 chips of one instance.
+    EXPECT_EQ(members(p.group_shape(CommGroup::tp)), (std::vector<int>{4, 4, 1, 1}));
+    // DP 64 with stride 16 ranks (4 chips): 4 chips per instance, 4 instances per UltraServer,
+    // 4 UltraServers.
+    EXPECT_EQ(members(p.group_shape(CommGroup::dp)), (std::vector<int>{1, 4, 4, 4}));
+    // Pipeline neighbours are 1024 ranks (4 UltraServers) apart: EFA.
+    const auto pp = p.group_shape(CommGroup::pp);
+    ASSERT_EQ(pp.levels.size(), 1u);
+    EXPECT_EQ(pp.levels[0].link, network::LinkClass::efa);
+    // Per-member bandwidth is the chip's link shared by its 4 ranks.
+    EXPECT_DOUBLE_EQ(p.group_shape(CommGroup::dp).levels[3].bandwidth.bytes_per_s(), 25e9 / 4);
+    EXPECT_DOUBLE_EQ(p.group_shape(CommGroup::tp).levels[1].bandwidth.bytes_per_s(),
+                     1024e9 / 4);
+}
+
+TEST(Plan, PlainInstancesHaveNoUltraServerLevel) {
+    const Plan p = plan_of(scenario({"cluster.ultraservers=null", "cluster.instances=64"}));
+    EXPECT_EQ(p.cluster.ultraservers, 0);
+    EXPECT_EQ(p.cluster.chips, 1024);
+    // DP: 4 per instance, then 16 instances over EFA (no NeuronLink between instances).
+    EXPECT_EQ(members(p.group_shape(CommGroup::dp)), (std::vector<int>{1, 4, 16}));
+}
+
+TEST(Plan, ConstraintErrorsNameTheKey) {
+    struct Case {
+        std::vector<std::string> overrides;
+        const char* path;
+        const char* text;
+    };
+    const std::vector<Case> cases = {
+        {{"workload.parallelism.tp=48"}, "workload.parallelism.tp", "64 attention heads"},
+        {{"workload.parallelism.pp=3"}, "workload.parallelism.pp", "80 layers"},
+        {{"workload.parallelism.pp=5", "cluster.ultraservers=3"}, "workload.parallelism",
+         "tp x pp = 80 does not divide the 768 ranks"},
+        {{"workload.parallelism.dp=32"}, "workload.parallelism.dp", "use dp: 64"},
+        {{"workload.parallelism.ep=2"}, "workload.parallelism.ep", "dense"},
+        {{"workload.global_batch=1000"}, "workload.global_batch", "multiple of dp x microbatch"},
+        {{"workload.parallelism.schedule=interleaved"}, "workload.parallelism.virtual_stages",
+         ">= 2"},
+        {{"workload.parallelism.virtual_stages=2"}, "workload.parallelism.virtual_stages",
+         "interleaved"},
+        {{"hardware.lnc=4"}, "hardware.lnc", "allowed: 1, 2"},
+    };
+    for (const auto& c : cases) {
+        const InputError e = plan_error(c.overrides);
+        EXPECT_EQ(e.key_path(), c.path) << e.what();
+        EXPECT_NE(std::string(e.what()).find(c.text), std::string::npos) << e.what();
+    }
+}
+
+TEST(Plan, Trn1HasNoUltraServers) {
+    const InputError e = plan_error({"hardware.chip=trn1", "hardware.lnc=null"});
+    EXPECT_EQ(e.key_path(), "cluster.ultraservers");
+    EXPECT_NE(e.message().find("cluster.instances"), std::string::npos);
+}
+
+TEST(Plan, MemoryThatDoesNotFitSaysWhatToChange) {
+    const InputError e = plan_error({"workload.model=llama3-405b", "cluster.ultraservers=1",
+                                     "workload.parallelism.tp=64", "workload.parallelism.pp=2",
+                                     "workload.global_batch=64", "workload.parallelism.zero=0",
+                                     "workload.parallelism.recompute=none"});
+    EXPECT_EQ(e.key_path(), "workload.parallelism");
+    const std::string w = e.what();
+    EXPECT_NE(w.find("does not fit in HBM"), std::string::npos) << w;
+    EXPECT_NE(w.find("24.0 GiB per rank"), std::string::npos) << w;
+    EXPECT_NE(w.find("higher zero stage"), std::string::npos) << w;
+    EXPECT_NE(w.find("recompute: full"), std::string::npos) << w;
+}
+
+TEST(Plan, WeightAndOptimizerBytesByHand) {
+    // Llama 3 8B on one trn2 instance (64 ranks), tp 8: each rank holds 1/8 of every matrix.
+    const auto s = scenario({"workload.model=llama3-8b", "cluster.ultraservers=null",
+                             "cluster.instances=1", "workload.parallelism.tp=8",
+                             "workload.parallelism.pp=1", "workload.global_batch=64"});
+    const Plan p = plan_of(s);
+    EXPECT_EQ(p.dp, 8);
+    const std::int64_t per_rank = 8'030'261'248 / 8; // divides exactly
+    EXPECT_EQ(p.stages[0].dense_params_per_rank, per_rank);
+    const MemoryBreakdown& b = p.memory.stages[0];
+    EXPECT_EQ(b.weights.count(), 2 * per_rank);
+    EXPECT_EQ(b.gradients.count(), 2 * per_rank);
+    EXPECT_EQ(b.optimizer.count(), 12 * per_rank / 8); // ZeRO-1 over dp = 8
+    EXPECT_EQ(b.reserve.count(), (std::int64_t{2} << 30) / 4);
+}
+
+TEST(Plan, HigherZeroStagesNeverNeedMoreMemory) {
+    std::int64_t prev = std::numeric_limits<std::int64_t>::max();
+    for (int zero = 0; zero <= 3; ++zero) {
+        const Plan p = plan_of(scenario({"workload.model=llama3-8b",
+                                         "workload.parallelism.zero=" + std::to_string(zero)}));
+        const auto& b = p.memory.stages[0];
+        EXPECT_LE((b.weights + b.gradients + b.optimizer).count(), prev) << zero;
+        prev = (b.weights + b.gradients + b.optimizer).count();
+    }
+}
+
+TEST(Plan, ActivationBytesByHand) {
+    ModelSpec m;
+    m.layers = 1;
+    m.hidden = 128;
+    m.heads = 4;
+    m.kv_heads = 2;
+    m.head_dim = 32;
+    m.ffn_hidden = 256;
+    m.vocab = 1000;
+    // tokens 10, tp 1, BF16. Norm inputs/outputs 4 x 2,560; q,k,v 10 x 8 heads x 32 x 2 = 5,120;
+    // attention output 2,560 + softmax statistics 160; SwiGLU 10 x 3 x 256 x 2 = 15,360.
+    EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, false, 10, 1, false, Recompute::none, 2, 0),
+                     33'440.0);
+    EXPECT_DOUBLE_EQ(
+        activation_bytes_per_layer(m, false, 10, 1, false, Recompute::selective, 2, 0), 30'720.0);
+    EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, false, 10, 1, false, Recompute::full, 2, 0),
+                     2'560.0);
+}
+
+TEST(Plan, FewMicrobatchesWarn) {
+    const Plan p = plan_of(scenario({"workload.global_batch=128"}));
+    EXPECT_EQ(p.microbatches, 2);
+    ASSERT_FALSE(p.warnings.empty());
+    EXPECT_NE(p.warnings[0].find("pipeline bubble"), std::string::npos);
+}
+
+} // namespace
+} // namespace trnsim::workload
