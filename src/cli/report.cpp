@@ -110,6 +110,9 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
     if (e.param_gather_s > 0.0) {
         step += " + parameter gather " + fmt::seconds(e.param_gather_s);
     }
+    line(out, "fidelity", std::string(config::to_string(spec.simulation.fidelity)) +
+                              ": roofline kernel costs and uncongested collectives, an optimistic "
+                              "bound");
     line(out, "step", step);
     line(out, "", "microbatch on stage " + std::to_string(e.slowest_stage) + ": forward " +
                       fmt::seconds(e.forward_s) + ", backward " + fmt::seconds(e.backward_s) +

@@ -31,15 +31,15 @@ Schema<M> build() {
     s.field(computed_default(
         count<M>("layers", [](M& m) -> std::int64_t& { return m.layers; }, "", 1, 100000,
                  "Transformer blocks."),
-        "required"));
+        "required (unless preset: gives it)"));
     s.field(computed_default(
         count<M>("hidden", [](M& m) -> std::int64_t& { return m.hidden; }, "", 1, kBig,
                  "Model (residual stream) width."),
-        "required"));
+        "required (unless preset: gives it)"));
     s.field(computed_default(
         count<M>("heads", [](M& m) -> std::int64_t& { return m.heads; }, "", 1, 65536,
                  "Query attention heads."),
-        "required"));
+        "required (unless preset: gives it)"));
     s.field(computed_default(
         count<M>("kv_heads", [](M& m) -> std::int64_t& { return m.kv_heads; }, "", 1, 65536,
                  "Key/value heads (grouped-query attention); must divide heads."),
@@ -51,11 +51,11 @@ Schema<M> build() {
     s.field(computed_default(
         count<M>("ffn_hidden", [](M& m) -> std::int64_t& { return m.ffn_hidden; }, "", 1, kBig,
                  "Inner width of the dense MLP (for MoE models: of the leading dense layers)."),
-        "required"));
+        "required (unless preset: gives it)"));
     s.field(computed_default(
         count<M>("vocab", [](M& m) -> std::int64_t& { return m.vocab; }, "", 1, kBig,
                  "Vocabulary size."),
-        "required"));
+        "required (unless preset: gives it)"));
     s.field(computed_default(
         choice<M, workload::MlpKind>("mlp", [](M& m) -> workload::MlpKind& { return m.mlp; }, "",
                                      {{"swiglu", workload::MlpKind::swiglu},

@@ -20,7 +20,8 @@ Schema<S> build() {
         "the file name without .yaml"));
     s.field(count<S>("seed", [](S& x) -> std::int64_t& { return x.seed; },
                      "1", 0, kMaxCount,
-                     "Seed of every random stream of the run (stored in the results)."));
+                     "Seed of every random stream of the run (stored in the results).",
+                     "0 to 2^53"));
 
     s.section("hardware", "The accelerator.");
     {
@@ -75,14 +76,17 @@ Schema<S> build() {
     }
     s.field(required(count<S>("workload.sequence_length",
                               [](S& x) -> std::int64_t& { return x.training.sequence_length; }, "",
-                              1, std::int64_t{1} << 24, "Tokens per sequence.")));
+                              1, std::int64_t{1} << 24, "Tokens per sequence.", "1 to 2^24")));
     s.field(required(count<S>("workload.global_batch",
                               [](S& x) -> std::int64_t& { return x.training.global_batch; }, "",
-                              1, std::int64_t{1} << 30, "Sequences per training step.")));
+                              1, std::int64_t{1} << 30, "Sequences per training step.",
+                              "1 to 2^30")));
     s.field(count<S>("workload.tokens", [](S& x) -> std::int64_t& { return x.training.tokens; }, "",
-                     1, std::int64_t{1} << 60, "Tokens to train on (give tokens or steps)."));
+                     1, std::int64_t{1} << 60, "Tokens to train on (give tokens or steps).",
+                     "1 to 2^60"));
     s.field(count<S>("workload.steps", [](S& x) -> std::int64_t& { return x.training.steps; }, "", 1,
-                     std::int64_t{1} << 40, "Training steps to run (give tokens or steps)."));
+                     std::int64_t{1} << 40, "Training steps to run (give tokens or steps).",
+                     "1 to 2^40"));
     s.exactly_one({"workload.tokens", "workload.steps"}, "workload");
     s.field(choice<S, compute::Precision>(
         "workload.precision", [](S& x) -> compute::Precision& { return x.training.precision; },

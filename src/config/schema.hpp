@@ -181,13 +181,15 @@ public:
                 md += "| **`" + e.path + "`** | section | | | " + e.doc + " |\n";
                 continue;
             }
-            std::string def = e.default_doc.empty() ? e.default_value : e.default_doc;
+            std::string def;
             if (e.required) {
                 def = "required";
-            } else if (def.empty()) {
-                def = "—";
+            } else if (!e.default_doc.empty()) {
+                def = e.default_doc; // prose: "the chip's cores.lnc_default"
+            } else if (!e.default_value.empty()) {
+                def = "`" + e.default_value + "`";
             } else {
-                def = "`" + def + "`";
+                def = "—";
             }
             md += "| `" + e.path + "` | " + e.type + " | " + def + " | " + e.range + " | " +
                   e.doc + " |\n";
