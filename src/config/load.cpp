@@ -149,6 +149,31 @@ std::int64_t product(const std::vector<int>& v) {
 
 } // namespace
 
+std::vector<std::string> split_key_path(const std::string& path) {
+    std::vector<std::string> keys;
+    std::size_t start = 0;
+    while (true) {
+        const auto dot = path.find('.', start);
+        keys.push_back(path.substr(start, dot - start));
+        if (dot == std::string::npos) {
+            return keys;
+        }
+        start = dot + 1;
+    }
+}
+
+void set_key_path(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
+                  const YAML::Node& value) {
+    if (i + 1 == keys.size()) {
+        node[keys[i]] = value;
+        return;
+    }
+    if (!node[keys[i]].IsMap()) {
+        node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+    }
+    set_key_path(node[keys[i]], keys, i + 1, value);
+}
+
 std::string closest(const std::string& word, const std::vector<std::string>& candidates) {
     std::string best;
     std::size_t best_d = std::max<std::size_t>(2, word.size() / 3) + 1;
@@ -406,31 +431,6 @@ void apply_override(YAML::Node node, const std::vector<std::string>& keys, std::
     apply_override(node[keys[i]], keys, i + 1, o);
 }
 
-std::vector<std::string> split_dots(const std::string& path) {
-    std::vector<std::string> keys;
-    std::size_t start = 0;
-    while (true) {
-        const auto dot = path.find('.', start);
-        keys.push_back(path.substr(start, dot - start));
-        if (dot == std::string::npos) {
-            return keys;
-        }
-        start = dot + 1;
-    }
-}
-
-void set_resolved(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
-                  const YAML::Node& value) {
-    if (i + 1 == keys.size()) {
-        node[keys[i]] = value;
-        return;
-    }
-    if (!node[keys[i]].IsMap()) {
-        node[keys[i]] = YAML::Node(YAML::NodeType::Map);
-    }
-    set_resolved(node[keys[i]], keys, i + 1, value);
-}
-
 /// The shortest text that reads back as exactly `v` ("35.76", not "35.759999999999998").
 std::string exact_number(double v) {
     std::array<char, 64> buf{};
@@ -461,7 +461,7 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     ctx.sources = &spec.sources;
     for (const auto& text : overrides) {
         Override o = parse_override(text);
-        apply_override(root, split_dots(o.path), 0, o);
+        apply_override(root, detail::split_key_path(o.path), 0, o);
         ctx.overrides[o.path] = o.origin;
     }
     spec.sources.add("", top);
@@ -489,14 +489,15 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     }
 
     YAML::Node resolved = detail::scenario_schema().resolved(root);
-    set_resolved(resolved, {"name"}, 0, YAML::Node(spec.name));
-    set_resolved(resolved, {"hardware", "lnc"}, 0, YAML::Node(spec.hardware.lnc));
-    set_resolved(resolved, {"hardware", "hbm_reserve"}, 0,
+    using detail::set_key_path;
+    set_key_path(resolved, {"name"}, 0, YAML::Node(spec.name));
+    set_key_path(resolved, {"hardware", "lnc"}, 0, YAML::Node(spec.hardware.lnc));
+    set_key_path(resolved, {"hardware", "hbm_reserve"}, 0,
                  YAML::Node(std::to_string(spec.hardware.hbm_reserve.count()) + "B"));
-    set_resolved(resolved, {"cost", "instance_hour"}, 0,
+    set_key_path(resolved, {"cost", "instance_hour"}, 0,
                  YAML::Node(exact_number(spec.cost.instance_hour.usd()) + "USD"));
-    set_resolved(resolved, {"output", "file"}, 0, YAML::Node(spec.output.file));
-    // Re-emit in schema order (set_resolved appended the computed keys at the end).
+    set_key_path(resolved, {"output", "file"}, 0, YAML::Node(spec.output.file));
+    // Re-emit in schema order (the computed keys were appended at the end).
     YAML::Node ordered = detail::scenario_schema().resolved(resolved);
     YAML::Emitter out;
     out << ordered;

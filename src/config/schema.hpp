@@ -49,6 +49,14 @@ struct Context {
 /// The text of a scalar node, or an InputError saying what it is instead.
 std::string scalar_text(const YAML::Node& n, const std::string& path, const SourceLocation& loc);
 
+/// "a.b.c" -> {"a", "b", "c"}.
+std::vector<std::string> split_key_path(const std::string& path);
+
+/// Sets keys[i..] below `node` to `value`, creating mappings on the way (yaml-cpp's
+/// Node::operator= rebinds shared nodes, so this walks by recursion with fresh handles).
+void set_key_path(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
+                  const YAML::Node& value);
+
 /// Closest candidate by edit distance, or "" when none is close.
 std::string closest(const std::string& word, const std::vector<std::string>& candidates);
 
@@ -216,21 +224,7 @@ private:
         return "the value '" + n.Scalar() + "'";
     }
 
-    static std::vector<std::string> split_path(const std::string& path) {
-        std::vector<std::string> keys;
-        std::size_t start = 0;
-        while (true) {
-            const auto dot = path.find('.', start);
-            keys.push_back(path.substr(start, dot - start));
-            if (dot == std::string::npos) {
-                return keys;
-            }
-            start = dot + 1;
-        }
-    }
-
-    // yaml-cpp's Node::operator= rebinds shared nodes, so these walk by recursion with fresh
-    // handles and const lookups (which never insert).
+    // Const lookups never insert keys.
     static YAML::Node lookup(const YAML::Node& node, const std::vector<std::string>& keys,
                              std::size_t i) {
         if (!node.IsMap()) {
@@ -244,23 +238,11 @@ private:
     }
 
     static YAML::Node lookup(const YAML::Node& root, const std::string& path) {
-        return lookup(root, split_path(path), 0);
-    }
-
-    static void set_path(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
-                         const YAML::Node& value) {
-        if (i + 1 == keys.size()) {
-            node[keys[i]] = value;
-            return;
-        }
-        if (!node[keys[i]].IsMap()) {
-            node[keys[i]] = YAML::Node(YAML::NodeType::Map);
-        }
-        set_path(node[keys[i]], keys, i + 1, value);
+        return lookup(root, split_key_path(path), 0);
     }
 
     static void set_path(YAML::Node& root, const std::string& path, const YAML::Node& value) {
-        set_path(root, split_path(path), 0, value);
+        set_key_path(root, split_key_path(path), 0, value);
     }
 
     bool in_exclusive(const std::string& path) const {

@@ -55,18 +55,26 @@ TEST(ModelPresets, EveryPresetLoads) {
     }
 }
 
-TEST(ChipFiles, ErrorsPointIntoTheChipFile) {
-    const auto dir = std::filesystem::temp_directory_path() / "trnsim-presets-test";
+/// Writes a copy of the trn2 chip file with one edit into a fresh temporary directory.
+std::filesystem::path edited_trn2(const char* dir_name, const std::string& from,
+                                  const std::string& to) {
+    const auto dir = std::filesystem::temp_directory_path() / dir_name;
+    std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
-    const auto file = dir / "bad-chip.yaml";
-    {
-        std::ifstream in(std::filesystem::path(TRNSIM_SOURCE_DIR) / "topologies/chips/trn2.yaml");
-        std::stringstream text;
-        text << in.rdbuf();
-        std::string s = text.str();
-        s.replace(s.find("bandwidth: 2.9TB/s"), 18, "bandwith: 2.9TB/s");
-        std::ofstream(file) << s;
-    }
+    std::ifstream in(std::filesystem::path(TRNSIM_SOURCE_DIR) / "topologies/chips/trn2.yaml");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string s = text.str();
+    const auto pos = s.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    s.replace(pos, from.size(), to);
+    const auto file = dir / "chip.yaml";
+    std::ofstream(file) << s;
+    return file;
+}
+
+TEST(ChipFiles, ErrorsPointIntoTheChipFile) {
+    const auto file = edited_trn2("trnsim-presets-test", "bandwidth: 2.9TB/s", "bandwith: 2.9TB/s");
     try {
         load_chip(file.string());
         FAIL() << "expected an error";
@@ -75,21 +83,11 @@ TEST(ChipFiles, ErrorsPointIntoTheChipFile) {
         EXPECT_EQ(e.location().file, file.string());
         EXPECT_NE(e.message().find("did you mean 'bandwidth'"), std::string::npos);
     }
-    std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(file.parent_path());
 }
 
 TEST(ChipFiles, SemanticChecks) {
-    const auto dir = std::filesystem::temp_directory_path() / "trnsim-presets-test2";
-    std::filesystem::create_directories(dir);
-    const auto file = dir / "torus.yaml";
-    {
-        std::ifstream in(std::filesystem::path(TRNSIM_SOURCE_DIR) / "topologies/chips/trn2.yaml");
-        std::stringstream text;
-        text << in.rdbuf();
-        std::string s = text.str();
-        s.replace(s.find("torus: [4, 4]"), 13, "torus: [4, 3]");
-        std::ofstream(file) << s;
-    }
+    const auto file = edited_trn2("trnsim-presets-test2", "torus: [4, 4]", "torus: [4, 3]");
     try {
         load_chip(file.string());
         FAIL() << "expected an error";
@@ -97,7 +95,7 @@ TEST(ChipFiles, SemanticChecks) {
         EXPECT_EQ(e.key_path(), "instance.torus");
         EXPECT_GT(e.location().line, 1);
     }
-    std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(file.parent_path());
 }
 
 } // namespace
