@@ -28,6 +28,9 @@ if(NOT TARGET trnsim_hdf5)
     target_compile_definitions(trnsim_hdf5 INTERFACE ${HDF5_C_DEFINITIONS} ${HDF5_DEFINITIONS})
 endif()
 
+find_path(TRNSIM_RANDOM123_INCLUDE Random123/philox.h)
+trnsim_require(TRNSIM_RANDOM123_INCLUDE "Random123 (counter-based random numbers)" librandom123-dev)
+
 find_package(OpenMP QUIET COMPONENTS CXX)
 trnsim_require(OpenMP_CXX_FOUND "OpenMP for C++" "g++ (libgomp1)")
 

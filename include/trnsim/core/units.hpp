@@ -52,6 +52,28 @@ private:
     std::int64_t ns_ = 0;
 };
 
+/// A point in simulated time: integer nanoseconds since the start of the run.
+class SimTime {
+public:
+    constexpr SimTime() = default;
+    static constexpr SimTime from_ns(std::int64_t ns) { return SimTime(ns); }
+    static constexpr SimTime zero() { return SimTime(0); }
+    /// "Never": later than every reachable time.
+    static constexpr SimTime max() { return SimTime(std::numeric_limits<std::int64_t>::max()); }
+
+    constexpr std::int64_t ns() const { return ns_; }
+    constexpr double seconds() const { return static_cast<double>(ns_) * 1e-9; }
+
+    constexpr auto operator<=>(const SimTime&) const = default;
+    constexpr SimTime operator+(Duration d) const { return SimTime(ns_ + d.ns()); }
+    constexpr SimTime operator-(Duration d) const { return SimTime(ns_ - d.ns()); }
+    constexpr Duration operator-(SimTime o) const { return Duration::from_ns(ns_ - o.ns_); }
+
+private:
+    constexpr explicit SimTime(std::int64_t ns) : ns_(ns) {}
+    std::int64_t ns_ = 0;
+};
+
 /// An exact number of bytes.
 class Bytes {
 public:

@@ -1,0 +1,147 @@
+#include "trnsim/engine/window_driver.hpp"
+
+#include "trnsim/engine/event.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <omp.h>
+
+namespace trnsim::engine {
+
+namespace {
+
+/// A reusable barrier on std::atomic: spins briefly, then sleeps in atomic::wait. The last
+/// thread to arrive releases the others by bumping the generation (release); waiters read it
+/// with acquire, so everything written before the barrier is visible after it.
+class Barrier {
+public:
+    explicit Barrier(int threads) : threads_(threads) {}
+
+    void wait() {
+        const std::uint32_t gen = generation_.load(std::memory_order_acquire);
+        if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == threads_) {
+            arrived_.store(0, std::memory_order_relaxed);
+            generation_.fetch_add(1, std::memory_order_acq_rel);
+            generation_.notify_all();
+            return;
+        }
+        for (int spin = 0; spin < 4000; ++spin) {
+            if (generation_.load(std::memory_order_acquire) != gen) {
+                return;
+            }
+        }
+        while (generation_.load(std::memory_order_acquire) == gen) {
+            generation_.wait(gen, std::memory_order_acquire);
+        }
+    }
+
+private:
+    const int threads_;
+    std::atomic<int> arrived_{0};
+    std::atomic<std::uint32_t> generation_{0};
+};
+
+} // namespace
+
+int default_thread_count() { return std::max(1, omp_get_max_threads()); }
+
+DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
+    if (config.lookahead_ns <= 0) {
+        throw std::invalid_argument("engine: the lookahead must be positive");
+    }
+    const std::uint32_t partitions = model.partition_count();
+    const int threads = std::max(
+        1, std::min(config.threads > 0 ? config.threads : default_thread_count(),
+                    static_cast<int>(std::max<std::uint32_t>(partitions, 1))));
+    DriverStats stats;
+    stats.threads = threads;
+
+    std::vector<std::int64_t> next(partitions, kNever);
+    for (std::uint32_t p = 0; p < partitions; ++p) {
+        next[p] = model.next_time(p);
+    }
+    std::vector<std::exception_ptr> errors(partitions);
+    std::exception_ptr edge_error;
+    std::atomic<bool> failed{false};
+    std::atomic<std::uint32_t> process_cursor{0};
+    std::atomic<std::uint32_t> deliver_cursor{0};
+    std::int64_t window_end = 0;
+    bool done = false;
+    Barrier barrier(threads);
+
+    // Runs `work` for every partition, spreading partitions over the threads as they free up.
+    const auto for_each_partition = [&](std::atomic<std::uint32_t>& cursor, auto&& work) {
+        for (std::uint32_t p = cursor.fetch_add(1, std::memory_order_relaxed); p < partitions;
+             p = cursor.fetch_add(1, std::memory_order_relaxed)) {
+            try {
+                work(p);
+            } catch (...) {
+                errors[p] = std::current_exception();
+                failed.store(true, std::memory_order_relaxed);
+            }
+        }
+    };
+
+#pragma omp parallel num_threads(threads)
+    {
+        const bool leader = omp_get_thread_num() == 0;
+        barrier.wait(); // everything prepared above happens before the first window
+        while (true) {
+            if (leader) {
+                const std::int64_t t_min = *std::min_element(next.begin(), next.end());
+                done = failed.load(std::memory_order_relaxed) || t_min == kNever ||
+                       t_min >= config.until_ns;
+                if (!done) {
+                    window_end = t_min > config.until_ns - config.lookahead_ns
+                                     ? config.until_ns
+                                     : t_min + config.lookahead_ns;
+                    ++stats.windows;
+                    process_cursor.store(0, std::memory_order_relaxed);
+                    deliver_cursor.store(0, std::memory_order_relaxed);
+                }
+            }
+            barrier.wait();
+            if (done) {
+                break;
+            }
+            for_each_partition(process_cursor, [&](std::uint32_t p) {
+                model.process(p, window_end);
+            });
+            barrier.wait();
+            for_each_partition(deliver_cursor, [&](std::uint32_t p) {
+                next[p] = model.deliver(p);
+            });
+            barrier.wait();
+            if (leader && !failed.load(std::memory_order_relaxed)) {
+                try {
+                    if (model.window_edge(window_end)) {
+                        for (std::uint32_t p = 0; p < partitions; ++p) {
+                            next[p] = model.next_time(p);
+                        }
+                    }
+                } catch (...) {
+                    edge_error = std::current_exception();
+                    failed.store(true, std::memory_order_relaxed);
+                }
+            }
+        }
+        barrier.wait(); // everything written in the region happens before the caller reads it
+    }
+
+    for (const auto& e : errors) {
+        if (e) {
+            std::rethrow_exception(e);
+        }
+    }
+    if (edge_error) {
+        std::rethrow_exception(edge_error);
+    }
+    return stats;
+}
+
+} // namespace trnsim::engine
