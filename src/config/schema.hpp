@@ -267,8 +267,9 @@ private:
               std::set<std::string>& present) const {
         std::set<std::string> seen;
         for (auto it = map.begin(); it != map.end(); ++it) {
-            const YAML::Node& key_node = it->first;
-            const YAML::Node& value = it->second;
+            // Copies: the iterator yields a temporary pair, so references would dangle.
+            const YAML::Node key_node = it->first;
+            const YAML::Node value = it->second;
             const std::string parent_full = ctx.full(rel_prefix);
             if (!key_node.IsScalar()) {
                 throw InputError(parent_full, "keys must be plain names",

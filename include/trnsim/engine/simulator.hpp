@@ -387,13 +387,15 @@ private:
     void process(std::uint32_t p, std::int64_t window_end) override {
         this->run_partition(
             p, window_end, [this](Context<Queue>& ctx, const Event& e) { model_.handle(ctx, e); },
-            [this](EntityId next) {
-                if constexpr (requires(const Model& m, EntityId x) { m.prefetch(x); }) {
-                    model_.prefetch(next);
-                } else {
-                    (void)next;
-                }
-            });
+            [this](EntityId next) { prefetch(next); });
+    }
+
+    void prefetch(EntityId next) const {
+        if constexpr (requires(const Model& m, EntityId x) { m.prefetch(x); }) {
+            model_.prefetch(next);
+        } else {
+            (void)next;
+        }
     }
 
     std::int64_t deliver(std::uint32_t p) override { return this->deliver_to(p); }
