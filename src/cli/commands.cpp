@@ -5,13 +5,13 @@
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/engine/window_driver.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include <boost/program_options.hpp>
 
 #include <iostream>
-#include <thread>
 
 namespace po = boost::program_options;
 
@@ -50,12 +50,10 @@ config::ScenarioSpec load(const std::string& file, const std::vector<std::string
     return config::load_scenario(file, overrides);
 }
 
+/// simulation.threads: a number, or 0 for auto (the engine's default team: OMP_NUM_THREADS
+/// when set, else every hardware thread).
 int resolve_threads(int requested) {
-    if (requested > 0) {
-        return requested;
-    }
-    const unsigned hw = std::thread::hardware_concurrency();
-    return hw == 0 ? 1 : static_cast<int>(hw);
+    return requested > 0 ? requested : engine::default_thread_count();
 }
 
 } // namespace

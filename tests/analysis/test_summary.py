@@ -186,6 +186,33 @@ class ResultsFilesTest(unittest.TestCase):
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn(str(newer), done.stderr)
 
+    def test_thread_count_changes_nothing_but_the_threads_attribute(self):
+        # Determinism matrix for the CLI's results: 1, 2 and 4 threads give the same datasets
+        # (every dataset and every /meta attribute except `threads`, which records the choice).
+        def contents(path):
+            out = {}
+            with h5py.File(path, "r") as f:
+                f.visititems(lambda name, obj: out.__setitem__(name, obj[()].tobytes()
+                             if hasattr(obj[()], "tobytes") else obj[()])
+                             if isinstance(obj, h5py.Dataset) else None)
+                out["meta attributes"] = {k: v for k, v in f["meta"].attrs.items() if k != "threads"}
+                threads = int(f["meta"].attrs["threads"])
+            return out, threads
+
+        path = self.tmp / "threads.h5"
+        seen = []
+        for threads in (1, 2, 4):
+            run_trnsim(path, [f"simulation.threads={threads}"])
+            data, recorded = contents(path)
+            self.assertEqual(recorded, threads)
+            seen.append(data)
+            path.unlink()
+        # The scenario text records the thread count too; everything else must match.
+        for data in seen:
+            data.pop("meta/scenario")
+        self.assertEqual(seen[0], seen[1])
+        self.assertEqual(seen[0], seen[2])
+
     def test_same_inputs_give_identical_files(self):
         # The output path is part of the stored scenario, so write the same path twice.
         first = self.tmp / "again.h5"
