@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <utility>
 
 namespace po = boost::program_options;
 
@@ -94,13 +95,46 @@ int cmd_run(const std::vector<std::string>& args) {
         overrides.push_back("output.file=" + p.vm["output"].as<std::string>());
     }
     const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
+    const int threads = resolve_threads(spec.simulation.threads);
+    if (spec.workload_type == config::WorkloadType::collective) {
+        sim::CollectiveBenchSpec bench;
+        bench.chip = spec.hardware.chip;
+        bench.lnc = spec.hardware.lnc;
+        bench.fabric = spec.fabric;
+        bench.cluster = spec.cluster;
+        bench.op = spec.collective.op;
+        bench.sizes = spec.collective.sizes;
+        bench.ranks = spec.collective.ranks;
+        bench.algorithm = spec.collective.algorithm;
+        bench.threads = threads;
+        const bool quiet = p.vm.count("quiet") > 0;
+        sim::CollectiveBenchResult result;
+        try {
+            bool first = true;
+            result = sim::run_collective_bench(bench, [&](const sim::CollectiveRow& row) {
+                if (quiet) {
+                    return;
+                }
+                if (std::exchange(first, false)) {
+                    print_collective_header(std::cout, bench);
+                }
+                print_collective_row(std::cout, row);
+            });
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+        results::write_hdf5(spec.output.file, make_collective_results(spec, result, threads));
+        if (!quiet) {
+            std::cout << "  results    " << spec.output.file << "\n";
+        }
+        return 0;
+    }
     sim::TrainingRun run;
     try {
         run = sim::run_training(spec);
     } catch (const InputError& e) {
         throw e.located(spec.sources);
     }
-    const int threads = resolve_threads(spec.simulation.threads);
     results::write_hdf5(spec.output.file, make_results(spec, run, threads));
     if (!p.vm.count("quiet")) {
         print_run(std::cout, spec, run);
@@ -131,14 +165,30 @@ int cmd_validate(const std::vector<std::string>& args) {
         overrides = p.vm["set"].as<std::vector<std::string>>();
     }
     const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
-    workload::Plan plan;
-    try {
-        plan = sim::make_plan(spec);
-    } catch (const InputError& e) {
-        throw e.located(spec.sources);
-    }
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
-    print_plan(std::cout, spec, plan);
+    if (spec.workload_type == config::WorkloadType::training) {
+        workload::Plan plan;
+        try {
+            plan = sim::make_plan(spec);
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+        print_plan(std::cout, spec, plan);
+    } else {
+        // The fabric must hold the cluster.
+        topology::FabricSpec fabric = spec.fabric;
+        if (spec.cluster.instances > 0) {
+            fabric.scale_up.ultraserver_instances = 0;
+        }
+        try {
+            const topology::Fabric f = topology::Fabric::build(
+                fabric, spec.cluster.instances > 0 ? spec.cluster.instances : spec.cluster.ultraservers);
+            std::cout << "  cluster    " << fmt::integer(f.chips()) << " " << spec.hardware.chip.name
+                      << " chips on fabric " << fabric.name << "\n";
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+    }
     std::cout << "  valid\n";
     return 0;
 }

@@ -550,6 +550,55 @@ std::string exact_number(double v) {
     return std::string(buf.data(), res.ptr);
 }
 
+/// Checks that depend on workload.type: the training keys are required for training and
+/// meaningless for a collective; a collective needs a fabric (default: <chip>-ultracluster).
+void check_workload(ScenarioSpec& spec, const Context& ctx) {
+    const SourceLocation workload = spec.sources.find("workload");
+    const auto at = [&](const std::string& key) { return spec.sources.find(key); };
+    auto& t = spec.training;
+    const std::pair<const char*, bool> training_keys[] = {
+        {"workload.model", !spec.model_ref.empty()},
+        {"workload.sequence_length", t.sequence_length > 0},
+        {"workload.global_batch", t.global_batch > 0},
+        {"workload.tokens", t.tokens > 0},
+        {"workload.steps", t.steps > 0},
+    };
+    if (spec.workload_type == WorkloadType::collective) {
+        for (const auto& [key, given] : training_keys) {
+            if (given) {
+                throw InputError(key, "is for workload.type: training, not collective", at(key));
+            }
+        }
+        if (!spec.has_fabric) {
+            spec.fabric_ref = spec.hardware.chip.name + "-ultracluster";
+            spec.fabric = detail::load_fabric_ref(spec.fabric_ref, ctx, "cluster.fabric",
+                                                  spec.sources.find("cluster"));
+            spec.has_fabric = true;
+        }
+        return;
+    }
+    const char* needs = " (needed by workload.type: training)";
+    if (spec.model_ref.empty()) {
+        throw InputError("workload.model", std::string("required key is missing") + needs, workload);
+    }
+    if (t.sequence_length == 0) {
+        throw InputError("workload.sequence_length", std::string("required key is missing") + needs,
+                         workload);
+    }
+    if (t.global_batch == 0) {
+        throw InputError("workload.global_batch", std::string("required key is missing") + needs,
+                         workload);
+    }
+    if (t.tokens > 0 && t.steps > 0) {
+        throw InputError("workload.steps",
+                         "give only one of workload.tokens or workload.steps, not both",
+                         at("workload.steps"));
+    }
+    if (t.tokens == 0 && t.steps == 0) {
+        throw InputError("workload", "give one of workload.tokens or workload.steps", workload);
+    }
+}
+
 ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
                        const std::string& default_name,
                        const std::vector<std::string>& overrides) {
@@ -599,6 +648,7 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     if (spec.output.file.empty()) {
         spec.output.file = "results/" + spec.name + ".h5";
     }
+    check_workload(spec, ctx);
 
     YAML::Node resolved = detail::scenario_schema().resolved(root);
     using detail::set_key_path;
@@ -609,6 +659,9 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     set_key_path(resolved, {"cost", "instance_hour"}, 0,
                  YAML::Node(exact_number(spec.cost.instance_hour.usd()) + "USD"));
     set_key_path(resolved, {"output", "file"}, 0, YAML::Node(spec.output.file));
+    if (spec.has_fabric) {
+        set_key_path(resolved, {"cluster", "fabric"}, 0, YAML::Node(spec.fabric_ref));
+    }
     // Re-emit in schema order (the computed keys were appended at the end).
     YAML::Node ordered = detail::scenario_schema().resolved(resolved);
     YAML::Emitter out;

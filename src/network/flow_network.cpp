@@ -152,6 +152,7 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule) {
             max_finish_ = 0;
             break;
         }
+        leaving_.clear();
         while (!finishes_.empty() && finishes_.top().time <= now) {
             const Finish fin = finishes_.top();
             finishes_.pop();
@@ -159,10 +160,13 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule) {
             if (fin.version != f.version) {
                 continue; // superseded by a later rate change
             }
-            solver_.remove(f.solver_id);
+            leaving_.push_back(f.solver_id);
             ++f.version;
             arrive(f.group, fin.time + f.latency, now, note);
             free_flows_.push_back(fin.flow);
+        }
+        if (!leaving_.empty()) {
+            solver_.remove_batch(leaving_);
             changed = true;
         }
         if (!changed) {

@@ -7,15 +7,19 @@ namespace trnsim::network {
 
 namespace {
 
-/// A link's share when it was pushed on the filling heap.
+/// A candidate bottleneck on the filling heap: a shared link with its share when pushed, or
+/// (flow bit set) one flow's tightest private link.
 struct Share {
     double share;
-    std::uint32_t link;
+    std::uint64_t id; ///< link id, or kFlowBit | flow id
 };
 
-/// Order of the filling: smaller share first, then smaller link id (determinism).
+constexpr std::uint64_t kFlowBit = std::uint64_t{1} << 40;
+
+/// Order of the filling: smaller share first, then links before flows, then smaller id
+/// (determinism).
 bool before(const Share& a, const Share& b) {
-    return a.share < b.share || (a.share == b.share && a.link < b.link);
+    return a.share < b.share || (a.share == b.share && a.id < b.id);
 }
 
 /// A 4-ary min-heap of link shares: half the depth of a binary heap, and the four children of
@@ -182,6 +186,58 @@ void MaxMinSolver::clear() {
     refilled_.clear();
 }
 
+void MaxMinSolver::remove_batch(std::span<const FlowId> batch) {
+    if (batch.size() * 2 < active_) {
+        for (FlowId f : batch) {
+            remove(f);
+        }
+        return;
+    }
+    if (batch.size() == active_) {
+        clear();
+        return;
+    }
+    // Most flows leave: drop them, rebuild the link lists from the survivors, and let the next
+    // update re-fill every survivor (from zero: used_ is reset with them).
+    for (FlowId f : batch) {
+        if (!alive(f)) {
+            throw std::invalid_argument("maxmin: no such flow");
+        }
+        flows_[f].count = 0;
+        flows_[f].rate = 0.0;
+        free_.push_back(f);
+        --active_;
+    }
+    for (std::uint32_t l : pool_) {
+        on_link_[l].clear();
+        used_[l] = 0.0;
+    }
+    std::vector<std::uint32_t> pool;
+    pool.reserve(pool_.size() - batch.size());
+    position_.clear();
+    added_.clear();
+    for (FlowId f = 0; f < flows_.size(); ++f) {
+        FlowState& st = flows_[f];
+        if (st.count == 0) {
+            continue;
+        }
+        const auto offset = static_cast<std::uint32_t>(pool.size());
+        for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+            const std::uint32_t l = pool_[i];
+            const auto incidence = static_cast<std::uint32_t>(pool.size());
+            pool.push_back(l);
+            position_.push_back(static_cast<std::uint32_t>(on_link_[l].size()));
+            on_link_[l].push_back({f, incidence});
+        }
+        st.offset = offset;
+        st.rate = 0.0;
+        added_.push_back(f);
+    }
+    pool_.swap(pool);
+    dead_incidences_ = 0;
+    freed_links_.clear();
+}
+
 void MaxMinSolver::compact_pool() {
     std::vector<std::uint32_t> pool;
     std::vector<std::uint32_t> position;
@@ -226,16 +282,68 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
     // Freezing flows at share s never lowers another link's share (s is the smallest), so an
     // entry on the heap is never above its link's true share. An entry that surfaces below
     // the true share is pushed back with the true share; one that matches is the minimum.
+    //
+    // A link crossed by a single unfrozen flow of the set (a private link: most host and NIC
+    // links) gets no entry: its share is fixed (nothing else changes its residual), so it only
+    // caps that flow. Each flow has one entry for its tightest private link instead.
     ShareHeap heap;
     heap.reserve(touched.size());
     for (std::uint32_t l : touched) {
-        heap.push_unordered({std::max(0.0, residual_[l]) / wsum_[l], l});
+        if (version_[l] > 1) {
+            heap.push_unordered({std::max(0.0, residual_[l]) / wsum_[l], l});
+        }
+    }
+    for (FlowId f : set) {
+        const FlowState& st = flows_[f];
+        double cap = std::numeric_limits<double>::infinity();
+        for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+            const std::uint32_t l = pool_[i];
+            if (version_[l] == 1) {
+                cap = std::min(cap, std::max(0.0, residual_[l]) / st.weight);
+            }
+        }
+        if (cap < std::numeric_limits<double>::infinity()) {
+            heap.push_unordered({cap, kFlowBit | f});
+        }
     }
     heap.heapify();
     std::size_t unfrozen = set.size();
+    const auto freeze = [&](FlowId f, double share, std::uint32_t at) {
+        FlowState& st = flows_[f];
+        st.stamp = 0;
+        --unfrozen;
+        const double r = st.weight * share;
+        st.rate = r;
+        st.bottleneck = at;
+        for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+            const std::uint32_t m = pool_[i];
+            residual_[m] -= r;
+            wsum_[m] -= st.weight;
+            used_[m] += r;
+            --version_[m];
+        }
+    };
     while (!heap.empty() && unfrozen > 0) {
         const Share top = heap.pop();
-        const std::uint32_t l = top.link;
+        if ((top.id & kFlowBit) != 0) {
+            const auto f = static_cast<FlowId>(top.id & (kFlowBit - 1));
+            const FlowState& st = flows_[f];
+            if (st.stamp == stamp_) {
+                // Its tightest private link binds first; it is the flow's bottleneck.
+                std::uint32_t at = kNoLink;
+                for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+                    const std::uint32_t l = pool_[i];
+                    if (version_[l] == 1 &&
+                        std::max(0.0, residual_[l]) / st.weight <= top.share * (1.0 + 1e-12)) {
+                        at = l;
+                        break;
+                    }
+                }
+                freeze(f, top.share, at);
+            }
+            continue;
+        }
+        const auto l = static_cast<std::uint32_t>(top.id);
         if (version_[l] == 0) {
             continue; // every flow on it is frozen already
         }
@@ -245,21 +353,8 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
             continue;
         }
         for (const Entry& e : on_link_[l]) {
-            FlowState& st = flows_[e.flow];
-            if (st.stamp != stamp_) {
-                continue; // not in the set, or already frozen
-            }
-            st.stamp = 0;
-            --unfrozen;
-            const double r = st.weight * share;
-            st.rate = r;
-            st.bottleneck = l;
-            for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
-                const std::uint32_t m = pool_[i];
-                residual_[m] -= r;
-                wsum_[m] -= st.weight;
-                used_[m] += r;
-                --version_[m];
+            if (flows_[e.flow].stamp == stamp_) {
+                freeze(e.flow, share, l);
             }
         }
     }
@@ -326,6 +421,9 @@ void MaxMinSolver::update() {
             flows_[f].rate = 0.0;
         }
         fill(set);
+        if (set.size() == active_) {
+            break; // everything was re-filled together: that is a full solve
+        }
 
         // Max-min conditions on every link the set touches.
         links_of_set.clear();

@@ -110,6 +110,23 @@ std::vector<Case> cases() {
         {"set_unknown_key", v, {"workload.paralelism.tp=2"}, "workload.paralelism",
          "command line (--set workload.paralelism.tp=2)"},
         {"set_not_a_path", v, {"=3"}, "--set", "command line"},
+        {"collective_with_training_keys", with("workload:\n", "workload:\n  type: collective\n"),
+         {}, "workload.model", ""},
+        {"collective_bad_sizes",
+         "cluster: {ultraservers: 1}\nworkload: {type: collective, collective: {sizes: 1MB:1KB}}\n",
+         {}, "workload.collective.sizes", ""},
+        {"collective_too_many_ranks",
+         "cluster: {ultraservers: 1}\nworkload: {type: collective, collective: {ranks: 100000}}\n",
+         {}, "workload.collective.ranks", ""},
+        {"unknown_fabric", with("cluster: {ultraservers: 4}", "cluster: {ultraservers: 4, fabric: trn9-cloud}"),
+         {}, "cluster.fabric", ""},
+        {"fabric_of_another_chip",
+         "hardware: {chip: trn1}\ncluster: {instances: 2, fabric: trn2-ultracluster}\n"
+         "workload: {type: collective}\n",
+         {}, "cluster.fabric", ""},
+        {"cluster_too_big_for_fabric",
+         "cluster: {ultraservers: 9000}\nworkload: {type: collective}\n", {},
+         "cluster", ""},
     };
 }
 

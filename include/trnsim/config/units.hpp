@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 namespace trnsim::config {
 
@@ -38,5 +39,9 @@ Money parse_money(std::string_view text);
 std::int64_t parse_count(std::string_view text);
 double parse_real(std::string_view text);
 bool parse_bool(std::string_view text);
+
+/// Message sizes: "1KiB:1GiB" (powers of two from the first to the last, inclusive) or a comma
+/// list "1MB,16MB,1GB". Every size must be positive.
+std::vector<double> parse_size_list(std::string_view text);
 
 } // namespace trnsim::config

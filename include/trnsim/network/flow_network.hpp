@@ -129,6 +129,7 @@ private:
     std::uint64_t flows_started_ = 0;
     std::uint64_t solves_ = 0;
     std::vector<std::uint32_t> route_;
+    std::vector<MaxMinSolver::FlowId> leaving_;
 };
 
 } // namespace trnsim::network

@@ -43,6 +43,9 @@ public:
     void remove(FlowId f);
     /// Removes every flow at once (cheaper than removing them one by one); no update needed.
     void clear();
+    /// Removes several flows. When they are most of the active flows, the solver is rebuilt
+    /// from the survivors (whose rates the next update() recomputes) instead.
+    void remove_batch(std::span<const FlowId> flows);
 
     /// Recomputes every flow from scratch.
     void solve();

@@ -192,6 +192,16 @@ TEST(MaxMinProperties, IncrementalUpdatesEqualFullSolves) {
                     live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
                 }
             }
+            if (rng() % 10 == 0 && live.size() > 4) {
+                // A batch of most of the live flows leaves at once (the solver rebuilds).
+                std::vector<MaxMinSolver::FlowId> batch;
+                while (live.size() > 2 && batch.size() * 3 < live.size() * 2) {
+                    const std::size_t k = rng() % live.size();
+                    batch.push_back(live[k].second);
+                    live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+                }
+                inc.remove_batch(batch);
+            }
             inc.update();
             // The same live flows solved from scratch.
             MaxMinSolver full(pool.capacity);
