@@ -290,6 +290,9 @@ std::vector<double> parse_size_list(std::string_view raw) {
         for (double s = lo; s <= hi * (1 + 1e-12); s *= 2) {
             sizes.push_back(s);
         }
+        if (sizes.back() < hi * (1 - 1e-12)) {
+            sizes.push_back(hi); // the range includes its last size (1KB:1GB ends at 1 GB)
+        }
         return sizes;
     }
     std::size_t start = 0;

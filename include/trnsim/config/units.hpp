@@ -40,8 +40,9 @@ std::int64_t parse_count(std::string_view text);
 double parse_real(std::string_view text);
 bool parse_bool(std::string_view text);
 
-/// Message sizes: "1KiB:1GiB" (powers of two from the first to the last, inclusive) or a comma
-/// list "1MB,16MB,1GB". Every size must be positive.
+/// Message sizes: "1KiB:1GiB" (the first size doubled up to the last, and the last itself
+/// when the doubling does not reach it exactly) or a comma list "1MB,16MB,1GB". Every size
+/// must be positive.
 std::vector<double> parse_size_list(std::string_view text);
 
 } // namespace trnsim::config
