@@ -91,13 +91,12 @@ constexpr double kRelTol = 1e-9;
 } // namespace
 
 MaxMinSolver::MaxMinSolver(std::vector<double> capacity)
-    : capacity_(std::move(capacity)), used_(capacity_.size(), 0.0), on_link_(capacity_.size()),
-      link_mark_(capacity_.size(), 0), residual_(capacity_.size(), 0.0),
-      wsum_(capacity_.size(), 0.0), version_(capacity_.size(), 0) {
-    for (double c : capacity_) {
-        if (!(c > 0.0)) {
+    : links_(capacity.size()), on_link_(capacity.size()) {
+    for (std::size_t l = 0; l < capacity.size(); ++l) {
+        if (!(capacity[l] > 0.0)) {
             throw std::invalid_argument("maxmin: link capacities must be positive");
         }
+        links_[l].capacity = capacity[l];
     }
 }
 
@@ -109,7 +108,7 @@ MaxMinSolver::FlowId MaxMinSolver::add(std::span<const std::uint32_t> links, dou
         throw std::invalid_argument("maxmin: flow weights must be positive");
     }
     for (std::uint32_t l : links) {
-        if (l >= capacity_.size()) {
+        if (l >= links_.size()) {
             throw std::out_of_range("maxmin: no link " + std::to_string(l));
         }
     }
@@ -145,7 +144,7 @@ void MaxMinSolver::remove(FlowId f) {
     FlowState& st = flows_[f];
     for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
         const std::uint32_t l = pool_[i];
-        used_[l] -= st.rate;
+        links_[l].used -= st.rate;
         auto& list = on_link_[l];
         const std::uint32_t pos = position_[i];
         list[pos] = list.back();
@@ -168,7 +167,7 @@ void MaxMinSolver::remove(FlowId f) {
 void MaxMinSolver::clear() {
     for (std::uint32_t l : pool_) {
         on_link_[l].clear();
-        used_[l] = 0.0;
+        links_[l].used = 0.0;
     }
     for (FlowId f = 0; f < flows_.size(); ++f) {
         if (flows_[f].count > 0) {
@@ -210,7 +209,7 @@ void MaxMinSolver::remove_batch(std::span<const FlowId> batch) {
     }
     for (std::uint32_t l : pool_) {
         on_link_[l].clear();
-        used_[l] = 0.0;
+        links_[l].used = 0.0;
     }
     std::vector<std::uint32_t> pool;
     pool.reserve(pool_.size() - batch.size());
@@ -268,15 +267,16 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
     for (FlowId f : set) {
         flows_[f].stamp = stamp_;
         for (std::uint32_t l : links(f)) {
-            if (link_mark_[l] != stamp_) {
-                link_mark_[l] = stamp_;
+            LinkState& ls = links_[l];
+            if (ls.mark != stamp_) {
+                ls.mark = stamp_;
                 touched.push_back(l);
-                residual_[l] = capacity_[l] - used_[l];
-                wsum_[l] = 0.0;
-                version_[l] = 0; // unfrozen flows left on the link
+                ls.residual = ls.capacity - ls.used;
+                ls.wsum = 0.0;
+                ls.unfrozen = 0;
             }
-            wsum_[l] += flows_[f].weight;
-            ++version_[l];
+            ls.wsum += flows_[f].weight;
+            ++ls.unfrozen;
         }
     }
     // Freezing flows at share s never lowers another link's share (s is the smallest), so an
@@ -289,17 +289,18 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
     ShareHeap heap;
     heap.reserve(touched.size());
     for (std::uint32_t l : touched) {
-        if (version_[l] > 1) {
-            heap.push_unordered({std::max(0.0, residual_[l]) / wsum_[l], l});
+        const LinkState& ls = links_[l];
+        if (ls.unfrozen > 1) {
+            heap.push_unordered({std::max(0.0, ls.residual) / ls.wsum, l});
         }
     }
     for (FlowId f : set) {
         const FlowState& st = flows_[f];
         double cap = std::numeric_limits<double>::infinity();
         for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
-            const std::uint32_t l = pool_[i];
-            if (version_[l] == 1) {
-                cap = std::min(cap, std::max(0.0, residual_[l]) / st.weight);
+            const LinkState& ls = links_[pool_[i]];
+            if (ls.unfrozen == 1) {
+                cap = std::min(cap, std::max(0.0, ls.residual) / st.weight);
             }
         }
         if (cap < std::numeric_limits<double>::infinity()) {
@@ -316,11 +317,11 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
         st.rate = r;
         st.bottleneck = at;
         for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
-            const std::uint32_t m = pool_[i];
-            residual_[m] -= r;
-            wsum_[m] -= st.weight;
-            used_[m] += r;
-            --version_[m];
+            LinkState& ls = links_[pool_[i]];
+            ls.residual -= r;
+            ls.wsum -= st.weight;
+            ls.used += r;
+            --ls.unfrozen;
         }
     };
     while (!heap.empty() && unfrozen > 0) {
@@ -333,8 +334,9 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
                 std::uint32_t at = kNoLink;
                 for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
                     const std::uint32_t l = pool_[i];
-                    if (version_[l] == 1 &&
-                        std::max(0.0, residual_[l]) / st.weight <= top.share * (1.0 + 1e-12)) {
+                    const LinkState& ls = links_[l];
+                    if (ls.unfrozen == 1 &&
+                        std::max(0.0, ls.residual) / st.weight <= top.share * (1.0 + 1e-12)) {
                         at = l;
                         break;
                     }
@@ -344,10 +346,11 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
             continue;
         }
         const auto l = static_cast<std::uint32_t>(top.id);
-        if (version_[l] == 0) {
+        const LinkState& ls = links_[l];
+        if (ls.unfrozen == 0) {
             continue; // every flow on it is frozen already
         }
-        const double share = std::max(0.0, residual_[l]) / wsum_[l];
+        const double share = std::max(0.0, ls.residual) / ls.wsum;
         if (share > top.share * (1.0 + 1e-12)) {
             heap.push({share, l});
             continue;
@@ -361,7 +364,9 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
 }
 
 void MaxMinSolver::solve() {
-    std::fill(used_.begin(), used_.end(), 0.0);
+    for (LinkState& ls : links_) {
+        ls.used = 0.0;
+    }
     std::vector<FlowId> all;
     all.reserve(active_);
     for (FlowId f = 0; f < flows_.size(); ++f) {
@@ -397,10 +402,10 @@ void MaxMinSolver::update() {
     }
     const std::uint32_t seen = ++stamp_;
     for (std::uint32_t l : freed_links_) {
-        if (link_mark_[l] == seen) {
+        if (links_[l].mark == seen) {
             continue;
         }
-        link_mark_[l] = seen;
+        links_[l].mark = seen;
         for (const Entry& e : on_link_[l]) {
             if (flows_[e.flow].bottleneck == l) {
                 join(e.flow);
@@ -416,7 +421,7 @@ void MaxMinSolver::update() {
         // Take the set's bandwidth back, then re-fill it.
         for (FlowId f : set) {
             for (std::uint32_t l : links(f)) {
-                used_[l] -= flows_[f].rate;
+                links_[l].used -= flows_[f].rate;
             }
             flows_[f].rate = 0.0;
         }
@@ -430,8 +435,8 @@ void MaxMinSolver::update() {
         const std::uint32_t mark = ++stamp_;
         for (FlowId f : set) {
             for (std::uint32_t l : links(f)) {
-                if (link_mark_[l] != mark) {
-                    link_mark_[l] = mark;
+                if (links_[l].mark != mark) {
+                    links_[l].mark = mark;
                     links_of_set.push_back(l);
                 }
             }
@@ -439,7 +444,7 @@ void MaxMinSolver::update() {
         const std::size_t before = set.size();
         for (std::uint32_t l : links_of_set) {
             const auto& list = on_link_[l];
-            const bool saturated = used_[l] >= capacity_[l] * (1.0 - kRelTol);
+            const bool saturated = links_[l].used >= links_[l].capacity * (1.0 - kRelTol);
             double max_share = 0.0;
             double frozen_here = std::numeric_limits<double>::infinity();
             for (const Entry& e : list) {

@@ -59,10 +59,10 @@ public:
         return {pool_.data() + flows_[f].offset, flows_[f].count};
     }
     std::size_t active_flows() const { return active_; }
-    std::size_t link_count() const { return capacity_.size(); }
-    double capacity(std::uint32_t link) const { return capacity_[link]; }
+    std::size_t link_count() const { return links_.size(); }
+    double capacity(std::uint32_t link) const { return links_[link].capacity; }
     /// Sum of the rates of the flows crossing `link`.
-    double used(std::uint32_t link) const { return used_[link]; }
+    double used(std::uint32_t link) const { return links_[link].used; }
     /// Flows re-filled by the last solve() or update() (the only ones whose rate may have
     /// changed; also the cost driver).
     std::size_t last_update_size() const { return refilled_.size(); }
@@ -89,8 +89,17 @@ private:
         std::uint32_t stamp = 0;  ///< equal to the fill's stamp while unfrozen in that fill
     };
 
-    std::vector<double> capacity_;
-    std::vector<double> used_;
+    /// Per link, in one record for the same reason.
+    struct LinkState {
+        double capacity = 0.0;
+        double used = 0.0;     ///< sum of the rates of the flows crossing it
+        double residual = 0.0; ///< during a fill: capacity left for the unfrozen flows
+        double wsum = 0.0;     ///< during a fill: weights of the unfrozen flows
+        std::uint32_t mark = 0;     ///< stamp of the last fill or check that touched it
+        std::uint32_t unfrozen = 0; ///< during a fill: unfrozen flows crossing it
+    };
+
+    std::vector<LinkState> links_;
     std::vector<std::vector<Entry>> on_link_; ///< flows crossing each link
     std::vector<FlowState> flows_;
     std::vector<FlowId> free_;
@@ -103,10 +112,7 @@ private:
     std::vector<FlowId> added_;
     std::vector<std::uint32_t> freed_links_;
     // Scratch, kept to avoid reallocation.
-    std::vector<std::uint32_t> link_mark_; ///< per link: stamp
-    std::vector<std::uint8_t> member_;    ///< per flow: in the update's re-fill set
-    std::vector<double> residual_, wsum_;
-    std::vector<std::uint32_t> version_; ///< per link during a fill: unfrozen flows on it
+    std::vector<std::uint8_t> member_; ///< per flow: in the update's re-fill set
     std::uint32_t stamp_ = 0;
     std::vector<FlowId> refilled_;
 };
