@@ -33,4 +33,17 @@ void validate_model(workload::ModelSpec& m, const std::string& prefix, const Con
                     const SourceLocation& loc);
 void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceLocation& loc);
 
+/// Reads a YAML file; syntax errors become InputErrors at the offending position.
+YAML::Node read_yaml(const std::filesystem::path& file, const std::string& path,
+                     const SourceLocation& referenced_at);
+
+// The reliability section (reliability_schema.cpp).
+const Schema<reliability::FailureSpec>& failure_schema();
+/// Adds the reliability.* keys, and the simulation keys of the run simulation.
+void add_reliability_keys(Schema<ScenarioSpec>& s);
+void add_run_keys(Schema<ScenarioSpec>& s);
+/// Merges the preset named by reliability.preset into the scenario's reliability mapping (the
+/// scenario's keys win) and records where the merged values came from.
+void merge_reliability_preset(YAML::Node root, Context& ctx);
+
 } // namespace trnsim::config::detail

@@ -13,7 +13,7 @@ FailureModel::FailureModel(const std::vector<FailureSpec>& failures, const Trace
         p.cause = f.cause.empty() ? to_string(f.component) : f.cause;
         p.effect = f.effect;
         p.kind = f.distribution.kind;
-        p.mean_s = f.mtbf.seconds();
+        p.mean_s = f.mtbf_s;
         p.shape = f.distribution.shape;
         p.sigma = f.distribution.sigma;
         p.bad_fraction = f.bad_fraction;

@@ -190,8 +190,8 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
     for (int rep = 0; rep < control.replications; ++rep) {
         detail::RunModel model(setup, control.seed, static_cast<std::uint32_t>(rep),
                                control.record && rep == 0);
-        // The events are sparse (minutes apart): a plain 4-ary heap per partition serves them
-        // as well as a calendar queue tuned to the 1 us lookahead.
+        // A partition holds few pending events (one per component due in the current chunk),
+        // spread over hours: a plain 4-ary heap serves them well.
         using Sim = engine::Simulator<detail::RunModel, engine::QuaternaryHeap>;
         Sim sim(model, partitions, Duration::from_ns(detail::kReportLatencyNs));
         detail::SimulatorSink<Sim> sink(sim);

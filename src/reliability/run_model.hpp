@@ -22,8 +22,11 @@
 
 namespace trnsim::reliability::detail {
 
-/// The engine's lookahead and the delay of every report to the controller.
-inline constexpr std::int64_t kReportLatencyNs = 1000;
+/// The engine's lookahead, and how far behind the true time the controller runs: every report
+/// reaches it this long after it happened and its own timers fire this long after their time,
+/// so it handles everything in true-time order and accounts for it at its true time. The value
+/// has no effect on results; a long one lets a window hold many events (an hour of them).
+inline constexpr std::int64_t kReportLatencyNs = std::int64_t{3600} * 1'000'000'000;
 
 /// Schedules events on behalf of the entity being handled (or, before a run, of the target).
 class Sink {

@@ -8,6 +8,7 @@
 #include "trnsim/compute/chip_spec.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/units.hpp"
+#include "trnsim/reliability/spec.hpp"
 #include "trnsim/topology/cluster.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
@@ -32,6 +33,10 @@ struct HardwareSpec {
 struct SimulationSpec {
     Fidelity fidelity = Fidelity::analytic;
     int threads = 0; ///< 0 = auto (all hardware threads)
+    // The run simulation (a scenario with a reliability section):
+    Duration duration;   ///< zero = until_done
+    Duration time_limit; ///< until_done stops here at the latest
+    int replications = 1;
 };
 
 struct CostSpec {
@@ -50,6 +55,7 @@ struct ScenarioSpec {
     WorkloadType workload_type = WorkloadType::training;
     std::string model_ref; ///< preset name, file, or "inline"
     workload::TrainingSpec training;
+    reliability::ReliabilitySpec reliability; ///< enabled when the scenario has the section
     SimulationSpec simulation;
     CostSpec cost;
     OutputSpec output;

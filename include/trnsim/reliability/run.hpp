@@ -15,11 +15,11 @@
 //       --> loading --> running (or running degraded on fewer domains or replicas)
 //   running --(work complete)--> done
 //
-// Reports reach the controller exactly L = 1 us after they happen (the engine's lookahead:
+// Reports reach the controller exactly L = 1 h after they happen (L is the engine's lookahead:
 // partitions are power-domain blocks, the controller has its own), and the controller's own
 // timers are scheduled L after their time as well, so it sees every failure and every timer
 // in the order of their true times and accounts for each at its true time: the model is exact,
-// not delayed by L.
+// not delayed by L. A long L lets each window of the engine hold an hour of events.
 //
 // Accounting is in integer nanoseconds: the time in each state sums exactly to the wall time,
 // and the running time splits exactly into time whose progress was kept and time whose progress

@@ -58,7 +58,7 @@ inline RunInput ultraservers_input(std::int64_t ultraservers, std::int64_t spare
 inline FailureSpec failure(ComponentClass c, double mtbf_s, const char* cause = "") {
     FailureSpec f;
     f.component = c;
-    f.mtbf = seconds(mtbf_s);
+    f.mtbf_s = mtbf_s;
     f.cause = cause;
     return f;
 }
