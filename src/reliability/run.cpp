@@ -98,8 +98,14 @@ void validate(const RunInput& in) {
                          "reliability.spares.instances");
     }
     const FailureModel failures(sp.failures, sp.trace);
-    const Layout layout(in.cluster, in.hardware, sp.fabric, sp.spares.count(),
-                        failures.present_classes());
+    std::optional<Layout> built;
+    try {
+        built.emplace(in.cluster, in.hardware, sp.fabric, sp.spares.count(),
+                      failures.present_classes());
+    } catch (const std::invalid_argument& e) {
+        throw InputError("reliability", std::string(e.what()) + " (fewer spares or processes)");
+    }
+    const Layout& layout = *built;
     for (std::size_t i = 0; i < sp.failures.size(); ++i) {
         const std::string problem =
             layout.effect_problem(sp.failures[i].component, sp.failures[i].effect);
