@@ -4,7 +4,11 @@
 
 #include "trnsim/core/error.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <exception>
+#include <optional>
+#include <thread>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -193,7 +197,7 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
         control.duration > Duration::zero() ? control.duration.ns() : control.time_limit.ns();
     const engine::PartitionMap partitions =
         engine::PartitionMap::from_starts(layout.entities(), layout.partition_starts());
-    for (int rep = 0; rep < control.replications; ++rep) {
+    const auto replicate = [&](int rep, int threads) {
         detail::RunModel model(setup, control.seed, static_cast<std::uint32_t>(rep),
                                control.record && rep == 0);
         // A partition holds few pending events (one per component due in the current chunk),
@@ -206,7 +210,7 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
         model.prime(sink, end);
         engine::RunStats stats;
         while (true) {
-            stats = sim.run(SimTime::from_ns(horizon + detail::kReportLatencyNs), control.threads);
+            stats = sim.run(SimTime::from_ns(horizon + detail::kReportLatencyNs), threads);
             if (model.finished() || horizon >= end) {
                 break;
             }
@@ -217,9 +221,43 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
         ReplicationResult r;
         model.finish(model.finished() ? model.end_ns() : end, r);
         r.engine_events = stats.events;
-        out.engine_events += stats.events;
+        return r;
+    };
+
+    // Replications are independent: min(threads, replications) of them run at once, each
+    // engine getting an equal share of the threads. Each result lands in its own slot, so the
+    // outcome does not depend on which thread ran what.
+    const int reps = control.replications;
+    const int concurrent = std::max(1, std::min(control.threads, reps));
+    const int engine_threads = std::max(1, control.threads / concurrent);
+    out.replications.resize(static_cast<std::size_t>(reps));
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(reps));
+    std::atomic<int> next{0};
+    const auto worker = [&]() {
+        for (int rep = next.fetch_add(1); rep < reps; rep = next.fetch_add(1)) {
+            try {
+                out.replications[static_cast<std::size_t>(rep)] = replicate(rep, engine_threads);
+            } catch (...) {
+                errors[static_cast<std::size_t>(rep)] = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < concurrent; ++t) {
+        pool.emplace_back(worker);
+    }
+    worker();
+    for (std::thread& t : pool) {
+        t.join();
+    }
+    for (const std::exception_ptr& e : errors) {
+        if (e) {
+            std::rethrow_exception(e);
+        }
+    }
+    for (const ReplicationResult& r : out.replications) {
+        out.engine_events += r.engine_events;
         out.metrics.push_back(metrics_of(r, f, input.job));
-        out.replications.push_back(std::move(r));
     }
 
     for (const auto& [name, member] : metric_fields()) {

@@ -79,6 +79,7 @@ std::optional<double> Setup::step_time(std::int64_t domains, double f) const {
         // No step model: the step time does not depend on the configuration.
         return input.job.step_s;
     }
+    const std::lock_guard<std::mutex> lock(step_mutex_);
     const auto key = std::make_pair(domains, f);
     auto it = step_cache_.find(key);
     if (it == step_cache_.end()) {

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <utility>
@@ -84,12 +85,14 @@ public:
     double job_failure_rate(std::int64_t domains) const;
     CheckpointCosts costs(std::int64_t domains) const;
     Duration interval(std::int64_t domains) const;
-    /// Step time on `domains` domains at EFA factor `f` (cached), or nothing.
+    /// Step time on `domains` domains at EFA factor `f` (cached), or nothing. Thread-safe:
+    /// replications running at once share the cache.
     std::optional<double> step_time(std::int64_t domains, double f) const;
     /// The largest count <= `domains` the job can run on (0: none).
     std::int64_t runnable_domains(std::int64_t domains) const;
 
 private:
+    mutable std::mutex step_mutex_;
     mutable std::map<std::pair<std::int64_t, double>, std::optional<double>> step_cache_;
 };
 

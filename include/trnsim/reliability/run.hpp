@@ -59,7 +59,7 @@ struct JobModel {
     double instance_hour_usd = 0.0;
     /// Step time on `domains` job domains with every instance's EFA bandwidth scaled by
     /// `efa_factor` in (0, 1]; nothing when the job cannot run on that many domains. Called
-    /// from one thread at a time; results are cached per (domains, factor).
+    /// from one thread at a time (under a lock); results are cached per (domains, factor).
     std::function<std::optional<double>(std::int64_t domains, double efa_factor)> step_time;
 };
 
@@ -67,7 +67,9 @@ struct RunControl {
     Duration duration;       ///< zero: until the job is done
     Duration time_limit = Duration::from_ns(std::int64_t{5} * 365 * 86400 * 1'000'000'000);
     int replications = 1;
-    int threads = 1;         ///< engine threads; results do not depend on it
+    /// Threads; results do not depend on it. min(threads, replications) replications run at
+    /// once (each is independent), each on the engine with threads / that many threads.
+    int threads = 1;
     std::uint64_t seed = 1;
     bool record = true;      ///< keep the events and timeline of the first replication
 };

@@ -3,11 +3,8 @@
 // makespan at the optimal interval must be within 1% of Daly's expected wall time, and the
 // interval minimising a curve fitted to simulated makespans within 10% of the optimum.
 //
-// Set-up: 4 instances x 16 chips, each chip failing exponentially with MTBF 64 M (so the job
-// fails with MTBF M); a failed instance is replaced at once by a spare (repair takes no time);
-// detection 0, restart 5 min, checkpoint 300 GB written and read at 1 GB/s (300 s each way),
-// so delta = 5 min and R = 5 min + 5 min. Failures strike in every state, as in Daly's model.
-#include "support.hpp"
+// The set-up is daly_input (tests/support/reliability_cases.hpp).
+#include "support/reliability_cases.hpp"
 
 #include "trnsim/reliability/theory.hpp"
 
@@ -21,16 +18,6 @@ namespace trnsim::reliability {
 namespace {
 
 using namespace test;
-
-RunInput daly_input(double mtbf, double tau) {
-    RunInput in = instances_input(4, 1, 500 * kHour);
-    in.spec.failures.push_back(failure(ComponentClass::chip, 64 * mtbf));
-    in.spec.recovery.restart = seconds(5 * kMin);
-    in.spec.checkpoint.interval = seconds(tau);
-    in.spec.checkpoint.size = Bytes(300'000'000'000);
-    in.job.checkpoint_size = Bytes(300'000'000'000);
-    return in;
-}
 
 RunSummary run(const RunInput& in, int replications, std::uint64_t seed = 11) {
     RunControl c;
@@ -67,40 +54,6 @@ TEST(Daly, MeanMakespanAtTheOptimumWithinOnePercent) {
     }
 }
 
-/// Least-squares fit of y = a / x + b + c x (the first-order shape of the wall time as a
-/// function of the interval: delta / tau + tau / 2M + constant); returns the minimiser
-/// sqrt(a / c).
-double fitted_minimum(const std::vector<double>& x, const std::vector<double>& y) {
-    // Normal equations of the basis (1/x, 1, x), solved by Cramer's rule.
-    double m[3][3] = {};
-    double v[3] = {};
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        const double basis[3] = {1.0 / x[i], 1.0, x[i]};
-        for (int r = 0; r < 3; ++r) {
-            v[r] += basis[r] * y[i];
-            for (int c = 0; c < 3; ++c) {
-                m[r][c] += basis[r] * basis[c];
-            }
-        }
-    }
-    const auto det = [](const double a[3][3]) {
-        return a[0][0] * (a[1][1] * a[2][2] - a[1][2] * a[2][1]) -
-               a[0][1] * (a[1][0] * a[2][2] - a[1][2] * a[2][0]) +
-               a[0][2] * (a[1][0] * a[2][1] - a[1][1] * a[2][0]);
-    };
-    double coef[3];
-    for (int k = 0; k < 3; ++k) {
-        double mk[3][3];
-        for (int r = 0; r < 3; ++r) {
-            for (int c = 0; c < 3; ++c) {
-                mk[r][c] = c == k ? v[r] : m[r][c];
-            }
-        }
-        coef[k] = det(mk) / det(m);
-    }
-    return std::sqrt(coef[0] / coef[2]);
-}
-
 TEST(Daly, FittedOptimumIntervalWithinTenPercent) {
     // M = 6 h. Makespans over a grid of intervals from 0.5 to 2 times the optimum (56.71 min),
     // 150 replications each with the same seeds (common random numbers: every component fails
@@ -112,7 +65,7 @@ TEST(Daly, FittedOptimumIntervalWithinTenPercent) {
     const double mtbf = 6 * kHour;
     const double best = theory::optimal_interval(delta, mtbf);
     std::vector<double> taus, simulated, exact;
-    for (double k : {0.5, 0.6, 0.7, 0.85, 1.0, 1.2, 1.4, 1.7, 2.0}) {
+    for (double k : fit_grid()) {
         const double tau = best * k;
         taus.push_back(tau / kMin);
         simulated.push_back(run(daly_input(mtbf, tau), 150).estimate("wall_time_s").mean / kHour);

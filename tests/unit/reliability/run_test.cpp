@@ -1,6 +1,6 @@
 // The run simulation against closed forms, counts, conservation laws and hand-traced
 // scenarios. Every expected value is derived in the test.
-#include "support.hpp"
+#include "support/reliability_cases.hpp"
 
 #include "trnsim/reliability/theory.hpp"
 
@@ -263,14 +263,10 @@ TEST(Conservation, ReplicaScopeAndDegradedJobsConserveTime) {
     }
 }
 
-TEST(Determinism, IdenticalForAnyThreadCount) {
-    RunInput in = busy_input();
-    in.spec.recovery.scope = RecoveryScope::replica;
-    in.job.tp = 16;
-    in.job.dp = 16;
-    const RunSummary one = run(in, 3, 41, 1);
+void expect_identical_for_thread_counts(const RunInput& in, int replications) {
+    const RunSummary one = run(in, replications, 41, 1);
     for (int threads : {2, 4}) {
-        const RunSummary many = run(in, 3, 41, threads);
+        const RunSummary many = run(in, replications, 41, threads);
         for (std::size_t r = 0; r < one.replications.size(); ++r) {
             const ReplicationResult& a = one.replications[r];
             const ReplicationResult& b = many.replications[r];
@@ -290,6 +286,17 @@ TEST(Determinism, IdenticalForAnyThreadCount) {
             EXPECT_EQ(ea[i].component_index, eb[i].component_index);
         }
     }
+}
+
+TEST(Determinism, IdenticalForAnyThreadCount) {
+    // One replication: the engine itself runs its windows on 1, 2 and 4 threads. Three: the
+    // replications run at once on different threads.
+    RunInput in = busy_input();
+    in.spec.recovery.scope = RecoveryScope::replica;
+    in.job.tp = 16;
+    in.job.dp = 16;
+    expect_identical_for_thread_counts(in, 1);
+    expect_identical_for_thread_counts(in, 3);
 }
 
 TEST(Determinism, ReplicationsAreIndependentOfEachOther) {
