@@ -3,6 +3,7 @@
 
 #include "trnsim/compute/chip_spec.hpp"
 #include "trnsim/config/scenario.hpp"
+#include "trnsim/topology/fabric_spec.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include "schema.hpp"
@@ -14,6 +15,7 @@ namespace trnsim::config::detail {
 const Schema<ScenarioSpec>& scenario_schema();
 const Schema<compute::ChipSpec>& chip_schema();
 const Schema<workload::ModelSpec>& model_schema();
+const Schema<topology::FabricSpec>& fabric_schema();
 
 /// Resolves a preset name or file reference to a path, or throws InputError at `path`.
 std::filesystem::path find_preset(const std::string& ref, const char* kind_dir,
@@ -32,6 +34,10 @@ workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& p
 void validate_model(workload::ModelSpec& m, const std::string& prefix, const Context& ctx,
                     const SourceLocation& loc);
 void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceLocation& loc);
+
+/// Loads a fabric preset (topologies/<name>.yaml) or file and checks it against its chip.
+topology::FabricSpec load_fabric_ref(const std::string& ref, const Context& ctx,
+                                     const std::string& path, const SourceLocation& loc);
 
 /// Reads a YAML file; syntax errors become InputErrors at the offending position.
 YAML::Node read_yaml(const std::filesystem::path& file, const std::string& path,

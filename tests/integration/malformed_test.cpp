@@ -199,6 +199,26 @@ std::vector<Case> cases() {
         {"trace_too_few_fields", reliable("  trace: failures.csv\n"), {},
          "reliability.trace: expected time,component,index[,cause]", "failures.csv:1:1",
          {{"failures.csv", "1h,chip\n"}}},
+        {"collective_with_training_keys", with("workload:\n", "workload:\n  type: collective\n"),
+         {}, "workload.model", ""},
+        {"collective_bad_sizes",
+         "cluster: {ultraservers: 1}\nworkload: {type: collective, collective: {sizes: 1MB:1KB}}\n",
+         {}, "workload.collective.sizes", ""},
+        {"collective_too_many_ranks",
+         "cluster: {ultraservers: 1}\nworkload: {type: collective, collective: {ranks: 100000}}\n",
+         {}, "workload.collective.ranks", ""},
+        {"unknown_fabric", with("cluster: {ultraservers: 4}", "cluster: {ultraservers: 4, fabric: trn9-cloud}"),
+         {}, "cluster.fabric", ""},
+        {"fabric_of_another_chip",
+         "hardware: {chip: trn1}\ncluster: {instances: 2, fabric: trn2-ultracluster}\n"
+         "workload: {type: collective}\n",
+         {}, "cluster.fabric", ""},
+        {"reliability_on_collective",
+         "cluster: {ultraservers: 1}\nworkload: {type: collective}\nreliability: {}\n", {},
+         "reliability: is for workload.type: training, not collective", "scenario.yaml:3:"},
+        {"cluster_too_big_for_fabric",
+         "cluster: {ultraservers: 9000}\nworkload: {type: collective}\n", {},
+         "cluster", ""},
     };
 }
 

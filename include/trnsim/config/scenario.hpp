@@ -6,6 +6,8 @@
 #pragma once
 
 #include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/network/collectives.hpp"
+#include "trnsim/topology/fabric_spec.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/units.hpp"
 #include "trnsim/reliability/spec.hpp"
@@ -15,10 +17,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trnsim::config {
 
-enum class WorkloadType { training };
+enum class WorkloadType { training, collective };
 enum class Fidelity { analytic };
 
 const char* to_string(Fidelity f);
@@ -28,6 +31,14 @@ struct HardwareSpec {
     compute::ChipSpec chip;   ///< the loaded chip description
     int lnc = 0;              ///< 0 until resolved: the chip's default
     Bytes hbm_reserve;        ///< per chip, kept free of the training job
+};
+
+/// workload.type: collective — the collective benchmark of trnsim collective as a scenario.
+struct CollectiveScenario {
+    network::CollectiveOp op = network::CollectiveOp::all_reduce;
+    std::vector<double> sizes; ///< bytes per rank
+    std::int64_t ranks = 0;    ///< 0: all
+    network::Algorithm algorithm = network::Algorithm::automatic;
 };
 
 struct SimulationSpec {
@@ -52,7 +63,13 @@ struct ScenarioSpec {
     std::int64_t seed = 1; ///< non-negative, at most 2^53
     HardwareSpec hardware;
     topology::ClusterSpec cluster;
+    /// The fabric (cluster.fabric; default <chip>-ultracluster). Loaded when given or when
+    /// the workload needs it (collective).
+    std::string fabric_ref;
+    topology::FabricSpec fabric;
+    bool has_fabric = false;
     WorkloadType workload_type = WorkloadType::training;
+    CollectiveScenario collective;
     std::string model_ref; ///< preset name, file, or "inline"
     workload::TrainingSpec training;
     reliability::ReliabilitySpec reliability; ///< enabled when the scenario has the section
