@@ -433,8 +433,9 @@ void add_reliability_keys(Schema<S>& s) {
     s.section("reliability.fabric",
               "Assumptions behind the failing network and power components (docs/reliability.md).");
     s.field(integer<S>("reliability.fabric.switch_radix",
-                       [](S& x) -> int& { return rel(x).fabric.switch_radix; }, "64", 4, 4096,
-                       "Ports per EFA switch (leaf, spine, core of a non-blocking Clos)."));
+                       [](S& x) -> int& { return rel(x).fabric.switch_radix; }, "128", 4, 4096,
+                       "Ports per EFA switch of the non-blocking Clos whose leaves, spines and "
+                       "cores fail (half down, half up, as topologies/trn2-ultracluster.yaml)."));
     s.field(integer<S>("reliability.fabric.power_domain_instances",
                        [](S& x) -> int& { return rel(x).fabric.power_domain_instances; }, "8", 1,
                        1000000,

@@ -73,27 +73,17 @@ Layout::Layout(const topology::ClusterShape& cluster, const HardwareFacts& hw,
     power_domains_ = ceil_div(domains(), domains_per_power_);
     counts_[index(ComponentClass::power)] = power_domains_;
 
-    // The fabric estimate (header comment).
-    const std::int64_t k = std::max(fabric.switch_radix, 2);
+    // The fabric counts (header comment).
+    const std::int64_t half = std::max(fabric.switch_radix / 2, 1);
     rails_ = std::max(hw.efa_interfaces, 1);
-    instances_per_leaf_ = k / 2;
+    instances_per_leaf_ = half;
+    leaves_per_pod_ = half;
+    spines_per_pod_ = half;
     leaves_per_rail_ = ceil_div(instances, instances_per_leaf_);
     const std::int64_t leaves = rails_ * leaves_per_rail_;
-    std::int64_t spines = 0;
-    std::int64_t cores = 0;
-    if (leaves <= 1) {
-        leaves_per_pod_ = std::max<std::int64_t>(leaves, 1);
-        spines_per_pod_ = 1;
-    } else if (leaves <= k) {
-        spines = ceil_div(leaves, 2);
-        leaves_per_pod_ = leaves;
-        spines_per_pod_ = spines;
-    } else {
-        leaves_per_pod_ = k / 2;
-        spines_per_pod_ = k / 2;
-        spines = ceil_div(leaves, leaves_per_pod_) * spines_per_pod_;
-        cores = ceil_div(spines, 2);
-    }
+    const std::int64_t pods = ceil_div(leaves, leaves_per_pod_);
+    const std::int64_t spines = leaves > 1 ? pods * spines_per_pod_ : 0;
+    const std::int64_t cores = pods > 1 ? half * half : 0;
     counts_[index(ComponentClass::leaf)] = leaves;
     counts_[index(ComponentClass::spine)] = spines;
     counts_[index(ComponentClass::core)] = cores;

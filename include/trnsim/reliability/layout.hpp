@@ -18,13 +18,15 @@
 // Power domains: `fabric.power_domain_instances` consecutive instances, rounded up to whole
 // domains; a power failure takes every domain in it (correlated failure).
 //
-// EFA fabric (an estimate kept here until issue 4's fabric model exists; docs/reliability.md):
-// rail-optimised and non-blocking, from the switch radix k. Each instance has one NIC per rail
-// (rails = EFA interfaces). A leaf serves k/2 instances of one rail and has k/2 up-links:
+// EFA fabric counts, from the switch radix k (`fabric.switch_radix`): a rail-optimised,
+// non-blocking three-tier Clos with k/2 ports down and k/2 up per switch, the structure of
+// topology::Fabric (issue 4; with k = 128 the counts equal those of its trn2-ultracluster
+// preset). Kept here as counts only, so the run simulation does not build the link arrays.
+// Each instance has one NIC per rail (rails = EFA interfaces); a leaf serves k/2 instances of
+// one rail:
 //   leaves  = rails x ceil(instances / (k/2))
-//   spines  = 0 for one leaf; ceil(leaves / 2) for up to k leaves (two tiers, all spine ports
-//             down); otherwise pods of k/2 leaves with k/2 spines each (three tiers)
-//   cores   = ceil(spines / 2) in three tiers, else 0
+//   pods    = ceil(leaves / (k/2)); spines = pods x k/2 when there is more than one leaf
+//   cores   = (k/2)^2 (k/2 planes of k/2 cores) when there is more than one pod, else 0
 //
 // Blast radius (Impact). chip, hbm, host, neuronlink, and nic by default: the domain is
 // replaced. software: the job restarts, nothing is replaced. power: every domain of the power

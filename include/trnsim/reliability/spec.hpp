@@ -144,10 +144,9 @@ struct CheckpointSpec {
     Bandwidth snapshot_bandwidth = Bandwidth::bytes_per_s(25e9);
 };
 
-/// Assumptions behind the component counts that issue 4's fabric model will replace
-/// (layout.hpp documents them).
+/// Assumptions behind the network and power component counts (layout.hpp documents them).
 struct FabricSpec {
-    int switch_radix = 64;          ///< ports per EFA switch
+    int switch_radix = 128;         ///< ports per EFA switch (trn2-ultracluster's estimate)
     int power_domain_instances = 8; ///< instances fed by one power domain
 };
 

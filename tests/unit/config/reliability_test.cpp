@@ -52,7 +52,7 @@ TEST(ReliabilitySection, DocumentedDefaults) {
     EXPECT_FALSE(r.checkpoint.size.has_value());
     EXPECT_DOUBLE_EQ(r.checkpoint.storage_bandwidth.bytes_per_s(), 2e12);
     EXPECT_DOUBLE_EQ(r.checkpoint.restore_bandwidth.bytes_per_s(), 0.0); // auto
-    EXPECT_EQ(r.fabric.switch_radix, 64);
+    EXPECT_EQ(r.fabric.switch_radix, 128);
     EXPECT_EQ(r.fabric.power_domain_instances, 8);
     EXPECT_EQ(s.simulation.duration, Duration::zero()); // until_done
     EXPECT_EQ(s.simulation.replications, 1);
@@ -133,15 +133,16 @@ double expected_failures(const std::vector<reliability::FailureSpec>& failures,
 
 TEST(ReliabilityPresets, Llama3PresetReproducesThe419Interruptions) {
     // On the cluster it was measured on (reliability.md §1): 16,384 GPUs, 2,048 hosts, 16,384
-    // NICs, 512 leaves (trnsim's fabric estimate for 16,384 ports of radix 64), 54 days: the
-    // processes must add up to the 419 unexpected interruptions (MTBFs are rounded to days).
+    // NICs, 256 leaves (trnsim's fabric counts for 2,048 hosts with 8 rails and 128-port
+    // switches), 54 days: the processes must add up to the 419 unexpected interruptions
+    // (MTBFs are rounded to days).
     const ScenarioSpec s = load("reliability: {preset: llama3-16k-h100}\n");
     const auto& f = s.reliability.failures;
     EXPECT_EQ(f.size(), 18u);
     const std::map<ComponentClass, double> llama = {
         {ComponentClass::chip, 16384}, {ComponentClass::hbm, 16384},
         {ComponentClass::host, 2048},  {ComponentClass::software, 2048},
-        {ComponentClass::nic, 16384},  {ComponentClass::leaf, 512}};
+        {ComponentClass::nic, 16384},  {ComponentClass::leaf, 256}};
     EXPECT_NEAR(expected_failures(f, llama, 54), 419.0, 0.2);
     // Per-GPU rate: 0.173 failures per GPU-year, MTBF 3.09 h for the job (reliability.md §1).
     EXPECT_NEAR(54.0 * 24.0 / expected_failures(f, llama, 54), 3.09, 0.01);
