@@ -29,7 +29,8 @@ struct TrainingRun {
 Bytes checkpoint_bytes(const workload::Plan& plan);
 
 /// The run simulation's input for a scenario and its plan (the step model re-plans the job on
-/// fewer domains or a slower fabric through workload::build_plan and estimate_step).
+/// fewer domains or a slower fabric through workload::build_plan and estimate_step; it refers
+/// to `spec`, which must outlive the result).
 reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
                                         const workload::Plan& plan, const StepEstimate& step);
 
