@@ -193,6 +193,7 @@ void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& 
     causes.add_string("cause", 32);
     causes.add_string("component", 12);
     causes.add_string("distribution", 12);
+    causes.add_string("effect", 16);
     causes.add_float("mtbf_s");
     causes.add_float("failures");
     causes.add_float("interruptions");
@@ -200,6 +201,7 @@ void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& 
         const auto& p = r.processes[i];
         causes.add_row({p.cause.substr(0, 32), std::string(reliability::to_string(p.cls)),
                         std::string(p.random ? reliability::to_string(p.kind) : "trace"),
+                        std::string(reliability::to_string(r.impacts[i])),
                         p.random ? p.mean_s : 0.0, r.mean_failures_by_process[i],
                         r.mean_interruptions_by_process[i]});
     }

@@ -56,14 +56,6 @@ std::uint16_t FailureModel::trace_process(ComponentClass c, const std::string& c
     throw std::logic_error("reliability: no process for a trace cause");
 }
 
-double FailureModel::class_rate(ComponentClass c) const {
-    double rate = 0.0;
-    for (std::uint16_t i : random_processes(c)) {
-        rate += processes_[i].population_rate();
-    }
-    return rate;
-}
-
 double FailureModel::sample(const Process& p, bool bad, engine::RandomStream& stream) const {
     const double mean = bad ? p.mean_s / p.bad_multiplier : p.mean_s;
     switch (p.kind) {

@@ -19,15 +19,15 @@ constexpr std::uint32_t kMaxPowerPartitions = 64;
 const char* to_string(Impact i) {
     switch (i) {
     case Impact::replace_domain:
-        return "replace domain";
+        return "replace_domain";
     case Impact::restart_only:
-        return "restart";
+        return "restart_only";
     case Impact::power:
-        return "power domain";
+        return "power";
     case Impact::fabric_interrupt:
-        return "fabric, restart";
+        return "fabric_interrupt";
     case Impact::fabric_degrade:
-        return "fabric, degrade";
+        return "fabric_degrade";
     }
     return "?";
 }
@@ -77,11 +77,10 @@ Layout::Layout(const topology::ClusterShape& cluster, const HardwareFacts& hw,
     const std::int64_t half = std::max(fabric.switch_radix / 2, 1);
     rails_ = std::max(hw.efa_interfaces, 1);
     instances_per_leaf_ = half;
-    leaves_per_pod_ = half;
     spines_per_pod_ = half;
     leaves_per_rail_ = ceil_div(instances, instances_per_leaf_);
     const std::int64_t leaves = rails_ * leaves_per_rail_;
-    const std::int64_t pods = ceil_div(leaves, leaves_per_pod_);
+    const std::int64_t pods = ceil_div(leaves, half); // k/2 leaves per pod
     const std::int64_t spines = leaves > 1 ? pods * spines_per_pod_ : 0;
     const std::int64_t cores = pods > 1 ? half * half : 0;
     counts_[index(ComponentClass::leaf)] = leaves;
@@ -124,10 +123,6 @@ Layout::Layout(const topology::ClusterShape& cluster, const HardwareFacts& hw,
     if (fabric_entities > 0) {
         partition_starts_.push_back(static_cast<std::uint32_t>(fabric_start_));
     }
-}
-
-std::int64_t Layout::leaf_of(std::int64_t instance, int rail) const {
-    return std::int64_t{rail} * leaves_per_rail_ + instance / instances_per_leaf_;
 }
 
 Impact Layout::impact(ComponentClass c, Effect e) const {

@@ -173,6 +173,7 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
 
     RunSummary out;
     out.processes = setup.failures.processes();
+    out.impacts = setup.impact;
     RunFacts& f = out.facts;
     f.job_domains = layout.job_domains();
     f.spare_domains = layout.spare_domains();

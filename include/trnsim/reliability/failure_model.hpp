@@ -79,9 +79,6 @@ public:
     /// The process a trace failure of (class, cause) is attributed to.
     std::uint16_t trace_process(ComponentClass c, const std::string& cause) const;
 
-    /// Sum over a class's processes of their population rates (per second, per component).
-    double class_rate(ComponentClass c) const;
-
     struct Draw {
         double lifetime_s = 0.0; ///< +inf when the class has no random process
         std::uint16_t process = 0;

@@ -85,8 +85,6 @@ public:
     std::int64_t chips_per_instance() const { return chips_per_instance_; }
     std::int64_t domains_per_power() const { return domains_per_power_; }
     std::int64_t power_domains() const { return power_domains_; }
-    /// Power domain of a physical domain.
-    std::int64_t power_of(std::int64_t domain) const { return domain / domains_per_power_; }
 
     // Component counts (whole cluster, spares included), whether or not the class is present.
     std::int64_t count(ComponentClass c) const { return counts_[index(c)]; }
@@ -99,11 +97,9 @@ public:
     int rails() const { return rails_; }
     std::int64_t leaves_per_rail() const { return leaves_per_rail_; }
     std::int64_t instances_per_leaf() const { return instances_per_leaf_; }
-    std::int64_t leaves_per_pod() const { return leaves_per_pod_; }
     std::int64_t spines_per_pod() const { return spines_per_pod_; }
-    /// The leaf of instance `instance` on `rail`, and the pod of a leaf or spine.
-    std::int64_t leaf_of(std::int64_t instance, int rail) const;
-    std::int64_t pod_of_leaf(std::int64_t leaf) const { return leaf / leaves_per_pod_; }
+    /// Leaf l serves instances [(l mod leaves_per_rail) x instances_per_leaf, + instances_per_leaf)
+    /// on rail l / leaves_per_rail; spine s sits in pod s / spines_per_pod.
     std::int64_t pod_of_spine(std::int64_t spine) const { return spine / spines_per_pod_; }
 
     /// What a failure of class `c` with effect `e` does (the header's blast-radius rules). An
@@ -146,8 +142,7 @@ private:
     std::array<std::int64_t, kClassCount> per_domain_{};
     std::array<bool, kClassCount> present_{};
     int rails_ = 1;
-    std::int64_t leaves_per_rail_ = 0, instances_per_leaf_ = 1, leaves_per_pod_ = 1,
-                 spines_per_pod_ = 1;
+    std::int64_t leaves_per_rail_ = 0, instances_per_leaf_ = 1, spines_per_pod_ = 1;
 
     // Entity arithmetic.
     std::array<std::int64_t, kClassCount> class_offset_{}; ///< within a domain, or the fabric

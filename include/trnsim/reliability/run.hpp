@@ -177,6 +177,7 @@ struct RunFacts {
 struct RunSummary {
     RunFacts facts;
     std::vector<Process> processes;
+    std::vector<Impact> impacts; ///< what each process's failures do (layout.hpp)
     std::vector<ReplicationResult> replications;
     std::vector<Metrics> metrics; ///< per replication
     /// Mean and 95% interval of every metric (metric_fields order).
