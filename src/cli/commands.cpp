@@ -170,6 +170,9 @@ int cmd_validate(const std::vector<std::string>& args) {
         workload::Plan plan;
         try {
             plan = sim::make_plan(spec);
+            if (spec.reliability.enabled) {
+                reliability::validate(sim::reliability_input(spec, plan, {}));
+            }
         } catch (const InputError& e) {
             throw e.located(spec.sources);
         }

@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include "reliability_report.hpp"
+
 #include "trnsim/core/format.hpp"
 
 #include <algorithm>
@@ -125,6 +127,9 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
              grouped(static_cast<std::int64_t>(run.instance_hours)) + " instance-hours x " +
              fmt::money(spec.cost.instance_hour) + " = " +
              fmt::money(Money::usd(run.cost_usd)));
+    if (run.reliability) {
+        print_reliability(out, spec, run);
+    }
     out << "  time per step on stage " << e.slowest_stage << " (top ops):\n";
     const std::size_t shown = std::min<std::size_t>(8, e.breakdown.size());
     for (std::size_t i = 0; i < shown; ++i) {
@@ -206,7 +211,7 @@ results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::T
     f.meta.threads = threads;
 
     auto& s = f.summary;
-    const std::vector<std::pair<const char*, results::Table::Value>> columns = {
+    std::vector<std::pair<std::string, results::Table::Value>> columns = {
         {"chips", p.cluster.chips},
         {"ranks", p.ranks},
         {"instances", p.cluster.instances},
@@ -233,6 +238,10 @@ results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::T
         {"instance_hours", run.instance_hours},
         {"cost_usd", run.cost_usd},
     };
+    if (run.reliability) {
+        const auto more = reliability_columns(run);
+        columns.insert(columns.end(), more.begin(), more.end());
+    }
     std::vector<results::Table::Value> row;
     for (const auto& [name, value] : columns) {
         if (std::holds_alternative<std::int64_t>(value)) {
@@ -266,6 +275,9 @@ results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::T
                         b.reserve.count(), b.total().count()});
     }
     f.tables.emplace_back("/plan/memory", std::move(memory));
+    if (run.reliability) {
+        add_reliability_tables(f, run);
+    }
     return f;
 }
 

@@ -46,11 +46,20 @@ SourceLocation Context::locate(const std::string& full_path, const YAML::Mark& m
         if (auto it = overrides.find(p); it != overrides.end()) {
             return it->second;
         }
-        const auto cut = p.find_last_of('.');
+        const auto cut = p.find_last_of(".[");
         if (cut == std::string::npos) {
             break;
         }
         p.resize(cut);
+    }
+    // A value merged in from a preset file: its mark points into that file. List elements
+    // ("a.b[2].c") belong to their list ("a.b").
+    for (std::string q = full_path; !q.empty();) {
+        if (auto it = merged_from.find(q); it != merged_from.end() && !mark.is_null()) {
+            return {it->second, mark.line + 1, mark.column + 1};
+        }
+        const auto cut = q.find_last_of(".[");
+        q.resize(cut == std::string::npos ? 0 : cut);
     }
     if (mark.is_null()) {
         const std::string below = full_path + ".";
@@ -139,6 +148,15 @@ YAML::Node read_yaml_file(const fs::path& file, const std::string& path,
                          {file.string(), e.mark.line + 1, e.mark.column + 1});
     }
 }
+
+} // namespace
+
+YAML::Node read_yaml(const fs::path& file, const std::string& path,
+                     const SourceLocation& referenced_at) {
+    return read_yaml_file(file, path, referenced_at);
+}
+
+namespace {
 
 std::int64_t product(const std::vector<int>& v) {
     std::int64_t p = 1;
@@ -569,6 +587,10 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
                 throw InputError(key, "is for workload.type: training, not collective", at(key));
             }
         }
+        if (spec.reliability.enabled) {
+            throw InputError("reliability", "is for workload.type: training, not collective",
+                             at("reliability"));
+        }
         if (!spec.has_fabric) {
             spec.fabric_ref = spec.hardware.chip.name + "-ultracluster";
             spec.fabric = detail::load_fabric_ref(spec.fabric_ref, ctx, "cluster.fabric",
@@ -625,11 +647,13 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
         apply_override(root, detail::split_key_path(o.path), 0, o);
         ctx.overrides[o.path] = o.origin;
     }
+    detail::merge_reliability_preset(root, ctx);
     spec.sources.add("", top);
     // Sentinels for defaults that come from the chip (values given in the file are >= 0).
     spec.hardware.hbm_reserve = Bytes(-1);
     spec.cost.instance_hour = Money::usd(-1.0);
     detail::scenario_schema().load(spec, root, ctx, top);
+    spec.reliability.enabled = static_cast<const YAML::Node&>(root)["reliability"].IsDefined();
 
     // Defaults that depend on other values.
     const auto& chip = spec.hardware.chip;
@@ -664,6 +688,9 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     }
     // Re-emit in schema order (the computed keys were appended at the end).
     YAML::Node ordered = detail::scenario_schema().resolved(resolved);
+    if (!spec.reliability.enabled) {
+        ordered.remove("reliability"); // only defaults: the scenario has no reliability section
+    }
     YAML::Emitter out;
     out << ordered;
     spec.resolved_yaml = std::string(out.c_str()) + "\n";

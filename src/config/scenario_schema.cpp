@@ -191,6 +191,8 @@ Schema<S> build() {
                        [](S& x) -> bool& { return par(x).sequence_parallel; }, "true",
                        "Split norms and residuals along the sequence across TP ranks."));
 
+    add_reliability_keys(s);
+
     s.section("simulation", "How the run is simulated.");
     s.field(choice<S, Fidelity>("simulation.fidelity",
                                 [](S& x) -> Fidelity& { return x.simulation.fidelity; }, "analytic",
@@ -200,6 +202,7 @@ Schema<S> build() {
                                [](S& x) -> int& { return x.simulation.threads; }, "auto", 1, 4096,
                                "Worker threads (auto: all hardware threads); results do not "
                                "depend on it."));
+    add_run_keys(s);
 
     s.section("cost", "Prices.");
     s.field(computed_default(

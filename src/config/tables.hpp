@@ -39,4 +39,17 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
 topology::FabricSpec load_fabric_ref(const std::string& ref, const Context& ctx,
                                      const std::string& path, const SourceLocation& loc);
 
+/// Reads a YAML file; syntax errors become InputErrors at the offending position.
+YAML::Node read_yaml(const std::filesystem::path& file, const std::string& path,
+                     const SourceLocation& referenced_at);
+
+// The reliability section (reliability_schema.cpp).
+const Schema<reliability::FailureSpec>& failure_schema();
+/// Adds the reliability.* keys, and the simulation keys of the run simulation.
+void add_reliability_keys(Schema<ScenarioSpec>& s);
+void add_run_keys(Schema<ScenarioSpec>& s);
+/// Merges the preset named by reliability.preset into the scenario's reliability mapping (the
+/// scenario's keys win) and records where the merged values came from.
+void merge_reliability_preset(YAML::Node root, Context& ctx);
+
 } // namespace trnsim::config::detail

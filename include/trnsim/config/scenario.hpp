@@ -10,6 +10,7 @@
 #include "trnsim/topology/fabric_spec.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/units.hpp"
+#include "trnsim/reliability/spec.hpp"
 #include "trnsim/topology/cluster.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
@@ -43,6 +44,10 @@ struct CollectiveScenario {
 struct SimulationSpec {
     Fidelity fidelity = Fidelity::analytic;
     int threads = 0; ///< 0 = auto (all hardware threads)
+    // The run simulation (a scenario with a reliability section):
+    Duration duration;   ///< zero = until_done
+    Duration time_limit; ///< until_done stops here at the latest
+    int replications = 1;
 };
 
 struct CostSpec {
@@ -67,6 +72,7 @@ struct ScenarioSpec {
     CollectiveScenario collective;
     std::string model_ref; ///< preset name, file, or "inline"
     workload::TrainingSpec training;
+    reliability::ReliabilitySpec reliability; ///< enabled when the scenario has the section
     SimulationSpec simulation;
     CostSpec cost;
     OutputSpec output;
