@@ -26,6 +26,8 @@ const char* to_string(Fidelity f) {
     switch (f) {
     case Fidelity::analytic:
         return "analytic";
+    case Fidelity::step:
+        return "step";
     }
     return "?";
 }
@@ -618,6 +620,13 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
     }
     if (t.tokens == 0 && t.steps == 0) {
         throw InputError("workload", "give one of workload.tokens or workload.steps", workload);
+    }
+    if (spec.simulation.fidelity == Fidelity::step && !spec.has_fabric) {
+        // The step simulation runs its communication over the fabric.
+        spec.fabric_ref = spec.hardware.chip.name + "-ultracluster";
+        spec.fabric = detail::load_fabric_ref(spec.fabric_ref, ctx, "cluster.fabric",
+                                              spec.sources.find("cluster"));
+        spec.has_fabric = true;
     }
 }
 

@@ -1,6 +1,6 @@
 #include "trnsim/sim/analytic.hpp"
 
-#include "trnsim/compute/cost_model.hpp"
+#include "coster.hpp"
 #include "trnsim/workload/program.hpp"
 
 #include <algorithm>
@@ -12,56 +12,8 @@ namespace {
 
 using workload::ProgramOp;
 
-struct OpCost {
-    double seconds = 0.0;
-    double flops = 0.0;
-    double hbm_bytes = 0.0;
-};
-
-class Coster {
-public:
-    explicit Coster(const workload::Plan& plan)
-        : plan_(plan), model_(plan.chip, plan.lnc) {
-        for (auto g : {workload::CommGroup::tp, workload::CommGroup::dp, workload::CommGroup::ep,
-                       workload::CommGroup::expert_dp, workload::CommGroup::pp}) {
-            shapes_.push_back(plan.group_shape(g));
-        }
-    }
-
-    /// `comm_scale` 0 makes every collective free (for the exposed-communication figure).
-    OpCost cost(const ProgramOp& op, double comm_scale) const {
-        OpCost c;
-        compute::KernelCost k;
-        switch (op.kind) {
-        case ProgramOp::Kind::matmul:
-            k = model_.matmul(op.matmul);
-            break;
-        case ProgramOp::Kind::attention:
-            k = model_.attention(op.attention);
-            break;
-        case ProgramOp::Kind::stream:
-            k = model_.stream(op.stream);
-            break;
-        case ProgramOp::Kind::optimizer:
-            k = model_.optimizer(op.optimizer);
-            break;
-        case ProgramOp::Kind::collective:
-            c.seconds = comm_scale * op.repeat *
-                        network::collective_seconds(op.collective, op.bytes,
-                                                    shapes_[static_cast<std::size_t>(op.group)]);
-            return c;
-        }
-        c.seconds = k.seconds * op.repeat;
-        c.flops = k.flops * op.repeat;
-        c.hbm_bytes = k.hbm_bytes * op.repeat;
-        return c;
-    }
-
-private:
-    const workload::Plan& plan_;
-    compute::CostModel model_;
-    std::vector<network::GroupShape> shapes_;
-};
+using detail::Coster;
+using detail::OpCost;
 
 struct BlockTime {
     double seconds = 0.0;
