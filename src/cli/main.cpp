@@ -19,6 +19,8 @@ constexpr const char* kUsage =
     "  validate SCENARIO.yaml   check a scenario and print it with every default resolved\n"
     "  describe chip|model|schema [NAME]\n"
     "                           show what a preset contains, or every scenario key\n"
+    "  calibrate --chip NAME    fit the analytic kernel model to the detailed core model\n"
+    "  kernel CLASS SHAPE       cost one kernel with both models (trnsim kernel --help)\n"
     "\n"
     "options:\n"
     "  --help, -h               this help; `trnsim <command> --help` for a command's options\n"
@@ -50,6 +52,12 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     if (cmd == "describe") {
         return cmd_describe(rest);
+    }
+    if (cmd == "calibrate") {
+        return cmd_calibrate(rest);
+    }
+    if (cmd == "kernel") {
+        return cmd_kernel(rest);
     }
     throw trnsim::UsageError("unknown command '" + cmd + "'\n" + kUsage);
 }
