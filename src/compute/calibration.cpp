@@ -431,10 +431,11 @@ Calibration calibrate(const ChipSpec& chip, CalibrationGrid grid, int threads,
         Eigen::MatrixXd a(static_cast<Eigen::Index>(train.size()), features);
         Eigen::VectorXd b = Eigen::VectorXd::Ones(static_cast<Eigen::Index>(train.size()));
         for (std::size_t i = 0; i < train.size(); ++i) {
-            const detail::Features f = detail::features(train[i]->kernel, rates);
+            const detail::FeatureRow x =
+                detail::feature_values(cls, detail::terms(train[i]->kernel, rates));
             for (Eigen::Index j = 0; j < features; ++j) {
                 a(static_cast<Eigen::Index>(i), j) =
-                    f.x[static_cast<std::size_t>(j)] / train[i]->detailed_s;
+                    x[static_cast<std::size_t>(j)] / train[i]->detailed_s;
             }
         }
         const Eigen::VectorXd x = nnls(a, b);

@@ -19,6 +19,7 @@ CostModel::CostModel(const ChipSpec& chip, int lnc)
         const auto& fitted = chip.kernel_model.fit(c).coefficients;
         const std::vector<double> coef =
             fitted.empty() ? detail::nominal_coefficients(c) : fitted;
+        static_assert(kMaxFeatures == detail::kMaxFeatures);
         TRNSIM_CHECK(coef.size() == detail::feature_count(c) && coef.size() <= kMaxFeatures,
                      "coefficient count (checked when the chip is loaded)");
         std::copy(coef.begin(), coef.end(), coefficients_[static_cast<std::size_t>(c)].begin());
@@ -33,37 +34,22 @@ FlopRate CostModel::tensor_peak_per_rank(Precision p) const {
     return chip_->tensor_peak_per_core(p) * static_cast<double>(lnc_);
 }
 
-double CostModel::piece_seconds(const Kernel& piece) const {
-    const detail::Features f = detail::features(piece, *rates_);
-    const auto& c = coefficients_[static_cast<std::size_t>(class_of(piece))];
-    double t = 0.0;
-    for (std::size_t i = 0; i < f.count; ++i) {
-        t += c[i] * f.x[i];
-    }
-    return t;
-}
-
 KernelCost CostModel::cost(const Kernel& k) const {
     KernelCost c;
     if (is_empty(k)) {
         return c;
     }
-    const Kernel piece = split_across_cores(k, lnc_);
-    const detail::Features f = detail::features(piece, *rates_);
-    const auto& coef = coefficients_[static_cast<std::size_t>(class_of(k))];
-    double t = 0.0;
-    for (std::size_t i = 0; i < f.count; ++i) {
-        t += coef[i] * f.x[i];
-    }
+    const KernelClass cls = class_of(k);
+    const detail::Nominal n = detail::terms(split_across_cores(k, lnc_), *rates_);
     c.flops = useful_flops(k);
-    c.hbm_bytes = f.nominal.hbm_bytes * lnc_;
+    c.hbm_bytes = n.hbm_bytes * lnc_;
     double floor = minimum_hbm_bytes(k) / hbm_per_rank_.bytes_per_s();
     if (const auto* m = std::get_if<MatmulShape>(&k)) {
         floor = std::max(floor, c.flops / tensor_peak_per_rank(m->precision).per_s());
     } else if (const auto* a = std::get_if<AttentionShape>(&k)) {
         floor = std::max(floor, c.flops / tensor_peak_per_rank(a->precision).per_s());
     }
-    c.seconds = std::max(t, floor);
+    c.seconds = std::max(detail::predict(cls, n, coefficients_[static_cast<std::size_t>(cls)]), floor);
     return c;
 }
 
@@ -71,7 +57,7 @@ std::array<double, kEngineKinds> CostModel::engine_seconds(const Kernel& k) cons
     if (is_empty(k)) {
         return {};
     }
-    const detail::Nominal n = detail::features(split_across_cores(k, lnc_), *rates_).nominal;
+    const detail::Nominal n = detail::terms(split_across_cores(k, lnc_), *rates_);
     return {n.tensor, n.vector, n.scalar, n.gpsimd, n.dma};
 }
 

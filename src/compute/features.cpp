@@ -44,38 +44,32 @@ std::vector<double> nominal_coefficients(KernelClass c) {
     return {1.0, 0.0, 0.0, 0.0, 0.0, 0.0};
 }
 
-Features features(const Kernel& piece, const ChipRates& rates) {
-    Features f;
-    const KernelClass cls = class_of(piece);
-    switch (cls) {
-    case KernelClass::matmul:
-        f.nominal = matmul_terms(std::get<MatmulShape>(piece), rates);
-        break;
-    case KernelClass::attention:
-        f.nominal = attention_terms(std::get<AttentionShape>(piece), rates);
-        break;
-    case KernelClass::adamw:
-        f.nominal = stream_terms(plan_adamw(std::get<OptimizerShape>(piece), rates), rates);
-        break;
-    default:
-        f.nominal = stream_terms(plan_stream(std::get<StreamShape>(piece), rates), rates);
-        break;
-    }
-    const Nominal& n = f.nominal;
+FeatureRow feature_values(KernelClass c, const Nominal& n) {
+    const Nominal::Ranked busy = n.ranked();
     // One step's path (fill and drain), then the other steps at the pace of the bottleneck.
-    const double pipelined = n.path + n.bound() * (n.steps - 1.0) / n.steps;
-    switch (form_of(cls)) {
+    const double pipelined = n.path + busy.first * (n.steps - 1.0) / n.steps;
+    FeatureRow x{};
+    switch (form_of(c)) {
     case Form::matmul:
     case Form::attention:
-        f.x = {n.pipeline, pipelined, n.runner_up(), kMicrosecond};
-        f.count = 4;
+        x = {n.pipeline, pipelined, busy.second, kMicrosecond};
         break;
     case Form::stream:
-        f.x = {n.pipeline, pipelined, n.passes, n.buffers, n.rest(), kMicrosecond};
-        f.count = 6;
+        x = {n.pipeline, pipelined, n.passes, n.buffers, busy.sum - busy.first, kMicrosecond};
         break;
     }
-    return f;
+    return x;
+}
+
+double predict(KernelClass c, const Nominal& n, const FeatureRow& coefficients) {
+    const FeatureRow x = feature_values(c, n);
+    // Summed pairwise (unused features are 0): a short dependency chain.
+    static_assert(kMaxFeatures == 8);
+    std::array<double, 4> t{};
+    for (std::size_t i = 0; i < 4; ++i) {
+        t[i] = coefficients[2 * i] * x[2 * i] + coefficients[2 * i + 1] * x[2 * i + 1];
+    }
+    return (t[0] + t[1]) + (t[2] + t[3]);
 }
 
 } // namespace trnsim::compute::detail

@@ -21,18 +21,17 @@ namespace trnsim::compute::detail {
 
 inline constexpr std::size_t kMaxFeatures = 8;
 
-struct Features {
-    std::array<double, kMaxFeatures> x{};
-    std::size_t count = 0;
-    Nominal nominal;
-};
+/// Feature values of a class; the first feature_count(class) are used.
+using FeatureRow = std::array<double, kMaxFeatures>;
 
 std::size_t feature_count(KernelClass c);
 /// Short names of the features of a class (for docs and the calibration data).
 std::vector<const char*> feature_names(KernelClass c);
 /// The coefficients of an uncalibrated model: the bottleneck resource plus fill and drain.
 std::vector<double> nominal_coefficients(KernelClass c);
-/// The features of a kernel piece on one core of the rates' chip.
-Features features(const Kernel& piece, const ChipRates& rates);
+/// The features of a piece of class `c` whose terms are `n`.
+FeatureRow feature_values(KernelClass c, const Nominal& n);
+/// sum_i coefficients_i x_i over the class's features.
+double predict(KernelClass c, const Nominal& n, const FeatureRow& coefficients);
 
 } // namespace trnsim::compute::detail

@@ -391,7 +391,7 @@ Nominal nominal_matmul(const MatmulShape& s, const MatmulTiling& t, const ChipSp
     const double stores = batch * (g.swapped ? d(g.s_blocks) : d(g.s_tiles) * d(g.v_blocks));
     const double store_bytes = batch * d(s.m) * d(s.n) * d(g.out_eb) / stores;
     const double store_rows = batch * d(s.m) * d(g.swapped ? g.s_blocks : g.v_blocks) / stores;
-    dma.add(kStoreQueue, stores, store_bytes, store_rows, true);
+    dma.add(kStoreQueue, stores, store_bytes, store_rows);
     if (g.swapped) {
         dma.add(kConstQueue, 1.0, d(g.partitions * g.partitions * 2), d(g.partitions));
     }
@@ -412,18 +412,10 @@ Nominal nominal_matmul(const MatmulShape& s, const MatmulTiling& t, const ChipSp
     const double latency = core.dma_issue_time.seconds() + core.dma_setup_latency.seconds();
     const auto& te = core.tensor;
     n.warmup = std::min(n.tensor, (1.0 - te.warmup_fraction) * te.warmup_window.seconds() / 2.0);
-    PathTally p;
-    p.add(kLatency, latency);
-    p.add(kDma, first);
-    p.add(kTensor, chunk_mm);
-    p.add(kVector, engine_seconds(chip, Queue::vector, std::min(g.v_tile, g.v_dim), 1));
-    p.add(kLatency, latency);
-    p.add(kDmaOut, dma.transfer_seconds(store_bytes, store_rows));
-    n.path = p.seconds();
+    n.path = 2.0 * latency + first + chunk_mm +
+             engine_seconds(chip, Queue::vector, std::min(g.v_tile, g.v_dim), 1) +
+             dma.transfer_seconds(store_bytes, store_rows);
     n.fixed = 2.0 * latency;
-    n.pipeline = p.pipeline({n.tensor + n.warmup, n.vector, n.scalar, 0.0, dma.load_seconds(),
-                             dma.store_seconds()},
-                            n.dma);
     return n;
 }
 

@@ -54,6 +54,7 @@ public:
         TRNSIM_CHECK(size_ < N, "fixed-capacity list overflow");
         items_[size_++] = x;
     }
+    void clear() { size_ = 0; }
     std::size_t size() const { return size_; }
     bool empty() const { return size_ == 0; }
     const T& front() const { return items_[0]; }

@@ -14,7 +14,6 @@
 
 #include <algorithm>
 #include <array>
-#include <functional>
 
 namespace trnsim::compute::detail {
 
@@ -36,12 +35,8 @@ struct Nominal {
     double fixed = 0.0;
     /// TensorE warm-up: the work lost while the array ramps up.
     double warmup = 0.0;
-    /// Attention: steady state of the key tiles after each query tile's first, and each query
-    /// tile's first key tile through the whole chain.
-    double steady = 0.0;
-    double serial = 0.0;
     /// The pipeline bound: over every resource, the time before its first use on the critical
-    /// path, plus its busy time, plus the time after its last use (PathTally).
+    /// path, plus its busy time, plus the time after its last use (analytic model only).
     double pipeline = 0.0;
     /// Streaming kernels: steps over buffers in flight times the path (Little's law).
     double buffers = 0.0;
@@ -52,74 +47,44 @@ struct Nominal {
     bool feasible = true;
 
     double bound() const { return std::max({tensor, vector, scalar, gpsimd, dma}); }
-    double rest() const { return tensor + vector + scalar + gpsimd + dma - bound(); }
-    /// The second busiest resource (contention with the bottleneck).
-    double runner_up() const {
-        std::array<double, 5> t{tensor, vector, scalar, gpsimd, dma};
-        std::partial_sort(t.begin(), t.begin() + 2, t.end(), std::greater<>());
-        return t[1];
+    /// The busiest resource's time, the second busiest's (contention with the bottleneck) and
+    /// the sum over all resources.
+    struct Ranked {
+        double first = 0.0;
+        double second = 0.0;
+        double sum = 0.0;
+    };
+    Ranked ranked() const {
+        Ranked r;
+        for (double t : {tensor, vector, scalar, gpsimd, dma}) {
+            r.second = std::max(r.second, std::min(r.first, t));
+            r.first = std::max(r.first, t);
+            r.sum += t;
+        }
+        return r;
     }
     double estimate() const { return bound() + path + fixed + warmup; }
 };
 
-/// Resources of a core, as indices: TensorE, VectorE, ScalarE, GpSimdE, DMA engines.
-/// kLatency marks waiting on the path that occupies no resource (DMA issue and setup).
-/// DMA loads and stores share the DMA engines but are separate steps of a pipeline.
-enum Resource : int {
-    kTensor = 0,
-    kVector = 1,
-    kScalar = 2,
-    kGpsimd = 3,
-    kDma = 4,
-    kDmaOut = 5,
-    kLatency = 6
-};
-inline constexpr std::size_t kResources = 6;
-
-/// The critical path of one pipeline step as a sequence of (resource, seconds), and the
-/// pipeline bound it gives with the resources' totals.
-class PathTally {
-public:
-    void add(int resource, double seconds);
-    double seconds() const { return total_; }
-    /// max over resources r of (path before its first use + total[r] + path after its last
-    /// use), and total[r] alone for resources off the path; `dma` is the time of loads and
-    /// stores together (they share the DMA engines). Steps of a path may overlap (a tile's
-    /// second input loads while the first is processed), so the path itself is no bound.
-    double pipeline(const std::array<double, kResources>& totals, double dma) const;
-
-private:
-    static constexpr int kMaxStages = 64;
-    std::array<int, kMaxStages> resource_{};
-    std::array<double, kMaxStages> seconds_{};
-    int count_ = 0;
-    double total_ = 0.0;
-};
-
-/// Adds up DMA transfers per queue.
+/// Adds up DMA transfers per queue (the four queues of a core).
 class DmaTally {
 public:
     explicit DmaTally(const ChipSpec& chip);
-    /// `count` transfers of `bytes` in `descriptors` runs each on `queue`; `store`: SBUF to
-    /// HBM.
-    void add(int queue, double count, double bytes, double descriptors, bool store = false);
+    /// `count` transfers of `bytes` in `descriptors` runs each on `queue`.
+    void add(int queue, double count, double bytes, double descriptors);
     /// Seconds one such transfer takes alone (at most one engine per descriptor).
     double transfer_seconds(double bytes, double descriptors) const;
-    /// DMA time of all transfers, of the loads and of the stores.
+    /// DMA time of all transfers.
     double seconds() const;
-    double load_seconds() const { return part_seconds(0); }
-    double store_seconds() const { return part_seconds(1); }
     double bytes() const { return bytes_; }
 
 private:
-    double part_seconds(std::size_t part) const;
-
     const ChipSpec* chip_;
     double usable_;
-    std::array<double, 2> engine_seconds_{};
-    std::array<double, 2> issues_{};
+    double engine_seconds_ = 0.0;
+    double issues_ = 0.0;
     double bytes_ = 0.0;
-    std::array<std::array<double, 4>, 2> queue_seconds_{};
+    std::array<double, 4> queue_seconds_{};
 };
 
 /// The closed-form costs of one tiling of a matmul (the detailed model's ranking of tilings).

@@ -53,9 +53,6 @@ public:
     KernelCost stream(const StreamShape& s) const { return cost(Kernel{s}); }
     KernelCost optimizer(const OptimizerShape& s) const { return cost(Kernel{s}); }
 
-    /// The closed form alone (no floors), for one core's piece: what calibration fits.
-    double piece_seconds(const Kernel& piece) const;
-
     /// Nominal busy seconds of each engine of one core for k's piece (TensorE array, VectorE,
     /// ScalarE, GpSimdE, DMA engines at the core's HBM share): utilisation estimates.
     std::array<double, kEngineKinds> engine_seconds(const Kernel& k) const;
