@@ -206,6 +206,10 @@ compute::Kernel make_kernel(const std::string& cls, const std::string& shape,
         s.row = v[1];
         return s;
     }
+    if (cls != "reduce" && cls != "silu" && cls != "gelu" && cls != "swiglu" && cls != "add" &&
+        cls != "elementwise") {
+        throw UsageError("unknown kernel class '" + cls + "'\n" + kKernelClasses);
+    }
     s.elements = parse_shape(shape, 1, "ELEMENTS")[0];
     if (cls == "reduce") {
         s.kind = compute::StreamKind::reduce;
@@ -228,8 +232,6 @@ compute::Kernel make_kernel(const std::string& cls, const std::string& shape,
             throw UsageError("--engine '" + engine + "': expected vector or scalar");
         }
         s.engine = engine == "scalar" ? compute::StreamEngine::scalar : compute::StreamEngine::vector;
-    } else {
-        throw UsageError("unknown kernel class '" + cls + "'\n" + kKernelClasses);
     }
     return s;
 }
@@ -412,6 +414,13 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     fs::path data = vm.count("data") ? fs::path(vm["data"].as<std::string>()) : output;
     if (!vm.count("data")) {
         data.replace_extension(".calibration.csv");
+    }
+    for (const auto& [option, path] : {std::pair{"-o", output}, {"--data", data}}) {
+        const fs::path dir = path.parent_path().empty() ? fs::path(".") : path.parent_path();
+        if (!fs::is_directory(dir)) {
+            throw UsageError(std::string(option) + " '" + path.string() + "': no directory " +
+                             dir.string());
+        }
     }
 
     // Progress on stderr: a rewritten line on a terminal, one line per class otherwise.
