@@ -6,12 +6,16 @@
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/engine/window_driver.hpp"
+#include "trnsim/topology/analysis.hpp"
+#include "trnsim/topology/fabric.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include <boost/program_options.hpp>
 
+#include <chrono>
 #include <iostream>
+#include <utility>
 
 namespace po = boost::program_options;
 
@@ -91,13 +95,46 @@ int cmd_run(const std::vector<std::string>& args) {
         overrides.push_back("output.file=" + p.vm["output"].as<std::string>());
     }
     const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
+    const int threads = resolve_threads(spec.simulation.threads);
+    if (spec.workload_type == config::WorkloadType::collective) {
+        sim::CollectiveBenchSpec bench;
+        bench.chip = spec.hardware.chip;
+        bench.lnc = spec.hardware.lnc;
+        bench.fabric = spec.fabric;
+        bench.cluster = spec.cluster;
+        bench.op = spec.collective.op;
+        bench.sizes = spec.collective.sizes;
+        bench.ranks = spec.collective.ranks;
+        bench.algorithm = spec.collective.algorithm;
+        bench.threads = threads;
+        const bool quiet = p.vm.count("quiet") > 0;
+        sim::CollectiveBenchResult result;
+        try {
+            bool first = true;
+            result = sim::run_collective_bench(bench, [&](const sim::CollectiveRow& row) {
+                if (quiet) {
+                    return;
+                }
+                if (std::exchange(first, false)) {
+                    print_collective_header(std::cout, bench);
+                }
+                print_collective_row(std::cout, row);
+            });
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+        results::write_hdf5(spec.output.file, make_collective_results(spec, result, threads));
+        if (!quiet) {
+            std::cout << "  results    " << spec.output.file << "\n";
+        }
+        return 0;
+    }
     sim::TrainingRun run;
     try {
         run = sim::run_training(spec);
     } catch (const InputError& e) {
         throw e.located(spec.sources);
     }
-    const int threads = resolve_threads(spec.simulation.threads);
     results::write_hdf5(spec.output.file, make_results(spec, run, threads));
     if (!p.vm.count("quiet")) {
         print_run(std::cout, spec, run);
@@ -128,14 +165,33 @@ int cmd_validate(const std::vector<std::string>& args) {
         overrides = p.vm["set"].as<std::vector<std::string>>();
     }
     const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
-    workload::Plan plan;
-    try {
-        plan = sim::make_plan(spec);
-    } catch (const InputError& e) {
-        throw e.located(spec.sources);
-    }
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
-    print_plan(std::cout, spec, plan);
+    if (spec.workload_type == config::WorkloadType::training) {
+        workload::Plan plan;
+        try {
+            plan = sim::make_plan(spec);
+            if (spec.reliability.enabled) {
+                reliability::validate(sim::reliability_input(spec, plan, {}));
+            }
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+        print_plan(std::cout, spec, plan);
+    } else {
+        // The fabric must hold the cluster.
+        topology::FabricSpec fabric = spec.fabric;
+        if (spec.cluster.instances > 0) {
+            fabric.scale_up.ultraserver_instances = 0;
+        }
+        try {
+            const topology::Fabric f = topology::Fabric::build(
+                fabric, spec.cluster.instances > 0 ? spec.cluster.instances : spec.cluster.ultraservers);
+            std::cout << "  cluster    " << fmt::integer(f.chips()) << " " << spec.hardware.chip.name
+                      << " chips on fabric " << fabric.name << "\n";
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+    }
     std::cout << "  valid\n";
     return 0;
 }
@@ -254,14 +310,109 @@ void describe_model(const std::string& name) {
     row("BF16 weights", fmt::bytes(static_cast<double>(s.total) * 2.0));
 }
 
+/// The fabric of a cluster of `ultraservers` UltraServers or `instances` plain instances.
+topology::Fabric build_cluster_fabric(topology::FabricSpec spec, std::int64_t ultraservers,
+                                      std::int64_t instances) {
+    if (ultraservers > 0 && instances > 0) {
+        throw UsageError("give --ultraservers or --instances, not both");
+    }
+    if (ultraservers > 0 && spec.scale_up.ultraserver_instances < 2) {
+        throw UsageError("fabric '" + spec.name + "' has no UltraServers; use --instances");
+    }
+    if (instances > 0) {
+        spec.scale_up.ultraserver_instances = 0; // plain instances: no NeuronLink between them
+    }
+    return topology::Fabric::build(spec, ultraservers > 0 ? ultraservers
+                                         : instances > 0  ? instances
+                                                          : 1);
+}
+
+void describe_topology(const std::vector<std::string>& args) {
+    po::options_description opts("options");
+    opts.add_options()("help,h", "show this help")(
+        "ultraservers", po::value<std::int64_t>()->default_value(0), "number of UltraServers")(
+        "instances", po::value<std::int64_t>()->default_value(0),
+        "number of plain instances (no NeuronLink between them)");
+    po::options_description hidden;
+    hidden.add_options()("fabric", po::value<std::string>(), "fabric preset or file");
+    po::positional_options_description pos;
+    pos.add("fabric", 1);
+    const Parsed p = parse(args, opts, hidden, pos,
+                           "trnsim describe topology NAME|FILE [--ultraservers N | --instances N]");
+    if (p.help) {
+        return;
+    }
+    if (!p.vm.count("fabric")) {
+        std::cout << "fabric presets in " << (config::data_dir() / "topologies").string() << ":\n";
+        for (const auto& n : config::fabric_presets()) {
+            std::cout << "  " << n << "\n";
+        }
+        return;
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const topology::FabricSpec spec = config::load_fabric(p.vm["fabric"].as<std::string>());
+    const topology::Fabric f = build_cluster_fabric(spec, p.vm["ultraservers"].as<std::int64_t>(),
+                                                    p.vm["instances"].as<std::int64_t>());
+    const auto built = std::chrono::steady_clock::now();
+    const topology::FabricReport r = topology::analyse(f);
+    const auto analysed = std::chrono::steady_clock::now();
+    const auto row = [](const std::string& k, const std::string& v) {
+        std::cout << "  " << k << std::string(k.size() < 20 ? 20 - k.size() : 1, ' ') << v << "\n";
+    };
+    std::cout << spec.name << ": " << spec.description << "\n";
+    const auto count = [](std::uint32_t n, const char* what) {
+        return fmt::integer(n) + " " + what + (n == 1 ? "" : "s");
+    };
+    std::string size;
+    if (f.ultraservers() > 0) {
+        size += count(f.ultraservers(), "UltraServer") + " = ";
+    }
+    size += count(f.instances(), "instance") + " = " + fmt::integer(f.chips()) + " " + spec.chip +
+            " chips";
+    row("size", size);
+    std::string torus;
+    for (int d = 0; d < f.torus_dims(); ++d) {
+        torus += (torus.empty() ? "" : "x") + std::to_string(f.torus_size(d));
+    }
+    row("NeuronLink", torus + " torus per " + (f.ultraservers() > 0 ? "UltraServer" : "instance"));
+    if (f.has_scale_out()) {
+        row("EFA", fmt::integer(f.nics()) + " NICs on " +
+                       std::to_string(spec.scale_out.nics_per_instance) + " rails, " +
+                       fmt::integer(f.leaves()) + " leaves, " + fmt::integer(f.spines()) +
+                       " spines in " + fmt::integer(f.pods()) + " pod" +
+                       (f.pods() == 1 ? "" : "s") + ", " + fmt::integer(f.cores()) + " cores");
+    }
+    for (int k = 0; k < topology::kLinkKinds; ++k) {
+        if (r.links[static_cast<std::size_t>(k)] == 0) {
+            continue;
+        }
+        row(k == 0 ? "links (directed)" : "",
+            std::string(topology::to_string(static_cast<topology::LinkKind>(k))) + ": " +
+                fmt::integer(static_cast<std::int64_t>(r.links[static_cast<std::size_t>(k)])) +
+                " x " + fmt::bandwidth(Bandwidth::bytes_per_s(
+                            r.link_bandwidth[static_cast<std::size_t>(k)])));
+    }
+    row("connected", r.connected ? "yes" : "NO");
+    row("diameter", std::to_string(r.diameter) + " links between the farthest chips");
+    row("bisection", fmt::bandwidth(Bandwidth::bytes_per_s(r.bisection)) +
+                         " per direction (between the halves of the chips, narrowest tier)");
+    row("memory", fmt::bytes(static_cast<double>(f.memory_bytes())));
+    row("build time", fmt::seconds(std::chrono::duration<double>(built - start).count()) +
+                          " (analysis " +
+                          fmt::seconds(std::chrono::duration<double>(analysed - built).count()) +
+                          ")");
+}
+
 } // namespace
 
 int cmd_describe(const std::vector<std::string>& args) {
-    const std::string usage = "trnsim describe chip|model [NAME|FILE]  |  trnsim describe schema";
+    const std::string usage =
+        "trnsim describe chip|model|topology [NAME|FILE]  |  trnsim describe schema";
     if (args.empty() || args[0] == "--help" || args[0] == "-h") {
         std::cout << "usage: " << usage << "\n\n"
                   << "  chip NAME     a chip preset (topologies/chips/) or chip file\n"
                   << "  model NAME    a model preset (scenarios/models/) or model file\n"
+                  << "  topology NAME a fabric (topologies/) [--ultraservers N | --instances N]\n"
                   << "  schema        every scenario, model and chip key (Markdown)\n"
                   << "Without NAME, lists the presets.\n";
         if (args.empty()) {
@@ -270,6 +421,10 @@ int cmd_describe(const std::vector<std::string>& args) {
         return 0;
     }
     const std::string& what = args[0];
+    if (what == "topology") {
+        describe_topology(std::vector<std::string>(args.begin() + 1, args.end()));
+        return 0;
+    }
     if (args.size() > 2) {
         throw UsageError("too many arguments\nusage: " + usage);
     }

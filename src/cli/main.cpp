@@ -17,10 +17,11 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run SCENARIO.yaml        simulate a scenario, print its summary, write HDF5 results\n"
     "  validate SCENARIO.yaml   check a scenario and print it with every default resolved\n"
-    "  describe chip|model|schema [NAME]\n"
+    "  describe chip|model|topology|schema [NAME]\n"
     "                           show what a preset contains, or every scenario key\n"
     "  calibrate --chip NAME    fit the analytic kernel model to the detailed core model\n"
     "  kernel CLASS SHAPE       cost one kernel with both models (trnsim kernel --help)\n"
+    "  collective [options]     time a collective on the simulated fabric, per message size\n"
     "\n"
     "options:\n"
     "  --help, -h               this help; `trnsim <command> --help` for a command's options\n"
@@ -58,6 +59,9 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     if (cmd == "kernel") {
         return cmd_kernel(rest);
+    }
+    if (cmd == "collective") {
+        return cmd_collective(rest);
     }
     throw trnsim::UsageError("unknown command '" + cmd + "'\n" + kUsage);
 }

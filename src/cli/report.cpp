@@ -1,8 +1,11 @@
 #include "report.hpp"
 
+#include "reliability_report.hpp"
+
 #include "trnsim/core/format.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <iomanip>
 
 namespace trnsim::cli {
@@ -124,6 +127,9 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
              grouped(static_cast<std::int64_t>(run.instance_hours)) + " instance-hours x " +
              fmt::money(spec.cost.instance_hour) + " = " +
              fmt::money(Money::usd(run.cost_usd)));
+    if (run.reliability) {
+        print_reliability(out, spec, run);
+    }
     out << "  time per step on stage " << e.slowest_stage << " (top ops):\n";
     const std::size_t shown = std::min<std::size_t>(8, e.breakdown.size());
     for (std::size_t i = 0; i < shown; ++i) {
@@ -132,6 +138,65 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
             << lpad(fmt::percent(op.seconds / e.step_s), 6)
             << (op.collective ? "  (collective)" : "") << "\n";
     }
+}
+
+void print_collective_header(std::ostream& out, const sim::CollectiveBenchSpec& spec) {
+    const std::string cluster =
+        spec.cluster.ultraservers > 0
+            ? fmt::integer(spec.cluster.ultraservers) + " UltraServer" +
+                  (spec.cluster.ultraservers > 1 ? "s" : "")
+            : fmt::integer(spec.cluster.instances) + " instance" +
+                  (spec.cluster.instances > 1 ? "s" : "");
+    out << "trnsim collective: " << network::to_string(spec.op) << " on " << cluster << " of "
+        << spec.chip.name << " (fabric " << spec.fabric.name << "), "
+        << (spec.ranks > 0 ? fmt::integer(spec.ranks) : std::string("all")) << " ranks, LNC="
+        << (spec.lnc > 0 ? spec.lnc : spec.chip.lnc_default) << "\n";
+    char line[160];
+    std::snprintf(line, sizeof line, "%14s  %-34s %7s %12s %12s %12s\n", "size(B)", "algorithm",
+                  "phases", "time(us)", "algbw(GB/s)", "busbw(GB/s)");
+    out << line;
+}
+
+void print_collective_row(std::ostream& out, const sim::CollectiveRow& row) {
+    char line[200];
+    std::snprintf(line, sizeof line, "%14.0f  %-34s %7zu %12.2f %12.3f %12.3f\n", row.bytes,
+                  row.algorithm.c_str(), row.phases, row.seconds * 1e6, row.algbw / 1e9,
+                  row.busbw / 1e9);
+    out << line << std::flush;
+}
+
+results::ResultsFile make_collective_results(const config::ScenarioSpec& spec,
+                                             const sim::CollectiveBenchResult& r, int threads) {
+    results::ResultsFile f;
+    f.meta.trnsim_version = TRNSIM_VERSION;
+    f.meta.name = spec.name;
+    f.meta.scenario_yaml = spec.resolved_yaml;
+    f.meta.seed = spec.seed;
+    f.meta.threads = threads;
+    auto& s = f.summary;
+    for (const char* c : {"chips", "chips_used", "ranks", "instances", "ultraservers", "sizes"}) {
+        s.add_int(c);
+    }
+    s.add_float("max_busbw_bytes_per_s");
+    double best = 0.0;
+    for (const auto& row : r.rows) {
+        best = std::max(best, row.busbw);
+    }
+    s.add_row({r.chips, r.chips_used, r.ranks, r.instances, r.ultraservers,
+               static_cast<std::int64_t>(r.rows.size()), best});
+    results::Table t;
+    t.add_float("size_bytes");
+    t.add_string("algorithm", 48);
+    t.add_int("phases");
+    t.add_float("time_s");
+    t.add_float("algbw_bytes_per_s");
+    t.add_float("busbw_bytes_per_s");
+    for (const auto& row : r.rows) {
+        t.add_row({row.bytes, row.algorithm.substr(0, 48), static_cast<std::int64_t>(row.phases),
+                   row.seconds, row.algbw, row.busbw});
+    }
+    f.tables.emplace_back("/collective", std::move(t));
+    return f;
 }
 
 results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::TrainingRun& run,
@@ -146,7 +211,7 @@ results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::T
     f.meta.threads = threads;
 
     auto& s = f.summary;
-    const std::vector<std::pair<const char*, results::Table::Value>> columns = {
+    std::vector<std::pair<std::string, results::Table::Value>> columns = {
         {"chips", p.cluster.chips},
         {"ranks", p.ranks},
         {"instances", p.cluster.instances},
@@ -173,6 +238,10 @@ results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::T
         {"instance_hours", run.instance_hours},
         {"cost_usd", run.cost_usd},
     };
+    if (run.reliability) {
+        const auto more = reliability_columns(run);
+        columns.insert(columns.end(), more.begin(), more.end());
+    }
     std::vector<results::Table::Value> row;
     for (const auto& [name, value] : columns) {
         if (std::holds_alternative<std::int64_t>(value)) {
@@ -206,6 +275,9 @@ results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::T
                         b.reserve.count(), b.total().count()});
     }
     f.tables.emplace_back("/plan/memory", std::move(memory));
+    if (run.reliability) {
+        add_reliability_tables(f, run);
+    }
     return f;
 }
 

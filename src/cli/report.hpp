@@ -3,6 +3,7 @@
 
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/results/hdf5_writer.hpp"
+#include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/workload/plan.hpp"
 
@@ -17,6 +18,16 @@ void print_plan(std::ostream& out, const config::ScenarioSpec& spec, const workl
 
 /// The full summary of a training run.
 void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::TrainingRun& run);
+
+/// The collective benchmark table, as nccom-test prints it: a header line, then one row per
+/// message size (size, algorithm, phases, time, algorithm bandwidth, bus bandwidth last).
+void print_collective_header(std::ostream& out, const sim::CollectiveBenchSpec& spec);
+void print_collective_row(std::ostream& out, const sim::CollectiveRow& row);
+
+/// The HDF5 content of a collective scenario: /summary (one row) and /collective (per size).
+results::ResultsFile make_collective_results(const config::ScenarioSpec& spec,
+                                             const sim::CollectiveBenchResult& result,
+                                             int threads);
 
 /// The HDF5 content of a run (docs/results-schema.md).
 results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::TrainingRun& run,

@@ -219,6 +219,52 @@ Entry<T> integer_list(std::string path, Ref<T, std::vector<int>> ref, std::strin
     return e;
 }
 
+/// A list of mappings, each read with the element schema `element` (its keys documented as
+/// `path[].key`). Errors name the element: `path[2].key`.
+template <class T, class E>
+Entry<T> mapping_list(std::string path, Ref<T, std::vector<E>> ref,
+                      const Schema<E>& (*element)(), std::string example, std::string doc) {
+    auto e = make_entry<T>(std::move(path), "list of mappings", "", "keys below", std::move(doc));
+    e.default_doc = "empty";
+    e.apply = [ref, element, example](T& out, const YAML::Node& n, const std::string& p,
+                                      const SourceLocation& loc, const Context& ctx) {
+        if (!n.IsSequence()) {
+            throw InputError(p, "expected a list of mappings such as " + example, loc);
+        }
+        std::vector<E> items;
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            const YAML::Node item = n[i];
+            const std::string item_path = p + "[" + std::to_string(i) + "]";
+            const SourceLocation item_loc =
+                item.Mark().is_null() ? loc : ctx.locate(item_path, item.Mark());
+            if (!item.IsMap()) {
+                throw InputError(item_path, "expected a mapping of keys such as " + example,
+                                 item_loc);
+            }
+            if (ctx.sources) {
+                ctx.sources->add(item_path, item_loc);
+            }
+            Context c = ctx;
+            c.prefix = item_path;
+            E value{};
+            element().load(value, item, c, item_loc);
+            items.push_back(std::move(value));
+        }
+        ref(out) = std::move(items);
+    };
+    e.resolve = [element](const YAML::Node& n) {
+        YAML::Node out(YAML::NodeType::Sequence);
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            const YAML::Node item = n[i];
+            out.push_back(item.IsMap() ? element().resolved(item) : YAML::Clone(item));
+        }
+        return out;
+    };
+    const std::string prefix = e.path + "[].";
+    e.element_rows = [element, prefix]() { return element().rows(prefix); };
+    return e;
+}
+
 /// A list of numbers, each in [lo, hi] (may be empty: `[]`).
 template <class T>
 Entry<T> real_list(std::string path, Ref<T, std::vector<double>> ref, std::string def, double lo,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <charconv>
 #include <cstdlib>
 #include <fstream>
@@ -46,11 +47,20 @@ SourceLocation Context::locate(const std::string& full_path, const YAML::Mark& m
         if (auto it = overrides.find(p); it != overrides.end()) {
             return it->second;
         }
-        const auto cut = p.find_last_of('.');
+        const auto cut = p.find_last_of(".[");
         if (cut == std::string::npos) {
             break;
         }
         p.resize(cut);
+    }
+    // A value merged in from a preset file: its mark points into that file. List elements
+    // ("a.b[2].c") belong to their list ("a.b").
+    for (std::string q = full_path; !q.empty();) {
+        if (auto it = merged_from.find(q); it != merged_from.end() && !mark.is_null()) {
+            return {it->second, mark.line + 1, mark.column + 1};
+        }
+        const auto cut = q.find_last_of(".[");
+        q.resize(cut == std::string::npos ? 0 : cut);
     }
     if (mark.is_null()) {
         const std::string below = full_path + ".";
@@ -139,6 +149,15 @@ YAML::Node read_yaml_file(const fs::path& file, const std::string& path,
                          {file.string(), e.mark.line + 1, e.mark.column + 1});
     }
 }
+
+} // namespace
+
+YAML::Node read_yaml(const fs::path& file, const std::string& path,
+                     const SourceLocation& referenced_at) {
+    return read_yaml_file(file, path, referenced_at);
+}
+
+namespace {
 
 std::int64_t product(const std::vector<int>& v) {
     std::int64_t p = 1;
@@ -279,6 +298,117 @@ compute::ChipSpec load_chip_ref(const std::string& ref, const Context& ctx,
     chip_schema().load(chip, root, c, {c.file, 1, 1});
     validate_chip(chip, c, {c.file, 1, 1});
     return chip;
+}
+
+namespace {
+
+bool close_to(double a, double b) { return std::fabs(a - b) <= 0.01 * std::max(std::fabs(a), std::fabs(b)); }
+
+/// Cross-key checks of a fabric file and its agreement with the chip it is made of (the chip
+/// file gives per-chip totals, the fabric file per-link values: they must agree).
+void validate_fabric(topology::FabricSpec& f, const Context& ctx, const SourceLocation& top) {
+    const auto at = [&](const std::string& key) {
+        const SourceLocation l = ctx.sources ? ctx.sources->find(key) : SourceLocation{};
+        return l.known() ? l : top;
+    };
+    const auto fail = [&](const std::string& key, const std::string& msg) {
+        throw InputError(key, msg, at(key));
+    };
+    auto& up = f.scale_up;
+    auto& out = f.scale_out;
+    if (up.ultraserver_instances == 1) {
+        fail("scale_up.ultraserver_instances", "an UltraServer has at least 2 instances (0: none)");
+    }
+    if (up.ultraserver_instances > 1 && up.ultraserver_link.bandwidth.bytes_per_s() <= 0.0) {
+        fail("scale_up.ultraserver_link.bandwidth",
+             "required when scale_up.ultraserver_instances is set");
+    }
+    out.present = out.nics_per_instance > 0;
+    if (out.present) {
+        const std::pair<const char*, double> needed[] = {
+            {"scale_out.nic_bandwidth", out.nic_bandwidth.bytes_per_s()},
+            {"scale_out.host_bandwidth", out.host_bandwidth.bytes_per_s()},
+            {"scale_out.leaf.down_ports", out.leaf.down_ports},
+            {"scale_out.spine.down_ports", out.spine.down_ports},
+        };
+        for (const auto& [key, value] : needed) {
+            if (value <= 0.0) {
+                fail(key, "required when scale_out is given");
+            }
+        }
+        if (out.leaf.up_ports > 0 && out.leaf.up_bandwidth.bytes_per_s() <= 0.0) {
+            fail("scale_out.leaf.up_bandwidth", "required when scale_out.leaf.up_ports > 0");
+        }
+        if (out.spine.up_ports > 0 && out.spine.up_bandwidth.bytes_per_s() <= 0.0) {
+            fail("scale_out.spine.up_bandwidth", "required when scale_out.spine.up_ports > 0");
+        }
+        if (out.spine.up_ports > 0 && out.core.down_ports <= 0) {
+            fail("scale_out.core.down_ports", "required when scale_out.spine.up_ports > 0");
+        }
+    }
+    const compute::ChipSpec chip = load_chip_ref(f.chip, ctx, "chip", at("chip"));
+    const std::string source = " (chip '" + chip.name + "' says ";
+    if (f.chips_per_instance() != chip.instance.chips) {
+        fail("scale_up.instance_torus",
+             "holds " + std::to_string(f.chips_per_instance()) + " chips but an instance has " +
+                 std::to_string(chip.instance.chips) + source + "instance.chips)");
+    }
+    const double links = 2.0 * static_cast<double>(up.instance_torus.size());
+    if (!close_to(up.instance_link.bandwidth.bytes_per_s() * links,
+                  chip.neuronlink_intra_instance.bytes_per_s())) {
+        fail("scale_up.instance_link.bandwidth",
+             "x " + std::to_string(static_cast<int>(links)) +
+                 " links per chip does not match the chip's NeuronLink bandwidth" + source +
+                 "interconnect.neuronlink_intra_instance)");
+    }
+    if (up.instance_link.latency != chip.neuronlink_hop_latency) {
+        fail("scale_up.instance_link.latency",
+             "differs from the chip's NeuronLink hop latency" + source +
+                 "interconnect.neuronlink_hop_latency)");
+    }
+    if (up.ultraserver_instances > 1) {
+        if (!chip.ultraserver || chip.ultraserver->instances != up.ultraserver_instances) {
+            fail("scale_up.ultraserver_instances",
+                 "does not match the chip's UltraServer" + source + "ultraserver.instances)");
+        }
+        if (!close_to(up.ultraserver_link.bandwidth.bytes_per_s() * 2.0,
+                      chip.neuronlink_inter_instance.bytes_per_s())) {
+            fail("scale_up.ultraserver_link.bandwidth",
+                 "x 2 links per chip does not match the chip's NeuronLink bandwidth between "
+                 "instances" + source + "interconnect.neuronlink_inter_instance)");
+        }
+    }
+    if (out.present) {
+        if (!close_to(out.nic_bandwidth.bytes_per_s() * out.nics_per_instance,
+                      chip.instance.efa_bandwidth.bytes_per_s())) {
+            fail("scale_out.nic_bandwidth",
+                 "x scale_out.nics_per_instance does not match the instance's EFA bandwidth" +
+                     source + "instance.efa_bandwidth)");
+        }
+        if (out.nics_per_instance != chip.instance.efa_interfaces) {
+            fail("scale_out.nics_per_instance",
+                 "does not match the instance's EFA interfaces" + source +
+                     "instance.efa_interfaces)");
+        }
+    }
+}
+
+} // namespace
+
+topology::FabricSpec load_fabric_ref(const std::string& ref, const Context& ctx,
+                                     const std::string& path, const SourceLocation& loc) {
+    const fs::path file = find_preset(ref, "topologies", "fabric", ctx, path, loc);
+    const YAML::Node root = read_yaml_file(file, path, loc);
+    SourceMap sources;
+    Context c;
+    c.file = file.string();
+    c.base_dir = file.parent_path();
+    c.data_dir = ctx.data_dir;
+    c.sources = &sources;
+    topology::FabricSpec f;
+    fabric_schema().load(f, root, c, {c.file, 1, 1});
+    validate_fabric(f, c, {c.file, 1, 1});
+    return f;
 }
 
 void validate_model(workload::ModelSpec& m, const std::string& prefix, const Context& ctx,
@@ -452,6 +582,59 @@ std::string exact_number(double v) {
     return std::string(buf.data(), res.ptr);
 }
 
+/// Checks that depend on workload.type: the training keys are required for training and
+/// meaningless for a collective; a collective needs a fabric (default: <chip>-ultracluster).
+void check_workload(ScenarioSpec& spec, const Context& ctx) {
+    const SourceLocation workload = spec.sources.find("workload");
+    const auto at = [&](const std::string& key) { return spec.sources.find(key); };
+    auto& t = spec.training;
+    const std::pair<const char*, bool> training_keys[] = {
+        {"workload.model", !spec.model_ref.empty()},
+        {"workload.sequence_length", t.sequence_length > 0},
+        {"workload.global_batch", t.global_batch > 0},
+        {"workload.tokens", t.tokens > 0},
+        {"workload.steps", t.steps > 0},
+    };
+    if (spec.workload_type == WorkloadType::collective) {
+        for (const auto& [key, given] : training_keys) {
+            if (given) {
+                throw InputError(key, "is for workload.type: training, not collective", at(key));
+            }
+        }
+        if (spec.reliability.enabled) {
+            throw InputError("reliability", "is for workload.type: training, not collective",
+                             at("reliability"));
+        }
+        if (!spec.has_fabric) {
+            spec.fabric_ref = spec.hardware.chip.name + "-ultracluster";
+            spec.fabric = detail::load_fabric_ref(spec.fabric_ref, ctx, "cluster.fabric",
+                                                  spec.sources.find("cluster"));
+            spec.has_fabric = true;
+        }
+        return;
+    }
+    const char* needs = " (needed by workload.type: training)";
+    if (spec.model_ref.empty()) {
+        throw InputError("workload.model", std::string("required key is missing") + needs, workload);
+    }
+    if (t.sequence_length == 0) {
+        throw InputError("workload.sequence_length", std::string("required key is missing") + needs,
+                         workload);
+    }
+    if (t.global_batch == 0) {
+        throw InputError("workload.global_batch", std::string("required key is missing") + needs,
+                         workload);
+    }
+    if (t.tokens > 0 && t.steps > 0) {
+        throw InputError("workload.steps",
+                         "give only one of workload.tokens or workload.steps, not both",
+                         at("workload.steps"));
+    }
+    if (t.tokens == 0 && t.steps == 0) {
+        throw InputError("workload", "give one of workload.tokens or workload.steps", workload);
+    }
+}
+
 ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
                        const std::string& default_name,
                        const std::vector<std::string>& overrides) {
@@ -478,11 +661,13 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
         apply_override(root, detail::split_key_path(o.path), 0, o);
         ctx.overrides[o.path] = o.origin;
     }
+    detail::merge_reliability_preset(root, ctx);
     spec.sources.add("", top);
     // Sentinels for defaults that come from the chip (values given in the file are >= 0).
     spec.hardware.hbm_reserve = Bytes(-1);
     spec.cost.instance_hour = Money::usd(-1.0);
     detail::scenario_schema().load(spec, root, ctx, top);
+    spec.reliability.enabled = static_cast<const YAML::Node&>(root)["reliability"].IsDefined();
 
     // Defaults that depend on other values.
     const auto& chip = spec.hardware.chip;
@@ -501,6 +686,7 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     if (spec.output.file.empty()) {
         spec.output.file = "results/" + spec.name + ".h5";
     }
+    check_workload(spec, ctx);
 
     YAML::Node resolved = detail::scenario_schema().resolved(root);
     using detail::set_key_path;
@@ -511,8 +697,14 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     set_key_path(resolved, {"cost", "instance_hour"}, 0,
                  YAML::Node(exact_number(spec.cost.instance_hour.usd()) + "USD"));
     set_key_path(resolved, {"output", "file"}, 0, YAML::Node(spec.output.file));
+    if (spec.has_fabric) {
+        set_key_path(resolved, {"cluster", "fabric"}, 0, YAML::Node(spec.fabric_ref));
+    }
     // Re-emit in schema order (the computed keys were appended at the end).
     YAML::Node ordered = detail::scenario_schema().resolved(resolved);
+    if (!spec.reliability.enabled) {
+        ordered.remove("reliability"); // only defaults: the scenario has no reliability section
+    }
     YAML::Emitter out;
     out << ordered;
     spec.resolved_yaml = std::string(out.c_str()) + "\n";
@@ -575,6 +767,16 @@ workload::ModelSpec load_model(const std::string& name_or_path) {
     return detail::load_model_node(YAML::Node(name_or_path), "model", {}, ctx, 0);
 }
 
+topology::FabricSpec load_fabric(const std::string& name_or_path) {
+    Context ctx;
+    ctx.file = "<command line>";
+    ctx.base_dir = fs::current_path();
+    ctx.data_dir = data_dir();
+    return detail::load_fabric_ref(name_or_path, ctx, "fabric", {});
+}
+
+std::vector<std::string> fabric_presets() { return detail::presets_in(data_dir() / "topologies"); }
+
 std::vector<std::string> chip_presets() { return detail::presets_in(data_dir() / "topologies/chips"); }
 
 std::vector<std::string> model_presets() { return detail::presets_in(data_dir() / "scenarios/models"); }
@@ -608,6 +810,8 @@ std::string schema_markdown() {
     md += detail::model_schema().markdown();
     md += "\n## " + detail::chip_schema().title() + " file (`topologies/chips/*.yaml`)\n\n";
     md += detail::chip_schema().markdown();
+    md += "\n## " + detail::fabric_schema().title() + " file (`topologies/*.yaml`)\n\n";
+    md += detail::fabric_schema().markdown();
     return md;
 }
 

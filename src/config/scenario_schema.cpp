@@ -55,18 +55,33 @@ Schema<S> build() {
     s.field(count<S>("cluster.instances", [](S& x) -> std::int64_t& { return x.cluster.instances; },
                      "", 1, 10000000, "Number of plain instances (no NeuronLink between them)."));
     s.exactly_one({"cluster.ultraservers", "cluster.instances"}, "cluster");
+    {
+        auto e = make_entry<S>("cluster.fabric", "preset or file", "",
+                               "a fabric in topologies/ or a .yaml file",
+                               "The fabric joining the chips (NeuronLink tori, EFA Clos); used by "
+                               "the flow-level network (workload.type: collective).");
+        e.default_doc = "<chip>-ultracluster";
+        e.apply = [](S& x, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                     const Context& ctx) {
+            x.fabric_ref = scalar_text(n, p, loc);
+            x.fabric = load_fabric_ref(x.fabric_ref, ctx, p, loc);
+            x.has_fabric = true;
+        };
+        s.field(e);
+    }
 
     s.section("workload", "What runs on the cluster.");
-    s.field(choice<S, WorkloadType>("workload.type",
-                                    [](S& x) -> WorkloadType& { return x.workload_type; },
-                                    "training", {{"training", WorkloadType::training}},
-                                    "Kind of workload."));
+    s.field(choice<S, WorkloadType>(
+        "workload.type", [](S& x) -> WorkloadType& { return x.workload_type; }, "training",
+        {{"training", WorkloadType::training}, {"collective", WorkloadType::collective}},
+        "training: train a model; collective: time one collective per message size "
+        "(workload.collective)."));
     {
         auto e = make_entry<S>("workload.model", "preset, file or mapping", "",
                                "a preset in scenarios/models/, a .yaml file, or model keys",
                                "The model: a preset name (llama3-70b), a model file, or an inline "
                                "mapping of the model keys below (optionally with preset:).");
-        e.required = true;
+        e.default_doc = "required for training";
         e.apply = [](S& x, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
                      const Context& ctx) {
             x.model_ref = n.IsScalar() ? n.Scalar() : "inline";
@@ -74,20 +89,65 @@ Schema<S> build() {
         };
         s.field(e);
     }
-    s.field(required(count<S>("workload.sequence_length",
-                              [](S& x) -> std::int64_t& { return x.training.sequence_length; }, "",
-                              1, std::int64_t{1} << 24, "Tokens per sequence.", "1 to 2^24")));
-    s.field(required(count<S>("workload.global_batch",
-                              [](S& x) -> std::int64_t& { return x.training.global_batch; }, "",
-                              1, std::int64_t{1} << 30, "Sequences per training step.",
-                              "1 to 2^30")));
+    s.field(computed_default(count<S>("workload.sequence_length",
+                                      [](S& x) -> std::int64_t& {
+                                          return x.training.sequence_length;
+                                      },
+                                      "", 1, std::int64_t{1} << 24, "Tokens per sequence.",
+                                      "1 to 2^24"),
+                             "required for training"));
+    s.field(computed_default(count<S>("workload.global_batch",
+                                      [](S& x) -> std::int64_t& {
+                                          return x.training.global_batch;
+                                      },
+                                      "", 1, std::int64_t{1} << 30,
+                                      "Sequences per training step.", "1 to 2^30"),
+                             "required for training"));
     s.field(count<S>("workload.tokens", [](S& x) -> std::int64_t& { return x.training.tokens; }, "",
                      1, std::int64_t{1} << 60, "Tokens to train on (give tokens or steps).",
                      "1 to 2^60"));
     s.field(count<S>("workload.steps", [](S& x) -> std::int64_t& { return x.training.steps; }, "", 1,
                      std::int64_t{1} << 40, "Training steps to run (give tokens or steps).",
                      "1 to 2^40"));
-    s.exactly_one({"workload.tokens", "workload.steps"}, "workload");
+    s.section("workload.collective", "The collective of workload.type: collective.");
+    s.field(choice<S, network::CollectiveOp>(
+        "workload.collective.op", [](S& x) -> network::CollectiveOp& { return x.collective.op; },
+        "all_reduce",
+        {{"all_reduce", network::CollectiveOp::all_reduce},
+         {"reduce_scatter", network::CollectiveOp::reduce_scatter},
+         {"all_gather", network::CollectiveOp::all_gather},
+         {"all_to_all", network::CollectiveOp::all_to_all},
+         {"broadcast", network::CollectiveOp::broadcast},
+         {"send_recv", network::CollectiveOp::send_recv}},
+        "The collective."));
+    {
+        auto e = make_entry<S>("workload.collective.sizes", "sizes", "1KiB:1GiB",
+                               "FIRST:LAST (powers of two) or a comma list of bytes",
+                               "Message sizes per rank.");
+        e.apply = [](S& x, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                     const Context&) {
+            try {
+                x.collective.sizes = parse_size_list(scalar_text(n, p, loc));
+            } catch (const UnitError& err) {
+                throw InputError(p, err.what(), loc);
+            }
+        };
+        s.field(e);
+    }
+    s.field(count<S>("workload.collective.ranks",
+                     [](S& x) -> std::int64_t& { return x.collective.ranks; }, "0", 0,
+                     std::int64_t{1} << 26, "Ranks taking part, the first ones (0: all)."));
+    s.field(choice<S, network::Algorithm>(
+        "workload.collective.algorithm",
+        [](S& x) -> network::Algorithm& { return x.collective.algorithm; }, "auto",
+        {{"auto", network::Algorithm::automatic},
+         {"hierarchical", network::Algorithm::hierarchical},
+         {"ring", network::Algorithm::ring},
+         {"bidirectional_ring", network::Algorithm::bidirectional_ring},
+         {"mesh", network::Algorithm::mesh},
+         {"rdh", network::Algorithm::rdh},
+         {"torus_rings", network::Algorithm::torus_rings}},
+        "Collective algorithm (auto: by size and group shape, as the Neuron runtime)."));
     s.field(choice<S, compute::Precision>(
         "workload.precision", [](S& x) -> compute::Precision& { return x.training.precision; },
         "bf16",
@@ -131,6 +191,8 @@ Schema<S> build() {
                        [](S& x) -> bool& { return par(x).sequence_parallel; }, "true",
                        "Split norms and residuals along the sequence across TP ranks."));
 
+    add_reliability_keys(s);
+
     s.section("simulation", "How the run is simulated.");
     s.field(choice<S, Fidelity>("simulation.fidelity",
                                 [](S& x) -> Fidelity& { return x.simulation.fidelity; }, "analytic",
@@ -140,6 +202,7 @@ Schema<S> build() {
                                [](S& x) -> int& { return x.simulation.threads; }, "auto", 1, 4096,
                                "Worker threads (auto: all hardware threads); results do not "
                                "depend on it."));
+    add_run_keys(s);
 
     s.section("cost", "Prices.");
     s.field(computed_default(

@@ -33,6 +33,9 @@ struct Context {
     std::filesystem::path data_dir;   ///< presets: topologies/chips, scenarios/models
     /// Key paths overridden on the command line, with the --set origin to report instead.
     std::map<std::string, SourceLocation> overrides;
+    /// Key paths whose values were merged in from another file (a reliability preset): their
+    /// YAML marks point into that file.
+    std::map<std::string, std::string> merged_from;
     SourceMap* sources = nullptr;
 
     std::string full(const std::string& rel) const {
@@ -77,6 +80,10 @@ struct Entry {
     std::string doc;
     bool required = false;
     Apply<T> apply;
+    /// For values that are documents of their own (a list of mappings): the resolved form of
+    /// a given value (defaults filled in) and the documentation rows of its keys.
+    std::function<YAML::Node(const YAML::Node&)> resolve;
+    std::function<std::string()> element_rows;
 };
 
 template <class T>
@@ -172,7 +179,7 @@ public:
             }
             const YAML::Node given = lookup(input, e.path);
             if (given.IsDefined() && !given.IsNull()) {
-                set_path(out, e.path, YAML::Clone(given));
+                set_path(out, e.path, e.resolve ? e.resolve(given) : YAML::Clone(given));
             } else if (!e.default_value.empty()) {
                 set_path(out, e.path, YAML::Load(e.default_value));
             }
@@ -184,9 +191,15 @@ public:
     std::string markdown() const {
         std::string md = "| key | type | default | allowed | description |\n";
         md += "|---|---|---|---|---|\n";
+        return md + rows("");
+    }
+
+    /// The table's rows, each key path prefixed with `prefix` (rows of a list's elements).
+    std::string rows(const std::string& prefix) const {
+        std::string md;
         for (const auto& e : entries_) {
             if (e.is_section) {
-                md += "| **`" + e.path + "`** | section | | | " + e.doc + " |\n";
+                md += "| **`" + prefix + e.path + "`** | section | | | " + e.doc + " |\n";
                 continue;
             }
             std::string def;
@@ -199,8 +212,11 @@ public:
             } else {
                 def = "—";
             }
-            md += "| `" + e.path + "` | " + e.type + " | " + def + " | " + e.range + " | " +
-                  e.doc + " |\n";
+            md += "| `" + prefix + e.path + "` | " + e.type + " | " + def + " | " + e.range +
+                  " | " + e.doc + " |\n";
+            if (e.element_rows) {
+                md += e.element_rows();
+            }
         }
         return md;
     }

@@ -3,6 +3,7 @@
 
 #include "trnsim/compute/chip_spec.hpp"
 #include "trnsim/config/scenario.hpp"
+#include "trnsim/topology/fabric_spec.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include "schema.hpp"
@@ -14,6 +15,7 @@ namespace trnsim::config::detail {
 const Schema<ScenarioSpec>& scenario_schema();
 const Schema<compute::ChipSpec>& chip_schema();
 const Schema<workload::ModelSpec>& model_schema();
+const Schema<topology::FabricSpec>& fabric_schema();
 
 /// Resolves a preset name or file reference to a path, or throws InputError at `path`.
 std::filesystem::path find_preset(const std::string& ref, const char* kind_dir,
@@ -32,5 +34,22 @@ workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& p
 void validate_model(workload::ModelSpec& m, const std::string& prefix, const Context& ctx,
                     const SourceLocation& loc);
 void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceLocation& loc);
+
+/// Loads a fabric preset (topologies/<name>.yaml) or file and checks it against its chip.
+topology::FabricSpec load_fabric_ref(const std::string& ref, const Context& ctx,
+                                     const std::string& path, const SourceLocation& loc);
+
+/// Reads a YAML file; syntax errors become InputErrors at the offending position.
+YAML::Node read_yaml(const std::filesystem::path& file, const std::string& path,
+                     const SourceLocation& referenced_at);
+
+// The reliability section (reliability_schema.cpp).
+const Schema<reliability::FailureSpec>& failure_schema();
+/// Adds the reliability.* keys, and the simulation keys of the run simulation.
+void add_reliability_keys(Schema<ScenarioSpec>& s);
+void add_run_keys(Schema<ScenarioSpec>& s);
+/// Merges the preset named by reliability.preset into the scenario's reliability mapping (the
+/// scenario's keys win) and records where the merged values came from.
+void merge_reliability_preset(YAML::Node root, Context& ctx);
 
 } // namespace trnsim::config::detail

@@ -276,4 +276,38 @@ bool parse_bool(std::string_view raw) {
     throw UnitError("expected true or false; got " + quoted(raw));
 }
 
+std::vector<double> parse_size_list(std::string_view raw) {
+    const std::string_view text = trim(raw);
+    std::vector<double> sizes;
+    const auto colon = text.find(':');
+    if (colon != std::string_view::npos) {
+        const double lo = parse_bytes(text.substr(0, colon)).as_double();
+        const double hi = parse_bytes(text.substr(colon + 1)).as_double();
+        if (lo <= 0 || hi < lo) {
+            throw UnitError("expected FIRST:LAST with 0 < FIRST <= LAST, such as 1KiB:1GiB; got " +
+                            quoted(raw));
+        }
+        for (double s = lo; s <= hi * (1 + 1e-12); s *= 2) {
+            sizes.push_back(s);
+        }
+        if (sizes.back() < hi * (1 - 1e-12)) {
+            sizes.push_back(hi); // the range includes its last size (1KB:1GB ends at 1 GB)
+        }
+        return sizes;
+    }
+    std::size_t start = 0;
+    while (true) {
+        const auto comma = text.find(',', start);
+        const double s = parse_bytes(text.substr(start, comma - start)).as_double();
+        if (s <= 0) {
+            throw UnitError("message sizes must be positive; got " + quoted(raw));
+        }
+        sizes.push_back(s);
+        if (comma == std::string_view::npos) {
+            return sizes;
+        }
+        start = comma + 1;
+    }
+}
+
 } // namespace trnsim::config

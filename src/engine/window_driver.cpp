@@ -87,9 +87,8 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
         }
     };
 
-#pragma omp parallel num_threads(threads)
-    {
-        const bool leader = omp_get_thread_num() == 0;
+    // The window loop of one thread (`leader`: thread 0, which runs the serial steps).
+    const auto work = [&](bool leader) {
         barrier.wait(); // everything prepared above happens before the first window
         while (true) {
             if (leader) {
@@ -131,6 +130,12 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
             }
         }
         barrier.wait(); // everything written in the region happens before the caller reads it
+    };
+    if (threads == 1) {
+        work(true); // the same algorithm, without an OpenMP region
+    } else {
+#pragma omp parallel num_threads(threads)
+        work(omp_get_thread_num() == 0);
     }
 
     for (const auto& e : errors) {

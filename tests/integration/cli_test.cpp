@@ -87,6 +87,69 @@ TEST(Cli, Describe) {
     EXPECT_NE(bad.err.find("unknown chip preset"), std::string::npos);
 }
 
+TEST(Cli, DescribeTopology) {
+    const CliResult r = run_cli({"describe", "topology", "trn2-ultracluster", "--ultraservers", "1536"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* text : {"98,304 trn2 chips", "1,536 leaves", "24 pods", "4,096 cores",
+                             "connected           yes", "diameter            8 links",
+                             "bisection", "build time"}) {
+        EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
+    }
+    const CliResult list = run_cli({"describe", "topology"});
+    EXPECT_NE(list.out.find("trn2-ultraserver"), std::string::npos);
+    const CliResult too_big =
+        run_cli({"describe", "topology", "trn2-ultracluster", "--ultraservers", "9000"});
+    EXPECT_EQ(too_big.exit_code, 2);
+    EXPECT_NE(too_big.err.find("at most 8192 UltraServers"), std::string::npos) << too_big.err;
+    EXPECT_EQ(run_cli({"describe", "topology", "trn1-instance", "--ultraservers", "2"}).exit_code, 2);
+}
+
+TEST(Cli, CollectiveTable) {
+    const CliResult r = run_cli({"collective", "--chip", "trn2", "--ultraservers", "4", "--op",
+                                 "all_reduce", "--ranks", "256", "--sizes", "1KiB:4MiB"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // Header, then one row per size from 1 KiB doubling up to 4 MiB: 13 rows.
+    std::vector<std::string> lines;
+    std::size_t start = 0;
+    while (start < r.out.size()) {
+        const auto end = r.out.find('\n', start);
+        lines.push_back(r.out.substr(start, end - start));
+        start = end + 1;
+    }
+    ASSERT_EQ(lines.size(), 2u + 13u) << r.out;
+    EXPECT_NE(lines[1].find("busbw(GB/s)"), std::string::npos);
+    EXPECT_EQ(lines[1].rfind("busbw(GB/s)") + std::string("busbw(GB/s)").size(), lines[1].size());
+    EXPECT_NE(lines[2].find("1024"), std::string::npos);
+    EXPECT_NE(lines.back().find("4194304"), std::string::npos);
+    // Bus bandwidth grows with size (latency-bound small messages, bandwidth-bound large).
+    const auto last_number = [](const std::string& l) { return std::stod(l.substr(l.find_last_of(' ') + 1)); };
+    EXPECT_LT(last_number(lines[2]), last_number(lines.back()));
+}
+
+TEST(Cli, CollectiveErrorsExitTwo) {
+    const CliResult op = run_cli({"collective", "--op", "all_reduction"});
+    EXPECT_EQ(op.exit_code, 2);
+    EXPECT_NE(op.err.find("--op"), std::string::npos);
+    const CliResult ranks = run_cli({"collective", "--instances", "1", "--ranks", "1000"});
+    EXPECT_EQ(ranks.exit_code, 2);
+    EXPECT_NE(ranks.err.find("--ranks"), std::string::npos) << ranks.err;
+    const CliResult sizes = run_cli({"collective", "--sizes", "4GB:1KB"});
+    EXPECT_EQ(sizes.exit_code, 2);
+    EXPECT_EQ(run_cli({"collective", "--chip", "trn1", "--ultraservers", "2"}).exit_code, 2);
+}
+
+TEST(Cli, CollectiveScenarioWritesResults) {
+    const fs::path dir = fs::temp_directory_path() / "trnsim-cli-collective";
+    fs::remove_all(dir);
+    const CliResult r = run_cli({"run", "scenarios/collectives/trn1-instance-all-gather.yaml", "-o",
+                                 (dir / "c.h5").string(), "--set",
+                                 "workload.collective.sizes=1MB,2MB"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("all_gather"), std::string::npos);
+    EXPECT_TRUE(fs::exists(dir / "c.h5"));
+    fs::remove_all(dir);
+}
+
 TEST(Cli, SchemaDocumentationIsCurrent) {
     const CliResult r = run_cli({"describe", "schema"});
     ASSERT_EQ(r.exit_code, 0);
@@ -99,7 +162,9 @@ TEST(Cli, EveryShippedScenarioValidates) {
     for (const auto& entry : fs::recursive_directory_iterator(
              fs::path(TRNSIM_SOURCE_DIR) / "scenarios")) {
         const auto& p = entry.path();
-        if (p.extension() != ".yaml" || p.parent_path().filename() == "models") {
+        // Presets are not scenarios: models/ and reliability/ (their own tests load them).
+        if (p.extension() != ".yaml" || p.parent_path().filename() == "models" ||
+            p.parent_path().filename() == "reliability") {
             continue;
         }
         const CliResult r = run_cli({"validate", p.string()});

@@ -6,6 +6,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace trnsim::test {
 namespace {
@@ -29,6 +32,7 @@ struct Case {
     std::vector<std::string> overrides; ///< --set arguments
     const char* key;                    ///< expected in the message
     const char* where;                  ///< expected location prefix ("" = scenario.yaml:LINE)
+    std::vector<std::pair<std::string, std::string>> files = {}; ///< beside the scenario
 };
 
 std::string with(const std::string& from, const std::string& to) {
@@ -37,6 +41,13 @@ std::string with(const std::string& from, const std::string& to) {
     EXPECT_NE(pos, std::string::npos) << from;
     return s.replace(pos, from.size(), to);
 }
+
+/// The valid scenario with a reliability section.
+std::string reliable(const std::string& section) {
+    return std::string(kValid) + "reliability:\n" + section;
+}
+
+constexpr const char* kFailures = "  failures: [{component: chip, mtbf: 10y}]\n";
 
 std::vector<Case> cases() {
     const std::string v = kValid;
@@ -110,6 +121,104 @@ std::vector<Case> cases() {
         {"set_unknown_key", v, {"workload.paralelism.tp=2"}, "workload.paralelism",
          "command line (--set workload.paralelism.tp=2)"},
         {"set_not_a_path", v, {"=3"}, "--set", "command line"},
+        // The reliability section and the run simulation.
+        {"reliability_unknown_key", reliable(std::string(kFailures) + "  chekpoint: {}\n"), {},
+         "reliability.chekpoint: unknown key 'chekpoint'; did you mean 'checkpoint'?",
+         "scenario.yaml:12:3"},
+        {"failures_not_a_list", reliable("  failures: {component: chip}\n"), {},
+         "reliability.failures: expected a list of mappings", ""},
+        {"failure_not_a_mapping", reliable("  failures: [chip]\n"), {},
+         "reliability.failures[0]: expected a mapping", "scenario.yaml:11:14"},
+        {"failure_unknown_component", reliable("  failures: [{component: gpu, mtbf: 10y}]\n"), {},
+         "reliability.failures[0].component: 'gpu' is not one of", "scenario.yaml:11:26"},
+        {"failure_missing_mtbf", reliable("  failures: [{component: chip}]\n"), {},
+         "reliability.failures[0].mtbf: required key is missing", "scenario.yaml:11:"},
+        {"failure_key_typo",
+         reliable("  failures:\n    - {component: chip, mtbf: 10y}\n    - {component: hbm, mtbff: 20y}\n"),
+         {}, "reliability.failures[1].mtbff: unknown key 'mtbff'; did you mean 'mtbf'?",
+         "scenario.yaml:13:24"},
+        {"failure_mtbf_bad_unit", reliable("  failures: [{component: chip, mtbf: 10yr}]\n"), {},
+         "reliability.failures[0].mtbf", ""},
+        {"failure_mtbf_zero", reliable("  failures: [{component: chip, mtbf: 0y}]\n"), {},
+         "reliability.failures[0].mtbf: out of range", ""},
+        {"failure_bad_distribution",
+         reliable("  failures: [{component: chip, mtbf: 10y, distribution: {weibul: {shape: 0.8}}}]\n"),
+         {}, "reliability.failures[0].distribution.weibul: unknown distribution 'weibul'", ""},
+        {"failure_weibull_without_shape",
+         reliable("  failures: [{component: chip, mtbf: 10y, distribution: weibull}]\n"), {},
+         "reliability.failures[0].distribution: weibull needs its parameter", ""},
+        {"failure_weibull_shape_zero",
+         reliable("  failures: [{component: chip, mtbf: 10y, distribution: {weibull: {shape: 0}}}]\n"),
+         {}, "reliability.failures[0].distribution.weibull.shape: out of range", ""},
+        {"failure_bad_fraction",
+         reliable("  failures: [{component: chip, mtbf: 10y, bad_fraction: 1.5}]\n"), {},
+         "reliability.failures[0].bad_fraction: out of range", ""},
+        {"chip_cannot_degrade",
+         reliable("  failures: [{component: chip, mtbf: 10y, effect: degrade}]\n"), {},
+         "reliability.failures[0].effect: only nic, leaf, spine and core failures can degrade",
+         "scenario.yaml:11:"},
+        {"unknown_reliability_preset", reliable("  preset: llama3-16k-h10\n"), {},
+         "reliability.preset: unknown reliability preset 'llama3-16k-h10'; did you mean "
+         "'llama3-16k-h100'?",
+         "scenario.yaml:11:11"},
+        {"error_inside_a_preset_file", reliable("  preset: ./lemons.yaml\n"), {},
+         "reliability.failures[0].mtbf: expected a duration", "./lemons.yaml:2:29",
+         {{"lemons.yaml", "failures:\n  - {component: chip, mtbf: 10yr}\n"}}},
+        {"spare_instances_for_ultraservers",
+         reliable(std::string(kFailures) + "  spares: {instances: 4}\n"), {},
+         "reliability.spares.instances: the cluster is made of UltraServers", ""},
+        {"bad_recovery_scope", reliable(std::string(kFailures) + "  recovery: {scope: replicas}\n"),
+         {}, "reliability.recovery.scope: 'replicas' is not one of: job, replica; did you mean "
+             "'replica'?",
+         ""},
+        {"negative_detection",
+         reliable(std::string(kFailures) + "  recovery: {detection: -2min}\n"), {},
+         "reliability.recovery.detection: out of range", ""},
+        {"zero_checkpoint_interval",
+         reliable(std::string(kFailures) + "  checkpoint: {interval: 0s}\n"), {},
+         "reliability.checkpoint.interval: out of range: must be auto or a duration > 0", ""},
+        {"bad_checkpoint_size", reliable(std::string(kFailures) + "  checkpoint: {size: huge}\n"),
+         {}, "reliability.checkpoint.size", ""},
+        {"bad_duration", reliable(kFailures) + "simulation: {duration: forever}\n", {},
+         "simulation.duration", ""},
+        {"zero_replications", reliable(kFailures) + "simulation: {replications: 0}\n", {},
+         "simulation.replications: out of range", ""},
+        {"set_bad_scope", reliable(kFailures), {"reliability.recovery.scope=replicas"},
+         "reliability.recovery.scope", "command line (--set reliability.recovery.scope=replicas)"},
+        {"missing_trace_file", reliable("  trace: failures.csv\n"), {},
+         "reliability.trace: trace file 'failures.csv' not found", "scenario.yaml:11:10"},
+        {"trace_unknown_component", reliable("  trace: failures.csv\n"), {},
+         "reliability.trace: 'gpu' is not a component class", "failures.csv:3:5",
+         {{"failures.csv", "time,component,index\n1h,chip,3\n2h, gpu,4\n"}}},
+        {"trace_bad_time", reliable("  trace: failures.csv\n"), {},
+         "reliability.trace: expected a duration", "failures.csv:2:1",
+         {{"failures.csv", "# replayed incident\n2hours,chip,4\n"}}},
+        {"trace_component_out_of_range", reliable("  trace: failures.csv\n"), {},
+         "reliability.trace: line 1: there is no chip 256", "failures.csv:1:1",
+         {{"failures.csv", "1h,chip,256\n"}}},
+        {"trace_too_few_fields", reliable("  trace: failures.csv\n"), {},
+         "reliability.trace: expected time,component,index[,cause]", "failures.csv:1:1",
+         {{"failures.csv", "1h,chip\n"}}},
+        {"collective_with_training_keys", with("workload:\n", "workload:\n  type: collective\n"),
+         {}, "workload.model", ""},
+        {"collective_bad_sizes",
+         "cluster: {ultraservers: 1}\nworkload: {type: collective, collective: {sizes: 1MB:1KB}}\n",
+         {}, "workload.collective.sizes", ""},
+        {"collective_too_many_ranks",
+         "cluster: {ultraservers: 1}\nworkload: {type: collective, collective: {ranks: 100000}}\n",
+         {}, "workload.collective.ranks", ""},
+        {"unknown_fabric", with("cluster: {ultraservers: 4}", "cluster: {ultraservers: 4, fabric: trn9-cloud}"),
+         {}, "cluster.fabric", ""},
+        {"fabric_of_another_chip",
+         "hardware: {chip: trn1}\ncluster: {instances: 2, fabric: trn2-ultracluster}\n"
+         "workload: {type: collective}\n",
+         {}, "cluster.fabric", ""},
+        {"reliability_on_collective",
+         "cluster: {ultraservers: 1}\nworkload: {type: collective}\nreliability: {}\n", {},
+         "reliability: is for workload.type: training, not collective", "scenario.yaml:3:"},
+        {"cluster_too_big_for_fabric",
+         "cluster: {ultraservers: 9000}\nworkload: {type: collective}\n", {},
+         "cluster", ""},
     };
 }
 
@@ -124,6 +233,9 @@ TEST_P(Malformed, ExitsTwoNamesTheKeyAndWritesNothing) {
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "scenario.yaml") << c.yaml;
+    for (const auto& [name, content] : c.files) {
+        std::ofstream(dir / name) << content;
+    }
 
     std::vector<std::string> args{"run", "scenario.yaml", "-o", (dir / "out.h5").string()};
     for (const auto& o : c.overrides) {
@@ -139,7 +251,12 @@ TEST_P(Malformed, ExitsTwoNamesTheKeyAndWritesNothing) {
     EXPECT_TRUE(r.out.empty()) << r.out;
     // No output anywhere: not the requested file, no temporary, no default results directory.
     for (const auto& entry : fs::directory_iterator(dir)) {
-        EXPECT_EQ(entry.path().filename(), "scenario.yaml") << "unexpected " << entry.path();
+        const std::string name = entry.path().filename().string();
+        bool given = name == "scenario.yaml";
+        for (const auto& file : c.files) {
+            given = given || name == file.first;
+        }
+        EXPECT_TRUE(given) << "unexpected " << entry.path();
     }
     fs::remove_all(dir);
 }

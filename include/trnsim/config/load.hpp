@@ -10,6 +10,7 @@
 
 #include "trnsim/compute/chip_spec.hpp"
 #include "trnsim/config/scenario.hpp"
+#include "trnsim/topology/fabric_spec.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include <filesystem>
@@ -39,7 +40,12 @@ std::filesystem::path chip_file(const std::string& name_or_path);
 /// A model preset by name ("llama3-70b") or file path.
 workload::ModelSpec load_model(const std::string& name_or_path);
 
+/// A fabric preset by name ("trn2-ultracluster", from topologies/) or file path; checked
+/// against the chip it names.
+topology::FabricSpec load_fabric(const std::string& name_or_path);
+
 /// Preset names available in the data directory.
+std::vector<std::string> fabric_presets();
 std::vector<std::string> chip_presets();
 std::vector<std::string> model_presets();
 

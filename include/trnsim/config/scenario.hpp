@@ -6,18 +6,22 @@
 #pragma once
 
 #include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/network/collectives.hpp"
+#include "trnsim/topology/fabric_spec.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/units.hpp"
+#include "trnsim/reliability/spec.hpp"
 #include "trnsim/topology/cluster.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace trnsim::config {
 
-enum class WorkloadType { training };
+enum class WorkloadType { training, collective };
 enum class Fidelity { analytic };
 
 const char* to_string(Fidelity f);
@@ -29,9 +33,21 @@ struct HardwareSpec {
     Bytes hbm_reserve;        ///< per chip, kept free of the training job
 };
 
+/// workload.type: collective — the collective benchmark of trnsim collective as a scenario.
+struct CollectiveScenario {
+    network::CollectiveOp op = network::CollectiveOp::all_reduce;
+    std::vector<double> sizes; ///< bytes per rank
+    std::int64_t ranks = 0;    ///< 0: all
+    network::Algorithm algorithm = network::Algorithm::automatic;
+};
+
 struct SimulationSpec {
     Fidelity fidelity = Fidelity::analytic;
     int threads = 0; ///< 0 = auto (all hardware threads)
+    // The run simulation (a scenario with a reliability section):
+    Duration duration;   ///< zero = until_done
+    Duration time_limit; ///< until_done stops here at the latest
+    int replications = 1;
 };
 
 struct CostSpec {
@@ -47,9 +63,16 @@ struct ScenarioSpec {
     std::int64_t seed = 1; ///< non-negative, at most 2^53
     HardwareSpec hardware;
     topology::ClusterSpec cluster;
+    /// The fabric (cluster.fabric; default <chip>-ultracluster). Loaded when given or when
+    /// the workload needs it (collective).
+    std::string fabric_ref;
+    topology::FabricSpec fabric;
+    bool has_fabric = false;
     WorkloadType workload_type = WorkloadType::training;
+    CollectiveScenario collective;
     std::string model_ref; ///< preset name, file, or "inline"
     workload::TrainingSpec training;
+    reliability::ReliabilitySpec reliability; ///< enabled when the scenario has the section
     SimulationSpec simulation;
     CostSpec cost;
     OutputSpec output;

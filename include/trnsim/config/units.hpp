@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string_view>
+#include <vector>
 
 namespace trnsim::config {
 
@@ -38,5 +39,10 @@ Money parse_money(std::string_view text);
 std::int64_t parse_count(std::string_view text);
 double parse_real(std::string_view text);
 bool parse_bool(std::string_view text);
+
+/// Message sizes: "1KiB:1GiB" (the first size doubled up to the last, and the last itself
+/// when the doubling does not reach it exactly) or a comma list "1MB,16MB,1GB". Every size
+/// must be positive.
+std::vector<double> parse_size_list(std::string_view text);
 
 } // namespace trnsim::config

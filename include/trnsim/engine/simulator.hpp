@@ -36,6 +36,7 @@
 #include "trnsim/engine/window_driver.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <concepts>
 #include <cstdint>
 #include <memory>
@@ -238,6 +239,12 @@ public:
                     std::to_string(time - ctx.now_) + " ns ahead, below the lookahead of " +
                     std::to_string(lookahead_) + " ns");
             }
+            if (!part.sent_remote) {
+                // The first remote event of this partition in this window: list it among the
+                // senders, so delivery visits only partitions that sent something.
+                part.sent_remote = true;
+                senders_[senders_count_.fetch_add(1, std::memory_order_relaxed)] = ctx.partition_;
+            }
             part.outbox[dst].push_back(e);
             ++part.remote;
         }
@@ -284,6 +291,7 @@ protected:
         std::vector<std::vector<Event>> outbox; ///< by destination partition
         std::uint64_t processed = 0;
         std::uint64_t remote = 0;
+        bool sent_remote = false; ///< listed in senders_ this window
     };
 
     Queue make_queue() const {
@@ -329,10 +337,13 @@ protected:
         }
     }
 
+    /// Moves the events sent to partition p into its queue: O(senders), not O(partitions).
+    /// The senders' order does not matter: the queue orders events by key.
     std::int64_t deliver_to(std::uint32_t p) {
         Part& part = *parts_[p];
-        for (auto& src : parts_) {
-            auto& box = src->outbox[p];
+        const std::uint32_t senders = senders_count_.load(std::memory_order_relaxed);
+        for (std::uint32_t i = 0; i < senders; ++i) {
+            auto& box = parts_[senders_[i]]->outbox[p];
             for (const Event& e : box) {
                 part.queue.push(e);
             }
@@ -341,11 +352,23 @@ protected:
         return part.queue.min_time();
     }
 
+    /// Forgets this window's senders (between windows, on one thread).
+    void reset_senders() {
+        const std::uint32_t senders = senders_count_.load(std::memory_order_relaxed);
+        for (std::uint32_t i = 0; i < senders; ++i) {
+            parts_[senders_[i]]->sent_remote = false;
+        }
+        senders_count_.store(0, std::memory_order_relaxed);
+    }
+
     std::uint32_t partitions_;
     std::int64_t lookahead_;
     MetricSink* sink_;
     std::vector<Slot> slots_; ///< per entity
     std::vector<std::unique_ptr<Part>> parts_;
+    /// Partitions that sent remote events in the current window, in no particular order.
+    std::vector<std::uint32_t> senders_ = std::vector<std::uint32_t>(partitions_);
+    std::atomic<std::uint32_t> senders_count_{0};
 };
 
 template <class Model, class Queue>
@@ -403,6 +426,7 @@ private:
     std::int64_t next_time(std::uint32_t p) override { return this->parts_[p]->queue.min_time(); }
 
     bool window_edge(std::int64_t window_end) override {
+        this->reset_senders();
         if constexpr (requires(Model& m, WindowEdge<Queue>& w) { m.window_edge(w); }) {
             WindowEdge<Queue> edge;
             edge.core_ = this;

@@ -73,7 +73,10 @@ void fuzz(const std::string& base, int iterations, std::uint64_t seed, Outcome& 
             const ScenarioSpec s = load_scenario_text(text, "fuzz.yaml");
             ++out.loaded;
             try {
-                (void)sim::make_plan(s);
+                const workload::Plan plan = sim::make_plan(s);
+                if (s.reliability.enabled) {
+                    reliability::validate(sim::reliability_input(s, plan, {}));
+                }
                 ++out.planned;
             } catch (const InputError& e) {
                 // Semantic errors carry a key path that the source map can locate.
@@ -119,6 +122,28 @@ workload:
     fuzz(base, 1000, 7, out);
     EXPECT_GT(out.loaded, 5);
     EXPECT_GT(out.rejected, 300);
+}
+
+TEST(Fuzz, MutatedReliabilitySectionsFailCleanly) {
+    const std::string base = R"(name: fuzz-reliability
+cluster: {ultraservers: 4}
+workload: {model: llama3-8b, sequence_length: 4096, global_batch: 256, tokens: 10B}
+reliability:
+  preset: meta-rsc2
+  failures:
+    - {component: chip, mtbf: 10y, distribution: {weibull: {shape: 0.8}}}
+    - {component: leaf, mtbf: 5y, effect: degrade, bad_fraction: 0.1, bad_multiplier: 3}
+  recovery: {detection: 2min, restart: 10min, scope: replica, run_degraded: true}
+  spares: {ultraservers: 2}
+  repair: {auto: 2h, manual: 3d, manual_fraction: 0.2, distribution: exponential}
+  checkpoint: {interval: 30min, mode: async, size: 1TB, storage_bandwidth: 1TB/s}
+  fabric: {switch_radix: 32, power_domain_instances: 4}
+simulation: {duration: 30d, replications: 3}
+)";
+    Outcome out;
+    fuzz(base, 1500, 99, out);
+    EXPECT_GT(out.loaded, 20); // a dense base: most mutations break something
+    EXPECT_GT(out.rejected, 500);
 }
 
 TEST(Fuzz, RandomBytesNeverCrash) {

@@ -103,6 +103,16 @@ TEST(ParseCount, Suffixes) {
     EXPECT_THROW(parse_count("inf"), UnitError);
 }
 
+TEST(ParseSizeList, RangesAndLists) {
+    EXPECT_EQ(parse_size_list("1KiB:8KiB"), (std::vector<double>{1024, 2048, 4096, 8192}));
+    // The last size is included even when doubling skips it.
+    EXPECT_EQ(parse_size_list("1KB:5KB"), (std::vector<double>{1000, 2000, 4000, 5000}));
+    EXPECT_EQ(parse_size_list("1MB,16MB, 1GB"), (std::vector<double>{1e6, 16e6, 1e9}));
+    EXPECT_THROW(parse_size_list("8KiB:1KiB"), UnitError);
+    EXPECT_THROW(parse_size_list("1MB,,2MB"), UnitError);
+    EXPECT_THROW(parse_size_list("0B:1KB"), UnitError);
+}
+
 TEST(ParseReal, NumbersAndPercent) {
     EXPECT_DOUBLE_EQ(parse_real("0.25"), 0.25);
     EXPECT_DOUBLE_EQ(parse_real("25%"), 0.25);

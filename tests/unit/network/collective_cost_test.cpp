@@ -10,7 +10,7 @@ GroupLevel level(LinkClass c, int members, double gbps_bytes, double latency_us)
             Duration::from_ns(static_cast<std::int64_t>(latency_us * 1000.0))};
 }
 
-TEST(Collectives, FlatRingAllReduceIsTheTextbookFormula) {
+TEST(AlphaBeta, FlatRingAllReduceIsTheTextbookFormula) {
     // p = 16 members at 100 GB/s, 2 us per step, 1 GB: 2 (p-1)/p N/B + 2 (p-1) a.
     const GroupShape g{{level(LinkClass::neuronlink, 16, 100.0, 2.0)}};
     const double n = 1e9;
@@ -20,7 +20,7 @@ TEST(Collectives, FlatRingAllReduceIsTheTextbookFormula) {
     EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_gather, n, g), expect / 2.0);
 }
 
-TEST(Collectives, HierarchicalLevelsWorkOnShrinkingShards) {
+TEST(AlphaBeta, HierarchicalLevelsWorkOnShrinkingShards) {
     // 4 members per chip (HBM 500 GB/s, 1 us) x 8 chips over EFA (25 GB/s, 15 us).
     const GroupShape g{{level(LinkClass::on_chip, 4, 500.0, 1.0),
                         level(LinkClass::efa, 8, 25.0, 15.0)}};
@@ -34,7 +34,7 @@ TEST(Collectives, HierarchicalLevelsWorkOnShrinkingShards) {
     EXPECT_EQ(g.describe(), "4 on_chip x 8 efa");
 }
 
-TEST(Collectives, SingleMemberLevelsCostNothing) {
+TEST(AlphaBeta, SingleMemberLevelsCostNothing) {
     const GroupShape one{{level(LinkClass::on_chip, 1, 500.0, 1.0),
                           level(LinkClass::efa, 1, 25.0, 15.0)}};
     for (auto op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter,
@@ -44,7 +44,7 @@ TEST(Collectives, SingleMemberLevelsCostNothing) {
     EXPECT_EQ(one.describe(), "1 (no communication)");
 }
 
-TEST(Collectives, AllToAllSplitsTrafficByDistance) {
+TEST(AlphaBeta, AllToAllSplitsTrafficByDistance) {
     // 4 per chip x 4 chips: of each member's N bytes, 3/16 stay on chip, 12/16 cross NeuronLink.
     const GroupShape g{{level(LinkClass::on_chip, 4, 400.0, 1.0),
                         level(LinkClass::neuronlink, 4, 100.0, 2.0)}};
@@ -55,14 +55,14 @@ TEST(Collectives, AllToAllSplitsTrafficByDistance) {
                      std::max(on_chip, link) + 2e-6);
 }
 
-TEST(Collectives, PointToPointAndBroadcast) {
+TEST(AlphaBeta, PointToPointAndBroadcast) {
     const GroupShape p2p{{level(LinkClass::efa, 2, 25.0, 15.0)}};
     EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::send_recv, 25e6, p2p), 1e-3 + 15e-6);
     const GroupShape g{{level(LinkClass::neuronlink, 16, 100.0, 2.0)}};
     EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::broadcast, 1e9, g), 1e9 / 100e9 + 15 * 2e-6);
 }
 
-TEST(Collectives, MoreBytesNeverCostLess) {
+TEST(AlphaBeta, MoreBytesNeverCostLess) {
     const GroupShape g{{level(LinkClass::on_chip, 4, 500.0, 1.0),
                         level(LinkClass::neuronlink, 4, 250.0, 2.0),
                         level(LinkClass::efa, 16, 25.0, 15.0)}};

@@ -1,0 +1,94 @@
+// Collective algorithms: a collective over a group of ranks becomes phases of concurrent flows
+// between chips.
+//
+// Ranks of one chip first combine on the chip (an HBM stage); the chips then run a chip-level
+// algorithm on the chip's share:
+//   ring                p - 1 phases (x2 for all-reduce): chip i sends V/p to chip i+1
+//   bidirectional_ring  the same with half the data each way round
+//   mesh                one phase (x2): every chip sends V/p to every other
+//   rdh                 recursive halving (reduce-scatter) and doubling (all-gather): log2 q
+//                       phases among the largest power of two q <= p, partner at distance
+//                       q/2, q/4, ...; the p - q extra chips fold into partners first and get
+//                       their share back last
+//   torus_rings         a full NeuronLink domain: bidirectional rings along each torus dimension
+//                       in turn (4 x 4 x 4: three rings of 4)
+//   hierarchical        NeuronLink inside each domain, EFA between domains, NeuronLink again
+//                       (CCX): all-reduce = domain reduce-scatter + all-reduce among the
+//                       same-position chips of every domain on V/c + domain all-gather;
+//                       all-gather runs the EFA stage first, reduce-scatter last.
+// `automatic` picks per stage by the size of the buffer V, as the Neuron runtime does
+// (CCI: mesh below 1 MB, RDH from 1 to 56 MB, rings above, inside a NeuronLink domain; CCX:
+// ring for large messages, mesh for small groups and messages, RDH for large groups and small
+// to medium messages). All-to-all is direct (one phase; every pair), broadcast is a scatter
+// from the root followed by a ring all-gather (van de Geijn), send/recv one flow.
+//
+// Repeated identical phases (the p - 1 steps of a ring) are stored once with a repeat count,
+// and every phase carries a signature of its flows: a halving step and the doubling step at
+// the same distance, or a torus ring's reduce-scatter and all-gather steps, are the same flows.
+// The simulation computes each distinct phase once and reuses its duration when nothing else
+// shares the fabric.
+#pragma once
+
+#include "trnsim/network/collective_cost.hpp"
+#include "trnsim/network/flow_network.hpp"
+#include "trnsim/topology/fabric.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace trnsim::network {
+
+enum class Algorithm { automatic, ring, bidirectional_ring, mesh, rdh, torus_rings, hierarchical };
+
+const char* to_string(Algorithm a);
+std::optional<Algorithm> algorithm_from_string(std::string_view s);
+std::optional<CollectiveOp> collective_from_string(std::string_view s);
+
+struct CollectiveRequest {
+    CollectiveOp op = CollectiveOp::all_reduce;
+    /// Per rank: the buffer reduced (all-reduce), the full input (reduce-scatter), the full
+    /// output (all-gather), everything sent (all-to-all), the message (broadcast, send/recv).
+    double bytes = 0.0;
+    /// Participating chips in rank order; each holds `ranks_per_chip` ranks of the group.
+    /// send/recv: exactly two chips (from, to).
+    std::vector<std::uint32_t> chips;
+    int ranks_per_chip = 1;
+    Algorithm algorithm = Algorithm::automatic;
+    std::uint32_t root = 0; ///< broadcast root, index into `chips`
+};
+
+struct Phase {
+    std::vector<FlowSpec> flows;
+    double local_seconds = 0.0; ///< on-chip work of the phase (reductions), overlapped with it
+    std::uint32_t repeat = 1;   ///< identical phases in a row
+    std::string stage;          ///< for reports: "domain reduce-scatter (ring)"
+    /// Hash of the flows: equal signatures, equal transfers.
+    std::uint64_t signature = 0;
+};
+
+struct CollectivePlan {
+    std::vector<Phase> phases;
+    std::string algorithm; ///< e.g. "hierarchical: torus_rings + ring"
+    /// Phases counting repeats.
+    std::size_t total_phases() const;
+};
+
+/// On-chip costs: HBM bandwidth of one chip and the fixed cost of an on-chip step.
+struct LocalCosts {
+    Bandwidth hbm;
+    Duration step_latency;
+};
+
+/// Plans a collective. Throws std::invalid_argument for impossible requests (empty group,
+/// a mesh with more than 4 million flows per phase, torus_rings on a partial domain).
+CollectivePlan plan_collective(const topology::Fabric& fabric, const CollectiveRequest& request,
+                               const LocalCosts& local);
+
+/// Bus bandwidth factor of nccom-test / nccl-tests: all-reduce 2(n-1)/n, all-gather,
+/// reduce-scatter and all-to-all (n-1)/n, broadcast and send/recv 1.
+double bus_bandwidth_factor(CollectiveOp op, std::size_t ranks);
+
+} // namespace trnsim::network

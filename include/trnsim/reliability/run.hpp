@@ -1,0 +1,209 @@
+// The run simulation: a training job over days or months on the event engine, with failures,
+// detection, restarts, spares, repairs and checkpoints (docs/reliability.md has the full model).
+//
+// Entities (layout.hpp): every component with a failure process, every replaceable domain, every
+// power domain and switch, and the job controller. A component holds one pending "next failure"
+// event; most components never fail during a run, so only failures due before the current
+// horizon are queued: the run advances in chunks of simulated time and each chunk queues the
+// failures that fall into it, which costs one pass over an array of next-failure times per
+// chunk and is exact (a failure is queued before its time, whatever the chunk length).
+// A failed component reports to its domain (same partition); the domain goes to repair and
+// reports to the controller, which reacts as the job's state machine:
+//
+//   running --(checkpoint due)--> checkpointing --(stall over)--> running
+//   running/checkpointing --(failure)--> detecting --> [waiting for spare] --> restarting
+//       --> loading --> running (or running degraded on fewer domains or replicas)
+//   running --(work complete)--> done
+//
+// Reports reach the controller exactly L = 1 h after they happen (L is the engine's lookahead:
+// partitions are power-domain blocks, the controller has its own), and the controller's own
+// timers are scheduled L after their time as well, so it sees every failure and every timer
+// in the order of their true times and accounts for each at its true time: the model is exact,
+// not delayed by L. A long L lets each window of the engine hold an hour of events.
+//
+// Accounting is in integer nanoseconds: the time in each state sums exactly to the wall time,
+// and the running time splits exactly into time whose progress was kept and time whose progress
+// was lost. Progress ("work") is measured in seconds of failure-free training on the full
+// cluster; running degraded makes progress at a rate below 1.
+//
+// Results are a function of (scenario, seed, replication) only: identical for any thread count.
+#pragma once
+
+#include "trnsim/core/units.hpp"
+#include "trnsim/reliability/failure_model.hpp"
+#include "trnsim/reliability/layout.hpp"
+#include "trnsim/reliability/spec.hpp"
+#include "trnsim/reliability/statistics.hpp"
+#include "trnsim/topology/cluster.hpp"
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trnsim::reliability {
+
+/// What the run simulation needs to know about the training job.
+struct JobModel {
+    std::int64_t steps = 0;           ///< to train
+    double step_s = 0.0;              ///< failure-free step time on the full cluster
+    std::int64_t tokens_per_step = 0;
+    int tp = 1;                       ///< replica bookkeeping (recovery.scope: replica)
+    int dp = 1;
+    std::int64_t ranks_per_domain = 1;
+    Bytes checkpoint_size;            ///< resolved: the spec's, or weights + optimizer state
+    double instance_hour_usd = 0.0;
+    /// Step time on `domains` job domains with every instance's EFA bandwidth scaled by
+    /// `efa_factor` in (0, 1]; nothing when the job cannot run on that many domains. Called
+    /// from one thread at a time (under a lock); results are cached per (domains, factor).
+    std::function<std::optional<double>(std::int64_t domains, double efa_factor)> step_time;
+};
+
+struct RunControl {
+    Duration duration;       ///< zero: until the job is done
+    Duration time_limit = Duration::from_ns(std::int64_t{5} * 365 * 86400 * 1'000'000'000);
+    int replications = 1;
+    /// Threads; results do not depend on it. min(threads, replications) replications run at
+    /// once (each is independent), each on the engine with threads / that many threads.
+    int threads = 1;
+    std::uint64_t seed = 1;
+    bool record = true;      ///< keep the events and timeline of the first replication
+};
+
+enum class JobState : std::uint8_t {
+    running,
+    running_degraded,
+    checkpointing,
+    detecting,
+    restarting,
+    loading,
+    waiting_for_spare,
+    done,
+};
+inline constexpr std::size_t kTimedStates = 7; ///< all but done
+const char* to_string(JobState s);
+
+enum class EventKind : std::uint8_t {
+    failure,         ///< a component failed (anywhere in the cluster)
+    interruption,    ///< a failure stopped the job (or, replica scope, replicas of it)
+    repaired,        ///< a domain came back from repair into the spare pool
+    spare_assigned,  ///< a spare domain took a failed domain's place in the job
+    checkpoint,      ///< a checkpoint became durable
+    checkpoint_lost, ///< a checkpoint (or its upload) was cut short by a failure
+    degraded,        ///< a network element failed: the job runs slower
+    restored,        ///< the element was repaired
+    done,            ///< the job finished
+};
+const char* to_string(EventKind k);
+
+struct RunEvent {
+    std::int64_t time_ns = 0;
+    EventKind kind = EventKind::failure;
+    std::optional<ComponentClass> component; ///< class of the component involved
+    std::int64_t component_index = -1;       ///< within its class
+    std::int64_t domain = -1;                ///< physical domain involved
+    int process = -1;                        ///< the cause (FailureModel::processes() index)
+};
+
+struct TimelinePoint {
+    std::int64_t time_ns = 0;
+    JobState state = JobState::running;
+    double progress_s = 0.0;  ///< work done in the current lineage (full-cluster seconds)
+    double committed_s = 0.0; ///< work saved in the newest durable checkpoint
+    double rate = 1.0;        ///< progress per second of wall time
+};
+
+/// One replication.
+struct ReplicationResult {
+    bool done = false;
+    std::int64_t wall_ns = 0;
+    std::array<std::int64_t, kTimedStates> state_ns{};
+    std::int64_t work_ns = 0;      ///< progress kept at the end (full-cluster ns)
+    std::int64_t lost_work_ns = 0; ///< progress lost to failures
+    std::int64_t kept_run_ns = 0;  ///< running time whose progress was kept
+    std::int64_t lost_run_ns = 0;  ///< running time whose progress was lost
+    std::int64_t interruptions = 0;
+    std::int64_t failures = 0;     ///< every component failure before the end
+    std::int64_t checkpoints = 0;
+    std::int64_t checkpoints_lost = 0;
+    std::int64_t spares_assigned = 0;
+    std::vector<std::int64_t> failures_by_process;
+    std::vector<std::int64_t> interruptions_by_process;
+    std::vector<RunEvent> events;           ///< when recorded
+    std::vector<TimelinePoint> timeline;    ///< when recorded
+    std::uint64_t engine_events = 0;
+};
+
+/// Per replication metrics in SI units; the summary and the HDF5 files use these names.
+struct Metrics {
+    double wall_time_s = 0.0;
+    double time_to_train_s = 0.0; ///< wall time when done, else projected: work / ETTR
+    double ettr = 0.0;            ///< kept progress / wall time
+    double goodput = 0.0;         ///< tokens kept per second of wall time
+    double interruptions = 0.0;
+    double failures = 0.0;
+    double lost_work_s = 0.0;
+    double downtime_s = 0.0;      ///< detecting + restarting + loading + waiting for spares
+    double checkpoint_overhead_s = 0.0;
+    double checkpoints = 0.0;
+    double cost_usd = 0.0;        ///< (job + spare instances) x time to train x price
+    double done = 0.0;            ///< 1 when the job finished within the run
+};
+
+/// The metric names in table order, with a member pointer each.
+const std::vector<std::pair<const char*, double Metrics::*>>& metric_fields();
+
+/// Fixed facts of a run, the same for every replication.
+struct RunFacts {
+    std::int64_t job_domains = 0;
+    std::int64_t spare_domains = 0;
+    std::int64_t instances_per_domain = 1;
+    std::uint32_t entities = 0;
+    std::array<std::int64_t, kClassCount> components{}; ///< with failure processes
+    double job_failure_rate = 0.0;     ///< per second, full job (sum of component rates)
+    double checkpoint_interval_s = 0.0; ///< on the full job; +inf: no periodic checkpoint
+    double checkpoint_stall_s = 0.0;
+    double checkpoint_background_s = 0.0; ///< async upload or memory peer copy
+    double restore_s = 0.0;
+    double replica_restore_s = 0.0;
+    Bytes checkpoint_size;
+    double work_s = 0.0; ///< failure-free training time (steps x step time)
+};
+
+struct RunSummary {
+    RunFacts facts;
+    std::vector<Process> processes;
+    std::vector<Impact> impacts; ///< what each process's failures do (layout.hpp)
+    std::vector<ReplicationResult> replications;
+    std::vector<Metrics> metrics; ///< per replication
+    /// Mean and 95% interval of every metric (metric_fields order).
+    std::vector<Estimate> estimates;
+    /// Mean failures and interruptions per replication by process.
+    std::vector<double> mean_failures_by_process;
+    std::vector<double> mean_interruptions_by_process;
+    double seconds = 0.0; ///< host wall time of the simulation
+    std::uint64_t engine_events = 0;
+
+    const Estimate& estimate(const std::string& metric) const;
+};
+
+/// Everything the run simulation is built from.
+struct RunInput {
+    ReliabilitySpec spec;
+    topology::ClusterShape cluster;
+    HardwareFacts hardware;
+    JobModel job;
+};
+
+/// Checks what the schema cannot (effects the cluster cannot have, trace components that do not
+/// exist, a job no spare configuration can run); throws InputError with a key path.
+void validate(const RunInput& input);
+
+/// Runs every replication of `control`.
+RunSummary simulate(const RunInput& input, const RunControl& control);
+
+} // namespace trnsim::reliability

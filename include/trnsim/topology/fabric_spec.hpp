@@ -1,0 +1,63 @@
+// The description of a Trainium fabric, as read from topologies/<name>.yaml (the config module
+// parses the file; this header holds the values).
+//
+// Scale-up: the chips of an instance form a NeuronLink torus (trn2.48xlarge and trn1.32xlarge:
+// 4 x 4); an UltraServer joins the same-position chips of its instances in rings (Trn2: 4
+// instances, a 4 x 4 x 4 torus). Scale-out: every instance has EFA interfaces (NICs) attached
+// to a rail-optimised multi-tier Clos: NIC n of every instance hangs off a leaf of rail n; the
+// leaves of a pod all connect to the pod's spines; spine j of every pod connects to the cores
+// of plane j. Bandwidths are per direction of one link.
+#pragma once
+
+#include "trnsim/core/units.hpp"
+
+#include <string>
+#include <vector>
+
+namespace trnsim::topology {
+
+/// One kind of NeuronLink link.
+struct TorusLinkSpec {
+    Bandwidth bandwidth; ///< per direction
+    Duration latency;    ///< per hop
+};
+
+struct ScaleUpSpec {
+    std::vector<int> instance_torus; ///< e.g. {4, 4}; its product is the chips per instance
+    TorusLinkSpec instance_link;
+    int ultraserver_instances = 0; ///< 0: no UltraServer
+    TorusLinkSpec ultraserver_link;
+};
+
+/// A switch tier of the Clos.
+struct SwitchTierSpec {
+    int down_ports = 0;     ///< towards the endpoints
+    int up_ports = 0;       ///< towards the next tier (0 for the top tier)
+    Bandwidth up_bandwidth; ///< per up-link, per direction
+    Duration latency;       ///< to traverse the switch
+};
+
+struct ScaleOutSpec {
+    bool present = false;
+    int nics_per_instance = 0;
+    Bandwidth nic_bandwidth;  ///< per NIC, per direction (the NIC-to-leaf link)
+    Bandwidth host_bandwidth; ///< chip to its NIC (PCIe), per direction
+    Duration nic_latency;     ///< end-to-end software, PCIe and NIC overhead of one message
+    SwitchTierSpec leaf;
+    SwitchTierSpec spine;
+    SwitchTierSpec core;
+};
+
+struct FabricSpec {
+    std::string name;
+    std::string description;
+    std::string chip; ///< chip preset this fabric is made of
+    ScaleUpSpec scale_up;
+    ScaleOutSpec scale_out;
+
+    int chips_per_instance() const;
+    /// Chips one NeuronLink domain holds (an UltraServer, else an instance).
+    int chips_per_domain() const;
+};
+
+} // namespace trnsim::topology

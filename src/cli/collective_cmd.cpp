@@ -1,0 +1,102 @@
+// trnsim collective: a collective benchmark in the style of nccom-test, on the simulated
+// fabric, one row per message size.
+#include "commands.hpp"
+#include "report.hpp"
+
+#include "trnsim/config/load.hpp"
+#include "trnsim/config/units.hpp"
+#include "trnsim/core/error.hpp"
+
+#include <boost/program_options.hpp>
+
+#include <iostream>
+#include <utility>
+
+namespace po = boost::program_options;
+
+namespace trnsim::cli {
+
+int cmd_collective(const std::vector<std::string>& args) {
+    po::options_description opts("options");
+    opts.add_options()("help,h", "show this help")(
+        "chip", po::value<std::string>()->default_value("trn2"), "chip preset or file")(
+        "fabric", po::value<std::string>(), "fabric preset or file (default: <chip>-ultracluster)")(
+        "ultraservers", po::value<std::int64_t>()->default_value(0), "UltraServers in the cluster")(
+        "instances", po::value<std::int64_t>()->default_value(0),
+        "plain instances in the cluster (no NeuronLink between them)")(
+        "lnc", po::value<int>()->default_value(0), "physical cores per rank (default: the chip's)")(
+        "op", po::value<std::string>()->default_value("all_reduce"),
+        "all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv")(
+        "ranks", po::value<std::int64_t>()->default_value(0), "ranks taking part (default: all)")(
+        "sizes", po::value<std::string>()->default_value("1KiB:1GiB"),
+        "bytes per rank: FIRST:LAST in powers of two, or a comma list")(
+        "algorithm", po::value<std::string>()->default_value("auto"),
+        "auto, hierarchical, ring, bidirectional_ring, mesh, rdh, torus_rings")(
+        "exact", "re-solve the fabric at every event time (1 ns windows)")(
+        "no-reuse", "simulate every repeated phase instead of reusing the first");
+    po::variables_map vm;
+    try {
+        po::store(po::command_line_parser(args).options(opts).run(), vm);
+        po::notify(vm);
+    } catch (const po::error& e) {
+        throw UsageError(std::string(e.what()) + "\nusage: trnsim collective [options]");
+    }
+    if (vm.count("help")) {
+        std::cout << "usage: trnsim collective [--chip trn2] [--ultraservers N | --instances N] "
+                     "[--op all_reduce] [--ranks N] [--sizes 1KiB:1GiB] [--algorithm auto]\n\n"
+                  << opts;
+        return 0;
+    }
+    sim::CollectiveBenchSpec spec;
+    const auto op = network::collective_from_string(vm["op"].as<std::string>());
+    if (!op) {
+        throw UsageError("--op: unknown collective '" + vm["op"].as<std::string>() + "'");
+    }
+    const auto algorithm = network::algorithm_from_string(vm["algorithm"].as<std::string>());
+    if (!algorithm) {
+        throw UsageError("--algorithm: unknown algorithm '" + vm["algorithm"].as<std::string>() +
+                         "'");
+    }
+    spec.op = *op;
+    spec.algorithm = *algorithm;
+    try {
+        spec.sizes = config::parse_size_list(vm["sizes"].as<std::string>());
+    } catch (const config::UnitError& e) {
+        throw UsageError(std::string("--sizes: ") + e.what());
+    }
+    spec.chip = config::load_chip(vm["chip"].as<std::string>());
+    spec.fabric = config::load_fabric(vm.count("fabric") ? vm["fabric"].as<std::string>()
+                                                         : spec.chip.name + "-ultracluster");
+    spec.cluster.ultraservers = vm["ultraservers"].as<std::int64_t>();
+    spec.cluster.instances = vm["instances"].as<std::int64_t>();
+    if (spec.cluster.ultraservers > 0 && spec.cluster.instances > 0) {
+        throw UsageError("give --ultraservers or --instances, not both");
+    }
+    if (spec.cluster.ultraservers == 0 && spec.cluster.instances == 0) {
+        // One NeuronLink domain by default.
+        (spec.fabric.scale_up.ultraserver_instances > 1 ? spec.cluster.ultraservers
+                                                        : spec.cluster.instances) = 1;
+    }
+    spec.lnc = vm["lnc"].as<int>();
+    spec.ranks = vm["ranks"].as<std::int64_t>();
+    spec.exact = vm.count("exact") > 0;
+    spec.reuse_identical_phases = vm.count("no-reuse") == 0;
+    try {
+        // The header goes out with the first row: bad input prints nothing but the error.
+        bool first = true;
+        sim::run_collective_bench(spec, [&](const sim::CollectiveRow& row) {
+            if (std::exchange(first, false)) {
+                print_collective_header(std::cout, spec);
+            }
+            print_collective_row(std::cout, row);
+        });
+    } catch (const InputError& e) {
+        // Command-line flags, not scenario keys: name the flag.
+        const std::string& key = e.key_path();
+        const std::string flag = key.substr(key.find_last_of('.') + 1);
+        throw UsageError("--" + flag + ": " + e.message());
+    }
+    return 0;
+}
+
+} // namespace trnsim::cli

@@ -1,0 +1,241 @@
+#include "reliability_report.hpp"
+
+#include "trnsim/core/format.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace trnsim::cli {
+
+namespace {
+
+using reliability::Estimate;
+using reliability::RunSummary;
+
+void line(std::ostream& out, const std::string& label, const std::string& text) {
+    out << "  " << label << std::string(label.size() < 11 ? 11 - label.size() : 1, ' ') << text
+        << "\n";
+}
+
+/// "12.3 h +- 0.4 h" with replications, "12.3 h" without.
+template <class F>
+std::string with_ci(const Estimate& e, F format) {
+    if (!std::isfinite(e.mean)) {
+        return "never";
+    }
+    return e.n > 1 ? format(e.mean) + " +- " + format(e.half_width) : format(e.mean);
+}
+
+std::string seconds_ci(const Estimate& e) {
+    return with_ci(e, [](double v) { return fmt::seconds(v); });
+}
+
+std::string count_ci(const Estimate& e) {
+    return with_ci(e, [](double v) { return fmt::fixed(v, v < 100 ? 1 : 0); });
+}
+
+std::string components_text(const reliability::RunFacts& f) {
+    std::string text;
+    for (reliability::ComponentClass c : reliability::kAllClasses) {
+        const std::int64_t n = f.components[static_cast<std::size_t>(c)];
+        if (n > 0) {
+            text += (text.empty() ? "" : ", ") + fmt::integer(n) + " " + reliability::to_string(c);
+        }
+    }
+    return text.empty() ? "none" : text;
+}
+
+std::string state_column(reliability::JobState s) {
+    return std::string(reliability::to_string(s)) + "_s";
+}
+
+} // namespace
+
+void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
+                       const sim::TrainingRun& run) {
+    const RunSummary& r = *run.reliability;
+    const auto& f = r.facts;
+    const auto& rs = spec.reliability;
+    const std::string domain = f.instances_per_domain > 1 ? "UltraServer" : "instance";
+    std::string source = rs.preset.empty() ? "failure processes"
+                                           : "preset " + rs.preset + " (rates of a GPU cluster)";
+    line(out, "failures", source + ": " + components_text(f) + " with processes");
+    line(out, "", "job MTBF " +
+                      (f.job_failure_rate > 0 ? fmt::seconds(1.0 / f.job_failure_rate)
+                                              : std::string("infinite")) +
+                      " (everything that stops the job); " + fmt::integer(f.spare_domains) +
+                      " spare " + domain + (f.spare_domains == 1 ? "" : "s") + "; recovery " +
+                      reliability::to_string(rs.recovery.scope) + ": detect " +
+                      fmt::duration(rs.recovery.detection) + ", restart " +
+                      fmt::duration(rs.recovery.restart));
+    std::string ckpt = std::string(reliability::to_string(rs.checkpoint.mode)) + ", " +
+                       fmt::bytes(f.checkpoint_size) + ": stall " +
+                       fmt::seconds(f.checkpoint_stall_s);
+    if (f.checkpoint_background_s > 0) {
+        ckpt += rs.checkpoint.mode == reliability::CheckpointMode::async ? " + upload "
+                                                                         : " + peer copy ";
+        ckpt += fmt::seconds(f.checkpoint_background_s);
+    }
+    ckpt += "; every " +
+            (std::isfinite(f.checkpoint_interval_s) ? fmt::seconds(f.checkpoint_interval_s)
+                                                    : std::string("never")) +
+            (rs.checkpoint.interval == Duration::zero() ? " (auto: Daly)" : "") + "; restore " +
+            fmt::seconds(f.restore_s);
+    line(out, "checkpoint", ckpt);
+    const int n = static_cast<int>(r.replications.size());
+    std::string how = spec.simulation.duration == Duration::zero()
+                          ? "until done"
+                          : fmt::duration(spec.simulation.duration);
+    how += ", " + std::to_string(n) + " replication" + (n == 1 ? "" : "s") +
+           (n > 1 ? " (mean +- 95% interval)" : "");
+    line(out, "run", how + ": wall " + seconds_ci(r.estimate("wall_time_s")) + "; ETTR " +
+                         with_ci(r.estimate("ettr"), [](double v) { return fmt::percent(v); }) +
+                         "; goodput " +
+                         with_ci(r.estimate("goodput"), [](double v) { return fmt::count(v); }) +
+                         " tokens/s");
+    // Interruptions by cause, largest first.
+    std::vector<std::size_t> order(r.processes.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        return r.mean_interruptions_by_process[a] > r.mean_interruptions_by_process[b];
+    });
+    std::string causes;
+    for (std::size_t i : order) {
+        if (r.mean_interruptions_by_process[i] > 0) {
+            causes += (causes.empty() ? "" : ", ") + r.processes[i].cause + " " +
+                      fmt::fixed(r.mean_interruptions_by_process[i], 1);
+        }
+    }
+    line(out, "interrupts", count_ci(r.estimate("interruptions")) + " of " +
+                                count_ci(r.estimate("failures")) + " failures" +
+                                (causes.empty() ? "" : ": " + causes));
+    line(out, "lost", "work " + seconds_ci(r.estimate("lost_work_s")) + "; downtime " +
+                          seconds_ci(r.estimate("downtime_s")) + "; checkpoint stalls " +
+                          seconds_ci(r.estimate("checkpoint_overhead_s")));
+    const Estimate& done = r.estimate("done");
+    if (done.mean < 1.0) {
+        line(out, "", fmt::percent(done.mean) + " of the replications finished within the run; "
+                                                 "time to train projected from the ETTR");
+    }
+    line(out, "", "without failures: " + fmt::seconds(run.ideal_time_to_train_s) +
+                      "; engine: " + fmt::integer(f.entities) + " entities, " +
+                      fmt::integer(static_cast<std::int64_t>(r.engine_events)) + " events in " +
+                      fmt::seconds(r.seconds));
+}
+
+std::vector<std::pair<std::string, results::Table::Value>>
+reliability_columns(const sim::TrainingRun& run) {
+    const RunSummary& r = *run.reliability;
+    const auto& f = r.facts;
+    std::vector<std::pair<std::string, results::Table::Value>> cols = {
+        {"ideal_time_to_train_s", run.ideal_time_to_train_s},
+        {"replications", static_cast<std::int64_t>(r.replications.size())},
+        {"spare_domains", f.spare_domains},
+        {"job_mtbf_s", f.job_failure_rate > 0 ? 1.0 / f.job_failure_rate : HUGE_VAL},
+        {"checkpoint_interval_s", f.checkpoint_interval_s},
+        {"checkpoint_bytes", f.checkpoint_size.count()},
+    };
+    const auto& fields = reliability::metric_fields();
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        const std::string name = fields[i].first;
+        if (name != "time_to_train_s" && name != "cost_usd") { // already in the schema-1 columns
+            cols.emplace_back(name, r.estimates[i].mean);
+        }
+    }
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        cols.emplace_back(std::string("ci95_") + fields[i].first, r.estimates[i].half_width);
+    }
+    return cols;
+}
+
+void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& run) {
+    const RunSummary& r = *run.reliability;
+    using reliability::JobState;
+    constexpr JobState kStates[] = {JobState::running,       JobState::running_degraded,
+                                    JobState::checkpointing, JobState::detecting,
+                                    JobState::restarting,    JobState::loading,
+                                    JobState::waiting_for_spare};
+
+    results::Table reps;
+    reps.add_int("replication");
+    for (const auto& [name, member] : reliability::metric_fields()) {
+        reps.add_float(name);
+    }
+    for (JobState s : kStates) {
+        reps.add_float(state_column(s));
+    }
+    for (const char* c : {"kept_run_s", "lost_run_s"}) {
+        reps.add_float(c);
+    }
+    for (const char* c : {"checkpoints_lost", "spares_assigned", "engine_events"}) {
+        reps.add_int(c);
+    }
+    for (std::size_t i = 0; i < r.replications.size(); ++i) {
+        const auto& x = r.replications[i];
+        std::vector<results::Table::Value> row{static_cast<std::int64_t>(i)};
+        for (const auto& [name, member] : reliability::metric_fields()) {
+            row.emplace_back(r.metrics[i].*member);
+        }
+        for (JobState s : kStates) {
+            row.emplace_back(static_cast<double>(x.state_ns[static_cast<std::size_t>(s)]) * 1e-9);
+        }
+        row.emplace_back(static_cast<double>(x.kept_run_ns) * 1e-9);
+        row.emplace_back(static_cast<double>(x.lost_run_ns) * 1e-9);
+        row.emplace_back(x.checkpoints_lost);
+        row.emplace_back(x.spares_assigned);
+        row.emplace_back(static_cast<std::int64_t>(x.engine_events));
+        reps.add_row(row);
+    }
+    file.tables.emplace_back("/run/replications", std::move(reps));
+
+    results::Table causes;
+    causes.add_string("cause", 32);
+    causes.add_string("component", 12);
+    causes.add_string("distribution", 12);
+    causes.add_string("effect", 16);
+    causes.add_float("mtbf_s");
+    causes.add_float("failures");
+    causes.add_float("interruptions");
+    for (std::size_t i = 0; i < r.processes.size(); ++i) {
+        const auto& p = r.processes[i];
+        causes.add_row({p.cause.substr(0, 32), std::string(reliability::to_string(p.cls)),
+                        std::string(p.random ? reliability::to_string(p.kind) : "trace"),
+                        std::string(reliability::to_string(r.impacts[i])),
+                        p.random ? p.mean_s : 0.0, r.mean_failures_by_process[i],
+                        r.mean_interruptions_by_process[i]});
+    }
+    file.tables.emplace_back("/run/causes", std::move(causes));
+
+    const auto& first = r.replications.front();
+    results::Table events;
+    events.add_float("time_s");
+    events.add_string("kind", 16);
+    events.add_string("component", 12);
+    events.add_int("component_id");
+    events.add_int("domain");
+    events.add_string("cause", 32);
+    for (const auto& e : first.events) {
+        events.add_row({static_cast<double>(e.time_ns) * 1e-9, std::string(to_string(e.kind)),
+                        std::string(e.component ? reliability::to_string(*e.component) : ""),
+                        e.component_index, e.domain,
+                        e.process >= 0 ? r.processes[static_cast<std::size_t>(e.process)]
+                                             .cause.substr(0, 32)
+                                       : std::string()});
+    }
+    file.tables.emplace_back("/run/events", std::move(events));
+
+    results::Table timeline;
+    timeline.add_float("time_s");
+    timeline.add_string("state", 20);
+    timeline.add_float("progress_s");
+    timeline.add_float("committed_s");
+    timeline.add_float("rate");
+    for (const auto& p : first.timeline) {
+        timeline.add_row({static_cast<double>(p.time_ns) * 1e-9, std::string(to_string(p.state)),
+                          p.progress_s, p.committed_s, p.rate});
+    }
+    file.tables.emplace_back("/run/timeline", std::move(timeline));
+}
+
+} // namespace trnsim::cli

@@ -1,0 +1,27 @@
+// The run simulation's part of the summary and of the results file (docs/results-schema.md):
+// only present when the scenario has a reliability section.
+#pragma once
+
+#include "trnsim/config/scenario.hpp"
+#include "trnsim/results/hdf5_writer.hpp"
+#include "trnsim/sim/run.hpp"
+
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trnsim::cli {
+
+/// Summary lines of the run simulation.
+void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
+                       const sim::TrainingRun& run);
+
+/// /summary columns added by the run simulation (means, and ci95_ half widths).
+std::vector<std::pair<std::string, results::Table::Value>>
+reliability_columns(const sim::TrainingRun& run);
+
+/// The /run/... tables.
+void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& run);
+
+} // namespace trnsim::cli

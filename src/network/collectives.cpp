@@ -1,0 +1,457 @@
+#include "trnsim/network/collectives.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <stdexcept>
+
+namespace trnsim::network {
+
+const char* to_string(Algorithm a) {
+    switch (a) {
+    case Algorithm::automatic:
+        return "auto";
+    case Algorithm::ring:
+        return "ring";
+    case Algorithm::bidirectional_ring:
+        return "bidirectional_ring";
+    case Algorithm::mesh:
+        return "mesh";
+    case Algorithm::rdh:
+        return "rdh";
+    case Algorithm::torus_rings:
+        return "torus_rings";
+    case Algorithm::hierarchical:
+        return "hierarchical";
+    }
+    return "?";
+}
+
+std::optional<Algorithm> algorithm_from_string(std::string_view s) {
+    for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::bidirectional_ring,
+                        Algorithm::mesh, Algorithm::rdh, Algorithm::torus_rings,
+                        Algorithm::hierarchical}) {
+        if (s == to_string(a)) {
+            return a;
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<CollectiveOp> collective_from_string(std::string_view s) {
+    for (CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter,
+                            CollectiveOp::all_gather, CollectiveOp::all_to_all,
+                            CollectiveOp::broadcast, CollectiveOp::send_recv}) {
+        if (s == to_string(op)) {
+            return op;
+        }
+    }
+    return std::nullopt;
+}
+
+std::size_t CollectivePlan::total_phases() const {
+    std::size_t n = 0;
+    for (const auto& p : phases) {
+        n += p.repeat;
+    }
+    return n;
+}
+
+double bus_bandwidth_factor(CollectiveOp op, std::size_t ranks) {
+    const double n = static_cast<double>(ranks);
+    switch (op) {
+    case CollectiveOp::all_reduce:
+        return n > 1 ? 2.0 * (n - 1) / n : 0.0;
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:
+        return n > 1 ? (n - 1) / n : 0.0;
+    case CollectiveOp::broadcast:
+    case CollectiveOp::send_recv:
+        return 1.0;
+    }
+    return 1.0;
+}
+
+namespace {
+
+using Group = std::vector<std::uint32_t>;
+using Groups = std::vector<Group>;
+
+constexpr double kMiB = 1024.0 * 1024.0;
+constexpr std::size_t kMaxFlowsPerPhase = 4'000'000;
+
+std::uint64_t mix(std::uint64_t h, std::uint64_t x) {
+    h ^= x + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    return h * 0xff51afd7ed558ccdull;
+}
+
+/// Equal for phases with the same flows in the same order.
+std::uint64_t signature(const Phase& p) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (const FlowSpec& f : p.flows) {
+        h = mix(h, (std::uint64_t{f.src} << 32) | f.dst);
+        h = mix(h, std::bit_cast<std::uint64_t>(f.bytes));
+    }
+    return mix(h, p.flows.size());
+}
+
+class Builder {
+public:
+    Builder(const topology::Fabric& f, const LocalCosts& local, CollectivePlan& plan)
+        : f_(f), local_(local), plan_(plan) {}
+
+    /// Appends a phase; `reduced` bytes per chip are reduced on chip (3 HBM accesses a byte).
+    void emit(std::vector<FlowSpec> flows, std::uint32_t repeat, double reduced,
+              const std::string& stage) {
+        if (flows.size() > kMaxFlowsPerPhase) {
+            throw std::invalid_argument("collective: " + stage + " needs " +
+                                        std::to_string(flows.size()) +
+                                        " concurrent flows per phase; choose another algorithm");
+        }
+        if (repeat == 0) {
+            return;
+        }
+        Phase p;
+        p.flows = std::move(flows);
+        p.repeat = repeat;
+        p.local_seconds = reduced > 0.0 ? 3.0 * reduced / local_.hbm.bytes_per_s() : 0.0;
+        p.stage = stage;
+        p.signature = signature(p);
+        plan_.phases.push_back(std::move(p));
+    }
+
+    /// On-chip combination of r ranks: `passes` reads and writes of (r - 1) / r of the buffer
+    /// by each rank, all ranks sharing the chip's HBM.
+    void on_chip(double bytes_per_rank, int r, double passes, const std::string& stage) {
+        if (r <= 1) {
+            return;
+        }
+        Phase p;
+        p.local_seconds = passes * (r - 1) * bytes_per_rank / local_.hbm.bytes_per_s() +
+                          (r - 1) * local_.step_latency.seconds();
+        p.stage = stage;
+        p.signature = signature(p);
+        plan_.phases.push_back(std::move(p));
+    }
+
+    /// Reduce-scatter of V bytes per chip inside every group, all groups at once.
+    void reduce_scatter(const Groups& groups, double v, Algorithm a, const std::string& stage) {
+        scatter_or_gather(groups, v, a, stage, true);
+    }
+    /// All-gather to V bytes per chip inside every group.
+    void all_gather(const Groups& groups, double v, Algorithm a, const std::string& stage) {
+        scatter_or_gather(groups, v, a, stage, false);
+    }
+
+private:
+    void scatter_or_gather(const Groups& groups, double v, Algorithm a, const std::string& stage,
+                           bool reduce) {
+        const std::size_t p = groups.front().size();
+        if (p <= 1 || v <= 0.0) {
+            return;
+        }
+        const std::string label = stage + " (" + to_string(a) + ")";
+        const double chunk = v / static_cast<double>(p);
+        std::vector<FlowSpec> flows;
+        switch (a) {
+        case Algorithm::ring:
+            for (const Group& g : groups) {
+                for (std::size_t i = 0; i < p; ++i) {
+                    flows.push_back({g[i], g[(i + 1) % p], chunk});
+                }
+            }
+            emit(std::move(flows), static_cast<std::uint32_t>(p - 1), reduce ? chunk : 0.0, label);
+            return;
+        case Algorithm::bidirectional_ring:
+            for (const Group& g : groups) {
+                for (std::size_t i = 0; i < p; ++i) {
+                    flows.push_back({g[i], g[(i + 1) % p], chunk / 2});
+                    flows.push_back({g[i], g[(i + p - 1) % p], chunk / 2});
+                }
+            }
+            emit(std::move(flows), static_cast<std::uint32_t>(p - 1), reduce ? chunk : 0.0, label);
+            return;
+        case Algorithm::mesh:
+            for (const Group& g : groups) {
+                for (std::size_t i = 0; i < p; ++i) {
+                    for (std::size_t j = 0; j < p; ++j) {
+                        if (i != j) {
+                            flows.push_back({g[i], g[j], chunk});
+                        }
+                    }
+                }
+            }
+            emit(std::move(flows), 1, reduce ? chunk * static_cast<double>(p - 1) : 0.0, label);
+            return;
+        case Algorithm::rdh: {
+            // Recursive halving (reduce-scatter) or doubling (all-gather) among the largest
+            // power of two q <= p; the e = p - q extra chips first fold their data into
+            // partners 0..e-1 and get their share back at the end (Thakur et al. 2005).
+            std::size_t q = 1;
+            while (q * 2 <= p) {
+                q *= 2;
+            }
+            const std::size_t extra = p - q;
+            const auto fold = [&](bool into_partners, double bytes, bool reduced) {
+                if (extra == 0) {
+                    return;
+                }
+                std::vector<FlowSpec> step;
+                for (const Group& g : groups) {
+                    for (std::size_t i = 0; i < extra; ++i) {
+                        step.push_back(into_partners ? FlowSpec{g[q + i], g[i], bytes}
+                                                     : FlowSpec{g[i], g[q + i], bytes});
+                    }
+                }
+                emit(std::move(step), 1, reduced ? bytes : 0.0, label + " fold");
+            };
+            std::vector<std::size_t> distances;
+            for (std::size_t d = q / 2; d >= 1; d /= 2) {
+                distances.push_back(d);
+            }
+            if (reduce) {
+                fold(true, v, true); // extras' whole buffers into their partners
+            } else {
+                fold(true, chunk, false); // extras' contributions to their partners
+                std::reverse(distances.begin(), distances.end());
+            }
+            const double qd = static_cast<double>(q);
+            for (std::size_t d : distances) {
+                // One expression for both directions: a halving step and the doubling step at
+                // the same distance move exactly the same bytes.
+                const double bytes = v / qd * static_cast<double>(d);
+                std::vector<FlowSpec> step;
+                for (const Group& g : groups) {
+                    for (std::size_t i = 0; i < q; ++i) {
+                        step.push_back({g[i], g[i ^ d], bytes});
+                    }
+                }
+                emit(std::move(step), 1, reduce ? bytes : 0.0, label);
+            }
+            if (reduce) {
+                fold(false, chunk, false); // each extra gets its shard
+            } else {
+                fold(false, v, false); // each extra gets the whole result
+            }
+            return;
+        }
+        case Algorithm::torus_rings:
+            torus_rings(groups, v, label, reduce);
+            return;
+        case Algorithm::automatic:
+        case Algorithm::hierarchical:
+            break;
+        }
+        throw std::logic_error("collective: unresolved algorithm");
+    }
+
+    /// Bidirectional rings along each dimension of a full NeuronLink domain: reduce-scatter
+    /// along dimension 0 leaves 1/s0 of the buffer, then along dimension 1, and so on; the
+    /// all-gather runs the dimensions in reverse.
+    void torus_rings(const Groups& groups, double v, const std::string& label, bool reduce) {
+        // chunk[d]: what one step along dimension d moves, V / s0 for dimension 0, then
+        // V / (s0 s1), ...; the all-gather uses the same chunks in reverse order.
+        const int dims = f_.torus_dims();
+        std::vector<double> chunk(static_cast<std::size_t>(dims));
+        double buffer = v;
+        for (int d = 0; d < dims; ++d) {
+            buffer /= f_.torus_size(d);
+            chunk[static_cast<std::size_t>(d)] = buffer;
+        }
+        for (int k = 0; k < dims; ++k) {
+            const int d = reduce ? k : dims - 1 - k;
+            const double c = chunk[static_cast<std::size_t>(d)];
+            std::vector<FlowSpec> flows;
+            for (const Group& g : groups) {
+                for (std::uint32_t chip : g) {
+                    flows.push_back({chip, f_.torus_neighbour(chip, d, +1), c / 2});
+                    flows.push_back({chip, f_.torus_neighbour(chip, d, -1), c / 2});
+                }
+            }
+            emit(std::move(flows), static_cast<std::uint32_t>(f_.torus_size(d) - 1),
+                 reduce ? c : 0.0, label + " dim " + std::to_string(d));
+        }
+    }
+
+    const topology::Fabric& f_;
+    const LocalCosts& local_;
+    CollectivePlan& plan_;
+};
+
+/// Inside NeuronLink domains (CCI): mesh below 1 MB, RDH up to 56 MB, rings above.
+Algorithm pick_domain(double v, std::size_t p, std::size_t groups, bool full_domain) {
+    const bool mesh_fits = groups * p * (p - 1) <= 1'000'000;
+    if (v < 1.0 * kMiB && mesh_fits) {
+        return Algorithm::mesh;
+    }
+    if (v <= 56.0 * kMiB) {
+        return Algorithm::rdh;
+    }
+    return full_domain ? Algorithm::torus_rings : Algorithm::bidirectional_ring;
+}
+
+/// Across EFA (CCX): ring for large messages; mesh for small groups and messages; RDH for
+/// large groups with small and medium messages.
+Algorithm pick_efa(double v, std::size_t p, std::size_t groups) {
+    if (p <= 2) {
+        return Algorithm::ring;
+    }
+    if (v < 1.0 * kMiB && p <= 32 && groups * p * (p - 1) <= 1'000'000) {
+        return Algorithm::mesh;
+    }
+    if (v <= 56.0 * kMiB) {
+        return Algorithm::rdh;
+    }
+    return Algorithm::ring;
+}
+
+} // namespace
+
+CollectivePlan plan_collective(const topology::Fabric& f, const CollectiveRequest& req,
+                               const LocalCosts& local) {
+    const auto& chips = req.chips;
+    if (chips.empty()) {
+        throw std::invalid_argument("collective: empty group");
+    }
+    for (std::uint32_t c : chips) {
+        if (c >= f.chips()) {
+            throw std::invalid_argument("collective: no chip " + std::to_string(c));
+        }
+    }
+    if (req.bytes < 0.0 || req.ranks_per_chip < 1) {
+        throw std::invalid_argument("collective: negative size or no ranks");
+    }
+    CollectivePlan plan;
+    Builder b(f, local, plan);
+    const std::size_t p = chips.size();
+    const int r = req.ranks_per_chip;
+    const double n = req.bytes;
+
+    switch (req.op) {
+    case CollectiveOp::send_recv:
+        if (p != 2) {
+            throw std::invalid_argument("collective: send_recv needs exactly two chips");
+        }
+        b.emit({{chips[0], chips[1], n}}, 1, 0.0, "send");
+        plan.algorithm = "direct";
+        return plan;
+    case CollectiveOp::broadcast: {
+        // Scatter from the root, then a ring all-gather (van de Geijn).
+        const std::uint32_t root = chips.at(req.root);
+        std::vector<FlowSpec> scatter;
+        for (std::uint32_t c : chips) {
+            if (c != root) {
+                scatter.push_back({root, c, n / static_cast<double>(p)});
+            }
+        }
+        b.emit(std::move(scatter), 1, 0.0, "scatter");
+        b.all_gather({chips}, n, Algorithm::ring, "all-gather");
+        b.on_chip(n, r, 1.0, "on-chip copy");
+        plan.algorithm = "scatter + ring all-gather";
+        return plan;
+    }
+    case CollectiveOp::all_to_all: {
+        const double per_chip = n * r;
+        std::vector<FlowSpec> flows;
+        for (std::uint32_t a : chips) {
+            for (std::uint32_t c : chips) {
+                if (a != c) {
+                    flows.push_back({a, c, per_chip / static_cast<double>(p)});
+                }
+            }
+        }
+        b.on_chip(n, r, 1.0, "on-chip exchange");
+        b.emit(std::move(flows), 1, 0.0, "all-to-all (direct)");
+        plan.algorithm = "direct";
+        return plan;
+    }
+    case CollectiveOp::all_reduce:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_gather:
+        break;
+    }
+
+    const bool reduce = req.op != CollectiveOp::all_gather;
+    const bool gather = req.op != CollectiveOp::reduce_scatter;
+    const double v = n; // per chip after the on-chip stage
+    if (reduce) {
+        b.on_chip(n, r, 1.0, "on-chip reduce-scatter");
+    }
+    const auto flat = [&](Algorithm a) {
+        if (reduce) {
+            b.reduce_scatter({chips}, v, a, "reduce-scatter");
+        }
+        if (gather) {
+            b.all_gather({chips}, v, a, "all-gather");
+        }
+        plan.algorithm = to_string(a);
+    };
+
+    if (req.algorithm == Algorithm::ring || req.algorithm == Algorithm::bidirectional_ring ||
+        req.algorithm == Algorithm::mesh || req.algorithm == Algorithm::rdh) {
+        flat(req.algorithm);
+    } else {
+        // Group the chips by NeuronLink domain, keeping rank order.
+        std::map<std::uint32_t, Group> by_domain;
+        for (std::uint32_t c : chips) {
+            by_domain[f.domain_of(c)].push_back(c);
+        }
+        const std::size_t domains = by_domain.size();
+        const std::size_t per = by_domain.begin()->second.size();
+        const bool symmetric = std::all_of(by_domain.begin(), by_domain.end(),
+                                           [&](const auto& kv) { return kv.second.size() == per; });
+        Groups domain_groups;
+        for (auto& kv : by_domain) {
+            domain_groups.push_back(kv.second);
+        }
+        const bool full_domain = per == f.chips_per_domain();
+        if (req.algorithm == Algorithm::torus_rings && (!full_domain || domains != 1)) {
+            throw std::invalid_argument("collective: torus_rings needs the group to be exactly "
+                                        "one NeuronLink domain");
+        }
+        if (!symmetric) {
+            flat(pick_efa(v, p, 1));
+        } else if (domains == 1) {
+            const Algorithm a = req.algorithm == Algorithm::torus_rings
+                                    ? Algorithm::torus_rings
+                                    : pick_domain(v, per, 1, full_domain);
+            flat(a);
+        } else if (per == 1) {
+            flat(pick_efa(v, p, 1));
+        } else {
+            // Hierarchical: same-position chips of every domain form the EFA groups.
+            Groups efa_groups(per);
+            for (const Group& g : domain_groups) {
+                for (std::size_t k = 0; k < per; ++k) {
+                    efa_groups[k].push_back(g[k]);
+                }
+            }
+            const Algorithm inner = pick_domain(v, per, domains, full_domain);
+            const double shard = v / static_cast<double>(per);
+            const Algorithm outer = pick_efa(shard, domains, per);
+            if (reduce) {
+                b.reduce_scatter(domain_groups, v, inner, "domain reduce-scatter");
+            }
+            if (req.op == CollectiveOp::all_reduce) {
+                b.reduce_scatter(efa_groups, shard, outer, "EFA reduce-scatter");
+                b.all_gather(efa_groups, shard, outer, "EFA all-gather");
+            } else if (req.op == CollectiveOp::reduce_scatter) {
+                b.reduce_scatter(efa_groups, shard, outer, "EFA reduce-scatter");
+            } else {
+                b.all_gather(efa_groups, shard, outer, "EFA all-gather");
+            }
+            if (gather) {
+                b.all_gather(domain_groups, v, inner, "domain all-gather");
+            }
+            plan.algorithm = std::string("hierarchical: ") + to_string(inner) + " + " +
+                             to_string(outer);
+        }
+    }
+    if (gather) {
+        b.on_chip(n, r, 1.0, "on-chip all-gather");
+    }
+    return plan;
+}
+
+} // namespace trnsim::network

@@ -1,0 +1,483 @@
+#include "trnsim/network/maxmin.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace trnsim::network {
+
+namespace {
+
+/// A candidate bottleneck on the filling heap: a shared link with its share when pushed, or
+/// (flow bit set) one flow's tightest private link.
+struct Share {
+    double share;
+    std::uint64_t id; ///< link id, or kFlowBit | flow id
+};
+
+constexpr std::uint64_t kFlowBit = std::uint64_t{1} << 40;
+
+/// Order of the filling: smaller share first, then links before flows, then smaller id
+/// (determinism).
+bool before(const Share& a, const Share& b) {
+    return a.share < b.share || (a.share == b.share && a.id < b.id);
+}
+
+/// A 4-ary min-heap of link shares: half the depth of a binary heap, and the four children of
+/// a node share a cache line, which matters with ~10^6 links per fill.
+class ShareHeap {
+public:
+    void reserve(std::size_t n) { v_.reserve(n); }
+    bool empty() const { return v_.empty(); }
+    void push_unordered(const Share& s) { v_.push_back(s); }
+    void heapify() {
+        if (v_.size() < 2) {
+            return;
+        }
+        for (std::size_t i = (v_.size() - 2) / 4 + 1; i-- > 0;) {
+            down(i, v_[i]);
+        }
+    }
+    void push(const Share& s) {
+        std::size_t i = v_.size();
+        v_.push_back(s);
+        while (i > 0) {
+            const std::size_t parent = (i - 1) / 4;
+            if (!before(s, v_[parent])) {
+                break;
+            }
+            v_[i] = v_[parent];
+            i = parent;
+        }
+        v_[i] = s;
+    }
+    Share pop() {
+        const Share top = v_.front();
+        const Share last = v_.back();
+        v_.pop_back();
+        if (!v_.empty()) {
+            down(0, last);
+        }
+        return top;
+    }
+
+private:
+    void down(std::size_t i, const Share s) {
+        const std::size_t n = v_.size();
+        while (true) {
+            const std::size_t first = 4 * i + 1;
+            if (first >= n) {
+                break;
+            }
+            const std::size_t end = std::min(first + 4, n);
+            std::size_t best = first;
+            for (std::size_t c = first + 1; c < end; ++c) {
+                if (before(v_[c], v_[best])) {
+                    best = c;
+                }
+            }
+            if (!before(v_[best], s)) {
+                break;
+            }
+            v_[i] = v_[best];
+            i = best;
+        }
+        v_[i] = s;
+    }
+    std::vector<Share> v_;
+};
+
+constexpr double kRelTol = 1e-9;
+
+} // namespace
+
+MaxMinSolver::MaxMinSolver(std::vector<double> capacity)
+    : links_(capacity.size()), on_link_(capacity.size()) {
+    for (std::size_t l = 0; l < capacity.size(); ++l) {
+        if (!(capacity[l] > 0.0)) {
+            throw std::invalid_argument("maxmin: link capacities must be positive");
+        }
+        links_[l].capacity = capacity[l];
+    }
+}
+
+MaxMinSolver::FlowId MaxMinSolver::add(std::span<const std::uint32_t> links, double weight) {
+    if (links.empty()) {
+        throw std::invalid_argument("maxmin: a flow needs at least one link");
+    }
+    if (!(weight > 0.0)) {
+        throw std::invalid_argument("maxmin: flow weights must be positive");
+    }
+    for (std::uint32_t l : links) {
+        if (l >= links_.size()) {
+            throw std::out_of_range("maxmin: no link " + std::to_string(l));
+        }
+    }
+    FlowId f;
+    if (!free_.empty()) {
+        f = free_.back();
+        free_.pop_back();
+    } else {
+        f = static_cast<FlowId>(flows_.size());
+        flows_.emplace_back();
+        member_.push_back(0);
+    }
+    FlowState& st = flows_[f];
+    st = FlowState{};
+    st.weight = weight;
+    st.offset = static_cast<std::uint32_t>(pool_.size());
+    st.count = static_cast<std::uint32_t>(links.size());
+    for (std::uint32_t l : links) {
+        const auto incidence = static_cast<std::uint32_t>(pool_.size());
+        pool_.push_back(l);
+        position_.push_back(static_cast<std::uint32_t>(on_link_[l].size()));
+        on_link_[l].push_back({f, incidence});
+    }
+    ++active_;
+    added_.push_back(f);
+    return f;
+}
+
+void MaxMinSolver::remove(FlowId f) {
+    if (!alive(f)) {
+        throw std::invalid_argument("maxmin: no such flow");
+    }
+    FlowState& st = flows_[f];
+    for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+        const std::uint32_t l = pool_[i];
+        links_[l].used -= st.rate;
+        auto& list = on_link_[l];
+        const std::uint32_t pos = position_[i];
+        list[pos] = list.back();
+        position_[list[pos].incidence] = pos;
+        list.pop_back();
+        freed_links_.push_back(l);
+    }
+    dead_incidences_ += st.count;
+    st.count = 0;
+    st.rate = 0.0;
+    free_.push_back(f);
+    --active_;
+    if (active_ == 0) {
+        pool_.clear(); // nothing alive: no need to compact
+        position_.clear();
+        dead_incidences_ = 0;
+    }
+}
+
+void MaxMinSolver::clear() {
+    for (std::uint32_t l : pool_) {
+        on_link_[l].clear();
+        links_[l].used = 0.0;
+    }
+    for (FlowId f = 0; f < flows_.size(); ++f) {
+        if (flows_[f].count > 0) {
+            flows_[f].count = 0;
+            flows_[f].rate = 0.0;
+            free_.push_back(f);
+        }
+    }
+    pool_.clear();
+    position_.clear();
+    dead_incidences_ = 0;
+    active_ = 0;
+    added_.clear();
+    freed_links_.clear();
+    refilled_.clear();
+}
+
+void MaxMinSolver::remove_batch(std::span<const FlowId> batch) {
+    if (batch.size() * 2 < active_) {
+        for (FlowId f : batch) {
+            remove(f);
+        }
+        return;
+    }
+    if (batch.size() == active_) {
+        clear();
+        return;
+    }
+    // Most flows leave: drop them, rebuild the link lists from the survivors, and let the next
+    // update re-fill every survivor (from zero: used_ is reset with them).
+    for (FlowId f : batch) {
+        if (!alive(f)) {
+            throw std::invalid_argument("maxmin: no such flow");
+        }
+        flows_[f].count = 0;
+        flows_[f].rate = 0.0;
+        free_.push_back(f);
+        --active_;
+    }
+    for (std::uint32_t l : pool_) {
+        on_link_[l].clear();
+        links_[l].used = 0.0;
+    }
+    std::vector<std::uint32_t> pool;
+    pool.reserve(pool_.size() - batch.size());
+    position_.clear();
+    added_.clear();
+    for (FlowId f = 0; f < flows_.size(); ++f) {
+        FlowState& st = flows_[f];
+        if (st.count == 0) {
+            continue;
+        }
+        const auto offset = static_cast<std::uint32_t>(pool.size());
+        for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+            const std::uint32_t l = pool_[i];
+            const auto incidence = static_cast<std::uint32_t>(pool.size());
+            pool.push_back(l);
+            position_.push_back(static_cast<std::uint32_t>(on_link_[l].size()));
+            on_link_[l].push_back({f, incidence});
+        }
+        st.offset = offset;
+        st.rate = 0.0;
+        added_.push_back(f);
+    }
+    pool_.swap(pool);
+    dead_incidences_ = 0;
+    freed_links_.clear();
+}
+
+void MaxMinSolver::compact_pool() {
+    std::vector<std::uint32_t> pool;
+    std::vector<std::uint32_t> position;
+    pool.reserve(pool_.size() - dead_incidences_);
+    position.reserve(pool_.size() - dead_incidences_);
+    for (FlowState& st : flows_) {
+        if (st.count == 0) {
+            continue;
+        }
+        const auto offset = static_cast<std::uint32_t>(pool.size());
+        for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+            const auto j = static_cast<std::uint32_t>(pool.size());
+            pool.push_back(pool_[i]);
+            position.push_back(position_[i]);
+            on_link_[pool_[i]][position_[i]].incidence = j;
+        }
+        st.offset = offset;
+    }
+    pool_.swap(pool);
+    position_.swap(position);
+    dead_incidences_ = 0;
+}
+
+void MaxMinSolver::fill(const std::vector<FlowId>& set) {
+    // Flows of the set are unfrozen; every other flow keeps its rate and its share of used_.
+    ++stamp_;
+    std::vector<std::uint32_t> touched;
+    for (FlowId f : set) {
+        flows_[f].stamp = stamp_;
+        for (std::uint32_t l : links(f)) {
+            LinkState& ls = links_[l];
+            if (ls.mark != stamp_) {
+                ls.mark = stamp_;
+                touched.push_back(l);
+                ls.residual = ls.capacity - ls.used;
+                ls.wsum = 0.0;
+                ls.unfrozen = 0;
+            }
+            ls.wsum += flows_[f].weight;
+            ++ls.unfrozen;
+        }
+    }
+    // Freezing flows at share s never lowers another link's share (s is the smallest), so an
+    // entry on the heap is never above its link's true share. An entry that surfaces below
+    // the true share is pushed back with the true share; one that matches is the minimum.
+    //
+    // A link crossed by a single unfrozen flow of the set (a private link: most host and NIC
+    // links) gets no entry: its share is fixed (nothing else changes its residual), so it only
+    // caps that flow. Each flow has one entry for its tightest private link instead.
+    ShareHeap heap;
+    heap.reserve(touched.size());
+    for (std::uint32_t l : touched) {
+        const LinkState& ls = links_[l];
+        if (ls.unfrozen > 1) {
+            heap.push_unordered({std::max(0.0, ls.residual) / ls.wsum, l});
+        }
+    }
+    for (FlowId f : set) {
+        const FlowState& st = flows_[f];
+        double cap = std::numeric_limits<double>::infinity();
+        for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+            const LinkState& ls = links_[pool_[i]];
+            if (ls.unfrozen == 1) {
+                cap = std::min(cap, std::max(0.0, ls.residual) / st.weight);
+            }
+        }
+        if (cap < std::numeric_limits<double>::infinity()) {
+            heap.push_unordered({cap, kFlowBit | f});
+        }
+    }
+    heap.heapify();
+    std::size_t unfrozen = set.size();
+    const auto freeze = [&](FlowId f, double share, std::uint32_t at) {
+        FlowState& st = flows_[f];
+        st.stamp = 0;
+        --unfrozen;
+        const double r = st.weight * share;
+        st.rate = r;
+        st.bottleneck = at;
+        for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+            LinkState& ls = links_[pool_[i]];
+            ls.residual -= r;
+            ls.wsum -= st.weight;
+            ls.used += r;
+            --ls.unfrozen;
+        }
+    };
+    while (!heap.empty() && unfrozen > 0) {
+        const Share top = heap.pop();
+        if ((top.id & kFlowBit) != 0) {
+            const auto f = static_cast<FlowId>(top.id & (kFlowBit - 1));
+            const FlowState& st = flows_[f];
+            if (st.stamp == stamp_) {
+                // Its tightest private link binds first; it is the flow's bottleneck.
+                std::uint32_t at = kNoLink;
+                for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+                    const std::uint32_t l = pool_[i];
+                    const LinkState& ls = links_[l];
+                    if (ls.unfrozen == 1 &&
+                        std::max(0.0, ls.residual) / st.weight <= top.share * (1.0 + 1e-12)) {
+                        at = l;
+                        break;
+                    }
+                }
+                freeze(f, top.share, at);
+            }
+            continue;
+        }
+        const auto l = static_cast<std::uint32_t>(top.id);
+        const LinkState& ls = links_[l];
+        if (ls.unfrozen == 0) {
+            continue; // every flow on it is frozen already
+        }
+        const double share = std::max(0.0, ls.residual) / ls.wsum;
+        if (share > top.share * (1.0 + 1e-12)) {
+            heap.push({share, l});
+            continue;
+        }
+        for (const Entry& e : on_link_[l]) {
+            if (flows_[e.flow].stamp == stamp_) {
+                freeze(e.flow, share, l);
+            }
+        }
+    }
+}
+
+void MaxMinSolver::solve() {
+    for (LinkState& ls : links_) {
+        ls.used = 0.0;
+    }
+    std::vector<FlowId> all;
+    all.reserve(active_);
+    for (FlowId f = 0; f < flows_.size(); ++f) {
+        if (flows_[f].count > 0) {
+            all.push_back(f);
+        }
+    }
+    fill(all);
+    added_.clear();
+    freed_links_.clear();
+    refilled_ = std::move(all);
+}
+
+void MaxMinSolver::update() {
+    refilled_.clear();
+    if (added_.empty() && freed_links_.empty()) {
+        return;
+    }
+    if (dead_incidences_ > 1024 && dead_incidences_ * 2 > pool_.size()) {
+        compact_pool(); // at most once per update, however many flows left
+    }
+    // A: the flows to re-fill. member_ marks them with a stamp of their own.
+    std::vector<FlowId> set;
+    std::vector<std::uint8_t>& member = member_; // all zero between updates
+    const auto join = [&](FlowId f) {
+        if (flows_[f].count > 0 && !member[f]) {
+            member[f] = 1;
+            set.push_back(f);
+        }
+    };
+    for (FlowId f : added_) {
+        join(f);
+    }
+    const std::uint32_t seen = ++stamp_;
+    for (std::uint32_t l : freed_links_) {
+        if (links_[l].mark == seen) {
+            continue;
+        }
+        links_[l].mark = seen;
+        for (const Entry& e : on_link_[l]) {
+            if (flows_[e.flow].bottleneck == l) {
+                join(e.flow);
+            }
+        }
+    }
+    added_.clear();
+    freed_links_.clear();
+
+    std::vector<std::uint32_t> links_of_set;
+    std::vector<double> min_share; // per link of the set: smallest share of a set flow frozen there
+    while (true) {
+        // Take the set's bandwidth back, then re-fill it.
+        for (FlowId f : set) {
+            for (std::uint32_t l : links(f)) {
+                links_[l].used -= flows_[f].rate;
+            }
+            flows_[f].rate = 0.0;
+        }
+        fill(set);
+        if (set.size() == active_) {
+            break; // everything was re-filled together: that is a full solve
+        }
+
+        // Max-min conditions on every link the set touches.
+        links_of_set.clear();
+        const std::uint32_t mark = ++stamp_;
+        for (FlowId f : set) {
+            for (std::uint32_t l : links(f)) {
+                if (links_[l].mark != mark) {
+                    links_[l].mark = mark;
+                    links_of_set.push_back(l);
+                }
+            }
+        }
+        const std::size_t before = set.size();
+        for (std::uint32_t l : links_of_set) {
+            const auto& list = on_link_[l];
+            const bool saturated = links_[l].used >= links_[l].capacity * (1.0 - kRelTol);
+            double max_share = 0.0;
+            double frozen_here = std::numeric_limits<double>::infinity();
+            for (const Entry& e : list) {
+                const FlowState& st = flows_[e.flow];
+                const double s = st.rate / st.weight;
+                max_share = std::max(max_share, s);
+                if (member[e.flow] && st.bottleneck == l) {
+                    frozen_here = std::min(frozen_here, s);
+                }
+            }
+            for (const Entry& e : list) {
+                const FlowId g = e.flow;
+                if (member[g]) {
+                    continue;
+                }
+                const FlowState& st = flows_[g];
+                const double s = st.rate / st.weight;
+                const bool lost_bottleneck =
+                    st.bottleneck == l && (!saturated || s < max_share * (1.0 - kRelTol));
+                const bool above_set = s > frozen_here * (1.0 + kRelTol);
+                if (lost_bottleneck || above_set) {
+                    join(g);
+                }
+            }
+        }
+        if (set.size() == before) {
+            break;
+        }
+    }
+    for (FlowId f : set) {
+        member[f] = 0;
+    }
+    refilled_ = std::move(set);
+}
+
+} // namespace trnsim::network

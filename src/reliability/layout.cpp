@@ -1,0 +1,258 @@
+#include "trnsim/reliability/layout.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace trnsim::reliability {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+/// Cables of a ring of n nodes: n for n >= 3, one for two nodes, none for one.
+std::int64_t ring_links(std::int64_t n) { return n >= 3 ? n : (n == 2 ? 1 : 0); }
+
+constexpr std::uint32_t kMaxPowerPartitions = 64;
+
+} // namespace
+
+const char* to_string(Impact i) {
+    switch (i) {
+    case Impact::replace_domain:
+        return "replace_domain";
+    case Impact::restart_only:
+        return "restart_only";
+    case Impact::power:
+        return "power";
+    case Impact::fabric_interrupt:
+        return "fabric_interrupt";
+    case Impact::fabric_degrade:
+        return "fabric_degrade";
+    }
+    return "?";
+}
+
+bool Layout::domain_class(ComponentClass c) {
+    return c != ComponentClass::power && !is_switch(c);
+}
+
+Layout::Layout(const topology::ClusterShape& cluster, const HardwareFacts& hw,
+               const FabricSpec& fabric, std::int64_t spare_domains,
+               const std::array<bool, kClassCount>& present)
+    : present_(present) {
+    if (cluster.instances <= 0 || cluster.chips_per_instance <= 0) {
+        throw std::invalid_argument("reliability: empty cluster");
+    }
+    ultraserver_domains_ = cluster.ultraservers > 0;
+    instances_per_domain_ = ultraserver_domains_ ? cluster.instances_per_ultraserver : 1;
+    job_domains_ = ultraserver_domains_ ? cluster.ultraservers : cluster.instances;
+    spare_domains_ = spare_domains;
+    chips_per_instance_ = cluster.chips_per_instance;
+    const std::int64_t ipd = instances_per_domain_;
+    const std::int64_t instances = domains() * ipd;
+
+    // Components per domain.
+    std::int64_t torus_links = 0;
+    for (int d : hw.instance_torus) {
+        torus_links += (chips_per_instance_ / std::max(d, 1)) * ring_links(d);
+    }
+    const std::int64_t ring_cables =
+        ultraserver_domains_ ? chips_per_instance_ * ring_links(ipd) : 0;
+    const auto set_domain = [&](ComponentClass c, std::int64_t n) {
+        per_domain_[index(c)] = n;
+        counts_[index(c)] = n * domains();
+    };
+    set_domain(ComponentClass::chip, chips_per_instance_ * ipd);
+    set_domain(ComponentClass::hbm, chips_per_instance_ * ipd);
+    set_domain(ComponentClass::host, ipd);
+    set_domain(ComponentClass::software, ipd);
+    set_domain(ComponentClass::nic, std::int64_t{hw.efa_interfaces} * ipd);
+    set_domain(ComponentClass::neuronlink, torus_links * ipd + ring_cables);
+
+    domains_per_power_ = std::max<std::int64_t>(1, ceil_div(fabric.power_domain_instances, ipd));
+    power_domains_ = ceil_div(domains(), domains_per_power_);
+    counts_[index(ComponentClass::power)] = power_domains_;
+
+    // The fabric counts (header comment).
+    const std::int64_t half = std::max(fabric.switch_radix / 2, 1);
+    rails_ = std::max(hw.efa_interfaces, 1);
+    instances_per_leaf_ = half;
+    spines_per_pod_ = half;
+    leaves_per_rail_ = ceil_div(instances, instances_per_leaf_);
+    const std::int64_t leaves = rails_ * leaves_per_rail_;
+    const std::int64_t pods = ceil_div(leaves, half); // k/2 leaves per pod
+    const std::int64_t spines = leaves > 1 ? pods * spines_per_pod_ : 0;
+    const std::int64_t cores = pods > 1 ? half * half : 0;
+    counts_[index(ComponentClass::leaf)] = leaves;
+    counts_[index(ComponentClass::spine)] = spines;
+    counts_[index(ComponentClass::core)] = cores;
+
+    // Entity arithmetic: only present classes get entities.
+    domain_stride_ = 1;
+    std::int64_t fabric_entities = 0;
+    for (ComponentClass c : kAllClasses) {
+        if (!present_[index(c)]) {
+            continue;
+        }
+        if (domain_class(c)) {
+            class_offset_[index(c)] = domain_stride_ - 1;
+            domain_stride_ += per_domain_[index(c)];
+        } else if (is_switch(c)) {
+            class_offset_[index(c)] = fabric_entities;
+            fabric_entities += counts_[index(c)];
+        }
+    }
+    has_power_ = present_[index(ComponentClass::power)] ? 1 : 0;
+    power_stride_ = has_power_ + domains_per_power_ * domain_stride_;
+    const std::int64_t last_pd = power_domains_ - 1;
+    const std::int64_t last_domains = domains() - last_pd * domains_per_power_;
+    fabric_start_ = power_block_start(last_pd) + has_power_ + last_domains * domain_stride_;
+    const std::int64_t total = fabric_start_ + fabric_entities;
+    if (total >= engine::kMaxEntities) {
+        throw std::invalid_argument("reliability: " + std::to_string(total) +
+                                    " entities exceed the engine's limit of 2^26");
+    }
+    entities_ = static_cast<std::uint32_t>(total);
+
+    partition_starts_.push_back(0);
+    const std::int64_t parts = std::min<std::int64_t>(power_domains_, kMaxPowerPartitions);
+    for (std::int64_t p = 0; p < parts; ++p) {
+        partition_starts_.push_back(
+            static_cast<std::uint32_t>(power_block_start(power_domains_ * p / parts)));
+    }
+    if (fabric_entities > 0) {
+        partition_starts_.push_back(static_cast<std::uint32_t>(fabric_start_));
+    }
+}
+
+Impact Layout::impact(ComponentClass c, Effect e) const {
+    switch (c) {
+    case ComponentClass::software:
+        return Impact::restart_only;
+    case ComponentClass::power:
+        return Impact::power;
+    case ComponentClass::nic:
+        return e == Effect::degrade ? Impact::fabric_degrade : Impact::replace_domain;
+    case ComponentClass::leaf:
+        if (e == Effect::automatic) {
+            return rails_ > 1 ? Impact::fabric_degrade : Impact::fabric_interrupt;
+        }
+        return e == Effect::degrade ? Impact::fabric_degrade : Impact::fabric_interrupt;
+    case ComponentClass::spine:
+    case ComponentClass::core:
+        if (e == Effect::automatic) {
+            const std::int64_t tier =
+                c == ComponentClass::spine ? spines_per_pod_ : count(ComponentClass::core);
+            return tier > 1 ? Impact::fabric_degrade : Impact::fabric_interrupt;
+        }
+        return e == Effect::degrade ? Impact::fabric_degrade : Impact::fabric_interrupt;
+    default:
+        return Impact::replace_domain;
+    }
+}
+
+std::string Layout::effect_problem(ComponentClass c, Effect e) const {
+    if (e != Effect::degrade) {
+        return {};
+    }
+    switch (c) {
+    case ComponentClass::nic:
+    case ComponentClass::leaf:
+        if (rails_ < 2) {
+            return std::string("a ") + to_string(c) +
+                   " failure cannot be routed around: instances have one EFA interface";
+        }
+        return {};
+    case ComponentClass::spine:
+        return spines_per_pod_ > 1 ? std::string()
+                                   : "a spine failure cannot be routed around: one spine per pod";
+    case ComponentClass::core:
+        return count(c) > 1 ? std::string()
+                            : "a core failure cannot be routed around: fewer than two cores";
+    default:
+        return std::string("only nic, leaf, spine and core failures can degrade instead of "
+                           "interrupting; a ") +
+               to_string(c) + " failure stops its domain";
+    }
+}
+
+engine::EntityId Layout::domain_entity(std::int64_t domain) const {
+    const std::int64_t pd = domain / domains_per_power_;
+    const std::int64_t local = domain % domains_per_power_;
+    return static_cast<engine::EntityId>(power_block_start(pd) + has_power_ +
+                                         local * domain_stride_);
+}
+
+engine::EntityId Layout::power_entity(std::int64_t power_domain) const {
+    return static_cast<engine::EntityId>(power_block_start(power_domain));
+}
+
+engine::EntityId Layout::component(ComponentClass c, std::int64_t idx) const {
+    if (c == ComponentClass::power) {
+        return power_entity(idx);
+    }
+    if (is_switch(c)) {
+        return static_cast<engine::EntityId>(fabric_start_ + class_offset_[index(c)] + idx);
+    }
+    const std::int64_t n = per_domain_[index(c)];
+    return static_cast<engine::EntityId>(domain_entity(idx / n) + 1 + class_offset_[index(c)] +
+                                         idx % n);
+}
+
+Layout::Located Layout::locate(engine::EntityId e) const {
+    Located where;
+    if (e == 0) {
+        return where;
+    }
+    const std::int64_t id = e;
+    if (id >= fabric_start_) {
+        std::int64_t off = id - fabric_start_;
+        for (ComponentClass c : {ComponentClass::leaf, ComponentClass::spine, ComponentClass::core}) {
+            if (!present_[index(c)]) {
+                continue;
+            }
+            if (off < counts_[index(c)]) {
+                where.kind = EntityKind::component;
+                where.cls = c;
+                where.index = off;
+                return where;
+            }
+            off -= counts_[index(c)];
+        }
+        throw std::out_of_range("reliability: no entity " + std::to_string(e));
+    }
+    const std::int64_t rel = id - 1;
+    const std::int64_t pd = rel / power_stride_;
+    std::int64_t off = rel % power_stride_;
+    if (has_power_ && off == 0) {
+        where.kind = EntityKind::power;
+        where.cls = ComponentClass::power;
+        where.index = pd;
+        return where;
+    }
+    off -= has_power_;
+    const std::int64_t domain = pd * domains_per_power_ + off / domain_stride_;
+    std::int64_t k = off % domain_stride_;
+    where.domain = domain;
+    if (k == 0) {
+        where.kind = EntityKind::domain;
+        return where;
+    }
+    k -= 1;
+    for (ComponentClass c : kAllClasses) {
+        if (!present_[index(c)] || !domain_class(c)) {
+            continue;
+        }
+        const std::int64_t n = per_domain_[index(c)];
+        if (k < n) {
+            where.kind = EntityKind::component;
+            where.cls = c;
+            where.index = domain * n + k;
+            return where;
+        }
+        k -= n;
+    }
+    throw std::out_of_range("reliability: no entity " + std::to_string(e));
+}
+
+} // namespace trnsim::reliability

@@ -1,0 +1,287 @@
+#include "trnsim/reliability/run.hpp"
+
+#include "run_model.hpp"
+
+#include "trnsim/core/error.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <optional>
+#include <thread>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace trnsim::reliability {
+
+const char* to_string(JobState s) {
+    switch (s) {
+    case JobState::running:
+        return "running";
+    case JobState::running_degraded:
+        return "running_degraded";
+    case JobState::checkpointing:
+        return "checkpointing";
+    case JobState::detecting:
+        return "detecting";
+    case JobState::restarting:
+        return "restarting";
+    case JobState::loading:
+        return "loading";
+    case JobState::waiting_for_spare:
+        return "waiting_for_spare";
+    case JobState::done:
+        return "done";
+    }
+    return "?";
+}
+
+const char* to_string(EventKind k) {
+    switch (k) {
+    case EventKind::failure:
+        return "failure";
+    case EventKind::interruption:
+        return "interruption";
+    case EventKind::repaired:
+        return "repaired";
+    case EventKind::spare_assigned:
+        return "spare_assigned";
+    case EventKind::checkpoint:
+        return "checkpoint";
+    case EventKind::checkpoint_lost:
+        return "checkpoint_lost";
+    case EventKind::degraded:
+        return "degraded";
+    case EventKind::restored:
+        return "restored";
+    case EventKind::done:
+        return "done";
+    }
+    return "?";
+}
+
+const std::vector<std::pair<const char*, double Metrics::*>>& metric_fields() {
+    static const std::vector<std::pair<const char*, double Metrics::*>> fields = {
+        {"wall_time_s", &Metrics::wall_time_s},
+        {"time_to_train_s", &Metrics::time_to_train_s},
+        {"ettr", &Metrics::ettr},
+        {"goodput", &Metrics::goodput},
+        {"interruptions", &Metrics::interruptions},
+        {"failures", &Metrics::failures},
+        {"lost_work_s", &Metrics::lost_work_s},
+        {"downtime_s", &Metrics::downtime_s},
+        {"checkpoint_overhead_s", &Metrics::checkpoint_overhead_s},
+        {"checkpoints", &Metrics::checkpoints},
+        {"cost_usd", &Metrics::cost_usd},
+        {"done", &Metrics::done},
+    };
+    return fields;
+}
+
+const Estimate& RunSummary::estimate(const std::string& metric) const {
+    const auto& fields = metric_fields();
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (metric == fields[i].first) {
+            return estimates.at(i);
+        }
+    }
+    throw std::out_of_range("no run metric " + metric);
+}
+
+void validate(const RunInput& in) {
+    const ReliabilitySpec& sp = in.spec;
+    if (in.cluster.ultraservers > 0 && sp.spares.instances > 0) {
+        throw InputError("reliability.spares.instances",
+                         "the cluster is made of UltraServers, so spares are UltraServers: give "
+                         "reliability.spares.ultraservers");
+    }
+    if (in.cluster.ultraservers == 0 && sp.spares.ultraservers > 0) {
+        throw InputError("reliability.spares.ultraservers",
+                         "the cluster is made of plain instances: give "
+                         "reliability.spares.instances");
+    }
+    const FailureModel failures(sp.failures, sp.trace);
+    std::optional<Layout> built;
+    try {
+        built.emplace(in.cluster, in.hardware, sp.fabric, sp.spares.count(),
+                      failures.present_classes());
+    } catch (const std::invalid_argument& e) {
+        throw InputError("reliability", std::string(e.what()) + " (fewer spares or processes)");
+    }
+    const Layout& layout = *built;
+    for (std::size_t i = 0; i < sp.failures.size(); ++i) {
+        const std::string problem =
+            layout.effect_problem(sp.failures[i].component, sp.failures[i].effect);
+        if (!problem.empty()) {
+            throw InputError("reliability.failures[" + std::to_string(i) + "].effect", problem);
+        }
+    }
+    for (const TraceFailure& t : sp.trace.failures) {
+        const std::int64_t n = layout.count(t.component);
+        if (t.index >= n) {
+            throw InputError("reliability.trace",
+                             "line " + std::to_string(t.line) + ": there is no " +
+                                 to_string(t.component) + " " + std::to_string(t.index) +
+                                 " (the cluster, spares included, has " + std::to_string(n) +
+                                 ", numbered from 0)",
+                             {sp.trace.file, t.line, 1});
+        }
+    }
+}
+
+namespace {
+
+/// Simulated time per chunk: failures due within a chunk are queued at its start.
+constexpr std::int64_t kChunkNs = std::int64_t{2} * 86400 * 1'000'000'000;
+
+Metrics metrics_of(const ReplicationResult& r, const RunFacts& f, const JobModel& job) {
+    Metrics m;
+    const auto seconds = [](std::int64_t ns) { return static_cast<double>(ns) * 1e-9; };
+    m.wall_time_s = seconds(r.wall_ns);
+    m.ettr = m.wall_time_s > 0.0 ? seconds(r.work_ns) / m.wall_time_s : 0.0;
+    m.goodput = m.ettr * static_cast<double>(job.tokens_per_step) / job.step_s;
+    m.time_to_train_s = r.done ? m.wall_time_s
+                               : (m.ettr > 0.0 ? f.work_s / m.ettr
+                                               : std::numeric_limits<double>::infinity());
+    m.interruptions = static_cast<double>(r.interruptions);
+    m.failures = static_cast<double>(r.failures);
+    m.lost_work_s = seconds(r.lost_work_ns);
+    const auto state = [&](JobState s) { return seconds(r.state_ns[static_cast<std::size_t>(s)]); };
+    m.downtime_s = state(JobState::detecting) + state(JobState::restarting) +
+                   state(JobState::loading) + state(JobState::waiting_for_spare);
+    m.checkpoint_overhead_s = state(JobState::checkpointing);
+    m.checkpoints = static_cast<double>(r.checkpoints);
+    const double instances =
+        static_cast<double>((f.job_domains + f.spare_domains) * f.instances_per_domain);
+    m.cost_usd = instances * m.time_to_train_s / units::kSecondsPerHour * job.instance_hour_usd;
+    m.done = r.done ? 1.0 : 0.0;
+    return m;
+}
+
+} // namespace
+
+RunSummary simulate(const RunInput& input, const RunControl& control) {
+    validate(input);
+    if (input.job.steps <= 0 || !(input.job.step_s > 0.0) || control.replications < 1) {
+        throw std::invalid_argument("reliability: a run needs steps, a step time and at least "
+                                    "one replication");
+    }
+    const auto started = std::chrono::steady_clock::now();
+    const detail::Setup setup(input);
+    const Layout& layout = setup.layout;
+
+    RunSummary out;
+    out.processes = setup.failures.processes();
+    out.impacts = setup.impact;
+    RunFacts& f = out.facts;
+    f.job_domains = layout.job_domains();
+    f.spare_domains = layout.spare_domains();
+    f.instances_per_domain = layout.instances_per_domain();
+    f.entities = layout.entities();
+    for (ComponentClass c : kAllClasses) {
+        f.components[static_cast<std::size_t>(c)] = layout.present(c) ? layout.count(c) : 0;
+    }
+    f.job_failure_rate = setup.job_failure_rate(layout.job_domains());
+    const CheckpointCosts costs = setup.costs(layout.job_domains());
+    const Duration interval = setup.interval(layout.job_domains());
+    f.checkpoint_interval_s =
+        interval.is_max() ? std::numeric_limits<double>::infinity() : interval.seconds();
+    f.checkpoint_stall_s = costs.stall.seconds();
+    f.checkpoint_background_s = costs.background.seconds();
+    f.restore_s = costs.restore.seconds();
+    f.replica_restore_s = costs.replica_restore.seconds();
+    f.checkpoint_size = input.job.checkpoint_size;
+    f.work_s = static_cast<double>(setup.work_ns) * 1e-9;
+
+    const std::int64_t end =
+        control.duration > Duration::zero() ? control.duration.ns() : control.time_limit.ns();
+    const engine::PartitionMap partitions =
+        engine::PartitionMap::from_starts(layout.entities(), layout.partition_starts());
+    const auto replicate = [&](int rep, int threads) {
+        detail::RunModel model(setup, control.seed, static_cast<std::uint32_t>(rep),
+                               control.record && rep == 0);
+        // A partition holds few pending events (one per component due in the current chunk),
+        // spread over hours: a plain 4-ary heap serves them well.
+        using Sim = engine::Simulator<detail::RunModel, engine::QuaternaryHeap>;
+        Sim sim(model, partitions, Duration::from_ns(detail::kReportLatencyNs));
+        detail::SimulatorSink<Sim> sink(sim);
+        std::int64_t horizon = std::min(kChunkNs, end);
+        model.set_horizon(horizon + detail::kReportLatencyNs);
+        model.prime(sink, end);
+        engine::RunStats stats;
+        while (true) {
+            stats = sim.run(SimTime::from_ns(horizon + detail::kReportLatencyNs), threads);
+            if (model.finished() || horizon >= end) {
+                break;
+            }
+            horizon = std::min(horizon + kChunkNs, end);
+            model.set_horizon(horizon + detail::kReportLatencyNs);
+            model.queue_due(sink);
+        }
+        ReplicationResult r;
+        model.finish(model.finished() ? model.end_ns() : end, r);
+        r.engine_events = stats.events;
+        return r;
+    };
+
+    // Replications are independent: min(threads, replications) of them run at once, each
+    // engine getting an equal share of the threads. Each result lands in its own slot, so the
+    // outcome does not depend on which thread ran what.
+    const int reps = control.replications;
+    const int concurrent = std::max(1, std::min(control.threads, reps));
+    const int engine_threads = std::max(1, control.threads / concurrent);
+    out.replications.resize(static_cast<std::size_t>(reps));
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(reps));
+    std::atomic<int> next{0};
+    const auto worker = [&]() {
+        for (int rep = next.fetch_add(1); rep < reps; rep = next.fetch_add(1)) {
+            try {
+                out.replications[static_cast<std::size_t>(rep)] = replicate(rep, engine_threads);
+            } catch (...) {
+                errors[static_cast<std::size_t>(rep)] = std::current_exception();
+            }
+        }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < concurrent; ++t) {
+        pool.emplace_back(worker);
+    }
+    worker();
+    for (std::thread& t : pool) {
+        t.join();
+    }
+    for (const std::exception_ptr& e : errors) {
+        if (e) {
+            std::rethrow_exception(e);
+        }
+    }
+    for (const ReplicationResult& r : out.replications) {
+        out.engine_events += r.engine_events;
+        out.metrics.push_back(metrics_of(r, f, input.job));
+    }
+
+    for (const auto& [name, member] : metric_fields()) {
+        std::vector<double> values;
+        for (const Metrics& m : out.metrics) {
+            values.push_back(m.*member);
+        }
+        out.estimates.push_back(estimate(values));
+    }
+    const std::size_t processes = out.processes.size();
+    out.mean_failures_by_process.assign(processes, 0.0);
+    out.mean_interruptions_by_process.assign(processes, 0.0);
+    const double n = static_cast<double>(out.replications.size());
+    for (const ReplicationResult& r : out.replications) {
+        for (std::size_t i = 0; i < processes; ++i) {
+            out.mean_failures_by_process[i] += static_cast<double>(r.failures_by_process[i]) / n;
+            out.mean_interruptions_by_process[i] +=
+                static_cast<double>(r.interruptions_by_process[i]) / n;
+        }
+    }
+    out.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return out;
+}
+
+} // namespace trnsim::reliability

@@ -1,0 +1,96 @@
+#include "trnsim/sim/collective_bench.hpp"
+
+#include "trnsim/core/error.hpp"
+#include "trnsim/network/collective_sim.hpp"
+#include "trnsim/topology/fabric.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace trnsim::sim {
+
+CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
+                                           const std::function<void(const CollectiveRow&)>& on_row) {
+    const auto& chip = spec.chip;
+    topology::FabricSpec fabric_spec = spec.fabric;
+    if (fabric_spec.chip != chip.name) {
+        throw InputError("cluster.fabric", "fabric '" + fabric_spec.name + "' is made of " +
+                                               fabric_spec.chip + " chips, not " + chip.name);
+    }
+    std::int64_t domains = spec.cluster.ultraservers;
+    if (spec.cluster.instances > 0) {
+        fabric_spec.scale_up.ultraserver_instances = 0; // plain instances
+        domains = spec.cluster.instances;
+    } else if (fabric_spec.scale_up.ultraserver_instances < 2) {
+        throw InputError("cluster.ultraservers", "fabric '" + fabric_spec.name +
+                                                     "' has no UltraServers; give "
+                                                     "cluster.instances");
+    }
+    const topology::Fabric fabric = topology::Fabric::build(fabric_spec, domains);
+    const int lnc = spec.lnc > 0 ? spec.lnc : chip.lnc_default;
+    if (std::find(chip.lnc_allowed.begin(), chip.lnc_allowed.end(), lnc) == chip.lnc_allowed.end()) {
+        throw InputError("hardware.lnc", "lnc = " + std::to_string(lnc) + " is not allowed on " + chip.name);
+    }
+    const std::int64_t rpc = chip.ranks_per_chip(lnc);
+    const std::int64_t all = rpc * fabric.chips();
+    const std::int64_t ranks = spec.ranks > 0 ? spec.ranks : all;
+    if (ranks < 2 || ranks > all || (ranks > rpc && ranks % rpc != 0)) {
+        throw InputError("workload.collective.ranks",
+                         std::to_string(ranks) + " ranks: must be 2 to " + std::to_string(all) +
+                             " and a multiple of the " + std::to_string(rpc) +
+                             " ranks per chip (or fewer)");
+    }
+    network::CollectiveRequest req;
+    req.op = spec.op;
+    req.algorithm = spec.algorithm;
+    req.ranks_per_chip = static_cast<int>(std::min(ranks, rpc));
+    const std::int64_t chips_used = ranks / req.ranks_per_chip;
+    for (std::int64_t c = 0; c < chips_used; ++c) {
+        req.chips.push_back(static_cast<std::uint32_t>(c));
+    }
+    if (spec.op == network::CollectiveOp::send_recv) {
+        if (chips_used < 2) {
+            throw InputError("workload.collective.ranks", "send_recv needs ranks on two chips");
+        }
+        req.chips = {0, static_cast<std::uint32_t>(chips_used - 1)};
+        req.ranks_per_chip = 1;
+    }
+    const network::LocalCosts local{chip.hbm_bandwidth, chip.on_chip_latency};
+    network::CollectiveSimOptions options;
+    options.exact = spec.exact;
+    options.reuse_identical_phases = spec.reuse_identical_phases;
+    options.threads = spec.threads;
+
+    CollectiveBenchResult out;
+    out.chips = fabric.chips();
+    out.chips_used = chips_used;
+    out.ranks = ranks;
+    out.lnc = lnc;
+    out.ultraservers = fabric.ultraservers();
+    out.instances = fabric.instances();
+    const double factor = network::bus_bandwidth_factor(spec.op, static_cast<std::size_t>(ranks));
+    for (double size : spec.sizes) {
+        req.bytes = size;
+        network::CollectivePlan plan;
+        try {
+            plan = network::plan_collective(fabric, req, local);
+        } catch (const std::invalid_argument& e) {
+            throw InputError("workload.collective.algorithm", e.what());
+        }
+        CollectiveRow row;
+        row.bytes = size;
+        row.algorithm = plan.algorithm;
+        row.phases = plan.total_phases();
+        const auto result = network::simulate_collectives(fabric, {{std::move(plan), 0}}, local, options);
+        row.seconds = result[0].seconds();
+        row.algbw = size / row.seconds;
+        row.busbw = row.algbw * factor;
+        if (on_row) {
+            on_row(row);
+        }
+        out.rows.push_back(std::move(row));
+    }
+    return out;
+}
+
+} // namespace trnsim::sim

@@ -1,0 +1,222 @@
+#include "trnsim/config/load.hpp"
+#include "trnsim/network/collective_sim.hpp"
+#include "trnsim/network/collectives.hpp"
+#include "trnsim/topology/routing.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trnsim::network {
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+topology::FabricSpec plain(const char* preset) {
+    topology::FabricSpec s = config::load_fabric(preset);
+    s.scale_up.ultraserver_instances = 0;
+    return s;
+}
+
+const LocalCosts kLocal{Bandwidth::bytes_per_s(2.9e12), Duration::from_ns(2000)};
+
+double simulate(const topology::Fabric& f, const CollectiveRequest& req,
+                CollectiveSimOptions opt = {}) {
+    auto out = simulate_collectives(f, {{plan_collective(f, req, kLocal), 0}}, kLocal, opt);
+    return out[0].seconds();
+}
+
+/// One chip per instance, local index 0 (rail 0): `n` instances under one leaf.
+std::vector<std::uint32_t> first_chips(const topology::Fabric& f, std::uint32_t n) {
+    std::vector<std::uint32_t> chips;
+    for (std::uint32_t i = 0; i < n; ++i) {
+        chips.push_back(i * f.chips_per_instance());
+    }
+    return chips;
+}
+
+TEST(Collectives, UncongestedRingAllReduceIsTheClosedForm) {
+    const topology::Fabric f = topology::Fabric::build(plain("trn2-ultracluster"), 8);
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_reduce;
+    req.algorithm = Algorithm::ring;
+    req.chips = first_chips(f, 8);
+    std::vector<std::uint32_t> links;
+    topology::route(f, req.chips[0], req.chips[1], 0, links);
+    const double alpha = static_cast<double>(topology::route_latency_ns(f, links.data(), links.size())) * 1e-9;
+    const double b = 25e9; // the 200 Gbps NIC
+    const double p = 8.0;
+    for (double n : {1.0 * kMiB, 64.0 * kMiB, 1024.0 * kMiB}) {
+        req.bytes = n;
+        const double expect = 2 * (p - 1) / p * n / b + 2 * (p - 1) * alpha;
+        EXPECT_NEAR(simulate(f, req), expect, 0.01 * expect) << n;
+    }
+}
+
+TEST(Collectives, TwoCollectivesSharingABottleneckEachGetHalf) {
+    const topology::Fabric f = topology::Fabric::build(plain("trn2-ultracluster"), 8);
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_reduce;
+    req.algorithm = Algorithm::ring;
+    req.chips = first_chips(f, 8);
+    req.bytes = 256.0 * kMiB;
+    const double alone = simulate(f, req);
+    const CollectivePlan plan = plan_collective(f, req, kLocal);
+    const auto both = simulate_collectives(f, {{plan, 0}, {plan, 0}}, kLocal, {});
+    std::vector<std::uint32_t> links;
+    topology::route(f, req.chips[0], req.chips[1], 0, links);
+    const double latency = 14 * static_cast<double>(topology::route_latency_ns(f, links.data(), links.size())) * 1e-9;
+    for (const auto& o : both) {
+        // Twice the bandwidth time, the same latency.
+        EXPECT_NEAR(o.seconds(), 2 * (alone - latency) + latency, 0.01 * o.seconds());
+    }
+}
+
+TEST(Collectives, AllToAllSlowsByTheOversubscriptionOnceBandwidthBound) {
+    // Every instance on its own leaf (1 NIC per rail leaf), one spine: every flow crosses the
+    // leaf up-links, which are as fast as the NICs (1:1) or half as fast (2:1).
+    topology::FabricSpec spec = plain("trn2-ultracluster");
+    spec.scale_out.leaf.down_ports = 1;
+    spec.scale_out.leaf.up_ports = 1;
+    spec.scale_out.spine.down_ports = 256;
+    const topology::Fabric full = topology::Fabric::build(spec, 16);
+    spec.scale_out.leaf.up_bandwidth = Bandwidth::bits_per_s(100e9);
+    const topology::Fabric half = topology::Fabric::build(spec, 16);
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_to_all;
+    req.chips = first_chips(full, 16);
+    req.bytes = 512.0 * kMiB;
+    EXPECT_NEAR(simulate(half, req) / simulate(full, req), 2.0, 0.03);
+    req.bytes = 1024.0; // latency-bound: the oversubscription hardly matters
+    EXPECT_NEAR(simulate(half, req) / simulate(full, req), 1.0, 0.05);
+}
+
+TEST(Collectives, ReusingIdenticalPhasesEqualsSimulatingThemAll) {
+    const topology::Fabric f = topology::Fabric::build(config::load_fabric("trn2-ultracluster"), 4);
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_reduce;
+    req.ranks_per_chip = 4;
+    for (std::uint32_t c = 0; c < f.chips(); ++c) {
+        req.chips.push_back(c);
+    }
+    CollectiveSimOptions all;
+    all.reuse_identical_phases = false;
+    for (double n : {64.0 * 1024, 8.0 * kMiB, 512.0 * kMiB}) {
+        req.bytes = n;
+        const auto plan = plan_collective(f, req, kLocal);
+        const auto reused = simulate_collectives(f, {{plan, 0}}, kLocal, {});
+        const auto full = simulate_collectives(f, {{plan, 0}}, kLocal, all);
+        EXPECT_EQ(reused[0].end_ns, full[0].end_ns) << n;
+        EXPECT_EQ(full[0].simulated_phases, plan.total_phases());
+        EXPECT_LT(reused[0].simulated_phases, full[0].simulated_phases);
+    }
+}
+
+TEST(Collectives, ThreadCountDoesNotChangeResults) {
+    const topology::Fabric f = topology::Fabric::build(plain("trn2-ultracluster"), 8);
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_reduce;
+    req.algorithm = Algorithm::ring;
+    req.chips = first_chips(f, 8);
+    req.bytes = 32.0 * kMiB;
+    const CollectivePlan plan = plan_collective(f, req, kLocal);
+    std::vector<CollectiveJob> jobs;
+    for (int j = 0; j < 4; ++j) {
+        jobs.push_back({plan, j * 50'000});
+    }
+    CollectiveSimOptions one, two;
+    two.threads = 2;
+    const auto a = simulate_collectives(f, jobs, kLocal, one);
+    const auto b = simulate_collectives(f, jobs, kLocal, two);
+    for (std::size_t j = 0; j < jobs.size(); ++j) {
+        EXPECT_EQ(a[j].end_ns, b[j].end_ns);
+    }
+}
+
+TEST(FlowModel, ALateFlowSharesTheLinkFromItsStart) {
+    // trn1: chips 0 and 1 share NIC 0 (100 Gbps = 12.5 GB/s). A sends 100 MB from t = 0;
+    // B sends 100 MB from t = 2 ms over the same NICs. Exactly: A alone for 2 ms (25 MB),
+    // then both at 6.25 GB/s until A ends (75 MB more: 12 ms, at 14 ms, B then has 75 MB sent),
+    // then B alone at 12.5 GB/s for its last 25 MB: 2 ms, at 16 ms. Plus latency.
+    const topology::Fabric f = topology::Fabric::build(config::load_fabric("trn1-ultracluster"), 2);
+    CollectiveRequest a, b;
+    a.op = b.op = CollectiveOp::send_recv;
+    a.bytes = b.bytes = 100e6;
+    a.chips = {0, 16};
+    b.chips = {1, 17};
+    std::vector<std::uint32_t> links;
+    topology::route(f, 0, 16, 0, links);
+    const auto latency = topology::route_latency_ns(f, links.data(), links.size());
+    CollectiveSimOptions exact;
+    exact.exact = true;
+    const auto out = simulate_collectives(
+        f, {{plan_collective(f, a, kLocal), 0}, {plan_collective(f, b, kLocal), 2'000'000}},
+        kLocal, exact);
+    EXPECT_NEAR(static_cast<double>(out[0].end_ns), 14e6 + static_cast<double>(latency), 2.0);
+    EXPECT_NEAR(static_cast<double>(out[1].end_ns), 16e6 + static_cast<double>(latency), 2.0);
+    // With lookahead-long windows the rate change reaches A at most one window late.
+    const auto windowed = simulate_collectives(
+        f, {{plan_collective(f, a, kLocal), 0}, {plan_collective(f, b, kLocal), 2'000'000}},
+        kLocal, {});
+    EXPECT_NEAR(static_cast<double>(windowed[0].end_ns), static_cast<double>(out[0].end_ns), 2000.0);
+    EXPECT_NEAR(static_cast<double>(windowed[1].end_ns), static_cast<double>(out[1].end_ns), 2000.0);
+}
+
+TEST(Plans, PhaseCountsAndBytes) {
+    const topology::Fabric f = topology::Fabric::build(plain("trn2-ultracluster"), 8);
+    CollectiveRequest req;
+    req.op = CollectiveOp::reduce_scatter;
+    req.chips = first_chips(f, 8);
+    req.bytes = 8e6;
+    // Ring: p - 1 identical steps of V / p per chip.
+    req.algorithm = Algorithm::ring;
+    CollectivePlan ring = plan_collective(f, req, kLocal);
+    ASSERT_EQ(ring.phases.size(), 1u);
+    EXPECT_EQ(ring.phases[0].repeat, 7u);
+    EXPECT_DOUBLE_EQ(ring.phases[0].flows[0].bytes, 1e6);
+    // RDH on 8: halves 4 MB, 2 MB, 1 MB: each chip sends V (p - 1) / p in all.
+    req.algorithm = Algorithm::rdh;
+    CollectivePlan rdh = plan_collective(f, req, kLocal);
+    ASSERT_EQ(rdh.phases.size(), 3u);
+    double sent = 0.0;
+    for (const auto& p : rdh.phases) {
+        sent += p.flows[0].bytes;
+    }
+    EXPECT_DOUBLE_EQ(sent, 7e6);
+    // RDH on 6 = 4 + 2 extras: fold, 2 halving steps, hand the extras their share.
+    req.chips.resize(6);
+    CollectivePlan odd = plan_collective(f, req, kLocal);
+    ASSERT_EQ(odd.phases.size(), 4u);
+    EXPECT_EQ(odd.phases.front().flows.size(), 2u);
+    // Halving and doubling at the same distance are the same flows (same signature).
+    req.op = CollectiveOp::all_reduce;
+    req.chips = first_chips(f, 8);
+    CollectivePlan ar = plan_collective(f, req, kLocal);
+    ASSERT_EQ(ar.phases.size(), 6u);
+    EXPECT_EQ(ar.phases[0].signature, ar.phases[5].signature);
+    EXPECT_EQ(ar.phases[2].signature, ar.phases[3].signature);
+    EXPECT_NE(ar.phases[0].signature, ar.phases[1].signature);
+}
+
+TEST(Plans, HierarchicalOnAnUltraClusterAndSelectionBySize) {
+    const topology::Fabric f = topology::Fabric::build(config::load_fabric("trn2-ultracluster"), 16);
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_reduce;
+    req.ranks_per_chip = 4;
+    for (std::uint32_t c = 0; c < f.chips(); ++c) {
+        req.chips.push_back(c);
+    }
+    req.bytes = 64e3;
+    EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: mesh + mesh");
+    req.bytes = 8 * kMiB;
+    EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: rdh + mesh");
+    req.bytes = 1024 * kMiB;
+    EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: torus_rings + rdh");
+}
+
+TEST(Plans, BusBandwidthFactors) {
+    EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::all_reduce, 8), 2.0 * 7 / 8);
+    EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::all_gather, 8), 7.0 / 8);
+    EXPECT_DOUBLE_EQ(bus_bandwidth_factor(CollectiveOp::send_recv, 2), 1.0);
+}
+
+} // namespace
+} // namespace trnsim::network

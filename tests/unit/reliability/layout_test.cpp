@@ -1,0 +1,138 @@
+// Component counts and entity ids of the run simulation's layout, checked against the chip
+// data and against issue 4's fabric model (topology::Fabric) built from the same description.
+#include "trnsim/config/load.hpp"
+#include "trnsim/reliability/layout.hpp"
+#include "trnsim/topology/fabric.hpp"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+namespace trnsim::reliability {
+namespace {
+
+std::array<bool, kClassCount> all_present() {
+    std::array<bool, kClassCount> p{};
+    p.fill(true);
+    return p;
+}
+
+HardwareFacts trn2() {
+    HardwareFacts hw;
+    hw.instance_torus = {4, 4};
+    hw.efa_interfaces = 16;
+    hw.efa_bandwidth_per_instance = Bandwidth::bits_per_s(3200e9);
+    return hw;
+}
+
+TEST(Layout, Trn2UltraServerCountsByHand) {
+    // One UltraServer: 64 chips and HBMs, 4 hosts and software stacks, 4 x 16 NICs; NeuronLink:
+    // 4 instance tori of 4x4 (2 dimensions x 4 rings x 4 cables = 32) + 16 rings of 4 = 192.
+    const Layout l(topology::make_cluster_shape({1, 0}, 16, 4), trn2(), FabricSpec{}, 0,
+                   all_present());
+    EXPECT_TRUE(l.ultraserver_domains());
+    EXPECT_EQ(l.per_domain(ComponentClass::chip), 64);
+    EXPECT_EQ(l.per_domain(ComponentClass::hbm), 64);
+    EXPECT_EQ(l.per_domain(ComponentClass::host), 4);
+    EXPECT_EQ(l.per_domain(ComponentClass::software), 4);
+    EXPECT_EQ(l.per_domain(ComponentClass::nic), 64);
+    EXPECT_EQ(l.per_domain(ComponentClass::neuronlink), 192);
+    // 16 rails, one leaf each (4 instances <= 64 per leaf); one pod of 64 spines; no cores.
+    EXPECT_EQ(l.count(ComponentClass::leaf), 16);
+    EXPECT_EQ(l.count(ComponentClass::spine), 64);
+    EXPECT_EQ(l.count(ComponentClass::core), 0);
+    // Power domains of 8 instances: 2 UltraServers each, so one for this cluster.
+    EXPECT_EQ(l.domains_per_power(), 2);
+    EXPECT_EQ(l.power_domains(), 1);
+}
+
+TEST(Layout, PlainInstancesAreTheirOwnDomains) {
+    HardwareFacts hw = trn2();
+    hw.efa_interfaces = 8;
+    const Layout l(topology::make_cluster_shape({0, 10}, 16, 0), hw, FabricSpec{}, 2,
+                   all_present());
+    EXPECT_FALSE(l.ultraserver_domains());
+    EXPECT_EQ(l.domains(), 12);
+    EXPECT_EQ(l.per_domain(ComponentClass::neuronlink), 32);
+    EXPECT_EQ(l.count(ComponentClass::chip), 12 * 16);
+    EXPECT_EQ(l.power_domains(), 2); // 8 + 4 instances
+}
+
+TEST(Layout, FabricCountsEqualTheFabricModel) {
+    // topologies/trn2-ultracluster.yaml: 128-port switches, 64 down and 64 up.
+    const topology::FabricSpec spec = config::load_fabric("trn2-ultracluster");
+    for (std::int64_t ultraservers : {1, 16, 64, 256, 1536}) {
+        const topology::Fabric f = topology::Fabric::build(spec, ultraservers);
+        const Layout l(topology::make_cluster_shape({ultraservers, 0}, 16, 4), trn2(),
+                       FabricSpec{}, 0, all_present());
+        EXPECT_EQ(l.count(ComponentClass::nic), f.nics()) << ultraservers;
+        EXPECT_EQ(l.count(ComponentClass::leaf), f.leaves()) << ultraservers;
+        EXPECT_EQ(l.count(ComponentClass::spine), f.spines()) << ultraservers;
+        EXPECT_EQ(l.count(ComponentClass::core), f.cores()) << ultraservers;
+        EXPECT_EQ(l.count(ComponentClass::chip), f.chips()) << ultraservers;
+        // Every NeuronLink cable is two directed torus links of the fabric.
+        std::int64_t torus = 0;
+        for (std::uint32_t link = 0; link < f.links(); ++link) {
+            const auto k = f.kind()[link];
+            torus += k == topology::LinkKind::neuronlink || k == topology::LinkKind::neuronlink_z;
+        }
+        EXPECT_EQ(2 * l.count(ComponentClass::neuronlink), torus) << ultraservers;
+    }
+}
+
+TEST(Layout, EveryEntityLocatesBackAndPartitionsHoldWholePowerDomains) {
+    const Layout l(topology::make_cluster_shape({9, 0}, 16, 4), trn2(), FabricSpec{}, 3,
+                   all_present());
+    std::set<engine::EntityId> seen;
+    for (ComponentClass c : kAllClasses) {
+        for (std::int64_t i = 0; i < l.count(c); ++i) {
+            const engine::EntityId e = l.component(c, i);
+            ASSERT_TRUE(seen.insert(e).second) << to_string(c) << " " << i;
+            const Layout::Located where = l.locate(e);
+            EXPECT_EQ(where.cls, c);
+            EXPECT_EQ(where.index, i);
+            if (Layout::domain_class(c)) {
+                EXPECT_EQ(where.domain, i / l.per_domain(c));
+            }
+        }
+    }
+    for (std::int64_t d = 0; d < l.domains(); ++d) {
+        const engine::EntityId e = l.domain_entity(d);
+        ASSERT_TRUE(seen.insert(e).second);
+        EXPECT_EQ(l.locate(e).kind, EntityKind::domain);
+        EXPECT_EQ(l.locate(e).domain, d);
+    }
+    seen.insert(l.controller());
+    EXPECT_EQ(seen.size(), l.entities()); // dense: every id is used exactly once
+    const auto starts = l.partition_starts();
+    ASSERT_GE(starts.size(), 3u);
+    for (std::size_t p = 1; p + 1 < starts.size(); ++p) {
+        // Each power-domain partition starts at a power entity.
+        EXPECT_EQ(l.locate(starts[p]).kind, EntityKind::power);
+    }
+}
+
+TEST(Layout, BlastRadius) {
+    const Layout l(topology::make_cluster_shape({2, 0}, 16, 4), trn2(), FabricSpec{}, 0,
+                   all_present());
+    EXPECT_EQ(l.impact(ComponentClass::chip, Effect::automatic), Impact::replace_domain);
+    EXPECT_EQ(l.impact(ComponentClass::software, Effect::automatic), Impact::restart_only);
+    EXPECT_EQ(l.impact(ComponentClass::power, Effect::automatic), Impact::power);
+    EXPECT_EQ(l.impact(ComponentClass::nic, Effect::automatic), Impact::replace_domain);
+    EXPECT_EQ(l.impact(ComponentClass::nic, Effect::degrade), Impact::fabric_degrade);
+    EXPECT_EQ(l.impact(ComponentClass::leaf, Effect::automatic), Impact::fabric_degrade); // 16 rails
+    EXPECT_EQ(l.impact(ComponentClass::leaf, Effect::interrupt), Impact::fabric_interrupt);
+    EXPECT_EQ(l.impact(ComponentClass::spine, Effect::automatic), Impact::fabric_degrade);
+    EXPECT_FALSE(l.effect_problem(ComponentClass::chip, Effect::degrade).empty());
+    EXPECT_TRUE(l.effect_problem(ComponentClass::leaf, Effect::degrade).empty());
+    // One rail: a leaf failure cannot be routed around.
+    HardwareFacts one = trn2();
+    one.efa_interfaces = 1;
+    const Layout single(topology::make_cluster_shape({0, 4}, 16, 0), one, FabricSpec{}, 0,
+                        all_present());
+    EXPECT_EQ(single.impact(ComponentClass::leaf, Effect::automatic), Impact::fabric_interrupt);
+    EXPECT_FALSE(single.effect_problem(ComponentClass::nic, Effect::degrade).empty());
+}
+
+} // namespace
+} // namespace trnsim::reliability
