@@ -573,8 +573,6 @@ Nominal matmul_terms(const MatmulShape& s, const ChipRates& r) {
         o.tensor *= r.pe_cycle;
         return o;
     };
-    // The outer panel stays resident when two of it (one in use, one loading) fit.
-    const double panel_limit = 0.9 * d(r.sbuf) / (2.0 * kt * part_rows * eb);
     const double first_rows = std::min(kt_rows, k);
     Candidate best;
     const auto consider = [&](const Orientation& o, double bs, double bv) {
@@ -610,8 +608,20 @@ Nominal matmul_terms(const MatmulShape& s, const ChipRates& r) {
             c.bs * c.bv * mm(std::min(o.v_tile, o.v_dim)) * r.pe_cycle;
         // Each operand is read once per block of the other unless its panel stays resident:
         // with one resident panel, its order wins; with none, both orders read the same.
-        const bool s_kept = sbc <= panel_limit;
-        const bool v_kept = vbc <= panel_limit;
+        // The outer operand's panel stays resident when, double-buffered (one panel in use,
+        // the next loading, unless there is only one), it fits beside two chunks of the inner
+        // operand and the output tiles (the lowering's SBUF pools at depth 2).
+        const auto chunk_bytes = [&](double width) { return kc * part_rows * width * eb; };
+        const double out_bytes = o.swapped ? 4.0 * c.bs * o.v_dim + 2.0 * sbc * out_eb + 2.0 * partitions
+                                           : 2.0 * c.bs * vbc * out_eb;
+        const auto fits = [&](double outer_cols, double outer_blocks, double inner_cols) {
+            return 2.0 * chunk_bytes(inner_cols) +
+                       chunks * std::min(2.0, batch * outer_blocks) * chunk_bytes(outer_cols) +
+                       out_bytes <=
+                   d(r.sbuf);
+        };
+        const bool s_kept = fits(sbc, c.s_blocks, vbc);
+        const bool v_kept = fits(vbc, c.v_blocks, sbc);
         const auto order = [&](double reads_s, double reads_v) {
             const double bytes = batch * k * (reads_s * o.s_dim + reads_v * o.v_dim) * eb;
             const double descriptors = batch * (reads_s * s_descriptors + reads_v * v_descriptors);
@@ -639,7 +649,7 @@ Nominal matmul_terms(const MatmulShape& s, const ChipRates& r) {
         }
     };
     const Orientation plain = orientation(false);
-    for (const auto& [bs, bv] : {std::pair{8.0, 1.0}, {1.0, 8.0}}) {
+    for (const auto& [bs, bv] : {std::pair{8.0, 1.0}, {1.0, 8.0}, {1.0, 4.0}}) {
         consider(plain, bs, bv);
     }
     Orientation swapped;
