@@ -6,8 +6,8 @@
 // calibration.hpp, about 1,300 distinct shapes from tiny to large), costed on a rank of the
 // chip's default LNC. Each class is timed on its own, then all classes interleaved (the mix a
 // training-step estimate sees, minus its repetitions); each measurement evaluates about E
-// kernels (default 5,000,000), runs K times (default 5) and keeps the fastest, which filters
-// out interference from other work on a shared machine. The checksum of the costs keeps the
+// kernels (default 500,000: tens of milliseconds), runs K times (default 20) and keeps the
+// fastest, which filters out interference from other work on a shared machine. The checksum of the costs keeps the
 // compiler from dropping the work. The last line is for scripts:
 //   analytic evaluations/s: <evaluations per second of the interleaved mix>
 #include "trnsim/compute/calibration.hpp"
@@ -30,8 +30,8 @@ using namespace trnsim::compute;
 struct Options {
     std::string chip = "trn2";
     int lnc = 0; // 0: the chip's default
-    std::int64_t evaluations = 5'000'000;
-    int repeat = 5;
+    std::int64_t evaluations = 500'000;
+    int repeat = 20;
 };
 
 [[noreturn]] void usage(const std::string& why) {

@@ -70,6 +70,9 @@ private:
     std::unique_ptr<const detail::ChipRates> rates_;
     int lnc_;
     Bandwidth hbm_per_rank_;
+    double seconds_per_hbm_byte_;
+    /// Seconds per useful FLOP at the rank's TensorE peak, per Precision.
+    std::array<double, 3> seconds_per_flop_{};
     bool calibrated_ = false;
     std::array<std::array<double, kMaxFeatures>, kKernelClassCount> coefficients_{};
 };
