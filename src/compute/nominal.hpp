@@ -1,11 +1,10 @@
-// Closed-form resource totals of the kernel lowerings (private to the compute module).
-//
-// For each lowering (lowering.hpp) these functions add up, without building the program, what
-// its instructions cost on each engine at full rate: the busy time of TensorE's array, VectorE,
-// ScalarE and GpSimdE, and the DMA engine time over the engines a core may use. They are exact
-// for TensorE and DMA (tests compare them with the detailed model's busy times) and close for
-// the other engines. The analytic model's features (cost_model.cpp) are built from them, and the
-// matmul tiling search ranks its candidates by them. O(1) each.
+// Closed-form resource totals (private to the compute module): `Nominal`, the terms the
+// analytic closed forms (closed_forms.hpp) compute for a kernel piece, and `nominal_matmul`, the
+// same for one given matmul tiling, by which the detailed model ranks the tilings it simulates.
+// Without building the program they add up what its instructions cost on each engine at full
+// rate: the busy time of TensorE's array, VectorE, ScalarE and GpSimdE, and the DMA engine time
+// over the engines a core may use. They are exact for TensorE and DMA (tests compare them with
+// the detailed model's busy times) and close for the other engines. O(1) each.
 #pragma once
 
 #include "trnsim/compute/chip_spec.hpp"

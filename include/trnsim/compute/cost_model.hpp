@@ -1,6 +1,6 @@
 // The analytic kernel cost model: one closed form per kernel class, calibrated against the
 // detailed core model (detailed_model.hpp). This is the model the workload module and the
-// training simulations use; it costs one kernel in tens of nanoseconds.
+// training simulations use; it costs one kernel in about a hundred nanoseconds.
 //
 // For a kernel k on a rank of `lnc` cores, each core runs the piece p = split_across_cores(k)
 // and
