@@ -7,17 +7,12 @@ namespace trnsim::network {
 
 namespace {
 
-/// A candidate bottleneck on the filling heap: a shared link with its share when pushed, or
-/// (flow bit set) one flow's tightest private link.
-struct Share {
-    double share;
-    std::uint64_t id; ///< link id, or kFlowBit | flow id
-};
-
 constexpr std::uint64_t kFlowBit = std::uint64_t{1} << 40;
 
 /// Order of the filling: smaller share first, then links before flows, then smaller id
 /// (determinism).
+using Share = detail::MaxMinShare;
+
 bool before(const Share& a, const Share& b) {
     return a.share < b.share || (a.share == b.share && a.id < b.id);
 }
@@ -26,8 +21,10 @@ bool before(const Share& a, const Share& b) {
 /// a node share a cache line, which matters with ~10^6 links per fill.
 class ShareHeap {
 public:
-    void reserve(std::size_t n) { v_.reserve(n); }
+    /// Works in `storage` (cleared), which keeps its capacity from one fill to the next.
+    explicit ShareHeap(std::vector<Share>& storage) : v_(storage) { v_.clear(); }
     bool empty() const { return v_.empty(); }
+    const Share& top() const { return v_.front(); }
     void push_unordered(const Share& s) { v_.push_back(s); }
     void heapify() {
         if (v_.size() < 2) {
@@ -83,7 +80,7 @@ private:
         }
         v_[i] = s;
     }
-    std::vector<Share> v_;
+    std::vector<Share>& v_;
 };
 
 constexpr double kRelTol = 1e-9;
@@ -211,8 +208,8 @@ void MaxMinSolver::remove_batch(std::span<const FlowId> batch) {
         on_link_[l].clear();
         links_[l].used = 0.0;
     }
-    std::vector<std::uint32_t> pool;
-    pool.reserve(pool_.size() - batch.size());
+    std::vector<std::uint32_t>& pool = pool_scratch_;
+    pool.clear();
     position_.clear();
     added_.clear();
     for (FlowId f = 0; f < flows_.size(); ++f) {
@@ -238,10 +235,10 @@ void MaxMinSolver::remove_batch(std::span<const FlowId> batch) {
 }
 
 void MaxMinSolver::compact_pool() {
-    std::vector<std::uint32_t> pool;
-    std::vector<std::uint32_t> position;
-    pool.reserve(pool_.size() - dead_incidences_);
-    position.reserve(pool_.size() - dead_incidences_);
+    std::vector<std::uint32_t>& pool = pool_scratch_;
+    std::vector<std::uint32_t>& position = position_scratch_;
+    pool.clear();
+    position.clear();
     for (FlowState& st : flows_) {
         if (st.count == 0) {
             continue;
@@ -262,20 +259,40 @@ void MaxMinSolver::compact_pool() {
 
 void MaxMinSolver::fill(const std::vector<FlowId>& set) {
     // Flows of the set are unfrozen; every other flow keeps its rate and its share of used_.
-    ++stamp_;
-    std::vector<std::uint32_t> touched;
-    for (FlowId f : set) {
-        flows_[f].stamp = stamp_;
+    // Pass 1 marks the set's links with `counted` and sums their unfrozen flows; pass 2 gives
+    // each shared link a heap entry (marking it `queued`) and each flow its private cap.
+    const std::uint32_t counted = ++stamp_;
+    const std::uint32_t queued = ++stamp_;
+    // The link records of a fill are scattered over the fabric: fetch those of a flow a few
+    // flows ahead so that the misses overlap.
+    constexpr std::size_t kAhead = 8;
+    const auto prefetch_links = [&](std::size_t i) {
+        if (i < set.size()) {
+            const FlowState& st = flows_[set[i]];
+            for (std::uint32_t k = st.offset; k < st.offset + st.count; ++k) {
+                __builtin_prefetch(&links_[pool_[k]]);
+            }
+        }
+    };
+    for (std::size_t i = 0; i < std::min(kAhead, set.size()); ++i) {
+        __builtin_prefetch(&flows_[set[i]]);
+    }
+    for (std::size_t i = 0; i < set.size(); ++i) {
+        const FlowId f = set[i];
+        prefetch_links(i + kAhead);
+        if (i + 2 * kAhead < set.size()) {
+            __builtin_prefetch(&flows_[set[i + 2 * kAhead]]);
+        }
+        const double w = flows_[f].weight;
         for (std::uint32_t l : links(f)) {
             LinkState& ls = links_[l];
-            if (ls.mark != stamp_) {
-                ls.mark = stamp_;
-                touched.push_back(l);
+            if (ls.mark != counted) {
+                ls.mark = counted;
                 ls.residual = ls.capacity - ls.used;
                 ls.wsum = 0.0;
                 ls.unfrozen = 0;
             }
-            ls.wsum += flows_[f].weight;
+            ls.wsum += w;
             ++ls.unfrozen;
         }
     }
@@ -284,30 +301,36 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
     // the true share is pushed back with the true share; one that matches is the minimum.
     //
     // A link crossed by a single unfrozen flow of the set (a private link: most host and NIC
-    // links) gets no entry: its share is fixed (nothing else changes its residual), so it only
-    // caps that flow. Each flow has one entry for its tightest private link instead.
-    ShareHeap heap;
-    heap.reserve(touched.size());
-    for (std::uint32_t l : touched) {
-        const LinkState& ls = links_[l];
-        if (ls.unfrozen > 1) {
-            heap.push_unordered({std::max(0.0, ls.residual) / ls.wsum, l});
-        }
-    }
-    for (FlowId f : set) {
-        const FlowState& st = flows_[f];
+    // links) gets no heap entry: its share is fixed (nothing else changes its residual), so it
+    // only caps that flow. Each flow has one entry for its tightest private link instead.
+    // Those entries never change, so they are sorted once and merged with the heap of shared
+    // links rather than pushed onto it: a sort is far kinder to the cache than ~10^6 pops.
+    ShareHeap heap(shares_);
+    std::vector<Share>& caps = caps_;
+    caps.clear();
+    for (std::size_t n = 0; n < set.size(); ++n) {
+        const FlowId f = set[n];
+        prefetch_links(n + kAhead);
+        FlowState& st = flows_[f];
+        st.stamp = queued;
         double cap = std::numeric_limits<double>::infinity();
         for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
-            const LinkState& ls = links_[pool_[i]];
+            const std::uint32_t l = pool_[i];
+            LinkState& ls = links_[l];
             if (ls.unfrozen == 1) {
                 cap = std::min(cap, std::max(0.0, ls.residual) / st.weight);
+            } else if (ls.mark != queued) {
+                ls.mark = queued;
+                heap.push_unordered({std::max(0.0, ls.residual) / ls.wsum, l});
             }
         }
         if (cap < std::numeric_limits<double>::infinity()) {
-            heap.push_unordered({cap, kFlowBit | f});
+            caps.push_back({cap, kFlowBit | f});
         }
     }
     heap.heapify();
+    std::sort(caps.begin(), caps.end(), before);
+    std::size_t next_cap = 0;
     std::size_t unfrozen = set.size();
     const auto freeze = [&](FlowId f, double share, std::uint32_t at) {
         FlowState& st = flows_[f];
@@ -324,8 +347,23 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
             --ls.unfrozen;
         }
     };
-    while (!heap.empty() && unfrozen > 0) {
-        const Share top = heap.pop();
+    while ((!heap.empty() || next_cap < caps.size()) && unfrozen > 0) {
+        Share top;
+        if (next_cap < caps.size() && (heap.empty() || before(caps[next_cap], heap.top()))) {
+            // Caps surface in order: fetch the records of the flows a few places on.
+            if (next_cap + 2 * kAhead < caps.size()) {
+                __builtin_prefetch(&flows_[caps[next_cap + 2 * kAhead].id & (kFlowBit - 1)]);
+            }
+            if (next_cap + kAhead < caps.size()) {
+                const FlowState& ahead = flows_[caps[next_cap + kAhead].id & (kFlowBit - 1)];
+                for (std::uint32_t k = ahead.offset; k < ahead.offset + ahead.count; ++k) {
+                    __builtin_prefetch(&links_[pool_[k]]);
+                }
+            }
+            top = caps[next_cap++];
+        } else {
+            top = heap.pop();
+        }
         if ((top.id & kFlowBit) != 0) {
             const auto f = static_cast<FlowId>(top.id & (kFlowBit - 1));
             const FlowState& st = flows_[f];
@@ -389,7 +427,8 @@ void MaxMinSolver::update() {
         compact_pool(); // at most once per update, however many flows left
     }
     // A: the flows to re-fill. member_ marks them with a stamp of their own.
-    std::vector<FlowId> set;
+    std::vector<FlowId>& set = set_;
+    set.clear();
     std::vector<std::uint8_t>& member = member_; // all zero between updates
     const auto join = [&](FlowId f) {
         if (flows_[f].count > 0 && !member[f]) {
@@ -415,8 +454,7 @@ void MaxMinSolver::update() {
     added_.clear();
     freed_links_.clear();
 
-    std::vector<std::uint32_t> links_of_set;
-    std::vector<double> min_share; // per link of the set: smallest share of a set flow frozen there
+    std::vector<std::uint32_t>& links_of_set = links_of_set_;
     while (true) {
         // Take the set's bandwidth back, then re-fill it.
         for (FlowId f : set) {
@@ -477,7 +515,7 @@ void MaxMinSolver::update() {
     for (FlowId f : set) {
         member[f] = 0;
     }
-    refilled_ = std::move(set);
+    refilled_.swap(set);
 }
 
 } // namespace trnsim::network

@@ -1,7 +1,8 @@
 // Network benchmark: topology build, max-min solver, and a 1 GiB all-reduce at UltraCluster
 // scale, with the figures of docs/performance.md.
 //
-//   network_bench [--quick]     (--quick: 16 and 64 UltraServers instead of 1,536 and 8,192)
+//   network_bench [--quick]          (--quick: 16 and 64 UltraServers instead of 1,536 and 8,192)
+//   network_bench --all-reduce N     only the 1 GiB all-reduce on N UltraServers (for profiling)
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/network/collective_sim.hpp"
@@ -170,10 +171,14 @@ void window_error(const topology::FabricSpec& spec) {
 } // namespace
 
 int main(int argc, char** argv) {
+    const topology::FabricSpec spec = config::load_fabric("trn2-ultracluster");
+    if (argc > 2 && std::string(argv[1]) == "--all-reduce") {
+        all_reduce(spec, std::stoll(argv[2]));
+        return 0;
+    }
     const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
     const std::int64_t mid = quick ? 16 : 1536;
     const std::int64_t big = quick ? 64 : 8192;
-    const topology::FabricSpec spec = config::load_fabric("trn2-ultracluster");
     build_topology(spec, mid);
     build_topology(spec, big);
     solver(spec, mid, quick ? 2000 : 100'000);

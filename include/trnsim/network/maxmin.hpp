@@ -22,6 +22,9 @@
 // Not thread-safe.
 #pragma once
 
+#include "trnsim/core/huge_pages.hpp"
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -29,6 +32,15 @@
 #include <vector>
 
 namespace trnsim::network {
+
+namespace detail {
+/// A candidate bottleneck of a fill: a shared link with its share when pushed, or (flow bit
+/// set) one flow's tightest private link.
+struct MaxMinShare {
+    double share;
+    std::uint64_t id; ///< link id, or (1 << 40) | flow id
+};
+} // namespace detail
 
 class MaxMinSolver {
 public:
@@ -74,6 +86,55 @@ private:
         std::uint32_t incidence; ///< index into pool_
     };
 
+    /// The flows crossing one link. Most links (a chip's own ports) carry one or two flows at a
+    /// time: those stay inside the 24-byte record, so millions of links need no allocation.
+    class FlowList {
+    public:
+        FlowList() = default;
+        FlowList(const FlowList&) = delete;
+        FlowList& operator=(const FlowList&) = delete;
+        ~FlowList() {
+            if (cap_ > kInline) {
+                delete[] heap_;
+            }
+        }
+        std::uint32_t size() const { return size_; }
+        Entry* begin() { return data(); }
+        Entry* end() { return data() + size_; }
+        const Entry* begin() const { return data(); }
+        const Entry* end() const { return data() + size_; }
+        Entry& operator[](std::uint32_t i) { return data()[i]; }
+        Entry& back() { return data()[size_ - 1]; }
+        void pop_back() { --size_; }
+        void clear() { size_ = 0; }
+        void push_back(const Entry& e) {
+            if (size_ == cap_) {
+                grow();
+            }
+            data()[size_++] = e;
+        }
+
+    private:
+        static constexpr std::uint32_t kInline = 2;
+        Entry* data() { return cap_ > kInline ? heap_ : inline_; }
+        const Entry* data() const { return cap_ > kInline ? heap_ : inline_; }
+        void grow() {
+            Entry* bigger = new Entry[std::size_t{cap_} * 2];
+            std::copy(data(), data() + size_, bigger);
+            if (cap_ > kInline) {
+                delete[] heap_;
+            }
+            heap_ = bigger;
+            cap_ *= 2;
+        }
+        union {
+            Entry inline_[kInline];
+            Entry* heap_;
+        };
+        std::uint32_t size_ = 0;
+        std::uint32_t cap_ = kInline;
+    };
+
     /// Progressive filling of the flows in `set`, every other flow keeping its rate.
     void fill(const std::vector<FlowId>& set);
     void compact_pool();
@@ -99,9 +160,9 @@ private:
         std::uint32_t unfrozen = 0; ///< during a fill: unfrozen flows crossing it
     };
 
-    std::vector<LinkState> links_;
-    std::vector<std::vector<Entry>> on_link_; ///< flows crossing each link
-    std::vector<FlowState> flows_;
+    std::vector<LinkState, HugePageAllocator<LinkState>> links_;
+    std::vector<FlowList, HugePageAllocator<FlowList>> on_link_; ///< flows crossing each link
+    std::vector<FlowState, HugePageAllocator<FlowState>> flows_;
     std::vector<FlowId> free_;
     std::size_t active_ = 0;
     // Flow-link incidences: link id and position in on_link_[link].
@@ -113,6 +174,12 @@ private:
     std::vector<std::uint32_t> freed_links_;
     // Scratch, kept to avoid reallocation.
     std::vector<std::uint8_t> member_; ///< per flow: in the update's re-fill set
+    using Share = detail::MaxMinShare;
+    std::vector<Share> shares_;               ///< fill: heap of shared links
+    std::vector<Share> caps_;                 ///< fill: flows by their tightest private link
+    std::vector<FlowId> set_;                 ///< update: the flows to re-fill
+    std::vector<std::uint32_t> links_of_set_; ///< update: the links they cross
+    std::vector<std::uint32_t> pool_scratch_, position_scratch_; ///< rebuilding pool_
     std::uint32_t stamp_ = 0;
     std::vector<FlowId> refilled_;
 };
