@@ -649,8 +649,16 @@ Nominal matmul_terms(const MatmulShape& s, const ChipRates& r) {
         }
     };
     const Orientation plain = orientation(false);
+    // Block shapes clipped to the tile counts; a shape equal to an earlier one adds nothing.
+    std::array<std::pair<double, double>, 3> seen{};
+    std::size_t n_seen = 0;
     for (const auto& [bs, bv] : {std::pair{8.0, 1.0}, {1.0, 8.0}, {1.0, 4.0}}) {
-        consider(plain, bs, bv);
+        const std::pair<double, double> clipped{std::min(bs, plain.s_tiles), std::min(bv, plain.v_tiles)};
+        if (std::find(seen.begin(), seen.begin() + static_cast<std::ptrdiff_t>(n_seen), clipped) ==
+            seen.begin() + static_cast<std::ptrdiff_t>(n_seen)) {
+            seen[n_seen++] = clipped;
+            consider(plain, bs, bv);
+        }
     }
     Orientation swapped;
     if (s.m < te.cols && s.m <= te.moving_free_max) {
