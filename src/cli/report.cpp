@@ -114,7 +114,7 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
         step += " + parameter gather " + fmt::seconds(e.param_gather_s);
     }
     line(out, "fidelity", std::string(config::to_string(spec.simulation.fidelity)) +
-                              ": roofline kernel costs and uncongested collectives, an optimistic "
+                              ": calibrated kernel costs and uncongested collectives, an optimistic "
                               "bound");
     line(out, "step", step);
     line(out, "", "microbatch on stage " + std::to_string(e.slowest_stage) + ": forward " +

@@ -1,5 +1,6 @@
 #include "trnsim/config/load.hpp"
 
+#include "trnsim/compute/cost_model.hpp"
 #include "trnsim/core/format.hpp"
 
 #include "tables.hpp"
@@ -269,6 +270,19 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
         throw InputError("interconnect.neuronlink_inter_instance",
                          "an UltraServer needs NeuronLink bandwidth between its instances",
                          at("interconnect.neuronlink_inter_instance"));
+    }
+    for (compute::KernelClass k : compute::all_kernel_classes()) {
+        const auto& coefficients = c.kernel_model.fit(k).coefficients;
+        const std::size_t want = compute::kernel_feature_count(k);
+        if (!coefficients.empty() && coefficients.size() != want) {
+            const std::string key =
+                std::string("kernel_model.") + compute::to_string(k) + ".coefficients";
+            throw InputError(key,
+                             "expected " + std::to_string(want) + " coefficients, got " +
+                                 std::to_string(coefficients.size()) +
+                                 " (recalibrate with trnsim calibrate)",
+                             at(key));
+        }
     }
 }
 
@@ -744,6 +758,14 @@ compute::ChipSpec load_chip(const std::string& name_or_path) {
     ctx.base_dir = fs::current_path();
     ctx.data_dir = data_dir();
     return detail::load_chip_ref(name_or_path, ctx, "chip", {});
+}
+
+fs::path chip_file(const std::string& name_or_path) {
+    Context ctx;
+    ctx.file = "<command line>";
+    ctx.base_dir = fs::current_path();
+    ctx.data_dir = data_dir();
+    return detail::find_preset(name_or_path, "topologies/chips", "chip", ctx, "chip", {});
 }
 
 workload::ModelSpec load_model(const std::string& name_or_path) {
