@@ -3,6 +3,7 @@
 
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/results/hdf5_writer.hpp"
+#include "trnsim/results/trace.hpp"
 #include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/workload/plan.hpp"
@@ -28,6 +29,9 @@ void print_collective_row(std::ostream& out, const sim::CollectiveRow& row);
 results::ResultsFile make_collective_results(const config::ScenarioSpec& spec,
                                              const sim::CollectiveBenchResult& result,
                                              int threads);
+
+/// The timeline of a step simulation, for results::write_chrome_trace.
+results::TraceData make_trace(const config::ScenarioSpec& spec, const sim::StepSimResult& step);
 
 /// The HDF5 content of a run (docs/results-schema.md).
 results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::TrainingRun& run,

@@ -635,6 +635,10 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
     if (t.tokens == 0 && t.steps == 0) {
         throw InputError("workload", "give one of workload.tokens or workload.steps", workload);
     }
+    if (!spec.output.trace.empty() && spec.simulation.fidelity != Fidelity::step) {
+        throw InputError("output.trace", "a timeline needs simulation.fidelity: step",
+                         at("output.trace"));
+    }
     if (spec.simulation.fidelity == Fidelity::step && !spec.has_fabric) {
         // The step simulation runs its communication over the fabric.
         spec.fabric_ref = spec.hardware.chip.name + "-ultracluster";

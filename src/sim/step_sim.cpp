@@ -4,6 +4,7 @@
 #include "trnsim/engine/simulator.hpp"
 #include "trnsim/network/collectives.hpp"
 #include "trnsim/network/flow_network.hpp"
+#include "trnsim/topology/routing.hpp"
 #include "trnsim/workload/program.hpp"
 #include "trnsim/workload/schedule.hpp"
 
@@ -165,8 +166,13 @@ struct Family {
     std::uint64_t next = 0;
     bool running = false;
     std::uint32_t coll = 0;
+    /// A planned collective and, per phase, the largest route latency of its flows.
+    struct Planned {
+        network::CollectivePlan plan;
+        std::vector<std::int64_t> latency;
+    };
     struct Sub {
-        const network::CollectivePlan* plan = nullptr;
+        const Planned* planned = nullptr;
         std::size_t phase = 0;
         std::uint32_t repeat_done = 0;
         std::int64_t phase_start = 0;
@@ -174,7 +180,7 @@ struct Family {
     std::vector<Sub> subs;
     std::uint32_t subs_left = 0;
     /// Plans per collective (index into the table), one per chip group; built when first run.
-    std::unordered_map<std::uint32_t, std::vector<network::CollectivePlan>> plans;
+    std::unordered_map<std::uint32_t, std::vector<Planned>> plans;
 };
 
 struct Worker {
@@ -206,7 +212,8 @@ public:
     StepModel(const workload::Plan& plan, const topology::Fabric& fabric,
               const StepSimOptions& opt)
         : plan_(plan), fabric_(fabric), opt_(opt), coster_(plan),
-          per_rank_(opt.entities == StepEntities::rank), tp_(plan.tp), dp_(plan.dp),
+          per_rank_(opt.entities == StepEntities::rank), merge_repeats_(opt.merge_repeats),
+          tp_(plan.tp), dp_(plan.dp),
           pp_(plan.pp), v_(plan.virtual_stages), m_(plan.microbatches),
           rpc_(plan.ranks_per_chip) {
         if (static_cast<std::int64_t>(fabric.chips()) != plan.cluster.chips) {
@@ -1031,16 +1038,23 @@ private:
         }
         case kFlowsDone: {
             Family::Sub& s = f.subs[e.payload];
-            const network::Phase& ph = s.plan->phases[s.phase];
+            const network::Phase& ph = s.planned->plan.phases[s.phase];
             const std::int64_t local = static_cast<std::int64_t>(std::ceil(ph.local_seconds * 1e9));
-            ctx.schedule_at_ns(ctx.self(), std::max(ctx.now_ns(), s.phase_start + local),
-                               kLocalDone, e.payload);
+            std::int64_t at = std::max(ctx.now_ns(), s.phase_start + local);
+            if (merge_repeats_ && ph.repeat > 1) {
+                // The repeats ran as one transfer of all their bytes; each further repeat adds
+                // its flows' latency, or its on-chip work when that is longer.
+                const std::int64_t k = ph.repeat;
+                at = std::max(ctx.now_ns() + (k - 1) * s.planned->latency[s.phase],
+                              s.phase_start + k * local);
+            }
+            ctx.schedule_at_ns(ctx.self(), at, kLocalDone, e.payload);
             return;
         }
         case kLocalDone: {
             Family::Sub& s = f.subs[e.payload];
-            const network::Phase& ph = s.plan->phases[s.phase];
-            if (++s.repeat_done >= ph.repeat) {
+            const network::Phase& ph = s.planned->plan.phases[s.phase];
+            if (merge_repeats_ || ++s.repeat_done >= ph.repeat) {
                 ++s.phase;
                 s.repeat_done = 0;
             }
@@ -1055,20 +1069,50 @@ private:
         }
     }
 
-    const std::vector<network::CollectivePlan>& plans_for(Family& f, std::uint32_t coll) {
+    const std::vector<Family::Planned>& plans_for(Family& f, std::uint32_t coll) {
         auto it = f.plans.find(coll);
         if (it != f.plans.end()) {
             return it->second;
         }
-        std::vector<network::CollectivePlan> plans;
+        std::vector<Family::Planned> plans;
         const CollDef& c = colls_[coll];
+        std::vector<std::uint32_t> route;
         for (const auto& cg : f.chip_groups) {
             network::CollectiveRequest req;
             req.op = c.op;
             req.bytes = c.bytes * cg.multiplier;
             req.chips = cg.chips;
             req.ranks_per_chip = cg.ranks_per_chip;
-            plans.push_back(network::plan_collective(fabric_, req, local_));
+            Family::Planned p;
+            p.plan = network::plan_collective(fabric_, req, local_);
+            for (const auto& ph : p.plan.phases) {
+                std::int64_t latency = 0;
+                if (merge_repeats_ && ph.repeat > 1) {
+                    for (std::size_t i = 0; i < ph.flows.size(); ++i) {
+                        const auto& fl = ph.flows[i];
+                        if (fl.src == fl.dst) {
+                            latency = std::max(latency, local_.step_latency.ns());
+                            continue;
+                        }
+                        route.clear();
+                        topology::route(fabric_, fl.src, fl.dst, i, route);
+                        latency = std::max(latency, topology::route_latency_ns(
+                                                        fabric_, route.data(), route.size()));
+                    }
+                }
+                p.latency.push_back(latency);
+            }
+            if (merge_repeats_) {
+                // A repeated phase becomes one phase moving all its repeats' bytes.
+                for (auto& ph : p.plan.phases) {
+                    if (ph.repeat > 1) {
+                        for (auto& fl : ph.flows) {
+                            fl.bytes *= ph.repeat;
+                        }
+                    }
+                }
+            }
+            plans.push_back(std::move(p));
         }
         return f.plans.emplace(coll, std::move(plans)).first->second;
     }
@@ -1095,7 +1139,7 @@ private:
         f.subs.assign(plans.size(), Family::Sub{});
         f.subs_left = static_cast<std::uint32_t>(plans.size());
         for (std::uint32_t i = 0; i < plans.size(); ++i) {
-            f.subs[i].plan = &plans[i];
+            f.subs[i].planned = &plans[i];
         }
         for (std::uint32_t i = 0; i < plans.size() && f.running; ++i) {
             start_phase(ctx, f, i);
@@ -1105,7 +1149,8 @@ private:
     template <class Q>
     void start_phase(engine::Context<Q>& ctx, Family& f, std::uint32_t sub) {
         Family::Sub& s = f.subs[sub];
-        if (s.phase >= s.plan->phases.size()) {
+        const auto& phases = s.planned->plan.phases;
+        if (s.phase >= phases.size()) {
             if (--f.subs_left == 0) {
                 finish(ctx, f);
             }
@@ -1113,7 +1158,7 @@ private:
         }
         s.phase_start = ctx.now_ns();
         fabric_net_->start_group(ctx.partition(), ctx.now_ns(), ctx.self(), kFlowsDone, sub,
-                                 s.plan->phases[s.phase].flows);
+                                 phases[s.phase].flows);
     }
 
     template <class Q>
@@ -1134,6 +1179,7 @@ private:
     const StepSimOptions& opt_;
     detail::Coster coster_;
     bool per_rank_;
+    bool merge_repeats_;
     int tp_;
     std::int64_t dp_;
     int pp_;

@@ -57,6 +57,11 @@ struct StepSimOptions {
     /// flows: collectives between replicas run through the flow model; closed_form: they cost
     /// their uncongested closed form (for comparisons and very large sweeps).
     FabricCollectives collectives = FabricCollectives::flows;
+    /// Repeated identical phases of a collective (the p - 1 steps of a ring) run as one phase
+    /// moving all their bytes, plus one route latency (or on-chip step) per further repeat:
+    /// the same time when the rates hold over the phase, and p - 1 times fewer flows. false:
+    /// every step is its own set of flows.
+    bool merge_repeats = true;
     /// Gradient bucket size (bytes per rank).
     double grad_bucket = 512.0 * 1024 * 1024;
     /// Speed factor of each chip (1 = nominal, 0.5 = takes twice as long); empty: all 1.
