@@ -94,6 +94,7 @@ Totals evaluate(const workload::Plan& plan, const workload::StepProgram& prog, c
                 double comm_scale) {
     Totals t;
     double per_microbatch = -1.0;
+    double all_stages = 0.0;
     double after = 0.0;
     for (int i = 0; i < plan.pp; ++i) {
         StageTimes s = stage_times(plan, prog, i, c, comm_scale);
@@ -101,11 +102,14 @@ Totals evaluate(const workload::Plan& plan, const workload::StepProgram& prog, c
             per_microbatch = s.forward + s.backward;
             t.slowest = i;
         }
+        all_stages += s.forward + s.backward;
         after = std::max(after, s.after);
         t.stages.push_back(s);
     }
+    // The slowest stage paces the m microbatches; filling and draining the pipeline crosses
+    // every other stage once, in chunks of 1/v of its work.
     const double v = plan.virtual_stages;
-    t.bubble = static_cast<double>(plan.pp - 1) / v * per_microbatch;
+    t.bubble = (all_stages - per_microbatch) / v;
     t.pipeline = static_cast<double>(plan.microbatches) * per_microbatch + t.bubble;
     t.step = t.pipeline + after;
     return t;
