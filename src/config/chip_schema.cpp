@@ -173,6 +173,13 @@ Schema<C> build() {
                               [](C& c) -> Duration& { return c.efa_latency; }, "",
                               "HBM-to-HBM latency of one message over EFA.")));
 
+    s.section("training", "How training workloads run on the chip.");
+    s.field(real<C>("training.kernel_efficiency",
+                    [](C& c) -> double& { return c.training_kernel_efficiency; }, "1", 0.01, 1.0,
+                    "0.01 to 1",
+                    "Fraction of the calibrated kernel speed that kernels reach inside a "
+                    "compiled training graph (fitted to a published run; docs/validation.md)."));
+
     s.section("instance", "The instance type that holds the chips.");
     s.field(required(text<C>("instance.name", [](C& c) -> std::string& { return c.instance.name; },
                              "", "Instance type.")));

@@ -1,5 +1,6 @@
 // Costs of program ops for one plan (private to the sim module): kernels through the calibrated
-// analytic kernel model, collectives through the closed-form network cost of their group.
+// analytic kernel model divided by the chip's training kernel efficiency, collectives through
+// the closed-form network cost of their group.
 #pragma once
 
 #include "trnsim/compute/cost_model.hpp"
@@ -19,7 +20,8 @@ struct OpCost {
 
 class Coster {
 public:
-    explicit Coster(const workload::Plan& plan) : model_(plan.chip, plan.lnc) {
+    explicit Coster(const workload::Plan& plan)
+        : model_(plan.chip, plan.lnc), slowdown_(1.0 / plan.chip.training_kernel_efficiency) {
         for (auto g : {workload::CommGroup::tp, workload::CommGroup::dp, workload::CommGroup::ep,
                        workload::CommGroup::expert_dp, workload::CommGroup::pp}) {
             shapes_.push_back(plan.group_shape(g));
@@ -48,7 +50,7 @@ public:
             c.seconds = comm_scale * op.repeat * collective_seconds(op.collective, op.bytes, op.group);
             return c;
         }
-        c.seconds = k.seconds * op.repeat;
+        c.seconds = k.seconds * op.repeat * slowdown_;
         c.flops = k.flops * op.repeat;
         c.hbm_bytes = k.hbm_bytes * op.repeat;
         return c;
@@ -63,6 +65,7 @@ public:
 
 private:
     compute::CostModel model_;
+    double slowdown_; // 1 / the chip's training kernel efficiency
     std::vector<network::GroupShape> shapes_; // indexed by CommGroup
 };
 

@@ -138,6 +138,12 @@ struct ChipSpec {
     InstanceSpec instance;
     std::optional<UltraServerSpec> ultraserver;
 
+    /// Fraction of the calibrated kernel speed that kernels reach inside a compiled training
+    /// graph (training.kernel_efficiency): the detailed core model schedules each kernel by
+    /// hand; a framework's compiled graph adds layout changes, synchronisation and launch gaps
+    /// that it does not see. Fitted once to a published run (docs/validation.md).
+    double training_kernel_efficiency = 1.0;
+
     /// Coefficients of the analytic kernel model (written by `trnsim calibrate`).
     KernelModelSpec kernel_model;
 
