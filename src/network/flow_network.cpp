@@ -17,7 +17,15 @@ FlowNetwork::FlowNetwork(const topology::Fabric& fabric, std::uint32_t partition
 void FlowNetwork::start_group(std::uint32_t partition, std::int64_t now, engine::EntityId owner,
                               engine::EventType done_type, std::uint64_t tag,
                               std::vector<FlowSpec> flows) {
-    pending_[partition].push_back({now, owner, done_type, tag, std::move(flows)});
+    auto& list = pending_[partition];
+    list.push_back({now, owner, done_type, tag, std::move(flows), {}});
+    list.back().flows = list.back().owned;
+}
+
+void FlowNetwork::start_group_view(std::uint32_t partition, std::int64_t now,
+                                   engine::EntityId owner, engine::EventType done_type,
+                                   std::uint64_t tag, std::span<const FlowSpec> flows) {
+    pending_[partition].push_back({now, owner, done_type, tag, {}, flows});
 }
 
 bool FlowNetwork::idle() const {

@@ -1157,8 +1157,9 @@ private:
             return;
         }
         s.phase_start = ctx.now_ns();
-        fabric_net_->start_group(ctx.partition(), ctx.now_ns(), ctx.self(), kFlowsDone, sub,
-                                 phases[s.phase].flows);
+        // The plan lives in the family's cache for the whole run: no copy.
+        fabric_net_->start_group_view(ctx.partition(), ctx.now_ns(), ctx.self(), kFlowsDone, sub,
+                                      phases[s.phase].flows);
     }
 
     template <class Q>

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <queue>
+#include <span>
 #include <vector>
 
 namespace trnsim::network {
@@ -52,6 +53,11 @@ public:
     /// `owner` gets an event of type `done_type` with payload `tag`.
     void start_group(std::uint32_t partition, std::int64_t now, engine::EntityId owner,
                      engine::EventType done_type, std::uint64_t tag, std::vector<FlowSpec> flows);
+    /// The same without a copy: `flows` must stay alive and unchanged until the next resolve()
+    /// (a collective plan held by the model, for example).
+    void start_group_view(std::uint32_t partition, std::int64_t now, engine::EntityId owner,
+                          engine::EventType done_type, std::uint64_t tag,
+                          std::span<const FlowSpec> flows);
 
     /// Schedules an event: (target, time, type, payload). Used by resolve().
     using Schedule = std::function<void(engine::EntityId, std::int64_t, engine::EventType,
@@ -85,7 +91,8 @@ private:
         engine::EntityId owner;
         engine::EventType done_type;
         std::uint64_t tag;
-        std::vector<FlowSpec> flows;
+        std::vector<FlowSpec> owned;
+        std::span<const FlowSpec> flows; ///< `owned`, or the caller's data
     };
     struct Flow {
         std::uint32_t group;

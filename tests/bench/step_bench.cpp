@@ -1,0 +1,172 @@
+// Step simulation benchmark: one training step of Llama 3 405B at UltraCluster scale, the
+// thread speedup and determinism, and the analytic fidelity's cost per scenario evaluation;
+// the figures of docs/performance.md.
+//
+//   step_bench --case 98k        scenarios/scale/llama3-405b-98k.yaml on 1 and 2 threads
+//   step_bench --case rainier    scenarios/scale/llama3-405b-rainier.yaml (--threads N, default 2)
+//   step_bench --case analytic   analytic evaluations from 1 to 8,192 UltraServers
+//   step_bench --case smoke      the 98k scenario shrunk to 12 UltraServers (for ctest)
+#include "trnsim/config/load.hpp"
+#include "trnsim/core/format.hpp"
+#include "trnsim/sim/run.hpp"
+#include "trnsim/topology/fabric.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+
+namespace {
+
+using namespace trnsim;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::size_t peak_rss() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("VmHWM:", 0) == 0) {
+            return std::stoull(line.substr(6)) * 1024;
+        }
+    }
+    return 0;
+}
+
+std::string scenario_path(const char* name) {
+    return std::string(TRNSIM_SOURCE_DIR) + "/scenarios/scale/" + name;
+}
+
+struct Timed {
+    sim::StepSimResult result;
+    double wall = 0.0;
+};
+
+Timed run_step(const config::ScenarioSpec& spec, int threads) {
+    const workload::Plan plan = sim::make_plan(spec);
+    const auto t0 = Clock::now();
+    const topology::Fabric fabric = topology::Fabric::build(
+        spec.fabric, plan.cluster.ultraservers > 0 ? plan.cluster.ultraservers : plan.cluster.instances);
+    sim::StepSimOptions o = sim::step_options(spec, plan);
+    o.threads = threads;
+    Timed t;
+    t.result = sim::simulate_step(plan, fabric, o);
+    t.wall = since(t0);
+    return t;
+}
+
+void print(const char* label, const config::ScenarioSpec& spec, const Timed& t) {
+    const auto& s = t.result.stats;
+    std::printf("%s: %s chips, %s ranks as %s entities on %d thread%s: step %.3f s simulated "
+                "(MFU %.1f%%), %s events, %s windows, %s flows; wall %.2f s including the "
+                "fabric build\n",
+                label, fmt::integer(spec.cluster.ultraservers * 64).c_str(),
+                fmt::integer(static_cast<std::int64_t>(t.result.entities.size() *
+                                                       static_cast<std::size_t>(t.result.entities[0].ranks)))
+                    .c_str(),
+                fmt::integer(static_cast<std::int64_t>(s.entities)).c_str(), s.threads,
+                s.threads > 1 ? "s" : "", t.result.estimate.step_s, 100.0 * t.result.estimate.mfu,
+                fmt::integer(static_cast<std::int64_t>(s.events)).c_str(),
+                fmt::integer(static_cast<std::int64_t>(s.windows)).c_str(),
+                fmt::integer(static_cast<std::int64_t>(s.flows)).c_str(), t.wall);
+}
+
+bool identical(const sim::StepSimResult& a, const sim::StepSimResult& b) {
+    if (a.estimate.step_s != b.estimate.step_s || a.entities.size() != b.entities.size() ||
+        a.links.size() != b.links.size() || a.stats.events != b.stats.events) {
+        return false;
+    }
+    for (std::size_t i = 0; i < a.entities.size(); ++i) {
+        const auto& x = a.entities[i];
+        const auto& y = b.entities[i];
+        if (x.compute_s != y.compute_s || x.comm_s != y.comm_s || x.bubble_s != y.bubble_s ||
+            x.end_s != y.end_s) {
+            return false;
+        }
+    }
+    for (std::size_t k = 0; k < a.links.size(); ++k) {
+        if (a.links[k].bytes != b.links[k].bytes) {
+            return false;
+        }
+    }
+    return true;
+}
+
+void threads_case(const config::ScenarioSpec& spec, const char* label) {
+    const Timed one = run_step(spec, 1);
+    print(label, spec, one);
+    const Timed two = run_step(spec, 2);
+    print(label, spec, two);
+    std::printf("%s: speedup 2 threads vs 1: %.2fx; results of 1 and 2 threads %s\n", label,
+                one.wall / two.wall, identical(one.result, two.result) ? "identical" : "DIFFER");
+}
+
+void analytic_case() {
+    // Scenario evaluations (plan + analytic step) of Llama 3 405B from 12 to 8,192 UltraServers.
+    const config::ScenarioSpec base = config::load_scenario(
+        scenario_path("llama3-405b-98k.yaml"), {"simulation.fidelity=analytic"});
+    double worst = 0.0;
+    for (const auto& [us, tp, pp, batch] :
+         {std::tuple{12, 64, 3, 64}, std::tuple{384, 64, 3, 2048}, std::tuple{1536, 64, 3, 8192},
+          std::tuple{8192, 64, 2, 16384}}) {
+        config::ScenarioSpec spec = base;
+        spec.cluster.ultraservers = us;
+        spec.training.parallelism.tp = tp;
+        spec.training.parallelism.pp = pp;
+        spec.training.parallelism.dp = 0;
+        spec.training.global_batch = batch;
+        double best = 1e9;
+        sim::StepEstimate e;
+        for (int rep = 0; rep < 20; ++rep) {
+            const auto t0 = Clock::now();
+            const workload::Plan plan = sim::make_plan(spec);
+            e = sim::estimate_step(plan);
+            best = std::min(best, since(t0));
+        }
+        worst = std::max(worst, best);
+        std::printf("analytic: %5d UltraServers (%s chips): step %.3f s, MFU %.1f%%; "
+                    "evaluation %.2f ms\n",
+                    us, fmt::integer(std::int64_t{us} * 64).c_str(), e.step_s, 100.0 * e.mfu,
+                    best * 1e3);
+    }
+    std::printf("analytic: slowest scenario evaluation %.2f ms\n", worst * 1e3);
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    std::string which = "98k";
+    int threads = 2;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        if (std::strcmp(argv[i], "--case") == 0) {
+            which = argv[i + 1];
+        } else if (std::strcmp(argv[i], "--threads") == 0) {
+            threads = std::stoi(argv[i + 1]);
+        }
+    }
+    if (which == "98k") {
+        threads_case(config::load_scenario(scenario_path("llama3-405b-98k.yaml")), "98k");
+    } else if (which == "smoke") {
+        threads_case(config::load_scenario(scenario_path("llama3-405b-98k.yaml"),
+                                           {"cluster.ultraservers=12", "workload.global_batch=64"}),
+                     "smoke");
+    } else if (which == "rainier") {
+        const config::ScenarioSpec spec =
+            config::load_scenario(scenario_path("llama3-405b-rainier.yaml"));
+        print("rainier", spec, run_step(spec, threads));
+    } else if (which == "analytic") {
+        analytic_case();
+    } else {
+        std::fprintf(stderr, "step_bench: unknown case '%s' (98k, rainier, analytic, smoke)\n",
+                     which.c_str());
+        return 2;
+    }
+    std::printf("peak RSS %s\n", fmt::bytes(static_cast<double>(peak_rss())).c_str());
+    return 0;
+}
