@@ -113,9 +113,18 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
     if (e.param_gather_s > 0.0) {
         step += " + parameter gather " + fmt::seconds(e.param_gather_s);
     }
-    line(out, "fidelity", std::string(config::to_string(spec.simulation.fidelity)) +
-                              ": calibrated kernel costs and uncongested collectives, an optimistic "
-                              "bound");
+    line(out, "fidelity",
+         run.step_sim
+             ? std::string("step: simulated on the event engine; calibrated kernel costs, TP "
+                           "collectives in closed form, pipeline and data-parallel traffic as "
+                           "flows (") +
+                   sim::to_string(run.step_sim->stats.entities == static_cast<std::uint64_t>(
+                                                                     run.plan.ranks)
+                                      ? sim::StepEntities::rank
+                                      : sim::StepEntities::tp_group) +
+                   " entities)"
+             : std::string("analytic: closed form; calibrated kernel costs, uncongested "
+                           "collectives"));
     line(out, "step", step);
     if (run.step_sim) {
         const auto& st = run.step_sim->stats;
@@ -261,10 +270,10 @@ void add_step_tables(results::ResultsFile& f, const sim::StepSimResult& r) {
         {"solves", static_cast<std::int64_t>(st.solves)},
         {"fabric_collectives", static_cast<std::int64_t>(st.fabric_collectives)},
     };
-    std::vector<results::Table::Value> row;
-    for (const auto& [name, value] : cols) {
-        s.add_int(name);
-        row.push_back(value);
+    std::vector<results::Table::Value> row(std::size(cols));
+    for (std::size_t i = 0; i < std::size(cols); ++i) {
+        s.add_int(cols[i].first);
+        row[i].emplace<std::int64_t>(cols[i].second);
     }
     s.add_row(row);
     f.tables.emplace_back("/step/simulation", std::move(s));

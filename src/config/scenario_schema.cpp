@@ -188,6 +188,13 @@ Schema<S> build() {
          {"fp32", compute::Precision::fp32}},
         "Matmul precision (optimizer state stays FP32)."));
 
+    s.field(real<S>("workload.moe_imbalance",
+                    [](S& x) -> double& { return x.training.moe_imbalance; }, "1", 1.0, 64.0,
+                    "1 to 64",
+                    "MoE routing imbalance: tokens the busiest expert-parallel rank receives "
+                    "relative to the average; the all-to-all and the expert MLPs take as long as "
+                    "on that rank (mixture-of-experts models only)."));
+
     s.section("workload.parallelism", "How the model is split over ranks (logical NeuronCores).");
     s.field(integer<S>("workload.parallelism.tp", [](S& x) -> int& { return par(x).tp; }, "1", 1,
                        65536, "Tensor parallel degree; must divide the attention heads."));

@@ -245,6 +245,10 @@ void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& clus
     p.pp = par.pp;
     p.dp = static_cast<int>(dp);
     p.ep = par.ep;
+    if (t.moe_imbalance != 1.0 && !m.is_moe()) {
+        fail("workload.moe_imbalance", "routing imbalance needs a mixture-of-experts model; " +
+                                           m.name + " is dense");
+    }
     if (par.ep > 1) {
         if (!m.is_moe()) {
             fail(std::string(kPar) + ".ep", "ep = " + str(par.ep) +

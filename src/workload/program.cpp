@@ -160,10 +160,13 @@ public:
         matmul("router", local_tokens, h, moe.experts);
         stream("router_topk", local_tokens * moe.experts, 1, 1, 2, compute::StreamEngine::scalar,
                4);
-        const double dispatch = static_cast<double>(local_tokens * moe.top_k * h * e_);
+        // With routing imbalance k, the busiest rank receives k times the average: the
+        // all-to-all lasts as long as its share, and so do its experts; the others wait.
+        const double k = p_.training.moe_imbalance;
+        const double dispatch = k * static_cast<double>(local_tokens * moe.top_k * h * e_);
         collective("ep_dispatch_all_to_all", CollectiveOp::all_to_all, CommGroup::ep, dispatch);
         // Tokens routed to this rank's experts, gathered over the TP group.
-        const double routed_tokens = static_cast<double>(local_tokens * moe.top_k * sp_);
+        const double routed_tokens = k * static_cast<double>(local_tokens * moe.top_k * sp_);
         collective("moe_tp_all_gather", CollectiveOp::all_gather, CommGroup::tp,
                    routed_tokens * static_cast<double>(h * e_));
         const std::int64_t local_experts = moe.experts / p_.ep;

@@ -39,6 +39,9 @@ struct TrainingSpec {
     std::int64_t steps = 0;        ///< steps to run (0 when `tokens` is given)
     compute::Precision precision = compute::Precision::bf16;
     ParallelismSpec parallelism;
+    /// MoE routing imbalance: tokens the busiest expert-parallel rank receives relative to the
+    /// average (1 = perfectly balanced). Every rank waits for that one in the all-to-all.
+    double moe_imbalance = 1.0;
 };
 
 } // namespace trnsim::workload
