@@ -5,6 +5,7 @@
 #include "trnsim/results/hdf5_writer.hpp"
 #include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/sim/summary.hpp"
 #include "trnsim/workload/plan.hpp"
 
 #include <ostream>
@@ -28,6 +29,10 @@ void print_collective_row(std::ostream& out, const sim::CollectiveRow& row);
 results::ResultsFile make_collective_results(const config::ScenarioSpec& spec,
                                              const sim::CollectiveBenchResult& result,
                                              int threads);
+
+/// A table from rows of named values: the union of the rows' columns in first-seen order; a
+/// column missing from a row holds NaN (or -1 in an integer column).
+results::Table summary_table(const std::vector<std::vector<sim::SummaryValue>>& rows);
 
 /// The HDF5 content of a run (docs/results-schema.md).
 results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::TrainingRun& run,

@@ -55,7 +55,7 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
     return in;
 }
 
-TrainingRun run_training(const config::ScenarioSpec& spec) {
+TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& options) {
     TrainingRun run;
     run.plan = make_plan(spec);
     switch (spec.simulation.fidelity) {
@@ -75,6 +75,7 @@ TrainingRun run_training(const config::ScenarioSpec& spec) {
         control.threads = spec.simulation.threads > 0 ? spec.simulation.threads
                                                       : engine::default_thread_count();
         control.seed = static_cast<std::uint64_t>(spec.seed);
+        control.record = options.record;
         run.reliability = reliability::simulate(reliability_input(spec, run.plan, run.step), control);
         const reliability::RunSummary& r = *run.reliability;
         run.time_to_train_s = r.estimate("time_to_train_s").mean;
