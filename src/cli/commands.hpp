@@ -12,6 +12,8 @@ int cmd_run(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
 int cmd_describe(const std::vector<std::string>& args);
 int cmd_collective(const std::vector<std::string>& args);
+int cmd_batch(const std::vector<std::string>& args);
+int cmd_plan(const std::vector<std::string>& args);
 
 /// "trnsim 0.1.0"
 std::string version_line();

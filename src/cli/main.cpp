@@ -17,6 +17,8 @@ constexpr const char* kUsage =
     "commands:\n"
     "  run SCENARIO.yaml        simulate a scenario, print its summary, write HDF5 results\n"
     "  validate SCENARIO.yaml   check a scenario and print it with every default resolved\n"
+    "  batch SWEEP.yaml         run every point of a sweep (x replicates) into one HDF5 file\n"
+    "  plan PLAN.yaml           search cluster size, parallelism, checkpoints and spares\n"
     "  describe chip|model|topology|schema [NAME]\n"
     "                           show what a preset contains, or every scenario key\n"
     "  collective [options]     time a collective on the simulated fabric, per message size\n"
@@ -54,6 +56,12 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     if (cmd == "collective") {
         return cmd_collective(rest);
+    }
+    if (cmd == "batch") {
+        return cmd_batch(rest);
+    }
+    if (cmd == "plan") {
+        return cmd_plan(rest);
     }
     throw trnsim::UsageError("unknown command '" + cmd + "'\n" + kUsage);
 }

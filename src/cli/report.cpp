@@ -205,32 +205,39 @@ results::ResultsFile make_collective_results(const config::ScenarioSpec& spec,
 results::Table summary_table(const std::vector<std::vector<sim::SummaryValue>>& rows) {
     std::vector<std::string> names;
     std::map<std::string, std::size_t> index;
-    std::vector<bool> integer;
+    std::vector<std::size_t> kind; // the variant's index: int64, double, string
+    std::vector<int> width;
     for (const auto& row : rows) {
         for (const auto& v : row) {
-            const bool is_int = std::holds_alternative<std::int64_t>(v.value);
             const auto [it, added] = index.emplace(v.name, names.size());
             if (added) {
                 names.push_back(v.name);
-                integer.push_back(is_int);
-            } else if (integer[it->second] != is_int) {
+                kind.push_back(v.value.index());
+                width.push_back(1);
+            } else if (kind[it->second] != v.value.index()) {
                 throw std::logic_error("summary column " + v.name + " changes type");
+            }
+            if (const auto* s = std::get_if<std::string>(&v.value)) {
+                width[it->second] = std::max(width[it->second], static_cast<int>(s->size()));
             }
         }
     }
     results::Table t;
     for (std::size_t i = 0; i < names.size(); ++i) {
-        if (integer[i]) {
+        if (kind[i] == 0) {
             t.add_int(names[i]);
-        } else {
+        } else if (kind[i] == 1) {
             t.add_float(names[i]);
+        } else {
+            t.add_string(names[i], width[i]);
         }
     }
     for (const auto& row : rows) {
         std::vector<results::Table::Value> values(names.size());
         for (std::size_t i = 0; i < names.size(); ++i) {
-            values[i] = integer[i] ? results::Table::Value(std::int64_t{-1})
-                                   : results::Table::Value(std::nan(""));
+            values[i] = kind[i] == 0   ? results::Table::Value(std::int64_t{-1})
+                        : kind[i] == 1 ? results::Table::Value(std::nan(""))
+                                       : results::Table::Value(std::string());
         }
         for (const auto& v : row) {
             const std::size_t i = index.at(v.name);

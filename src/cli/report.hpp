@@ -31,7 +31,7 @@ results::ResultsFile make_collective_results(const config::ScenarioSpec& spec,
                                              int threads);
 
 /// A table from rows of named values: the union of the rows' columns in first-seen order; a
-/// column missing from a row holds NaN (or -1 in an integer column).
+/// column missing from a row holds NaN (-1 in an integer column, "" in a string column).
 results::Table summary_table(const std::vector<std::vector<sim::SummaryValue>>& rows);
 
 /// The HDF5 content of a run (docs/results-schema.md).

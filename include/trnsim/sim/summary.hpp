@@ -14,7 +14,7 @@ namespace trnsim::sim {
 
 struct SummaryValue {
     std::string name; ///< column name; the suffix names the unit (_s, _bytes, _usd)
-    std::variant<std::int64_t, double> value;
+    std::variant<std::int64_t, double, std::string> value;
 };
 
 /// Every /summary column of `run`: the plan and step figures, then with a run simulation its
