@@ -366,6 +366,18 @@ results::ResultsFile make_plan_results(const config::PlanSpec& plan,
                    std::int64_t{x.frontier ? 1 : 0}, std::int64_t{x.finalist ? 1 : 0}});
     }
     f.tables.emplace_back("/plan/candidates", std::move(t));
+
+    Table limits;
+    for (const char* c : {"deadline_s", "budget_usd", "max_chips", "min_ettr", "hbm_headroom"}) {
+        limits.add_float(c);
+    }
+    limits.add_string("objective", 12);
+    limits.add_row({plan.deadline ? plan.deadline->seconds() : HUGE_VAL,
+                    plan.budget ? plan.budget->usd() : HUGE_VAL,
+                    plan.max_chips ? static_cast<double>(*plan.max_chips) : HUGE_VAL,
+                    plan.min_ettr.value_or(0.0), plan.hbm_headroom,
+                    std::string(config::to_string(plan.objective))});
+    f.tables.emplace_back("/plan/constraints", std::move(limits));
     f.texts.emplace_back("/plan/file", plan.text);
     return f;
 }
