@@ -156,7 +156,9 @@ template <class Run>
 int finish_batch(const Options& o, Prepared& p, int processes, Run run) {
     const auto& sweep = p.sweep;
     std::vector<study::RunRecord>& records = p.records;
-    const std::vector<std::int64_t> pending = study::pending_runs(sweep, records);
+    // The costliest runs first (the order does not change the results).
+    const std::vector<std::int64_t> pending = study::longest_first(
+        sweep, study::pending_runs(sweep, records), study::estimated_costs(p.points, o.threads));
     if (!o.quiet) {
         std::cerr << "trnsim batch: " << sweep.spec.name << ": "
                   << fmt::integer(static_cast<std::int64_t>(sweep.points.size())) << " point"

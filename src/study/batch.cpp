@@ -1,5 +1,7 @@
 #include "trnsim/study/batch.hpp"
 
+#include "trnsim/reliability/expectation.hpp"
+#include "trnsim/sim/analytic.hpp"
 #include "trnsim/sim/run.hpp"
 
 #include <omp.h>
@@ -134,6 +136,44 @@ std::vector<std::int64_t> pending_runs(const Sweep& sweep, const std::vector<Run
         }
     }
     return out;
+}
+
+std::vector<double> estimated_costs(const std::vector<config::ScenarioSpec>& points,
+                                    int threads) {
+    std::vector<double> cost(points.size(), 1.0);
+    const std::int64_t n = static_cast<std::int64_t>(points.size());
+#pragma omp parallel for schedule(dynamic, 8) num_threads(std::max(1, threads))
+    for (std::int64_t i = 0; i < n; ++i) {
+        const config::ScenarioSpec& spec = points[static_cast<std::size_t>(i)];
+        if (!spec.reliability.enabled) {
+            continue;
+        }
+        try {
+            const workload::Plan plan = sim::make_plan(spec);
+            const reliability::RunInput in =
+                sim::reliability_input(spec, plan, sim::estimate_step(plan));
+            const reliability::Expectation x = reliability::expect(in);
+            const double limit = spec.simulation.duration > Duration::zero()
+                                     ? spec.simulation.duration.seconds()
+                                     : spec.simulation.time_limit.seconds();
+            const double chips = static_cast<double>(
+                (x.facts.job_domains + x.facts.spare_domains) * x.facts.instances_per_domain *
+                plan.cluster.chips_per_instance);
+            cost[static_cast<std::size_t>(i)] = chips * std::min(x.time_to_train_s, limit);
+        } catch (const std::exception&) {
+            // An estimate only: the run itself reports any problem.
+        }
+    }
+    return cost;
+}
+
+std::vector<std::int64_t> longest_first(const Sweep& sweep, std::vector<std::int64_t> runs,
+                                        const std::vector<double>& costs) {
+    std::stable_sort(runs.begin(), runs.end(), [&](std::int64_t a, std::int64_t b) {
+        return costs[static_cast<std::size_t>(a / sweep.replications)] >
+               costs[static_cast<std::size_t>(b / sweep.replications)];
+    });
+    return runs;
 }
 
 void sort_records(std::vector<RunRecord>& records) {

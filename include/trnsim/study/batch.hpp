@@ -66,6 +66,17 @@ void execute_all(const Sweep& sweep, const std::vector<config::ScenarioSpec>& po
 /// Every run not in `done`, in run order.
 std::vector<std::int64_t> pending_runs(const Sweep& sweep, const std::vector<RunRecord>& done);
 
+/// A relative estimate of the host time each point's runs take: the components that fail
+/// (job and spare chips) times the simulated time (the closed-form expected time to train of
+/// reliability/expectation.hpp, at most the run's duration or time limit); a constant for
+/// scenarios without a run simulation. Computed on `threads` threads.
+std::vector<double> estimated_costs(const std::vector<config::ScenarioSpec>& points, int threads);
+
+/// `runs` reordered so the runs of the costliest points come first (stable otherwise): with
+/// threads pulling runs as they finish, the long runs do not end up alone at the end.
+std::vector<std::int64_t> longest_first(const Sweep& sweep, std::vector<std::int64_t> runs,
+                                        const std::vector<double>& costs);
+
 /// Records sorted by (point, replicate).
 void sort_records(std::vector<RunRecord>& records);
 
