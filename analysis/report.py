@@ -95,7 +95,9 @@ def batch_frame(path):
 
 def label_of(row, keys):
     parts = []
-    for k in keys:
+    # Long values (whole mappings) only when nothing shorter tells the groups apart.
+    short = [k for k in keys if len(str(row[k])) <= 30]
+    for k in short or keys:
         v = row[k]
         if isinstance(v, float) and k.endswith("interval"):
             v = f"{v / HOUR:g} h"
@@ -144,14 +146,17 @@ def plain_ticks(ax, axes="xy"):
         axis = ax.xaxis if a == "x" else ax.yaxis
         scale = ax.get_xscale() if a == "x" else ax.get_yscale()
         if scale == "log" and getattr(axis.get_transform(), "base", 10) == 10:
-            axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+            lo, hi = ax.get_xlim() if a == "x" else ax.get_ylim()
+            decades = math.log10(hi / lo) if lo > 0 and hi > lo else 10.0
+            subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+            axis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=subs))
         axis.set_major_formatter(formatter)
         axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def save(fig, directory, name):
     fig.tight_layout()
-    fig.savefig(os.path.join(directory, name), dpi=DPI)
+    fig.savefig(os.path.join(directory, name), dpi=DPI, pil_kwargs={"optimize": True})
     plt.close(fig)
     return name
 
@@ -181,7 +186,7 @@ def plot_timeline(path, directory, name="timeline.png"):
         return None
     import timeline
 
-    timeline.plot(path, os.path.join(directory, name))
+    timeline.plot(path, os.path.join(directory, name), dpi=DPI)
     return name, ("Failure timeline of the first replication: progress, work kept in "
                   "checkpoints, recoveries (shaded) and cumulative failures by component.")
 
@@ -208,6 +213,7 @@ def plot_cluster_size(frame, keys, directory):
     left.set_ylabel("time to train (days)")
     right.set_ylabel("cost (million USD)")
     left.set_yscale("log")
+    plain_ticks(left, "y")
     left.legend(fontsize=7)
     fig.suptitle("Time to train and cost against cluster size (mean and 95% interval)",
                  fontsize=10)
@@ -221,11 +227,14 @@ def plot_checkpoint(frame, keys, directory):
     if "ettr" not in frame or "checkpoint_interval_s" not in frame:
         return None
     finite = frame[np.isfinite(frame["checkpoint_interval_s"])]
-    if finite["checkpoint_interval_s"].nunique() < 2:
-        return None
     others = [k for k in keys if k != "reliability.checkpoint.interval" and frame[k].nunique() > 1]
+    groups = groups_of(finite, others)
+    # Only when the interval varies along a line (not merely between points whose automatic
+    # interval differs).
+    if max((g["checkpoint_interval_s"].nunique() for _, g in groups), default=0) < 2:
+        return None
     fig, ax = plt.subplots(figsize=(8, 5))
-    for i, (label, sub) in enumerate(groups_of(finite, others)):
+    for i, (label, sub) in enumerate(groups):
         sub = sub.sort_values("checkpoint_interval_s")
         color = SERIES_COLORS[i % len(SERIES_COLORS)]
         x = sub["checkpoint_interval_s"] / HOUR
@@ -252,11 +261,20 @@ def plot_batch_pareto(frame, keys, directory):
         return None
     t = list(ok["time_to_train_s"] / DAY)
     c = list(ok["cost_usd"] / 1e6)
-    fig, ax = plt.subplots(figsize=(8, 5))
-    ax.errorbar(t, c, xerr=ok.get("ci95_time_to_train_s", 0) / DAY,
-                yerr=ok.get("ci95_cost_usd", 0) / 1e6, fmt="o", ms=4, color=SERIES_COLORS[0],
-                ecolor="#9ecae1", capsize=2, label="points (mean, 95% interval)")
     front = frontier(t, c)
+    # The region that matters: up to 3 times the slowest frontier point and at least 10 times
+    # the fastest point; the others are counted in the legend.
+    right = max(3.0 * max(t[i] for i in front), 10.0 * min(t))
+    shown = [i for i in range(len(t)) if t[i] <= right]
+    hidden = len(frame) - len(shown)
+    fig, ax = plt.subplots(figsize=(8, 5))
+    sub = ok.iloc[shown]
+    ax.errorbar([t[i] for i in shown], [c[i] for i in shown],
+                xerr=sub.get("ci95_time_to_train_s", 0) / DAY,
+                yerr=sub.get("ci95_cost_usd", 0) / 1e6, fmt="o", ms=4, color=SERIES_COLORS[0],
+                ecolor="#9ecae1", capsize=2,
+                label="points (mean, 95% interval)" +
+                      (f"; {hidden} slower or never done not shown" if hidden else ""))
     ax.plot([t[i] for i in front], [c[i] for i in front], color=FRONTIER_COLOR, lw=2,
             marker="D", ms=5, label="Pareto frontier")
     for i in front:
@@ -265,7 +283,11 @@ def plot_batch_pareto(frame, keys, directory):
     ax.set_xlabel("time to train (days)")
     ax.set_ylabel("cost (million USD)")
     ax.set_xscale("log")
-    plain_ticks(ax, "x")
+    ax.set_yscale("log")
+    ax.set_xlim(0.8 * min(t), 1.2 * right)
+    top = max(c[i] for i in shown)
+    ax.set_ylim(0.8 * min(c), 1.25 * top)
+    plain_ticks(ax)
     ax.set_title("Cost against time to train; frontier points labelled by point number",
                  fontsize=10)
     ax.grid(alpha=0.3, which="both")
@@ -406,7 +428,7 @@ def fmt_value(name, v):
     if name.endswith("time_to_train_s") or name == "wall_time_s":
         return f"{v / DAY:.2f} d"
     if name.endswith("interval_s"):
-        return f"{v / 60:.1f} min"
+        return f"{v:.3g} s" if v < 120 else f"{v / 60:.3g} min"
     if name.endswith("_s"):
         return f"{v:.3g} s"
     if name.endswith("cost_usd"):
@@ -519,6 +541,7 @@ def write_report(path, directory):
 
 
 def main(argv=None):
+    global DPI
     parser = argparse.ArgumentParser(
         description=__doc__.splitlines()[0],
         epilog="example: analysis/report.py results/study.h5 -o report/\n"
@@ -526,7 +549,10 @@ def main(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", help="trnsim results file (.h5)")
     parser.add_argument("-o", "--output", help="directory to write (default: RESULTS without .h5)")
+    parser.add_argument("--dpi", type=int, default=DPI,
+                        help=f"resolution of the PNGs (default {DPI}; 70 keeps them small)")
     args = parser.parse_args(argv)
+    DPI = args.dpi
     directory = args.output or os.path.splitext(args.results)[0]
     try:
         index, plots = write_report(args.results, directory)

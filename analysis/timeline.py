@@ -68,7 +68,7 @@ def shade_states(ax, timeline):
         ax.axvspan(times[i], times[i + 1], color=color, alpha=0.6, lw=0, label=label)
 
 
-def plot(path, output):
+def plot(path, output, dpi=110):
     meta, timeline, events, summary = load(path)
     if timeline.empty:
         fail(f"{path}: /run/timeline is empty")
@@ -104,7 +104,7 @@ def plot(path, output):
     if len(failures) or len(interruptions):
         bottom.legend(loc="upper left", fontsize=8, ncol=2)
     fig.tight_layout()
-    fig.savefig(output, dpi=110)
+    fig.savefig(output, dpi=dpi)
     plt.close(fig)
 
 

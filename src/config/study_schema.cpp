@@ -245,10 +245,10 @@ void for_each_key_path(const YAML::Node& map, const std::string& path, const Sou
 
 /// base: the scenario file, resolved against the study file's directory.
 template <class T>
-Entry<T> base_entry(const char* what) {
+Entry<T> base_entry(const char* what, const char* unit) {
     auto e = detail::make_entry<T>("base", "file", "", "a scenario .yaml file",
                                    std::string("The base scenario (relative to the ") + what +
-                                       " file); every point changes some of its keys.");
+                                       " file); every " + unit + " changes some of its keys.");
     e.required = true;
     e.apply = [](T& out, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
                  const Context& ctx) {
@@ -270,10 +270,8 @@ Entry<T> base_entry(const char* what) {
 }
 
 template <class T>
-Entry<T> optional_seed() {
-    auto e = detail::make_entry<T>("seed", "count", "", "0 to 2^53",
-                                   "Base seed of the derived seeds (each run's seed is a hash of "
-                                   "it, the run's scenario changes and its replicate).");
+Entry<T> optional_seed(const char* doc) {
+    auto e = detail::make_entry<T>("seed", "count", "", "0 to 2^53", doc);
     e.default_doc = "the base scenario's seed";
     e.apply = [](T& out, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
                  const Context&) {
@@ -397,9 +395,10 @@ RandomAxis& random_of(SW& s) {
 
 Schema<SW> build_sweep() {
     Schema<SW> s("Sweep");
-    s.field(base_entry<SW>("sweep"));
+    s.field(base_entry<SW>("sweep", "point"));
     s.field(study_name<SW>());
-    s.field(optional_seed<SW>());
+    s.field(optional_seed<SW>("Base seed of the derived seeds (each run's seed is a hash of it, "
+                              "the point's swept values and the replicate)."));
     s.field(optional_replications<SW>(
         "Runs per point; each runs one replication with its own derived seed, and the "
         "results give each point's mean and 95% confidence interval."));
@@ -725,7 +724,7 @@ Entry<PL> optional_limit(const std::string& path, std::optional<Q> PL::*member,
 
 Schema<PL> build_plan() {
     Schema<PL> s("Plan");
-    s.field(base_entry<PL>("plan"));
+    s.field(base_entry<PL>("plan", "candidate"));
     s.field(study_name<PL>());
     s.field(detail::choice<PL, Objective>(
         "objective", [](PL& x) -> Objective& { return x.objective; }, "min_cost",
@@ -802,9 +801,11 @@ Schema<PL> build_plan() {
                                 1000,
                                 "Further candidates from the estimated Pareto frontier of cost "
                                 "and time to train, spread along it, also simulated in full."));
-    s.field(optional_seed<PL>());
+    s.field(optional_seed<PL>("Seed of every finalist's run (the same for all, so finalists that "
+                              "share components see the same failure draws)."));
     s.field(optional_replications<PL>(
-        "Replications of each finalist's run simulation (seeds derived from seed)."));
+        "Replications of each finalist's run simulation (each replication draws its own "
+        "failures from the seed)."));
     s.section("output", "Where results go.");
     s.field(output_file<PL>());
     return s;
