@@ -15,6 +15,9 @@ int cmd_collective(const std::vector<std::string>& args);
 int cmd_batch(const std::vector<std::string>& args);
 int cmd_plan(const std::vector<std::string>& args);
 
+/// trnsim validate of a sweep or plan file: every point (or the search space) checked.
+int validate_study(const std::string& file);
+
 /// "trnsim 0.1.0"
 std::string version_line();
 

@@ -271,6 +271,29 @@ int cmd_batch(const std::vector<std::string>& args) {
     });
 }
 
+int validate_study(const std::string& file) {
+    const int threads = engine::default_thread_count();
+    if (config::file_kind(file) == config::FileKind::plan) {
+        const config::PlanSpec plan = config::load_plan(file);
+        const config::ScenarioSpec base = config::load_scenario_with(plan.base, {});
+        const auto candidates = study::enumerate(plan, base);
+        std::cout << "trnsim: plan " << plan.name << " (" << file << "): base " << base.name
+                  << ", objective " << config::to_string(plan.objective) << ", "
+                  << fmt::integer(static_cast<std::int64_t>(candidates.size()))
+                  << " candidates\n  valid\n";
+        return 0;
+    }
+    Options o;
+    o.file = file;
+    o.threads = threads;
+    const Prepared p = prepare_batch(o);
+    std::cout << "trnsim: sweep " << p.sweep.spec.name << " (" << file << "): base "
+              << p.base.name << ", " << fmt::integer(static_cast<std::int64_t>(p.sweep.points.size()))
+              << " points x " << p.sweep.replications << " replicates, every point valid\n"
+              << "  valid\n";
+    return 0;
+}
+
 int cmd_plan(const std::vector<std::string>& args) {
     const std::string usage = "trnsim plan PLAN.yaml [-o OUT.h5] [-j N] [--quiet]";
     const Options o = parse_study_options(args, usage, false);

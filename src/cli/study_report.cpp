@@ -348,21 +348,15 @@ results::ResultsFile make_plan_results(const config::PlanSpec& plan,
     }
     t.add_int("frontier");
     t.add_int("finalist");
-    const double nan = std::nan("");
     for (std::size_t i = 0; i < result.candidates.size(); ++i) {
         const auto& c = result.candidates[i];
         const auto& x = result.estimates[i];
-        const bool estimated = x.verdict != study::Verdict::invalid &&
-                               x.verdict != study::Verdict::hbm;
-        const auto num = [&](double v) { return estimated ? v : nan; };
         t.add_row({static_cast<std::int64_t>(i), c.domains, c.spares, x.chips,
-                   std::int64_t{c.tp}, std::int64_t{c.pp}, std::int64_t{estimated ? x.dp : c.dp},
+                   std::int64_t{c.tp}, std::int64_t{c.pp}, std::int64_t{x.dp > 0 ? x.dp : c.dp},
                    std::int64_t{c.ep}, std::int64_t{c.zero}, std::int64_t{c.microbatch},
                    std::string(workload::to_string(c.recompute)),
-                   std::string(study::to_string(x.verdict)), num(x.checkpoint_interval_s),
-                   x.verdict == study::Verdict::invalid ? nan : x.step_s,
-                   x.verdict == study::Verdict::invalid ? nan : x.memory_fraction, num(x.ettr),
-                   num(x.time_to_train_s), num(x.cost_usd), num(x.goodput),
+                   std::string(study::to_string(x.verdict)), x.checkpoint_interval_s, x.step_s,
+                   x.memory_fraction, x.ettr, x.time_to_train_s, x.cost_usd, x.goodput,
                    std::int64_t{x.frontier ? 1 : 0}, std::int64_t{x.finalist ? 1 : 0}});
     }
     f.tables.emplace_back("/plan/candidates", std::move(t));

@@ -929,6 +929,23 @@ std::string format_value(ValueKind kind, double si) {
     throw std::invalid_argument("format_value: a text key has no number");
 }
 
+FileKind file_kind(const std::string& path) {
+    try {
+        const YAML::Node root = YAML::LoadFile(path);
+        if (!root.IsMap() || !root["base"].IsDefined()) {
+            return FileKind::scenario;
+        }
+        for (const char* key : {"search", "objective", "constraints"}) {
+            if (root[key].IsDefined()) {
+                return FileKind::plan;
+            }
+        }
+        return FileKind::sweep;
+    } catch (const YAML::Exception&) {
+        return FileKind::scenario;
+    }
+}
+
 SweepSpec load_sweep(const std::string& path) {
     const std::string text = read_file(path, "sweep");
     return load_sweep_root(parse_document(text, path, "sweep"), text, path,

@@ -108,6 +108,14 @@ void estimate_group(const config::PlanSpec& plan, config::ScenarioSpec& spec,
                     const std::vector<Candidate>& cands, const Group& g,
                     std::vector<CandidateEstimate>& out) {
     apply(spec, cands[g.first]);
+    const compute::ChipSpec& chip = spec.hardware.chip;
+    const std::int64_t chips_per_domain =
+        chip.instance.chips *
+        (counts_ultraservers(spec) && chip.ultraserver ? chip.ultraserver->instances : 1);
+    for (std::size_t i = g.first; i < g.last; ++i) {
+        const Candidate& c = cands[i];
+        out[i].chips = (c.domains + (spec.reliability.enabled ? c.spares : 0)) * chips_per_domain;
+    }
     const auto reject = [&](Verdict v, const std::string& why) {
         for (std::size_t i = g.first; i < g.last; ++i) {
             out[i].verdict = v;
@@ -125,13 +133,16 @@ void estimate_group(const config::PlanSpec& plan, config::ScenarioSpec& spec,
     const double fraction = wp.memory.worst.total().as_double() /
                             wp.memory.capacity_per_rank.as_double();
     if (fraction > 1.0 - plan.hbm_headroom) {
+        for (std::size_t i = g.first; i < g.last; ++i) {
+            out[i].dp = wp.dp;
+            out[i].memory_fraction = fraction;
+        }
         reject(Verdict::hbm, "needs " + fmt::percent(fraction) + " of each rank's HBM; " +
                                  "constraints.hbm_headroom leaves " +
                                  fmt::percent(1.0 - plan.hbm_headroom));
         return;
     }
     const sim::StepEstimate step = sim::estimate_step(wp);
-    const std::int64_t chips_per_domain = wp.cluster.chips / cands[g.first].domains;
     for (std::size_t i = g.first; i < g.last; ++i) {
         const Candidate& c = cands[i];
         CandidateEstimate& x = out[i];
@@ -139,7 +150,6 @@ void estimate_group(const config::PlanSpec& plan, config::ScenarioSpec& spec,
         x.dp = wp.dp;
         x.step_s = step.step_s;
         x.memory_fraction = fraction;
-        x.chips = (c.domains + (spec.reliability.enabled ? c.spares : 0)) * chips_per_domain;
         if (spec.reliability.enabled) {
             try {
                 const reliability::Expectation e =

@@ -182,6 +182,12 @@ struct PlanSpec {
 PlanSpec load_plan(const std::string& path);
 PlanSpec load_plan_text(const std::string& text, const std::string& name);
 
+/// What a YAML file is: a study file names a `base` scenario; a plan file also has `search`,
+/// `objective` or `constraints`. Anything else (also an unreadable file) is taken for a
+/// scenario, whose loader then reports the problem.
+enum class FileKind { scenario, sweep, plan };
+FileKind file_kind(const std::string& path);
+
 /// docs/scenario-schema.md's sections for sweep and plan files.
 std::string study_schema_markdown();
 

@@ -24,6 +24,7 @@
 #include "trnsim/config/study.hpp"
 #include "trnsim/sim/run.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -49,14 +50,14 @@ struct CandidateEstimate {
     Verdict verdict = Verdict::ok;
     std::string reason;           ///< the rejection message (invalid and hbm)
     std::int64_t chips = 0;       ///< job and spare chips
-    int dp = 0;                   ///< resolved data-parallel degree
-    double step_s = 0.0;
-    double memory_fraction = 0.0; ///< of each rank's HBM the busiest rank needs
-    double ettr = 1.0;
-    double time_to_train_s = 0.0;
-    double cost_usd = 0.0;
-    double goodput = 0.0;         ///< tokens kept per second
-    double checkpoint_interval_s = 0.0; ///< resolved (inf: none)
+    int dp = 0;                   ///< resolved data-parallel degree (0: not resolved)
+    double step_s = NAN;          ///< NaN when not estimated (here and below)
+    double memory_fraction = NAN; ///< of each rank's HBM the busiest rank needs
+    double ettr = NAN;
+    double time_to_train_s = NAN;
+    double cost_usd = NAN;
+    double goodput = NAN;         ///< tokens kept per second
+    double checkpoint_interval_s = NAN; ///< resolved (inf: none)
     bool frontier = false;        ///< on the estimated cost/time Pareto frontier
     bool finalist = false;
 };
