@@ -31,6 +31,12 @@ endif()
 find_path(TRNSIM_RANDOM123_INCLUDE Random123/philox.h)
 trnsim_require(TRNSIM_RANDOM123_INCLUDE "Random123 (counter-based random numbers)" librandom123-dev)
 
+find_package(Eigen3 3.3 QUIET NO_MODULE)
+trnsim_require(Eigen3_FOUND "Eigen 3 (least-squares fits of the kernel cost model)" libeigen3-dev)
+
+find_package(nlohmann_json 3 QUIET)
+trnsim_require(nlohmann_json_FOUND "nlohmann/json (Chrome/Perfetto trace export)" nlohmann-json3-dev)
+
 find_package(OpenMP QUIET COMPONENTS CXX)
 trnsim_require(OpenMP_CXX_FOUND "OpenMP for C++" "g++ (libgomp1)")
 

@@ -70,6 +70,8 @@ int cmd_run(const std::vector<std::string>& args) {
         "set", po::value<std::vector<std::string>>()->composing(),
         "override a scenario key: --set workload.parallelism.tp=8 (repeatable)")(
         "threads", po::value<std::string>(), "worker threads (a number or auto)")(
+        "trace", po::value<std::string>(),
+        "write a Chrome/Perfetto JSON timeline of the step simulation (ranks: output.trace_ranks)")(
         "quiet,q", "print nothing but errors");
     po::options_description hidden;
     hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
@@ -77,7 +79,7 @@ int cmd_run(const std::vector<std::string>& args) {
     pos.add("scenario", 1);
     const Parsed p = parse(args, opts, hidden, pos,
                            "trnsim run SCENARIO.yaml [-o OUT.h5] [--set key.path=value]... "
-                           "[--threads N]");
+                           "[--threads N] [--trace T.json]");
     if (p.help) {
         return 0;
     }
@@ -94,6 +96,9 @@ int cmd_run(const std::vector<std::string>& args) {
     if (p.vm.count("output")) {
         // As an override, so the stored scenario records where its results went.
         overrides.push_back("output.file=" + p.vm["output"].as<std::string>());
+    }
+    if (p.vm.count("trace")) {
+        overrides.push_back("output.trace=" + p.vm["trace"].as<std::string>());
     }
     const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
     const int threads = resolve_threads(spec.simulation.threads);
@@ -137,9 +142,16 @@ int cmd_run(const std::vector<std::string>& args) {
         throw e.located(spec.sources);
     }
     results::write_hdf5(spec.output.file, make_results(spec, run, threads));
+    if (run.step_sim && !spec.output.trace.empty()) {
+        results::write_chrome_trace(spec.output.trace, make_trace(spec, *run.step_sim));
+    }
     if (!p.vm.count("quiet")) {
         print_run(std::cout, spec, run);
         std::cout << "  results    " << spec.output.file << "\n";
+        if (run.step_sim && !spec.output.trace.empty()) {
+            std::cout << "  trace      " << spec.output.trace << " ("
+                      << run.step_sim->trace.spans.size() << " slices; open in ui.perfetto.dev)\n";
+        }
     }
     return 0;
 }

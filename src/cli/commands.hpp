@@ -11,6 +11,8 @@ namespace trnsim::cli {
 int cmd_run(const std::vector<std::string>& args);
 int cmd_validate(const std::vector<std::string>& args);
 int cmd_describe(const std::vector<std::string>& args);
+int cmd_calibrate(const std::vector<std::string>& args);
+int cmd_kernel(const std::vector<std::string>& args);
 int cmd_collective(const std::vector<std::string>& args);
 int cmd_batch(const std::vector<std::string>& args);
 int cmd_plan(const std::vector<std::string>& args);

@@ -22,6 +22,8 @@ constexpr const char* kUsage =
     "  plan PLAN.yaml           search cluster size, parallelism, checkpoints and spares\n"
     "  describe chip|model|topology|schema [NAME]\n"
     "                           show what a preset contains, or every scenario key\n"
+    "  calibrate --chip NAME    fit the analytic kernel model to the detailed core model\n"
+    "  kernel CLASS SHAPE       cost one kernel with both models (trnsim kernel --help)\n"
     "  collective [options]     time a collective on the simulated fabric, per message size\n"
     "\n"
     "options:\n"
@@ -54,6 +56,12 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     if (cmd == "describe") {
         return cmd_describe(rest);
+    }
+    if (cmd == "calibrate") {
+        return cmd_calibrate(rest);
+    }
+    if (cmd == "kernel") {
+        return cmd_kernel(rest);
     }
     if (cmd == "collective") {
         return cmd_collective(rest);

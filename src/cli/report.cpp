@@ -117,9 +117,25 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
         step += " + parameter gather " + fmt::seconds(e.param_gather_s);
     }
     line(out, "fidelity", std::string(config::to_string(spec.simulation.fidelity)) +
-                              ": roofline kernel costs and uncongested collectives, an optimistic "
+                              ": calibrated kernel costs and uncongested collectives, an optimistic "
                               "bound");
     line(out, "step", step);
+    if (run.step_sim) {
+        const auto& st = run.step_sim->stats;
+        line(out, "simulated",
+             grouped(static_cast<std::int64_t>(st.entities)) + " entities (" +
+                 sim::to_string(spec.simulation.step_entities == config::StepEntityMode::rank
+                                    ? sim::StepEntities::rank
+                                    : sim::StepEntities::tp_group) +
+                 ") in " + grouped(st.partitions) + " partitions; " +
+                 grouped(static_cast<std::int64_t>(st.events)) + " events, " +
+                 grouped(static_cast<std::int64_t>(st.windows)) + " windows, " +
+                 grouped(static_cast<std::int64_t>(st.flows)) + " flows, " +
+                 grouped(static_cast<std::int64_t>(st.fabric_collectives)) +
+                 " collectives between replicas; " + fmt::seconds(run.step_sim_wall_s) +
+                 " wall on " + std::to_string(st.threads) + " thread" +
+                 (st.threads > 1 ? "s" : ""));
+    }
     line(out, "", "microbatch on stage " + std::to_string(e.slowest_stage) + ": forward " +
                       fmt::seconds(e.forward_s) + ", backward " + fmt::seconds(e.backward_s) +
                       "; exposed communication " + fmt::seconds(e.exposed_comm_s) + " per step");
@@ -248,6 +264,75 @@ results::Table summary_table(const std::vector<std::vector<sim::SummaryValue>>& 
     return t;
 }
 
+namespace {
+
+/// /step/entities, /step/links and /step/simulation of a step simulation.
+void add_step_tables(results::ResultsFile& f, const sim::StepSimResult& r) {
+    results::Table e;
+    for (const char* c : {"first_rank", "ranks", "stage", "replica"}) {
+        e.add_int(c);
+    }
+    for (const char* c : {"speed", "compute_s", "comm_s", "bubble_s", "idle_s", "end_s"}) {
+        e.add_float(c);
+    }
+    for (const auto& t : r.entities) {
+        e.add_row({t.first_rank, std::int64_t{t.ranks}, std::int64_t{t.stage}, t.replica, t.speed,
+                   t.compute_s, t.comm_s, t.bubble_s, t.idle_s, t.end_s});
+    }
+    f.tables.emplace_back("/step/entities", std::move(e));
+
+    results::Table l;
+    l.add_string("kind", 16);
+    l.add_int("links");
+    l.add_float("capacity_bytes_per_s");
+    l.add_float("bytes");
+    l.add_float("utilisation");
+    for (const auto& u : r.links) {
+        std::vector<results::Table::Value> row;
+        row.emplace_back(std::in_place_type<std::string>, u.kind);
+        row.emplace_back(std::in_place_type<std::int64_t>, u.links);
+        row.emplace_back(std::in_place_type<double>, u.capacity_bytes_per_s);
+        row.emplace_back(std::in_place_type<double>, u.bytes);
+        row.emplace_back(std::in_place_type<double>, u.utilisation);
+        l.add_row(row);
+    }
+    f.tables.emplace_back("/step/links", std::move(l));
+
+    results::Table s;
+    const auto& st = r.stats;
+    const std::pair<const char*, std::int64_t> cols[] = {
+        {"entities", static_cast<std::int64_t>(st.entities)},
+        {"partitions", std::int64_t{st.partitions}},
+        {"lookahead_ns", st.lookahead_ns},
+        {"events", static_cast<std::int64_t>(st.events)},
+        {"windows", static_cast<std::int64_t>(st.windows)},
+        {"flows", static_cast<std::int64_t>(st.flows)},
+        {"solves", static_cast<std::int64_t>(st.solves)},
+        {"fabric_collectives", static_cast<std::int64_t>(st.fabric_collectives)},
+    };
+    std::vector<results::Table::Value> row;
+    for (const auto& [name, value] : cols) {
+        s.add_int(name);
+        row.push_back(value);
+    }
+    s.add_row(row);
+    f.tables.emplace_back("/step/simulation", std::move(s));
+}
+
+} // namespace
+
+results::TraceData make_trace(const config::ScenarioSpec& spec, const sim::StepSimResult& step) {
+    results::TraceData t;
+    t.title = "trnsim step simulation: " + spec.name;
+    t.threads = {"compute stream", "collective engines", "pipeline tasks"};
+    t.names = step.trace.names;
+    t.slices.reserve(step.trace.spans.size());
+    for (const auto& s : step.trace.spans) {
+        t.slices.push_back({s.rank, s.lane, s.start_ns, s.duration_ns, s.name});
+    }
+    return t;
+}
+
 results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::TrainingRun& run,
                                   int threads) {
     const auto& p = run.plan;
@@ -260,6 +345,10 @@ results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::T
     f.meta.threads = threads;
 
     f.summary = summary_table({sim::summary_values(run)});
+
+    if (run.step_sim) {
+        add_step_tables(f, *run.step_sim);
+    }
 
     results::Table breakdown;
     breakdown.add_string("op", 48);

@@ -3,6 +3,7 @@
 
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/results/hdf5_writer.hpp"
+#include "trnsim/results/trace.hpp"
 #include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/summary.hpp"
@@ -33,6 +34,9 @@ results::ResultsFile make_collective_results(const config::ScenarioSpec& spec,
 /// A table from rows of named values: the union of the rows' columns in first-seen order; a
 /// column missing from a row holds NaN (-1 in an integer column, "" in a string column).
 results::Table summary_table(const std::vector<std::vector<sim::SummaryValue>>& rows);
+
+/// The timeline of a step simulation, for results::write_chrome_trace.
+results::TraceData make_trace(const config::ScenarioSpec& spec, const sim::StepSimResult& step);
 
 /// The HDF5 content of a run (docs/results-schema.md).
 results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::TrainingRun& run,

@@ -54,3 +54,48 @@ FlopRate ChipSpec::tensor_peak_per_core(Precision p) const {
 }
 
 } // namespace trnsim::compute
+
+namespace trnsim::compute {
+
+const char* to_string(KernelClass c) {
+    switch (c) {
+    case KernelClass::matmul:
+        return "matmul";
+    case KernelClass::attention:
+        return "attention";
+    case KernelClass::elementwise:
+        return "elementwise";
+    case KernelClass::softmax:
+        return "softmax";
+    case KernelClass::rms_norm:
+        return "rms_norm";
+    case KernelClass::layer_norm:
+        return "layer_norm";
+    case KernelClass::gather:
+        return "gather";
+    case KernelClass::adamw:
+        return "adamw";
+    case KernelClass::reduce:
+        return "reduce";
+    }
+    return "?";
+}
+
+const std::array<KernelClass, kKernelClassCount>& all_kernel_classes() {
+    static constexpr std::array<KernelClass, kKernelClassCount> kAll{
+        KernelClass::matmul,     KernelClass::attention, KernelClass::elementwise,
+        KernelClass::softmax,    KernelClass::rms_norm,  KernelClass::layer_norm,
+        KernelClass::gather,     KernelClass::adamw,     KernelClass::reduce};
+    return kAll;
+}
+
+bool KernelModelSpec::calibrated() const {
+    for (const auto& f : fits) {
+        if (f.coefficients.empty()) {
+            return false;
+        }
+    }
+    return true;
+}
+
+} // namespace trnsim::compute

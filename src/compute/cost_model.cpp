@@ -1,125 +1,68 @@
 #include "trnsim/compute/cost_model.hpp"
 
+#include "trnsim/core/assert.hpp"
+
+#include "features.hpp"
+
 #include <algorithm>
 
 namespace trnsim::compute {
 
-namespace {
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-} // namespace
+std::size_t kernel_feature_count(KernelClass c) { return detail::feature_count(c); }
 
 CostModel::CostModel(const ChipSpec& chip, int lnc)
-    : chip_(&chip), lnc_(lnc),
-      hbm_per_rank_(chip.hbm_bandwidth / static_cast<double>(chip.ranks_per_chip(lnc))) {}
+    : chip_(&chip), rates_(std::make_unique<const detail::ChipRates>(chip)), lnc_(lnc),
+      hbm_per_rank_(chip.hbm_bandwidth / static_cast<double>(chip.ranks_per_chip(lnc))),
+      seconds_per_hbm_byte_(1.0 / hbm_per_rank_.bytes_per_s()) {
+    TRNSIM_CHECK(lnc >= 1, "a rank has at least one core");
+    for (Precision p : {Precision::fp8, Precision::bf16, Precision::fp32}) {
+        seconds_per_flop_[static_cast<std::size_t>(p)] = 1.0 / tensor_peak_per_rank(p).per_s();
+    }
+    calibrated_ = chip.kernel_model.calibrated();
+    for (KernelClass c : all_kernel_classes()) {
+        const auto& fitted = chip.kernel_model.fit(c).coefficients;
+        const std::vector<double> coef =
+            fitted.empty() ? detail::nominal_coefficients(c) : fitted;
+        static_assert(kMaxFeatures == detail::kMaxFeatures);
+        TRNSIM_CHECK(coef.size() == detail::feature_count(c) && coef.size() <= kMaxFeatures,
+                     "coefficient count (checked when the chip is loaded)");
+        std::copy(coef.begin(), coef.end(), coefficients_[static_cast<std::size_t>(c)].begin());
+    }
+}
+
+CostModel::~CostModel() = default;
+CostModel::CostModel(CostModel&&) noexcept = default;
+CostModel& CostModel::operator=(CostModel&&) noexcept = default;
 
 FlopRate CostModel::tensor_peak_per_rank(Precision p) const {
     return chip_->tensor_peak_per_core(p) * static_cast<double>(lnc_);
 }
 
-double CostModel::matmul_cycles(std::int64_t m, std::int64_t k, std::int64_t n,
-                                Precision p) const {
-    const auto& t = chip_->core.tensor;
-    const std::int64_t contraction =
-        p == Precision::fp8 ? std::int64_t{t.rows} * t.fp8_rate_multiplier : t.rows;
-    const std::int64_t k_tiles = ceil_div(k, contraction);
-    // Cycles of streaming `moving` columns through one stationary tile.
-    const auto moving_cycles = [&](std::int64_t moving) {
-        const std::int64_t full = moving / t.moving_free_max;
-        const std::int64_t rest = moving % t.moving_free_max;
-        double c = static_cast<double>(full) *
-                   static_cast<double>(std::max(t.moving_free_max, t.min_matmul_cycles));
-        if (rest > 0) {
-            c += static_cast<double>(std::max<std::int64_t>(rest, t.min_matmul_cycles));
-        }
-        return c;
-    };
-    const double a = static_cast<double>(k_tiles * ceil_div(m, t.cols)) * moving_cycles(n);
-    const double b = static_cast<double>(k_tiles * ceil_div(n, t.cols)) * moving_cycles(m);
-    const double divisor = p == Precision::fp32 ? static_cast<double>(t.fp32_rate_divisor) : 1.0;
-    return std::min(a, b) * divisor;
-}
-
-KernelCost CostModel::matmul(const MatmulShape& s) const {
+KernelCost CostModel::cost(const Kernel& k) const {
     KernelCost c;
-    if (s.m <= 0 || s.k <= 0 || s.n <= 0 || s.batch <= 0) {
+    if (is_empty(k)) {
         return c;
     }
-    const auto& t = chip_->core.tensor;
-    const double cycles = matmul_cycles(s.m, s.k, s.n, s.precision) * static_cast<double>(s.batch);
-    const double tensor_s = cycles / (t.clock.hz() * lnc_);
-    const double eb = element_bytes(s.precision);
-    const double elems = static_cast<double>(s.m * s.k + s.k * s.n + s.m * s.n);
-    c.hbm_bytes = elems * eb * static_cast<double>(s.batch);
-    c.flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) *
-              static_cast<double>(s.n) * static_cast<double>(s.batch);
-    c.seconds = std::max(tensor_s, transfer_seconds(c.hbm_bytes, hbm_per_rank_));
+    const KernelClass cls = class_of(k);
+    const detail::Nominal n = detail::terms(split_across_cores(k, lnc_), *rates_);
+    c.flops = useful_flops(k);
+    c.hbm_bytes = n.hbm_bytes * lnc_;
+    double floor = minimum_hbm_bytes(k) * seconds_per_hbm_byte_;
+    if (const auto* m = std::get_if<MatmulShape>(&k)) {
+        floor = std::max(floor, c.flops * seconds_per_flop_[static_cast<std::size_t>(m->precision)]);
+    } else if (const auto* a = std::get_if<AttentionShape>(&k)) {
+        floor = std::max(floor, c.flops * seconds_per_flop_[static_cast<std::size_t>(a->precision)]);
+    }
+    c.seconds = std::max(detail::predict(cls, n, coefficients_[static_cast<std::size_t>(cls)]), floor);
     return c;
 }
 
-double CostModel::stream_seconds(double elements, StreamEngine e) const {
-    const auto& eng = e == StreamEngine::scalar ? chip_->core.scalar : chip_->core.vector;
-    return elements / (eng.clock.hz() * eng.elements_per_cycle * lnc_);
-}
-
-KernelCost CostModel::attention(const AttentionShape& s) const {
-    KernelCost c;
-    if (s.batch <= 0 || s.heads <= 0 || s.q_len <= 0 || s.kv_len <= 0) {
-        return c;
+std::array<double, kEngineKinds> CostModel::engine_seconds(const Kernel& k) const {
+    if (is_empty(k)) {
+        return {};
     }
-    const auto& t = chip_->core.tensor;
-    // With a causal mask, flash attention skips key blocks wholly above the diagonal: with
-    // q blocks of `cols` rows, the computed fraction is (blocks + 1) / (2 blocks).
-    double fraction = 1.0;
-    if (s.causal) {
-        const double blocks = static_cast<double>(ceil_div(s.q_len, t.cols));
-        fraction = (blocks + 1.0) / (2.0 * blocks);
-    }
-    const double heads = static_cast<double>(s.batch * s.heads);
-    const double score_cycles = matmul_cycles(s.q_len, s.qk_dim, s.kv_len, s.precision);
-    const double value_cycles = matmul_cycles(s.q_len, s.kv_len, s.v_dim, s.precision);
-    const double tensor_s =
-        heads * fraction * (score_cycles + value_cycles) / (t.clock.hz() * lnc_);
-    const double scores = heads * fraction * static_cast<double>(s.q_len * s.kv_len);
-    // Softmax: exp on ScalarE (one pass), running max and sum on VectorE (two passes).
-    const double scalar_s = stream_seconds(scores, StreamEngine::scalar);
-    const double vector_s = stream_seconds(2.0 * scores, StreamEngine::vector);
-    const double eb = element_bytes(s.precision);
-    c.hbm_bytes = eb * static_cast<double>(s.batch) *
-                  (static_cast<double>(s.heads * s.q_len * (s.qk_dim + s.v_dim)) +
-                   static_cast<double>(s.kv_heads * s.kv_len * (s.qk_dim + s.v_dim)));
-    c.flops = 2.0 * scores * static_cast<double>(s.qk_dim + s.v_dim);
-    c.seconds = std::max({tensor_s, scalar_s, vector_s, transfer_seconds(c.hbm_bytes, hbm_per_rank_)});
-    return c;
-}
-
-KernelCost CostModel::stream(const StreamShape& s) const {
-    KernelCost c;
-    if (s.elements <= 0) {
-        return c;
-    }
-    const double n = static_cast<double>(s.elements);
-    c.hbm_bytes = n * (s.inputs + s.outputs) * s.element_bytes;
-    c.flops = n * s.passes;
-    c.seconds = std::max(stream_seconds(n * s.passes, s.engine),
-                         transfer_seconds(c.hbm_bytes, hbm_per_rank_));
-    return c;
-}
-
-KernelCost CostModel::optimizer(const OptimizerShape& s) const {
-    KernelCost c;
-    if (s.params <= 0) {
-        return c;
-    }
-    const double n = static_cast<double>(s.params);
-    // Read master, m, v (FP32) and the gradient; write master, m, v and the working weights.
-    const double per_param = 3.0 * 4.0 + s.grad_bytes + 3.0 * 4.0 + s.weight_bytes;
-    c.hbm_bytes = n * per_param;
-    // AdamW is about a dozen vector operations per parameter.
-    constexpr double kVectorOpsPerParam = 12.0;
-    c.flops = n * kVectorOpsPerParam;
-    c.seconds = std::max(stream_seconds(n * kVectorOpsPerParam, StreamEngine::vector),
-                         transfer_seconds(c.hbm_bytes, hbm_per_rank_));
-    return c;
+    const detail::Nominal n = detail::terms(split_across_cores(k, lnc_), *rates_);
+    return {n.tensor, n.vector, n.scalar, n.gpsimd, n.dma};
 }
 
 } // namespace trnsim::compute

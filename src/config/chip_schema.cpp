@@ -109,6 +109,17 @@ Schema<C> build() {
     s.field(integer<C>("core.tensor_engine.fp32_rate_divisor",
                        [](C& c) -> int& { return c.core.tensor.fp32_rate_divisor; }, "4", 1, 64,
                        "FP32 matmul costs this many times BF16."));
+    s.field(integer<C>("core.tensor_engine.load_stationary_speedup",
+                       [](C& c) -> int& { return c.core.tensor.load_stationary_speedup; }, "4", 1,
+                       64, "LoadStationary is this many times faster than a MultiplyMoving of "
+                           "the same free size."));
+    s.field(real<C>("core.tensor_engine.warmup_fraction",
+                    [](C& c) -> double& { return c.core.tensor.warmup_fraction; }, "50%", 0.01,
+                    1.0, "1% to 100%",
+                    "Rate TensorE restarts at after idling (warm-up throttling; 100%: none)."));
+    s.field(duration("core.tensor_engine.warmup_window",
+                     [](C& c) -> Duration& { return c.core.tensor.warmup_window; }, "3us",
+                     "Utilisation window of the warm-up throttle and length of its ramp."));
     engine(s, "vector_engine", [](C& c) -> compute::VectorEngineSpec& { return c.core.vector; },
            "VectorE", "128");
     engine(s, "scalar_engine", [](C& c) -> compute::VectorEngineSpec& { return c.core.scalar; },
@@ -131,6 +142,14 @@ Schema<C> build() {
     s.field(required(duration("core.dma_setup_latency",
                               [](C& c) -> Duration& { return c.core.dma_setup_latency; }, "",
                               "Fixed cost of one DMA (descriptor and semaphore).")));
+    s.field(duration("core.dma_descriptor_overhead",
+                     [](C& c) -> Duration& { return c.core.dma_descriptor_overhead; }, "16ns",
+                     "DMA engine time per descriptor (contiguous run) besides its bytes."));
+    s.field(integer<C>("core.dma_generators", [](C& c) -> int& { return c.core.dma_generators; },
+                       "2", 1, 64, "Descriptor generators shared by the DMA queues."));
+    s.field(duration("core.dma_issue_time",
+                     [](C& c) -> Duration& { return c.core.dma_issue_time; }, "0ns",
+                     "Time a descriptor generator spends issuing one DMA."));
 
     s.section("interconnect", "Chip-to-chip links.");
     s.field(required(bandwidth(
@@ -178,6 +197,30 @@ Schema<C> build() {
         "instance.price", [](C& c) -> Money& { return c.instance.price_per_hour; }, parse_money,
         "money", "", Money::usd(0.0), Money::usd(1e9), false, ">= 0",
         "On-demand price per instance-hour.")));
+
+    s.section("kernel_model",
+              "Calibrated analytic kernel model, written by trnsim calibrate (absent: nominal "
+              "coefficients; docs/compute.md).");
+    for (compute::KernelClass k : compute::all_kernel_classes()) {
+        const std::string name = compute::to_string(k);
+        const std::string base = "kernel_model." + name;
+        const auto fit = [k](C& c) -> compute::KernelFit& { return c.kernel_model.fit(k); };
+        s.section(base, "The " + name + " closed form.");
+        s.field(real_list<C>(base + ".coefficients",
+                             [fit](C& c) -> std::vector<double>& { return fit(c).coefficients; },
+                             "[]", 0.0, 1e6, "0 to 1e6",
+                             "One non-negative coefficient per feature (docs/compute.md)."));
+        s.field(real<C>(base + ".mape", [fit](C& c) -> double& { return fit(c).mape; }, "0%",
+                        0.0, 100.0, ">= 0", "Held-out mean absolute percentage error."));
+        s.field(real<C>(base + ".max_error", [fit](C& c) -> double& { return fit(c).max_error; },
+                        "0%", 0.0, 100.0, ">= 0", "Held-out maximum relative error."));
+        s.field(integer<C>(base + ".train_points",
+                           [fit](C& c) -> int& { return fit(c).train_points; }, "0", 0, 1000000,
+                           "Shapes the coefficients were fitted on."));
+        s.field(integer<C>(base + ".held_out_points",
+                           [fit](C& c) -> int& { return fit(c).held_out_points; }, "0", 0,
+                           1000000, "Shapes the error was measured on."));
+    }
 
     s.section("ultraserver", "Instances joined by NeuronLink into one domain (absent: none).");
     {

@@ -265,4 +265,28 @@ Entry<T> mapping_list(std::string path, Ref<T, std::vector<E>> ref,
     return e;
 }
 
+/// A list of numbers, each in [lo, hi] (may be empty: `[]`).
+template <class T>
+Entry<T> real_list(std::string path, Ref<T, std::vector<double>> ref, std::string def, double lo,
+                   double hi, std::string range, std::string doc) {
+    auto e = make_entry<T>(std::move(path), "list of numbers", std::move(def), "each " + range,
+                           std::move(doc));
+    e.apply = [ref, lo, hi, range](T& out, const YAML::Node& n, const std::string& p,
+                                   const SourceLocation& loc, const Context& ctx) {
+        if (!n.IsSequence()) {
+            throw InputError(p, "expected a list of numbers such as [1.0, 0.25]", loc);
+        }
+        std::vector<double> values;
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            const std::string item_path = p + "[" + std::to_string(i) + "]";
+            const SourceLocation item_loc = ctx.locate(p, n[i].Mark());
+            values.push_back(parse_checked<double>(
+                n[i], item_path, item_loc.known() ? item_loc : loc, parse_real,
+                [&](double x) { return x >= lo && x <= hi; }, range));
+        }
+        ref(out) = std::move(values);
+    };
+    return e;
+}
+
 } // namespace trnsim::config::detail

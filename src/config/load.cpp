@@ -1,6 +1,7 @@
 #include "trnsim/config/load.hpp"
 #include "trnsim/config/study.hpp"
 
+#include "trnsim/compute/cost_model.hpp"
 #include "trnsim/core/format.hpp"
 
 #include "tables.hpp"
@@ -27,6 +28,8 @@ const char* to_string(Fidelity f) {
     switch (f) {
     case Fidelity::analytic:
         return "analytic";
+    case Fidelity::step:
+        return "step";
     }
     return "?";
 }
@@ -268,6 +271,19 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
         throw InputError("interconnect.neuronlink_inter_instance",
                          "an UltraServer needs NeuronLink bandwidth between its instances",
                          at("interconnect.neuronlink_inter_instance"));
+    }
+    for (compute::KernelClass k : compute::all_kernel_classes()) {
+        const auto& coefficients = c.kernel_model.fit(k).coefficients;
+        const std::size_t want = compute::kernel_feature_count(k);
+        if (!coefficients.empty() && coefficients.size() != want) {
+            const std::string key =
+                std::string("kernel_model.") + compute::to_string(k) + ".coefficients";
+            throw InputError(key,
+                             "expected " + std::to_string(want) + " coefficients, got " +
+                                 std::to_string(coefficients.size()) +
+                                 " (recalibrate with trnsim calibrate)",
+                             at(key));
+        }
     }
 }
 
@@ -632,6 +648,17 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
     if (t.tokens == 0 && t.steps == 0) {
         throw InputError("workload", "give one of workload.tokens or workload.steps", workload);
     }
+    if (!spec.output.trace.empty() && spec.simulation.fidelity != Fidelity::step) {
+        throw InputError("output.trace", "a timeline needs simulation.fidelity: step",
+                         at("output.trace"));
+    }
+    if (spec.simulation.fidelity == Fidelity::step && !spec.has_fabric) {
+        // The step simulation runs its communication over the fabric.
+        spec.fabric_ref = spec.hardware.chip.name + "-ultracluster";
+        spec.fabric = detail::load_fabric_ref(spec.fabric_ref, ctx, "cluster.fabric",
+                                              spec.sources.find("cluster"));
+        spec.has_fabric = true;
+    }
 }
 
 ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
@@ -763,6 +790,14 @@ compute::ChipSpec load_chip(const std::string& name_or_path) {
     ctx.base_dir = fs::current_path();
     ctx.data_dir = data_dir();
     return detail::load_chip_ref(name_or_path, ctx, "chip", {});
+}
+
+fs::path chip_file(const std::string& name_or_path) {
+    Context ctx;
+    ctx.file = "<command line>";
+    ctx.base_dir = fs::current_path();
+    ctx.data_dir = data_dir();
+    return detail::find_preset(name_or_path, "topologies/chips", "chip", ctx, "chip", {});
 }
 
 workload::ModelSpec load_model(const std::string& name_or_path) {

@@ -10,6 +10,20 @@ namespace {
 
 ParallelismSpec& par(S& s) { return s.training.parallelism; }
 
+Schema<ChipSpeed> build_chip_speed() {
+    Schema<ChipSpeed> s("ChipSpeed");
+    s.field(required(count<ChipSpeed>("chip", [](ChipSpeed& x) -> std::int64_t& { return x.chip; },
+                                      "", 0, std::int64_t{1} << 40, "Chip index.")));
+    s.field(required(real<ChipSpeed>("speed", [](ChipSpeed& x) -> double& { return x.speed; }, "",
+                                     0.01, 10.0, "0.01 to 10", "Its speed factor.")));
+    return s;
+}
+
+const Schema<ChipSpeed>& chip_speed_schema() {
+    static const Schema<ChipSpeed> s = build_chip_speed();
+    return s;
+}
+
 Schema<S> build() {
     Schema<S> s("Scenario");
     constexpr std::int64_t kMaxCount = std::int64_t{1} << 53;
@@ -48,6 +62,24 @@ Schema<S> build() {
                            "slack)."),
         "the chip's hbm.runtime_reserve"));
 
+    s.section("hardware.speed",
+              "Per-chip speed factors for stragglers in the step simulation (1 nominal, 0.5 "
+              "twice as slow): drawn per chip from the seed, then explicit factors.");
+    s.field(real<S>("hardware.speed.sd", [](S& x) -> double& { return x.hardware.speed.sd; }, "0",
+                    0.0, 0.5, "0 to 0.5",
+                    "Relative standard deviation of a normal spread of chip speeds around 1 "
+                    "(clipped to 0.05 to 2)."));
+    s.field(real<S>("hardware.speed.slow_fraction",
+                    [](S& x) -> double& { return x.hardware.speed.slow_fraction; }, "0", 0.0, 1.0,
+                    "0 to 1", "Fraction of chips that are slow (each chip drawn independently)."));
+    s.field(real<S>("hardware.speed.slow_factor",
+                    [](S& x) -> double& { return x.hardware.speed.slow_factor; }, "0.8", 0.01, 1.0,
+                    "0.01 to 1", "Speed factor of a slow chip."));
+    s.field(mapping_list<S, ChipSpeed>(
+        "hardware.speed.chips",
+        [](S& x) -> std::vector<ChipSpeed>& { return x.hardware.speed.chips; }, &chip_speed_schema,
+        "[{chip: 17, speed: 0.5}]", "Explicit speed factors of chosen chips (override the drawn ones)."));
+
     s.section("cluster", "How many chips: give exactly one of ultraservers or instances.");
     s.field(count<S>("cluster.ultraservers",
                      [](S& x) -> std::int64_t& { return x.cluster.ultraservers; }, "", 1, 1000000,
@@ -59,7 +91,7 @@ Schema<S> build() {
         auto e = make_entry<S>("cluster.fabric", "preset or file", "",
                                "a fabric in topologies/ or a .yaml file",
                                "The fabric joining the chips (NeuronLink tori, EFA Clos); used by "
-                               "the flow-level network (workload.type: collective).");
+                               "the flow-level network (workload.type: collective, simulation.fidelity: step).");
         e.default_doc = "<chip>-ultracluster";
         e.apply = [](S& x, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
                      const Context& ctx) {
@@ -191,13 +223,34 @@ Schema<S> build() {
                        [](S& x) -> bool& { return par(x).sequence_parallel; }, "true",
                        "Split norms and residuals along the sequence across TP ranks."));
 
+    s.field(quantity<S, Bytes>(
+        "workload.parallelism.grad_bucket",
+        [](S& x) -> Bytes& { return par(x).grad_bucket; }, parse_bytes, "bytes", "512MiB",
+        Bytes(1), Bytes(std::int64_t{1} << 50), true, "> 0",
+        "Gradient bucket per rank: gradients go out for data-parallel reduction in buckets "
+        "of this size as the last microbatch's backward pass produces them (step fidelity)."));
+
     add_reliability_keys(s);
 
     s.section("simulation", "How the run is simulated.");
     s.field(choice<S, Fidelity>("simulation.fidelity",
                                 [](S& x) -> Fidelity& { return x.simulation.fidelity; }, "analytic",
-                                {{"analytic", Fidelity::analytic}},
-                                "analytic: closed-form step model."));
+                                {{"analytic", Fidelity::analytic}, {"step", Fidelity::step}},
+                                "analytic: closed-form step model; step: one step simulated on "
+                                "the event engine with flow-level communication "
+                                "(docs/workload.md)."));
+    s.field(choice<S, StepEntityMode>(
+        "simulation.step_entities",
+        [](S& x) -> StepEntityMode& { return x.simulation.step_entities; }, "tp_group",
+        {{"tp_group", StepEntityMode::tp_group}, {"rank", StepEntityMode::rank}},
+        "Step fidelity: one entity per tensor-parallel group (its ranks move in lockstep) or "
+        "one per rank (same result, slower)."));
+    s.field(choice<S, FabricCollectiveMode>(
+        "simulation.fabric_collectives",
+        [](S& x) -> FabricCollectiveMode& { return x.simulation.fabric_collectives; }, "flows",
+        {{"flows", FabricCollectiveMode::flows}, {"closed_form", FabricCollectiveMode::closed_form}},
+        "Step fidelity: collectives between replicas (data, expert parallel) as flows with "
+        "max-min sharing, or at their uncongested closed-form cost."));
     s.field(integer_or_auto<S>("simulation.threads",
                                [](S& x) -> int& { return x.simulation.threads; }, "auto", 1, 4096,
                                "Worker threads (auto: all hardware threads); results do not "
@@ -216,6 +269,12 @@ Schema<S> build() {
     s.field(computed_default(text<S>("output.file", [](S& x) -> std::string& { return x.output.file; },
                                      "", "HDF5 results file (--output overrides it)."),
                              "results/<name>.h5"));
+    s.field(text<S>("output.trace", [](S& x) -> std::string& { return x.output.trace; }, "",
+                    "Chrome/Perfetto JSON timeline of the step simulation (--trace overrides "
+                    "it); opens in ui.perfetto.dev."));
+    s.field(integer_list<S>("output.trace_ranks",
+                            [](S& x) -> std::vector<int>& { return x.output.trace_ranks; }, "[0]",
+                            0, (1 << 30), "Ranks shown in the timeline."));
     return s;
 }
 

@@ -80,6 +80,9 @@ bool FlowNetwork::admit(const Pending& p, std::int64_t now, const Schedule& sche
         // (its index in the group, with source and destination hashed by the router), so the
         // same group of flows always takes the same paths.
         topology::route(*fabric_, spec.src, spec.dst, i, route_);
+        for (const std::uint32_t l : route_) {
+            link_bytes_[static_cast<std::size_t>(fabric_->kind()[l])] += spec.bytes;
+        }
         const std::uint32_t slot = new_flow_slot();
         const MaxMinSolver::FlowId sid = solver_.add(route_);
         if (flow_of_solver_id_.size() <= sid) {

@@ -1,6 +1,6 @@
 #include "trnsim/sim/analytic.hpp"
 
-#include "trnsim/compute/cost_model.hpp"
+#include "coster.hpp"
 #include "trnsim/workload/program.hpp"
 
 #include <algorithm>
@@ -12,56 +12,8 @@ namespace {
 
 using workload::ProgramOp;
 
-struct OpCost {
-    double seconds = 0.0;
-    double flops = 0.0;
-    double hbm_bytes = 0.0;
-};
-
-class Coster {
-public:
-    explicit Coster(const workload::Plan& plan)
-        : plan_(plan), model_(plan.chip, plan.lnc) {
-        for (auto g : {workload::CommGroup::tp, workload::CommGroup::dp, workload::CommGroup::ep,
-                       workload::CommGroup::expert_dp, workload::CommGroup::pp}) {
-            shapes_.push_back(plan.group_shape(g));
-        }
-    }
-
-    /// `comm_scale` 0 makes every collective free (for the exposed-communication figure).
-    OpCost cost(const ProgramOp& op, double comm_scale) const {
-        OpCost c;
-        compute::KernelCost k;
-        switch (op.kind) {
-        case ProgramOp::Kind::matmul:
-            k = model_.matmul(op.matmul);
-            break;
-        case ProgramOp::Kind::attention:
-            k = model_.attention(op.attention);
-            break;
-        case ProgramOp::Kind::stream:
-            k = model_.stream(op.stream);
-            break;
-        case ProgramOp::Kind::optimizer:
-            k = model_.optimizer(op.optimizer);
-            break;
-        case ProgramOp::Kind::collective:
-            c.seconds = comm_scale * op.repeat *
-                        network::collective_seconds(op.collective, op.bytes,
-                                                    shapes_[static_cast<std::size_t>(op.group)]);
-            return c;
-        }
-        c.seconds = k.seconds * op.repeat;
-        c.flops = k.flops * op.repeat;
-        c.hbm_bytes = k.hbm_bytes * op.repeat;
-        return c;
-    }
-
-private:
-    const workload::Plan& plan_;
-    compute::CostModel model_;
-    std::vector<network::GroupShape> shapes_;
-};
+using detail::Coster;
+using detail::OpCost;
 
 struct BlockTime {
     double seconds = 0.0;
@@ -142,6 +94,7 @@ Totals evaluate(const workload::Plan& plan, const workload::StepProgram& prog, c
                 double comm_scale) {
     Totals t;
     double per_microbatch = -1.0;
+    double all_stages = 0.0;
     double after = 0.0;
     for (int i = 0; i < plan.pp; ++i) {
         StageTimes s = stage_times(plan, prog, i, c, comm_scale);
@@ -149,11 +102,14 @@ Totals evaluate(const workload::Plan& plan, const workload::StepProgram& prog, c
             per_microbatch = s.forward + s.backward;
             t.slowest = i;
         }
+        all_stages += s.forward + s.backward;
         after = std::max(after, s.after);
         t.stages.push_back(s);
     }
+    // The slowest stage paces the m microbatches; filling and draining the pipeline crosses
+    // every other stage once, in chunks of 1/v of its work.
     const double v = plan.virtual_stages;
-    t.bubble = static_cast<double>(plan.pp - 1) / v * per_microbatch;
+    t.bubble = (all_stages - per_microbatch) / v;
     t.pipeline = static_cast<double>(plan.microbatches) * per_microbatch + t.bubble;
     t.step = t.pipeline + after;
     return t;

@@ -1,6 +1,10 @@
 #include "trnsim/sim/run.hpp"
 
+#include "trnsim/engine/rng.hpp"
 #include "trnsim/engine/window_driver.hpp"
+
+#include <algorithm>
+#include <chrono>
 
 namespace trnsim::sim {
 
@@ -55,6 +59,90 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
     return in;
 }
 
+std::vector<double> chip_speeds(const config::ScenarioSpec& spec, std::int64_t chips) {
+    const config::SpeedSpec& sp = spec.hardware.speed;
+    std::vector<double> speed(static_cast<std::size_t>(chips), 1.0);
+    // One random stream per chip: a chip's factor does not depend on the cluster size.
+    constexpr engine::StreamKind kSpeedStream = 0x5eed;
+    if (sp.sd > 0.0 || sp.slow_fraction > 0.0) {
+        for (std::int64_t c = 0; c < chips; ++c) {
+            engine::RandomStream rng(static_cast<std::uint64_t>(spec.seed), kSpeedStream,
+                                     static_cast<std::uint32_t>(c));
+            double v = 1.0;
+            if (sp.sd > 0.0) {
+                v = std::clamp(rng.normal(1.0, sp.sd), 0.05, 2.0);
+            }
+            if (sp.slow_fraction > 0.0 && rng.uniform() < sp.slow_fraction) {
+                v *= sp.slow_factor;
+            }
+            speed[static_cast<std::size_t>(c)] = v;
+        }
+    }
+    for (std::size_t i = 0; i < sp.chips.size(); ++i) {
+        const auto& c = sp.chips[i];
+        const std::string key = "hardware.speed.chips[" + std::to_string(i) + "].chip";
+        if (c.chip >= chips) {
+            throw InputError(key, "chip " + std::to_string(c.chip) + " is not in the cluster (" +
+                                      std::to_string(chips) + " chips: 0 to " +
+                                      std::to_string(chips - 1) + ")",
+                             spec.sources.find(key));
+        }
+        speed[static_cast<std::size_t>(c.chip)] = c.speed;
+    }
+    return speed;
+}
+
+StepSimOptions step_options(const config::ScenarioSpec& spec, const workload::Plan& plan) {
+    StepSimOptions o;
+    o.threads = spec.simulation.threads > 0 ? spec.simulation.threads
+                                            : engine::default_thread_count();
+    o.entities = spec.simulation.step_entities == config::StepEntityMode::rank
+                     ? StepEntities::rank
+                     : StepEntities::tp_group;
+    o.collectives = spec.simulation.fabric_collectives == config::FabricCollectiveMode::closed_form
+                        ? FabricCollectives::closed_form
+                        : FabricCollectives::flows;
+    o.grad_bucket = plan.training.parallelism.grad_bucket.as_double();
+    if (spec.hardware.speed.any()) {
+        o.chip_speed = chip_speeds(spec, plan.cluster.chips);
+    }
+    if (!spec.output.trace.empty()) {
+        for (std::size_t i = 0; i < spec.output.trace_ranks.size(); ++i) {
+            const std::int64_t r = spec.output.trace_ranks[i];
+            if (r >= plan.ranks) {
+                const std::string key = "output.trace_ranks[" + std::to_string(i) + "]";
+                throw InputError(key, "rank " + std::to_string(r) + " is not in the job (" +
+                                          std::to_string(plan.ranks) + " ranks)",
+                                 spec.sources.find(key));
+            }
+            o.trace_ranks.push_back(r);
+        }
+    }
+    return o;
+}
+
+namespace {
+
+StepSimResult run_step_simulation(const config::ScenarioSpec& spec, const workload::Plan& plan) {
+    if (!spec.has_fabric) {
+        throw InputError("cluster.fabric", "the step simulation needs a fabric",
+                         spec.sources.find("cluster"));
+    }
+    const std::int64_t domains =
+        plan.cluster.ultraservers > 0 ? plan.cluster.ultraservers : plan.cluster.instances;
+    const topology::Fabric fabric = topology::Fabric::build(spec.fabric, domains);
+    if (static_cast<std::int64_t>(fabric.chips()) != plan.cluster.chips) {
+        throw InputError("cluster.fabric",
+                         "fabric " + spec.fabric.name + " holds " +
+                             std::to_string(fabric.chips()) + " chips for this cluster, the "
+                             "cluster has " + std::to_string(plan.cluster.chips),
+                         spec.sources.find("cluster"));
+    }
+    return simulate_step(plan, fabric, step_options(spec, plan));
+}
+
+} // namespace
+
 TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& options) {
     TrainingRun run;
     run.plan = make_plan(spec);
@@ -62,6 +150,14 @@ TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& opt
     case config::Fidelity::analytic:
         run.step = estimate_step(run.plan);
         break;
+    case config::Fidelity::step: {
+        const auto t0 = std::chrono::steady_clock::now();
+        run.step_sim = run_step_simulation(spec, run.plan);
+        run.step_sim_wall_s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        run.step = run.step_sim->estimate;
+        break;
+    }
     }
     run.ideal_time_to_train_s = static_cast<double>(run.plan.steps) * run.step.step_s;
     run.time_to_train_s = run.ideal_time_to_train_s;
@@ -76,7 +172,18 @@ TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& opt
                                                       : engine::default_thread_count();
         control.seed = static_cast<std::uint64_t>(spec.seed);
         control.record = options.record;
-        run.reliability = reliability::simulate(reliability_input(spec, run.plan, run.step), control);
+        reliability::RunInput input = reliability_input(spec, run.plan, run.step);
+        if (run.step_sim) {
+            // Degraded clusters: the analytic step, scaled as the simulation scaled the full one.
+            const double scale = run.step.step_s / estimate_step(run.plan).step_s;
+            auto analytic = input.job.step_time;
+            input.job.step_time = [analytic, scale](std::int64_t domains,
+                                                    double efa) -> std::optional<double> {
+                const auto t = analytic(domains, efa);
+                return t ? std::optional<double>(*t * scale) : std::nullopt;
+            };
+        }
+        run.reliability = reliability::simulate(input, control);
         const reliability::RunSummary& r = *run.reliability;
         run.time_to_train_s = r.estimate("time_to_train_s").mean;
         run.instance_hours = static_cast<double>((r.facts.job_domains + r.facts.spare_domains) *

@@ -218,6 +218,12 @@ void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& clus
              "tp = " + str(par.tp) + " and the model's " + str(m.kv_heads) +
                  " key/value heads must divide one another (kv heads are split or replicated)");
     }
+    if (par.tp % rpc != 0 && rpc % par.tp != 0) {
+        fail(std::string(kPar) + ".tp",
+             "tp = " + str(par.tp) + " must divide the " + str(rpc) +
+                 " ranks of a chip or be a multiple of them (a TP group shares one chip or "
+                 "takes whole chips)");
+    }
     const std::int64_t chunks = std::int64_t{par.pp} * par.virtual_stages;
     if (m.layers % chunks != 0) {
         fail(std::string(kPar) + ".pp",

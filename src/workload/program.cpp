@@ -33,12 +33,13 @@ public:
     }
 
     void stream(const char* name, std::int64_t elements, int inputs, int outputs, int passes,
-                compute::StreamEngine engine, int element_bytes = 0) {
+                compute::StreamEngine engine, int element_bytes = 0,
+                compute::StreamKind kind = compute::StreamKind::elementwise, std::int64_t row = 0) {
         ProgramOp op;
         op.kind = Kind::stream;
         op.name = name;
         op.stream = {elements, inputs, outputs, element_bytes > 0 ? element_bytes : e_, passes,
-                     engine};
+                     engine, kind, row};
         ops.push_back(op);
     }
 
@@ -71,8 +72,12 @@ public:
                    CommGroup::tp, hidden_bytes());
     }
 
-    void norm(const char* name, std::int64_t width_elements) {
-        stream(name, width_elements, 1, 1, 2, compute::StreamEngine::vector);
+    /// RMSNorm or LayerNorm over `elements` values in rows of `row`.
+    void norm(const char* name, std::int64_t elements, std::int64_t row) {
+        stream(name, elements, 1, 1, 2, compute::StreamEngine::vector, 0,
+               m_.norm == NormKind::layernorm ? compute::StreamKind::layer_norm
+                                              : compute::StreamKind::rms_norm,
+               row);
     }
 
     /// ZeRO-3 gathers the block's parameters before use (prefetched, beside compute).
@@ -87,20 +92,20 @@ public:
         const std::int64_t h = m_.hidden;
         const std::int64_t t = p_.tp;
         const std::int64_t heads = m_.heads / t;
-        norm("attention_norm", T_ * h / sp_);
+        norm("attention_norm", T_ * h / sp_, h);
         tp_gather();
         std::int64_t kv_heads = heads;
         if (m_.attention == AttentionKind::mla) {
             const auto& a = m_.mla;
             if (a.q_lora_rank > 0) {
                 matmul("q_down_proj", T_, h, a.q_lora_rank);
-                norm("q_norm", T_ * a.q_lora_rank);
+                norm("q_norm", T_ * a.q_lora_rank, a.q_lora_rank);
                 matmul("q_up_proj", T_, a.q_lora_rank, heads * m_.qk_dim());
             } else {
                 matmul("q_proj", T_, h, heads * m_.qk_dim());
             }
             matmul("kv_down_proj", T_, h, a.kv_lora_rank + a.qk_rope_head_dim);
-            norm("kv_norm", T_ * a.kv_lora_rank);
+            norm("kv_norm", T_ * a.kv_lora_rank, a.kv_lora_rank);
             matmul("kv_up_proj", T_, a.kv_lora_rank,
                    heads * (a.qk_nope_head_dim + a.v_head_dim));
             stream("rope", T_ * (heads + 1) * a.qk_rope_head_dim, 1, 1, 2,
@@ -140,7 +145,7 @@ public:
     }
 
     void dense_mlp_block() {
-        norm("mlp_norm", T_ * m_.hidden / sp_);
+        norm("mlp_norm", T_ * m_.hidden / sp_, m_.hidden);
         tp_gather();
         mlp("gate_up_proj", T_, m_.ffn_hidden);
         tp_reduce();
@@ -151,7 +156,7 @@ public:
         const std::int64_t h = m_.hidden;
         const auto& moe = m_.moe;
         const std::int64_t local_tokens = T_ / sp_;
-        norm("mlp_norm", local_tokens * h);
+        norm("mlp_norm", local_tokens * h, h);
         matmul("router", local_tokens, h, moe.experts);
         stream("router_topk", local_tokens * moe.experts, 1, 1, 2, compute::StreamEngine::scalar,
                4);
@@ -177,17 +182,19 @@ public:
     }
 
     void embedding_block() {
-        stream("embedding_gather", T_ * m_.hidden, 1, 1, 1, compute::StreamEngine::vector);
+        stream("embedding_gather", T_ * m_.hidden, 1, 1, 1, compute::StreamEngine::vector, 0,
+               compute::StreamKind::gather, m_.hidden);
         // Vocabulary-parallel embedding: partial rows are summed across TP.
         tp_reduce();
     }
 
     void head_block() {
-        norm("final_norm", T_ * m_.hidden / sp_);
+        norm("final_norm", T_ * m_.hidden / sp_, m_.hidden);
         tp_gather();
         const std::int64_t vocab = ceil_div(m_.vocab, p_.tp);
         matmul("lm_head", T_, m_.hidden, vocab);
-        stream("cross_entropy", T_ * vocab, 1, 1, 3, compute::StreamEngine::scalar, 4);
+        stream("cross_entropy", T_ * vocab, 1, 1, 3, compute::StreamEngine::scalar, 4,
+               compute::StreamKind::softmax, vocab);
     }
 
     double hidden_bytes() const {

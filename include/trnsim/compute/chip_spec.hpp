@@ -6,6 +6,7 @@
 // LNC=2 two physical cores act as one rank, so a Trainium2 chip (8 cores) holds 4 ranks.
 #pragma once
 
+#include "trnsim/compute/kernel_model_spec.hpp"
 #include "trnsim/core/units.hpp"
 
 #include <optional>
@@ -35,6 +36,15 @@ struct TensorEngineSpec {
     int fp8_rate_multiplier = 2;
     /// FP32 matmul costs this many times a BF16 one.
     int fp32_rate_divisor = 4;
+    /// LoadStationary is this many times faster than a MultiplyMoving of the same free size
+    /// (NKI1, PERF: "up to 4x"; 128 columns in ~32 cycles). It runs on its own path, so the
+    /// next stationary tile loads while the current MultiplyMoving streams.
+    int load_stationary_speedup = 4;
+    /// Warm-up throttling (THR): when the array's utilisation over the last `warmup_window`
+    /// falls below `warmup_fraction` (and before its first instruction), the array restarts at
+    /// `warmup_fraction` of its rate and ramps linearly to full rate over `warmup_window`.
+    double warmup_fraction = 0.5;
+    Duration warmup_window = Duration::from_ns(3000);
 };
 
 /// VectorE, ScalarE or GpSimdE: a clock and elements processed per cycle.
@@ -57,7 +67,21 @@ struct CoreSpec {
     int psum_banks = 8;
     int dma_engines = 16;
     Bandwidth dma_engine_bandwidth;
+    /// Fixed latency from issuing a DMA to its first byte (descriptor fetch, semaphores; DMAG).
+    /// Pipelined: DMAs queued behind one another overlap their latencies.
     Duration dma_setup_latency;
+    /// Time a DMA engine spends per descriptor (one contiguous run of bytes, typically one
+    /// partition's row) besides moving its bytes: the per-packet cost that makes transfers
+    /// below 2-4 KiB per partition inefficient (DMAG).
+    Duration dma_descriptor_overhead = Duration::from_ns(16);
+    /// Descriptor generators shared by the core's DMA queues, and the time one needs to issue
+    /// a DMA instruction (NKI2: 2 DGEs per core, ~600 ns per DGE-issued instruction).
+    int dma_generators = 2;
+    Duration dma_issue_time = Duration::zero();
+
+    /// Bytes of one partition of SBUF, and of one PSUM bank in one partition.
+    std::int64_t sbuf_partition_bytes() const { return sbuf.count() / sbuf_partitions; }
+    std::int64_t psum_bank_bytes() const { return psum.count() / (sbuf_partitions * psum_banks); }
 };
 
 /// The instance that holds the chips (trn2.48xlarge, trn1.32xlarge).
@@ -113,6 +137,9 @@ struct ChipSpec {
 
     InstanceSpec instance;
     std::optional<UltraServerSpec> ultraserver;
+
+    /// Coefficients of the analytic kernel model (written by `trnsim calibrate`).
+    KernelModelSpec kernel_model;
 
     // ---- derived ----
     int ranks_per_chip(int lnc) const { return physical_cores / lnc; }

@@ -34,6 +34,9 @@ ScenarioSpec load_scenario_text(const std::string& text, const std::string& name
 /// A chip preset by name ("trn2") or file path.
 compute::ChipSpec load_chip(const std::string& name_or_path);
 
+/// The data file behind a chip preset name or file path (InputError at "chip" if none).
+std::filesystem::path chip_file(const std::string& name_or_path);
+
 /// A model preset by name ("llama3-70b") or file path.
 workload::ModelSpec load_model(const std::string& name_or_path);
 

@@ -22,15 +22,37 @@
 namespace trnsim::config {
 
 enum class WorkloadType { training, collective };
-enum class Fidelity { analytic };
+enum class Fidelity { analytic, step };
+/// simulation.step_entities: one entity per tensor-parallel group, or per rank.
+enum class StepEntityMode { tp_group, rank };
+/// simulation.fabric_collectives: collectives between replicas as flows or in closed form.
+enum class FabricCollectiveMode { flows, closed_form };
 
 const char* to_string(Fidelity f);
+
+/// One chip's speed factor (hardware.speed.chips).
+struct ChipSpeed {
+    std::int64_t chip = 0;
+    double speed = 1.0;
+};
+
+/// Per-chip speed factors for stragglers (hardware.speed): 1 is nominal, 0.5 takes twice as
+/// long. Drawn per chip from the seed: a normal spread around 1, then a fraction of slow
+/// chips; explicit factors for listed chips replace the drawn ones.
+struct SpeedSpec {
+    double sd = 0.0;            ///< relative standard deviation of the normal spread
+    double slow_fraction = 0.0; ///< fraction of chips that are slow
+    double slow_factor = 0.8;   ///< speed of a slow chip
+    std::vector<ChipSpeed> chips;
+    bool any() const { return sd > 0.0 || slow_fraction > 0.0 || !chips.empty(); }
+};
 
 struct HardwareSpec {
     std::string chip_ref;     ///< the preset name or file as written
     compute::ChipSpec chip;   ///< the loaded chip description
     int lnc = 0;              ///< 0 until resolved: the chip's default
     Bytes hbm_reserve;        ///< per chip, kept free of the training job
+    SpeedSpec speed;
 };
 
 /// workload.type: collective — the collective benchmark of trnsim collective as a scenario.
@@ -44,6 +66,8 @@ struct CollectiveScenario {
 struct SimulationSpec {
     Fidelity fidelity = Fidelity::analytic;
     int threads = 0; ///< 0 = auto (all hardware threads)
+    StepEntityMode step_entities = StepEntityMode::tp_group;
+    FabricCollectiveMode fabric_collectives = FabricCollectiveMode::flows;
     // The run simulation (a scenario with a reliability section):
     Duration duration;   ///< zero = until_done
     Duration time_limit; ///< until_done stops here at the latest
@@ -56,6 +80,8 @@ struct CostSpec {
 
 struct OutputSpec {
     std::string file; ///< HDF5 results path (default: results/<name>.h5)
+    std::string trace; ///< Chrome/Perfetto JSON timeline of the step simulation (empty: none)
+    std::vector<int> trace_ranks{0}; ///< ranks the timeline shows
 };
 
 struct ScenarioSpec {

@@ -25,6 +25,7 @@
 #include "trnsim/network/maxmin.hpp"
 #include "trnsim/topology/fabric.hpp"
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <queue>
@@ -64,6 +65,9 @@ public:
     std::size_t active_flows() const { return solver_.active_flows(); }
     std::uint64_t flows_started() const { return flows_started_; }
     std::uint64_t solves() const { return solves_; }
+    /// Bytes carried by the links of each kind so far (a flow's bytes count once per link of
+    /// its route), indexed by topology::LinkKind.
+    const std::array<double, topology::kLinkKinds>& link_bytes() const { return link_bytes_; }
     /// True when no flow is in flight or waiting to start.
     bool idle() const;
     const MaxMinSolver& solver() const { return solver_; }
@@ -128,6 +132,7 @@ private:
     std::int64_t max_finish_ = 0; ///< latest finish time pushed (bulk release test)
     std::uint64_t flows_started_ = 0;
     std::uint64_t solves_ = 0;
+    std::array<double, topology::kLinkKinds> link_bytes_{};
     std::vector<std::uint32_t> route_;
     std::vector<MaxMinSolver::FlowId> leaving_;
 };

@@ -5,9 +5,12 @@
 //     max( sum of compute ops + sum of exposed collectives,  sum of overlapped collectives )
 // forward and backward; tensor-parallel, expert-parallel and pipeline transfers are exposed,
 // ZeRO-3 parameter gathers and gradient reduce-scatters overlap. With m microbatches, pp stages
-// and v model chunks per rank, the slowest stage's time per microbatch t = t_fwd + t_bwd sets
-//     pipeline = (m + (pp - 1) / v) t,      bubble = (pp - 1) / v x t
-// (1F1B and interleaved 1F1B, Narayanan et al. 2021). Gradient reduction overlaps the last
+// with times per microbatch t_i = t_fwd,i + t_bwd,i, the slowest t_max, and v model chunks per
+// rank, the slowest stage paces the microbatches and filling and draining the pipeline crosses
+// every other stage once:
+//     pipeline = m t_max + bubble,      bubble = (sum_i t_i - t_max) / v
+// which is (m + (pp - 1) / v) t for equal stages (1F1B and interleaved 1F1B, Narayanan et al.
+// 2021); stages differ by the embedding and the output head. Gradient reduction overlaps the last
 // microbatch's backward pass; what is left of it is exposed, and so are the optimizer update
 // and the ZeRO-1/2 parameter all-gather:
 //     step = pipeline + max(0, grad_sync - t_bwd) + optimizer + param_gather

@@ -5,6 +5,7 @@
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/reliability/run.hpp"
 #include "trnsim/sim/analytic.hpp"
+#include "trnsim/sim/step_sim.hpp"
 #include "trnsim/workload/plan.hpp"
 
 #include <optional>
@@ -21,7 +22,17 @@ struct TrainingRun {
     double cost_usd = 0.0;
     /// The run simulation, when the scenario has a reliability section.
     std::optional<reliability::RunSummary> reliability;
+    /// The step simulation (simulation.fidelity: step).
+    std::optional<StepSimResult> step_sim;
+    double step_sim_wall_s = 0.0;
 };
+
+/// Speed factor of every chip from hardware.speed and the seed (all 1 without stragglers).
+/// InputError (hardware.speed.chips[i].chip) for a chip outside the cluster.
+std::vector<double> chip_speeds(const config::ScenarioSpec& spec, std::int64_t chips);
+
+/// The step simulation's options for a scenario.
+StepSimOptions step_options(const config::ScenarioSpec& spec, const workload::Plan& plan);
 
 /// The checkpoint size of a plan: one copy of the weights and of the optimizer state,
 /// parameters x (weight bytes + 12) (4 bytes of FP32 master weights and 8 of Adam moments;
@@ -43,10 +54,13 @@ struct RunOptions {
     bool record = true;
 };
 
-/// Runs the scenario: the step estimate at simulation.fidelity, and with a reliability section
-/// the run simulation on simulation.threads threads (auto: the engine's default). This is the
-/// one entry point that runs a scenario: `trnsim run`, every point of `trnsim batch` and the
-/// finalists of `trnsim plan` go through it.
+/// Runs the scenario: the step estimate (analytic, or simulated with fidelity: step, on the
+/// fabric of cluster.fabric), and with a reliability section the run simulation on
+/// simulation.threads threads (auto: the engine's default). With fidelity step, the run
+/// simulation's step times on degraded clusters are the analytic ones scaled by the ratio of
+/// simulated to analytic step time on the full cluster. This is the one entry point that runs
+/// a scenario: `trnsim run`, every run of `trnsim batch` and the finalists of `trnsim plan` go
+/// through it.
 TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& options = {});
 
 } // namespace trnsim::sim

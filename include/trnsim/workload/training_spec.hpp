@@ -2,6 +2,7 @@
 #pragma once
 
 #include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/core/units.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include <cstdint>
@@ -25,6 +26,9 @@ struct ParallelismSpec {
     int virtual_stages = 1;   ///< model chunks per rank for the interleaved schedule
     Recompute recompute = Recompute::selective;
     bool sequence_parallel = true;
+    /// Gradient bucket (bytes per rank): gradients go out for reduction in buckets of this
+    /// size as the last microbatch's backward pass produces them.
+    Bytes grad_bucket = Bytes(std::int64_t{512} << 20);
 };
 
 struct TrainingSpec {

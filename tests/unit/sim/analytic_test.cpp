@@ -20,9 +20,12 @@ TEST(AnalyticStep, PartsAddUpToTheStep) {
     const StepEstimate& e = r.step;
     EXPECT_DOUBLE_EQ(e.step_s, e.pipeline_s + e.grad_sync_exposed_s + e.optimizer_s +
                                    e.param_gather_s);
-    // 1F1B: the bubble is (p - 1) slots of one microbatch's forward + backward.
-    EXPECT_NEAR(e.bubble_s, 3.0 * (e.forward_s + e.backward_s), 1e-12 * e.step_s);
-    EXPECT_NEAR(e.bubble_s / e.pipeline_s, 3.0 / (16.0 + 3.0), 1e-12);
+    // 1F1B: the slowest stage paces the 16 microbatches; the bubble crosses the other three
+    // stages once, each at most as slow as the slowest (the embedding and head stages differ).
+    const double t = e.forward_s + e.backward_s;
+    EXPECT_NEAR(e.pipeline_s, 16.0 * t + e.bubble_s, 1e-12 * e.step_s);
+    EXPECT_LE(e.bubble_s, 3.0 * t * (1.0 + 1e-12));
+    EXPECT_GT(e.bubble_s, 2.5 * t);
     EXPECT_NEAR(e.tokens_per_s * e.step_s, 1024.0 * 8192.0, 1e-6);
     EXPECT_GT(e.mfu, 0.0);
     EXPECT_LE(e.mfu, e.hfu);
@@ -33,22 +36,23 @@ TEST(AnalyticStep, PartsAddUpToTheStep) {
 
 TEST(AnalyticStep, PipelineIsMicrobatchesPlusBubbleSlots) {
     // Doubling the global batch doubles the microbatches m; the pipeline grows by m slots of the
-    // same per-microbatch time t, while the bubble stays (pp - 1) t.
+    // slowest stage's per-microbatch time t, while the bubble stays the same.
     const TrainingRun a = run({"workload.global_batch=1024"});
     const TrainingRun b = run({"workload.global_batch=2048"});
     const double t = (b.step.pipeline_s - a.step.pipeline_s) / 16.0;
-    EXPECT_NEAR(a.step.bubble_s, 3.0 * t, 1e-9 * a.step.step_s);
-    EXPECT_NEAR(a.step.pipeline_s, 19.0 * t, 1e-9 * a.step.step_s);
-    EXPECT_NEAR(b.step.pipeline_s, 35.0 * t, 1e-9 * b.step.step_s);
+    EXPECT_NEAR(t, a.step.forward_s + a.step.backward_s, 1e-9 * a.step.step_s);
+    EXPECT_NEAR(a.step.bubble_s, b.step.bubble_s, 1e-9 * a.step.step_s);
+    EXPECT_NEAR(a.step.pipeline_s, 16.0 * t + a.step.bubble_s, 1e-9 * a.step.step_s);
+    EXPECT_NEAR(b.step.pipeline_s, 32.0 * t + b.step.bubble_s, 1e-9 * b.step.step_s);
 }
 
 TEST(AnalyticStep, InterleavingShrinksTheBubble) {
     const TrainingRun plain = run();
     const TrainingRun inter = run({"workload.parallelism.schedule=interleaved",
                                    "workload.parallelism.virtual_stages=4"});
-    // (pp - 1) / v slots instead of pp - 1.
-    const double t = inter.step.forward_s + inter.step.backward_s;
-    EXPECT_NEAR(inter.step.bubble_s, 3.0 / 4.0 * t, 1e-12 * inter.step.step_s);
+    // The fill and drain cross the other stages in chunks of 1/v of their work (the chunks add
+    // pipeline transfers, so a little more than a quarter).
+    EXPECT_NEAR(inter.step.bubble_s, plain.step.bubble_s / 4.0, 0.02 * plain.step.bubble_s / 4.0);
     EXPECT_LT(inter.step.bubble_fraction, plain.step.bubble_fraction);
 }
 

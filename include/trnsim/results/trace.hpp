@@ -1,0 +1,32 @@
+// Chrome / Perfetto timelines (the JSON "Trace Event Format" that chrome://tracing and
+// ui.perfetto.dev open): one process per rank, one thread per lane, complete ("X") events in
+// microseconds.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trnsim::results {
+
+struct TraceSlice {
+    std::int64_t process = 0; ///< a rank
+    std::int32_t thread = 0;  ///< a lane (index into TraceData::threads)
+    std::int64_t start_ns = 0;
+    std::int64_t duration_ns = 0;
+    std::uint32_t name = 0;   ///< index into TraceData::names
+};
+
+struct TraceData {
+    std::string process_label = "rank"; ///< processes are named "<label> <process>"
+    std::vector<std::string> threads;   ///< lane names ("compute", ...)
+    std::vector<std::string> names;
+    std::vector<TraceSlice> slices;
+    std::string title;                  ///< stored in the file's metadata
+};
+
+/// Writes the timeline to `path` (temporary file, then rename). Throws std::runtime_error when
+/// it cannot be written.
+void write_chrome_trace(const std::string& path, const TraceData& trace);
+
+} // namespace trnsim::results

@@ -1,0 +1,138 @@
+// The step simulation (simulation.fidelity: step): one training step of a plan on the event
+// engine, with every pipeline stage of every data-parallel replica as an entity and the
+// communication between them through the network module.
+//
+// Entities. By default one entity per tensor-parallel group: the ranks of a TP group meet in a
+// collective in every layer, so they move at the pace of their slowest member and one entity
+// stands for all of them (its compute runs at the speed of its slowest chip). With
+// entities = rank, every rank is an entity and each TP collective is a barrier of its group;
+// the tests check that both give the same step.
+//
+// What each entity runs. Its stage's pipeline schedule (workload/schedule.hpp): for each task,
+// wait for the activation (forward) or gradient (backward) from the neighbouring virtual stage,
+// run the chunk's blocks op by op with the costs of the calibrated kernel model divided by the
+// chip's speed factor, then send the result on. TP collectives cost their closed form
+// (network/collective_cost.hpp; they run on the group's own NeuronLink or on-chip links). Every
+// collective between replicas runs through the network: pipeline transfers are flows between
+// the two stages' chips; data-parallel and expert-parallel collectives (gradient buckets,
+// ZeRO-3 gathers, MoE all-to-all, parameter all-gather) are planned by network/collectives.hpp
+// and their phases run as flows with max-min sharing, so that they contend with each other and
+// with pipeline traffic. During the last microbatch's backward pass, each chunk's gradients go
+// out in buckets of `grad_bucket` bytes as soon as their layers are done; the optimizer waits
+// for all of them.
+//
+// A collective between entities starts one control latency after its last member reaches it
+// and its members learn of its end one control latency after it (a notification crossing the
+// fabric). The control latency is the chip's EFA latency when the cluster has several NeuronLink
+// domains (the NeuronLink hop latency otherwise); it is also the engine's lookahead, so flow
+// rates follow changes at most one control latency late (docs/adr/0001).
+//
+// Each entity's step divides into compute, exposed communication (TP collectives, waits for
+// blocking collectives and for gradient reduction), bubble (waits for pipeline input) and idle
+// (after its own end until the slowest entity's end); they sum to the step time.
+//
+// Determinism: the result does not depend on the thread count.
+#pragma once
+
+#include "trnsim/sim/analytic.hpp"
+#include "trnsim/topology/fabric.hpp"
+#include "trnsim/workload/plan.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trnsim::sim {
+
+enum class StepEntities { tp_group, rank };
+enum class FabricCollectives { flows, closed_form };
+
+const char* to_string(StepEntities e);
+const char* to_string(FabricCollectives c);
+
+struct StepSimOptions {
+    int threads = 1;
+    StepEntities entities = StepEntities::tp_group;
+    /// flows: collectives between replicas run through the flow model; closed_form: they cost
+    /// their uncongested closed form (for comparisons and very large sweeps).
+    FabricCollectives collectives = FabricCollectives::flows;
+    /// Repeated identical phases of a collective (the p - 1 steps of a ring) run as one phase
+    /// moving all their bytes, plus one route latency (or on-chip step) per further repeat:
+    /// the same time when the rates hold over the phase, and p - 1 times fewer flows. false:
+    /// every step is its own set of flows.
+    bool merge_repeats = true;
+    /// Gradient bucket size (bytes per rank).
+    double grad_bucket = 512.0 * 1024 * 1024;
+    /// Speed factor of each chip (1 = nominal, 0.5 = takes twice as long); empty: all 1.
+    std::vector<double> chip_speed;
+    /// Ranks whose timeline is recorded (StepSimResult::trace).
+    std::vector<std::int64_t> trace_ranks;
+};
+
+/// One entity's step.
+struct EntityTimes {
+    std::int64_t first_rank = 0;
+    std::int32_t ranks = 0;
+    std::int32_t stage = 0;
+    std::int64_t replica = 0;
+    double speed = 1.0;
+    double compute_s = 0.0;
+    double comm_s = 0.0;   ///< exposed communication
+    double bubble_s = 0.0; ///< waiting for pipeline input
+    double idle_s = 0.0;   ///< after its own end
+    double end_s = 0.0;
+};
+
+/// Traffic of one link kind over the step.
+struct LinkClassUse {
+    std::string kind;
+    std::int64_t links = 0;
+    double capacity_bytes_per_s = 0.0; ///< sum over the links of the kind
+    double bytes = 0.0;                ///< carried (a transfer counts once per link it crosses)
+    double utilisation = 0.0;          ///< bytes / (capacity x step time)
+};
+
+/// A timeline slice of one rank: lane 0 compute stream, 1 collective engines, 2 pipeline tasks.
+struct TraceSpan {
+    std::int64_t rank = 0;
+    std::int32_t lane = 0;
+    std::int64_t start_ns = 0;
+    std::int64_t duration_ns = 0;
+    std::uint32_t name = 0; ///< index into StepTrace::names
+};
+
+struct StepTrace {
+    std::vector<std::string> names;
+    std::vector<TraceSpan> spans; ///< ordered by rank, lane, start
+};
+
+struct StepSimStats {
+    std::uint64_t entities = 0;
+    std::uint32_t partitions = 0;
+    std::int64_t lookahead_ns = 0;
+    std::uint64_t events = 0;
+    std::uint64_t windows = 0;
+    std::uint64_t flows = 0;
+    std::uint64_t solves = 0;
+    std::uint64_t fabric_collectives = 0; ///< collective instances between entities
+    int threads = 1;
+};
+
+struct StepSimResult {
+    /// The step's figures. step_s, tokens_per_s, mfu, hfu, mbu, bubble_s, bubble_fraction and
+    /// exposed_comm_s are the simulation's (bubble and exposed communication of the entity that
+    /// ends last); forward_s, backward_s and the per-op breakdown are the analytic model's.
+    StepEstimate estimate;
+    std::vector<EntityTimes> entities;
+    std::vector<LinkClassUse> links;
+    StepTrace trace;
+    StepSimStats stats;
+};
+
+/// Simulates one step of `plan` on `fabric` (built for the plan's cluster). Throws
+/// std::invalid_argument when the fabric does not match the plan.
+StepSimResult simulate_step(const workload::Plan& plan, const topology::Fabric& fabric,
+                            const StepSimOptions& options);
+
+} // namespace trnsim::sim

@@ -1,0 +1,55 @@
+// The analytic model's closed forms (private to the compute module).
+//
+// For a kernel piece on one core these compute, in O(1) and without allocating, the quantities
+// the features of cost_model.hpp are made of: each engine's busy time, the DMA time (engine
+// time over the usable engines, issue time over the descriptor generators, transfers limited
+// to one engine per partition), the path of one pipeline step, the pipeline bound and, for
+// streaming kernels, the two-pass and buffer bounds. They follow the lowerings (lowering.hpp):
+// the same tiling, the same buffering depth, the same instruction mix per tile; the streaming
+// kernels share their plan (geometry, depth, per-pass profile) with the lowering itself, and a
+// test checks the profiles against the lowering's step lists.
+#pragma once
+
+#include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/compute/kernel.hpp"
+
+#include "lowering_common.hpp"
+#include "nominal.hpp"
+
+#include <array>
+
+namespace trnsim::compute::detail {
+
+/// Chip quantities the closed forms use, precomputed once (reciprocals, not divisions).
+struct ChipRates {
+    explicit ChipRates(const ChipSpec& chip);
+
+    const ChipSpec* chip;
+    double partitions;
+    /// VectorE, ScalarE, GpSimdE: seconds per cycle, lanes per partition, overhead cycles.
+    std::array<double, 3> cycle{};
+    std::array<double, 3> inv_lanes{};
+    std::array<double, 3> overhead{};
+    double pe_cycle;      ///< TensorE seconds per cycle
+    double usable;        ///< DMA engines usable at once
+    double inv_usable;
+    double inv_bandwidth; ///< seconds per byte of one DMA engine
+    double descriptor;    ///< seconds per descriptor
+    double latency;       ///< DMA issue + setup, seconds
+    double issue;         ///< issue seconds per DMA over the descriptor generators
+    double warmup;        ///< TensorE warm-up loss, seconds
+    std::int64_t sbuf;    ///< SBUF bytes per partition
+};
+
+StreamPlan plan_stream(const StreamShape& s, const ChipRates& rates);
+StreamPlan plan_adamw(const OptimizerShape& s, const ChipRates& rates);
+
+/// Closed-form terms per class.
+Nominal stream_terms(const StreamPlan& plan, const ChipRates& rates);
+Nominal matmul_terms(const MatmulShape& s, const ChipRates& rates);
+Nominal attention_terms(const AttentionShape& s, const ChipRates& rates);
+/// The terms of any kernel piece on one core of the rates' chip.
+Nominal terms(const Kernel& piece, const ChipRates& rates);
+
+
+} // namespace trnsim::compute::detail

@@ -1,0 +1,45 @@
+#include "features.hpp"
+
+#include <algorithm>
+
+namespace trnsim::compute::detail {
+
+namespace {
+
+enum class Form { matmul, attention, stream };
+
+Form form_of(KernelClass c) {
+    return c == KernelClass::matmul      ? Form::matmul
+           : c == KernelClass::attention ? Form::attention
+                                         : Form::stream;
+}
+
+} // namespace
+
+std::size_t feature_count(KernelClass c) { return feature_names(c).size(); }
+
+std::vector<const char*> feature_names(KernelClass c) {
+    switch (form_of(c)) {
+    case Form::matmul:
+    case Form::attention:
+        return {"pipeline", "pipelined_steps", "runner_up", "constant_us"};
+    case Form::stream:
+        break;
+    }
+    return {"pipeline", "pipelined_steps", "two_passes", "buffer_turns", "other_resources",
+            "constant_us"};
+}
+
+std::vector<double> nominal_coefficients(KernelClass c) {
+    switch (form_of(c)) {
+    case Form::matmul:
+        return {1.0, 0.0, 0.0, 0.0};
+    case Form::attention:
+        return {1.0, 0.0, 0.0, 0.0};
+    case Form::stream:
+        break;
+    }
+    return {1.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+}
+
+} // namespace trnsim::compute::detail

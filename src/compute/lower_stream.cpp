@@ -1,0 +1,423 @@
+// Streaming kernels (elementwise, reduce, softmax, norms, gather) and AdamW: recipes, their
+// lowering and their closed-form costs.
+#include "trnsim/compute/lowering.hpp"
+
+#include "trnsim/core/assert.hpp"
+#include "trnsim/core/error.hpp"
+
+#include "instruction_costs.hpp"
+#include "lowering_common.hpp"
+#include "closed_forms.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace trnsim::compute {
+
+namespace detail {
+
+namespace {
+
+/// Slots for per-row statistics (16 bytes each): enough for every chunk in flight.
+constexpr int kStatSlots = 256;
+/// VectorE bn_stats handles up to 512 elements per instruction.
+constexpr std::int64_t kBnStatsWidth = 512;
+
+double d(std::int64_t v) { return static_cast<double>(v); }
+
+Step load(int queue, int eb, int param = -1) {
+    Step s;
+    s.kind = StepKind::load;
+    s.queue = static_cast<std::int8_t>(queue);
+    s.element_bytes = static_cast<std::int8_t>(eb);
+    s.param = static_cast<std::int8_t>(param);
+    return s;
+}
+
+Step store(int queue, int eb) {
+    Step s;
+    s.kind = StepKind::store;
+    s.queue = static_cast<std::int8_t>(queue);
+    s.element_bytes = static_cast<std::int8_t>(eb);
+    return s;
+}
+
+Step op(StepKind kind, Queue engine, int inputs = 1, int param = -1, bool also_stats = false) {
+    Step s;
+    s.kind = kind;
+    s.engine = engine;
+    s.inputs = static_cast<std::int8_t>(inputs);
+    s.param = static_cast<std::int8_t>(param);
+    s.also_stats = also_stats;
+    return s;
+}
+
+Step map(Queue engine, int inputs = 1, int param = -1) {
+    return op(StepKind::map, engine, inputs, param);
+}
+
+Step tiny(Queue engine, int inputs = 1) { return op(StepKind::tiny, engine, inputs); }
+
+std::size_t engine_index(Queue q) { return q == Queue::vector ? 0 : q == Queue::scalar ? 1 : 2; }
+
+/// The steps of a row kernel (softmax, RMSNorm, LayerNorm), one pass or two. The second
+/// pass's loads share the first pass's queue, so they wait behind it (first in, first out)
+/// instead of taking DMA bandwidth from it.
+void row_steps(Recipe& r, const StreamShape& s, bool one_pass) {
+    const int eb = s.element_bytes;
+    switch (s.kind) {
+    case StreamKind::softmax:
+        if (one_pass) {
+            r.first = {load(0, eb),
+                       op(StepKind::reduce, Queue::vector),           // row max
+                       tiny(Queue::vector),                           // -max
+                       op(StepKind::map, Queue::scalar, 1, -1, true), // exp, row sums
+                       tiny(Queue::vector),                           // 1 / sum
+                       map(Queue::vector),                            // scale
+                       store(2, eb)};
+        } else {
+            r.first = {load(0, eb),
+                       op(StepKind::reduce, Queue::vector),           // chunk max
+                       tiny(Queue::vector, 2),                        // running max
+                       op(StepKind::map, Queue::scalar, 1, -1, true), // exp, chunk sum
+                       tiny(Queue::scalar),                           // rescale factor
+                       tiny(Queue::vector, 2)};                       // running sum
+            r.between = {tiny(Queue::vector)};                        // bias = -max - log sum
+            r.second = {load(0, eb), map(Queue::scalar), store(2, eb)};
+        }
+        break;
+    case StreamKind::rms_norm:
+        if (one_pass) {
+            r.first = {load(0, eb),
+                       op(StepKind::reduce, Queue::scalar), // sum of squares (ScalarE, accumulate)
+                       tiny(Queue::vector),                 // 1 / rms
+                       map(Queue::vector, 2, 0),            // x / rms x weight
+                       store(2, eb)};
+        } else {
+            r.first = {load(0, eb), op(StepKind::reduce, Queue::scalar), tiny(Queue::vector, 2)};
+            r.between = {tiny(Queue::vector)};
+            r.second = {load(0, eb), load(0, eb, 0), map(Queue::vector, 2, 0), store(2, eb)};
+        }
+        break;
+    case StreamKind::layer_norm:
+        if (one_pass) {
+            r.first = {load(0, eb),
+                       op(StepKind::bn_stats, Queue::vector),
+                       op(StepKind::bn_aggr, Queue::vector),
+                       tiny(Queue::vector),      // 1 / std, -mean / std
+                       map(Queue::scalar),       // normalise
+                       map(Queue::vector, 2, 0), // x weight
+                       map(Queue::gpsimd, 2, 1), // + bias
+                       store(2, eb)};
+        } else {
+            r.first = {load(0, eb), op(StepKind::bn_stats, Queue::vector)};
+            r.between = {op(StepKind::bn_aggr, Queue::vector), tiny(Queue::vector)};
+            r.second = {load(0, eb),        load(0, eb, 0),           load(0, eb, 1),
+                        map(Queue::scalar), map(Queue::vector, 2, 0), map(Queue::gpsimd, 2, 1),
+                        store(2, eb)};
+        }
+        break;
+    default:
+        TRNSIM_CHECK(false, "not a row kernel");
+    }
+}
+
+/// The steps of an elementwise, reduce or gather kernel.
+void flat_steps(Recipe& r, const StreamShape& s) {
+    const int eb = s.element_bytes;
+    switch (s.kind) {
+    case StreamKind::elementwise: {
+        for (int i = 0; i < s.inputs; ++i) {
+            r.first.push_back(load(i % 2, eb));
+        }
+        int combined = 0; // inputs folded in so far
+        if (s.engine == StreamEngine::vector) {
+            for (int p = 0; p < s.passes; ++p) {
+                const int inputs = combined < s.inputs - 1 ? 2 : 1;
+                combined += inputs - 1;
+                r.first.push_back(map(Queue::vector, inputs));
+            }
+        } else {
+            for (int p = 0; p < s.passes; ++p) {
+                r.first.push_back(map(Queue::scalar));
+            }
+        }
+        for (; combined < s.inputs - 1; ++combined) {
+            r.first.push_back(map(Queue::vector, 2));
+        }
+        for (int o = 0; o < s.outputs; ++o) {
+            r.first.push_back(store(2 + o % 2, eb));
+        }
+        break;
+    }
+    case StreamKind::reduce: {
+        const int inputs = std::max(2, s.inputs);
+        for (int i = 0; i < inputs; ++i) {
+            r.first.push_back(load(i % 2, eb));
+        }
+        for (int i = 0; i + 1 < inputs; ++i) {
+            r.first.push_back(map(i % 2 == 0 ? Queue::vector : Queue::gpsimd, 2));
+        }
+        r.first.push_back(store(2, eb));
+        break;
+    }
+    case StreamKind::gather: {
+        Step gather = load(0, eb);
+        gather.indirect = true;
+        r.first = {gather, store(2, eb)};
+        break;
+    }
+    default:
+        TRNSIM_CHECK(false, "not a flat kernel");
+    }
+}
+
+} // namespace
+
+PassProfile profile_of(const Steps& steps) {
+    PassProfile p;
+    for (const Step& s : steps) {
+        EngineWork& e = p.engines[engine_index(s.engine)];
+        switch (s.kind) {
+        case StepKind::load:
+            if (s.param >= 0) {
+                ++p.params;
+                p.param_bytes += s.element_bytes;
+            } else {
+                ++p.loads;
+                p.load_bytes += s.element_bytes;
+                p.indirect = p.indirect || s.indirect;
+            }
+            break;
+        case StepKind::store:
+            ++p.stores;
+            p.store_bytes += s.element_bytes;
+            break;
+        case StepKind::map:
+            ++p.maps;
+            e.ops += 1.0;
+            e.streamed += s.inputs;
+            break;
+        case StepKind::reduce:
+            e.ops += 1.0;
+            e.streamed += s.inputs;
+            break;
+        case StepKind::tiny:
+            e.tiny += 1.0;
+            e.tiny_inputs += s.inputs;
+            break;
+        case StepKind::bn_stats:
+            ++p.bn_stats;
+            break;
+        case StepKind::bn_aggr:
+            ++p.bn_aggr;
+            break;
+        }
+    }
+    return p;
+}
+
+std::string Recipe::description() const {
+    const TileGroup& g = plan.groups.front();
+    std::string t = "[" + std::to_string(g.partitions) + " x " + std::to_string(g.chunk) + "] tiles";
+    if (g.chunks() > 1) {
+        t += ", " + std::to_string(g.chunks()) + " chunks per row";
+    }
+    if (plan.two_pass) {
+        t += ", two passes";
+    }
+    return t + ", " + std::to_string(plan.depth) + " deep";
+}
+
+Recipe stream_recipe(const StreamShape& s, const ChipSpec& chip) {
+    Recipe r;
+    r.plan = plan_stream(s, ChipRates(chip));
+    if (s.kind == StreamKind::softmax || s.kind == StreamKind::rms_norm ||
+        s.kind == StreamKind::layer_norm) {
+        row_steps(r, s, !r.plan.two_pass);
+    } else {
+        flat_steps(r, s);
+    }
+    return r;
+}
+
+Recipe adamw_recipe(const OptimizerShape& s, const ChipSpec& chip) {
+    Recipe r;
+    r.plan = plan_adamw(s, ChipRates(chip));
+    r.first = {load(1, s.grad_bytes), // gradient
+               load(0, 4),            // first moment
+               load(1, 4),            // second moment
+               load(0, 4),            // master weight
+               map(Queue::gpsimd),    // (1 - beta1) g
+               map(Queue::vector, 2), // m = beta1 m + (1 - beta1) g
+               map(Queue::scalar),    // (1 - beta2) g^2
+               map(Queue::vector, 2), // v = beta2 v + (1 - beta2) g^2
+               map(Queue::scalar),    // sqrt(v / (1 - beta2^t))
+               map(Queue::vector),    // 1 / (sqrt + eps)
+               map(Queue::vector, 2), // update = m / (1 - beta1^t) / (sqrt + eps)
+               map(Queue::gpsimd, 2), // w = w - lr (update + wd w)
+               map(Queue::scalar),    // working copy in the weight type
+               store(2, 4),           // master weight
+               store(3, 4),           // first moment
+               store(2, 4),           // second moment
+               store(3, s.weight_bytes)};
+    return r;
+}
+
+Program lower_recipe(const Recipe& r, double flops, const ChipSpec& chip) {
+    ProgramBuilder b(chip);
+    const StreamPlan& plan = r.plan;
+    const int data_buffers = plan.depth * std::max(1, plan.first.loads + plan.second.loads) + 1;
+    const int work_buffers = plan.depth * std::max(1, plan.first.maps + plan.second.maps) + 1;
+    const auto data_pool = b.sbuf_pool(r.plan.buffer_bytes, data_buffers);
+    const auto work_pool = b.sbuf_pool(r.plan.buffer_bytes, work_buffers);
+    const auto stat_pool = b.sbuf_pool(16, kStatSlots);
+    std::int64_t once_bytes = 64;
+    for (const OnceLoad& o : plan.once) {
+        once_bytes = std::max(once_bytes,
+                              static_cast<std::int64_t>(o.bytes) / chip.core.sbuf_partitions + 1);
+    }
+    const auto once_pool =
+        b.sbuf_pool(once_bytes, std::max(1, static_cast<int>(plan.once.size())));
+    const auto param_pool = b.sbuf_pool(plan.buffer_bytes, plan.params_per_chunk ? 4 : 1);
+    TRNSIM_CHECK(b.fits() && b.sbuf_bytes() == plan_sbuf_bytes(plan, plan.depth,
+                                                                  chip.core.sbuf_partitions),
+                 "the recipe's pools differ from its plan");
+    std::vector<ProgramBuilder::Buffer> param_slots(2);
+    ProgramBuilder::Buffer index_slot = 0;
+    for (const OnceLoad& s : plan.once) {
+        const auto slot = b.alloc(once_pool);
+        const ProgramBuilder::Buffer w[] = {slot};
+        b.dma(s.queue, s.bytes, s.descriptors, Direction::hbm_to_sbuf, {}, w);
+        if (s.param >= 0) {
+            param_slots[static_cast<std::size_t>(s.param)] = slot;
+        } else {
+            index_slot = slot;
+        }
+    }
+    std::int64_t pieces = 0; // bn_stats pieces per row (LayerNorm)
+    std::vector<ProgramBuilder::Buffer> loaded;
+    // Per-row statistics live in small slots: the running ones (`stats`) and the last partial
+    // result of a reduction (`partial`); every update writes a fresh slot, so a chunk's
+    // statistics never wait for the readers of the previous chunk's.
+    ProgramBuilder::Buffer stats = 0;
+    ProgramBuilder::Buffer partial = 0;
+    const auto run = [&](const Steps& steps, std::int64_t partitions, std::int64_t w) {
+        loaded.clear();
+        std::size_t consumed = 1;
+        ProgramBuilder::Buffer cur = stats;
+        bool have_cur = false;
+        for (const Step& s : steps) {
+            switch (s.kind) {
+            case StepKind::load: {
+                const bool is_param = s.param >= 0;
+                const auto slot = b.alloc(is_param ? param_pool : data_pool);
+                const ProgramBuilder::Buffer idx[] = {index_slot};
+                const ProgramBuilder::Buffer wr[] = {slot};
+                b.dma(s.queue, d(partitions * w * s.element_bytes), partitions,
+                      Direction::hbm_to_sbuf,
+                      s.indirect ? std::span<const ProgramBuilder::Buffer>(idx)
+                                 : std::span<const ProgramBuilder::Buffer>(),
+                      wr);
+                if (is_param) {
+                    param_slots[static_cast<std::size_t>(s.param)] = slot;
+                } else {
+                    loaded.push_back(slot);
+                    if (!have_cur) {
+                        cur = slot;
+                        have_cur = true;
+                    }
+                }
+                break;
+            }
+            case StepKind::store: {
+                const ProgramBuilder::Buffer rd[] = {cur};
+                b.dma(s.queue, d(partitions * w * s.element_bytes), partitions,
+                      Direction::sbuf_to_hbm, rd, {});
+                break;
+            }
+            case StepKind::map: {
+                const auto out = b.alloc(work_pool);
+                ProgramBuilder::Buffer second = stats;
+                if (s.inputs >= 2) {
+                    second = s.param >= 0 ? param_slots[static_cast<std::size_t>(s.param)]
+                             : consumed < loaded.size() ? loaded[consumed++]
+                                                        : cur;
+                }
+                const auto sums = s.also_stats ? b.alloc(stat_pool) : partial;
+                const ProgramBuilder::Buffer rd[] = {cur, stats, second};
+                const ProgramBuilder::Buffer wr[] = {out, sums};
+                b.engine(s.engine, w, s.inputs, rd,
+                         std::span<const ProgramBuilder::Buffer>(wr, s.also_stats ? 2 : 1));
+                partial = sums;
+                cur = out;
+                have_cur = true;
+                break;
+            }
+            case StepKind::reduce: {
+                const auto out = b.alloc(stat_pool);
+                b.engine(s.engine, w, s.inputs, {cur}, {out});
+                partial = out;
+                break;
+            }
+            case StepKind::tiny: {
+                const auto out = b.alloc(stat_pool);
+                b.engine(s.engine, 1, s.inputs, {stats, partial}, {out});
+                stats = out;
+                break;
+            }
+            case StepKind::bn_stats:
+                for (std::int64_t p = 0; p * kBnStatsWidth < w; ++p) {
+                    const auto out = b.alloc(stat_pool);
+                    b.engine(Queue::vector, std::min(kBnStatsWidth, w - p * kBnStatsWidth), 1,
+                             {cur}, {out});
+                    partial = out;
+                    ++pieces;
+                }
+                break;
+            case StepKind::bn_aggr: {
+                const auto out = b.alloc(stat_pool);
+                b.engine(Queue::vector, std::max<std::int64_t>(pieces, 1), 1, {stats, partial},
+                         {out});
+                stats = out;
+                break;
+            }
+            }
+        }
+    };
+    for (const TileGroup& g : plan.groups) {
+        for (std::int64_t t = 0; t < g.count; ++t) {
+            stats = b.alloc(stat_pool);
+            partial = stats;
+            pieces = 0;
+            for (std::int64_t c = 0; c < g.chunks(); ++c) {
+                run(r.first, g.partitions, g.chunk_width(c));
+            }
+            run(r.between, g.partitions, 1);
+            for (std::int64_t c = 0; c < g.chunks() && !r.second.empty(); ++c) {
+                run(r.second, g.partitions, g.chunk_width(c));
+            }
+        }
+    }
+    return b.finish(flops, r.description());
+}
+
+
+} // namespace detail
+
+Program lower(const Kernel& k, const ChipSpec& chip) {
+    if (const auto* a = std::get_if<AttentionShape>(&k)) {
+        return detail::lower_attention(*a, chip);
+    }
+    if (const auto* o = std::get_if<OptimizerShape>(&k)) {
+        return detail::lower_recipe(detail::adamw_recipe(*o, chip), useful_flops(k), chip);
+    }
+    if (const auto* s = std::get_if<StreamShape>(&k)) {
+        return detail::lower_recipe(detail::stream_recipe(*s, chip), useful_flops(k), chip);
+    }
+    TRNSIM_CHECK(false, "matmuls are lowered per tiling (lower_matmul)");
+    return {};
+}
+
+} // namespace trnsim::compute
