@@ -289,7 +289,8 @@ int validate_study(const std::string& file) {
     const Prepared p = prepare_batch(o);
     std::cout << "trnsim: sweep " << p.sweep.spec.name << " (" << file << "): base "
               << p.base.name << ", " << fmt::integer(static_cast<std::int64_t>(p.sweep.points.size()))
-              << " points x " << p.sweep.replications << " replicates, every point valid\n"
+              << " points x " << p.sweep.replications << " replicate"
+              << (p.sweep.replications == 1 ? "" : "s") << ", every point valid\n"
               << "  valid\n";
     return 0;
 }

@@ -3,12 +3,13 @@
 //   study_bench [--case all|sweep|plan|smoke] [--threads N]
 //
 // Cases (docs/performance.md):
-//   sweep   a 1,000-point sweep of long runs with failures at analytic fidelity: Llama 3 405B
-//           on 15T tokens on 256 Trn2 UltraServers (16,384 chips; until done, about two
-//           months of simulated time each) with the failure rates of Llama 3's cluster,
-//           25 checkpoint intervals x 8 spare counts x 5 restart times, one run per point;
-//           through the path of `trnsim batch` (sweep file, every point validated, runs on
-//           N threads pulling from the work queue, per-point statistics)     target <= 5 min
+//   sweep   tests/bench/sweep-1000.yaml: 1,000 points of long runs with failures at analytic
+//           fidelity, Llama 3 405B on 15T tokens on 256 Trn2 UltraServers (16,384 chips;
+//           until done, about two months of simulated time each) with the failure rates of
+//           Llama 3's cluster, 25 checkpoint intervals x 8 spare counts x 5 restart times, one
+//           run per point; through the path of `trnsim batch` without the file writing (sweep
+//           file, every point validated, runs on N threads pulling from the work queue,
+//           per-point statistics)                                             target <= 5 min
 //   plan    `trnsim plan scenarios/studies/a-405b-60-days.yaml`: 55,296 candidates estimated,
 //           the finalists simulated in full (10 replications each)
 //                                                  target >= 10,000 candidates in <= 60 s
@@ -39,26 +40,21 @@ double since(Clock::time_point t) {
 
 const std::string kStudies = std::string(TRNSIM_SOURCE_DIR) + "/scenarios/studies/";
 
-std::string sweep_text(bool small) {
-    std::string intervals = small ? "[10min, 1h]" : "[";
+
+
+/// The 1,000-point sweep file, or (smoke) a 20-point one on the same base.
+config::SweepSpec sweep_spec(bool small) {
     if (!small) {
-        // 25 intervals from 5 min to 8 h, evenly spaced in log.
-        for (int i = 0; i < 25; ++i) {
-            const double minutes = 5.0 * std::pow(96.0, i / 24.0);
-            intervals += (i ? ", " : "") + std::to_string(static_cast<int>(minutes * 60.0)) + "s";
-        }
-        intervals += "]";
+        return config::load_sweep(std::string(TRNSIM_SOURCE_DIR) + "/tests/bench/sweep-1000.yaml");
     }
-    return "base: " + kStudies + "llama3-405b-15t.yaml\n" +
+    return config::load_sweep_text("base: " + kStudies + "llama3-405b-15t.yaml\n" +
            "replications: 1\n"
            "sweep:\n"
            "  grid:\n"
-           "    reliability.checkpoint.interval: " + intervals + "\n" +
-           "    reliability.spares.ultraservers: " +
-           (small ? "[4, 16]" : "[2, 4, 8, 12, 16, 24, 32, 48]") + "\n" +
-           "    reliability.recovery.restart: " +
-           (small ? "[5min, 10min, 20min, 30min, 1h]" : "[5min, 10min, 20min, 30min, 1h]") +
-           "\n";
+           "    reliability.checkpoint.interval: [10min, 1h]\n"
+           "    reliability.spares.ultraservers: [4, 16]\n"
+           "    reliability.recovery.restart: [5min, 10min, 20min, 30min, 1h]\n",
+                                   "bench-smoke.yaml");
 }
 
 struct SweepTiming {
@@ -67,10 +63,10 @@ struct SweepTiming {
     study::Sweep sweep;
 };
 
-SweepTiming run_sweep(const std::string& text, int threads) {
+SweepTiming run_sweep(const config::SweepSpec& spec, int threads) {
     SweepTiming t;
     const auto start = Clock::now();
-    t.sweep = study::load(config::load_sweep_text(text, "bench-sweep.yaml"));
+    t.sweep = study::load(spec);
     const auto specs = study::prepare(t.sweep, threads);
     const auto order = study::longest_first(t.sweep, study::pending_runs(t.sweep, {}),
                                             study::estimated_costs(specs, threads));
@@ -100,7 +96,7 @@ double mean_of(const std::vector<study::RunRecord>& records, const char* name) {
 }
 
 bool sweep_case(int threads, bool smoke) {
-    const std::string text = sweep_text(smoke);
+    const config::SweepSpec text = sweep_spec(smoke);
     std::printf("sweep: Llama 3 405B, 15T tokens, 256 UltraServers, failures (llama3-16k-h100), "
                 "until done\n");
     bool ok = true;
@@ -158,7 +154,7 @@ replications: 2
     const study::PlanResult r = study::run_plan(plan, base, threads);
     const double total = since(start);
     std::printf("plan: %s\n", smoke ? "a small search" : file.c_str());
-    std::printf("  %s candidates (%s step estimates): estimated in %s, %zu finalists simulated "
+    std::printf("  %s candidates (%s step estimates): estimated in %s, %zu finalist(s) simulated "
                 "in %s, total %s on %d threads; %s feasible\n",
                 fmt::integer(static_cast<std::int64_t>(r.candidates.size())).c_str(),
                 fmt::integer(r.step_estimates).c_str(), fmt::seconds(r.estimate_seconds).c_str(),
