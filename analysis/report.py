@@ -255,6 +255,26 @@ def plot_checkpoint(frame, keys, directory):
         "confidence band, one line per value of the other swept keys.")
 
 
+def finish_cost_time_axes(ax, xlim, ylim, title):
+    """Log axes of cost (million USD) against time to train (days) with the given limits."""
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    plain_ticks(ax)
+    ax.set_xlabel("time to train (days)")
+    ax.set_ylabel("cost (million USD)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=8)
+
+
+def runnable_candidates(cands):
+    """Candidates that can run and were estimated (they may miss the deadline or budget)."""
+    return cands[cands["verdict"].isin(["ok", "deadline", "budget"]) &
+                 np.isfinite(cands["time_to_train_s"])]
+
+
 def plot_batch_pareto(frame, keys, directory):
     ok = frame[np.isfinite(frame["time_to_train_s"]) & np.isfinite(frame["cost_usd"])]
     if len(ok) < 2 or ok["time_to_train_s"].nunique() < 2:
@@ -280,26 +300,16 @@ def plot_batch_pareto(frame, keys, directory):
     for i in front:
         ax.annotate(str(int(ok.iloc[i]["point"])), (t[i], c[i]), fontsize=7,
                     textcoords="offset points", xytext=(4, 4))
-    ax.set_xlabel("time to train (days)")
-    ax.set_ylabel("cost (million USD)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(0.8 * min(t), 1.2 * right)
-    top = max(c[i] for i in shown)
-    ax.set_ylim(0.8 * min(c), 1.25 * top)
-    plain_ticks(ax)
-    ax.set_title("Cost against time to train; frontier points labelled by point number",
-                 fontsize=10)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    finish_cost_time_axes(ax, (0.8 * min(t), 1.2 * right),
+                          (0.8 * min(c), 1.25 * max(c[i] for i in shown)),
+                          "Cost against time to train; frontier points labelled by point number")
     return save(fig, directory, "pareto.png"), (
         "Cost against time to train of every point; the Pareto frontier joins the points no "
         "other point beats on both.")
 
 
 def plot_plan_pareto(cands, finalists, limits, directory):
-    runnable = cands[cands["verdict"].isin(["ok", "deadline", "budget"]) &
-                     np.isfinite(cands["time_to_train_s"])]
+    runnable = runnable_candidates(cands)
     if runnable.empty:
         return None
     fig, ax = plt.subplots(figsize=(8, 5.5))
@@ -324,30 +334,23 @@ def plot_plan_pareto(cands, finalists, limits, directory):
         ax.axvline(limits["deadline_s"] / DAY, color="black", ls="--", lw=1, label="deadline")
     if np.isfinite(limits["budget_usd"]):
         ax.axhline(limits["budget_usd"] / 1e6, color="black", ls=":", lw=1, label="budget")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
     # Show the region that matters: up to a few times the slowest frontier point (or the
     # deadline); far slower candidates are counted in the legend.
     near = front if not front.empty else runnable
     right = 3.0 * max(near["time_to_train_s"].max(),
                       limits["deadline_s"] if np.isfinite(limits["deadline_s"]) else 0.0)
     shown = runnable[runnable["time_to_train_s"] <= right]
-    ax.set_xlim(0.7 * shown["time_to_train_s"].min() / DAY, right / DAY)
-    ax.set_ylim(0.8 * shown["cost_usd"].min() / 1e6, 1.25 * shown["cost_usd"].max() / 1e6)
-    plain_ticks(ax)
-    ax.set_xlabel("time to train (days)")
-    ax.set_ylabel("cost (million USD)")
-    ax.set_title("Plan search: cost against time to train (finalists by rank)", fontsize=10)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    finish_cost_time_axes(ax, (0.7 * shown["time_to_train_s"].min() / DAY, right / DAY),
+                          (0.8 * shown["cost_usd"].min() / 1e6,
+                           1.25 * shown["cost_usd"].max() / 1e6),
+                          "Plan search: cost against time to train (finalists by rank)")
     return save(fig, directory, "pareto.png"), (
         "Every candidate the planner estimated (closed forms), the estimated Pareto frontier of "
         "cost and time to train, and the finalists' simulated figures (stars, by rank).")
 
 
 def plot_plan_cluster(cands, finalists, domain, directory):
-    runnable = cands[cands["verdict"].isin(["ok", "deadline", "budget"]) &
-                     np.isfinite(cands["time_to_train_s"])].copy()
+    runnable = runnable_candidates(cands).copy()
     if runnable[domain].nunique() < 2:
         return None
     # Chips of the job alone (the table counts job and spare chips).

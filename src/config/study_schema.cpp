@@ -596,26 +596,34 @@ void check_sweep(SweepSpec& s, const SourceLocation& top) {
     }
 }
 
-SweepSpec load_sweep_root(const YAML::Node& root, const std::string& text,
-                          const std::string& file, const fs::path& dir) {
-    SweepSpec s;
+/// Reads a study file's root with its schema and fills the defaults every study file has
+/// (name, output file); `sources` receives where each value came from.
+template <class T>
+T load_study_root(const Schema<T>& schema, const YAML::Node& root, const std::string& text,
+                  const std::string& file, const fs::path& dir, SourceMap& sources) {
+    T s;
     s.file = file;
     s.text = text;
-    SourceMap sources;
     Context ctx;
     ctx.file = file;
     ctx.base_dir = dir;
     ctx.data_dir = data_dir();
     ctx.sources = &sources;
-    const SourceLocation top{file, 1, 1};
-    sweep_schema().load(s, root, ctx, top);
+    schema.load(s, root, ctx, {file, 1, 1});
     if (s.name.empty()) {
         s.name = fs::path(file).stem().string();
     }
     if (s.output_file.empty()) {
         s.output_file = "results/" + s.name + ".h5";
     }
-    check_sweep(s, top);
+    return s;
+}
+
+SweepSpec load_sweep_root(const YAML::Node& root, const std::string& text,
+                          const std::string& file, const fs::path& dir) {
+    SourceMap sources;
+    SweepSpec s = load_study_root(sweep_schema(), root, text, file, dir, sources);
+    check_sweep(s, {file, 1, 1});
     return s;
 }
 
@@ -818,28 +826,13 @@ const Schema<PL>& plan_schema() {
 
 PlanSpec load_plan_root(const YAML::Node& root, const std::string& text, const std::string& file,
                         const fs::path& dir) {
-    PlanSpec s;
-    s.file = file;
-    s.text = text;
     SourceMap sources;
-    Context ctx;
-    ctx.file = file;
-    ctx.base_dir = dir;
-    ctx.data_dir = data_dir();
-    ctx.sources = &sources;
-    const SourceLocation top{file, 1, 1};
-    plan_schema().load(s, root, ctx, top);
+    PlanSpec s = load_study_root(plan_schema(), root, text, file, dir, sources);
     s.objective_origin = sources.find("objective");
     if (s.ultraservers.given && s.instances.given) {
         throw InputError("search.instances",
                          "give search.ultraservers or search.instances, not both",
                          s.instances.origin);
-    }
-    if (s.name.empty()) {
-        s.name = fs::path(file).stem().string();
-    }
-    if (s.output_file.empty()) {
-        s.output_file = "results/" + s.name + ".h5";
     }
     return s;
 }

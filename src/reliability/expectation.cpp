@@ -38,27 +38,10 @@ Expectation expect(const RunInput& input) {
     const detail::Setup setup(input);
     const Layout& layout = setup.layout;
     Expectation x;
-    RunFacts& f = x.facts;
+    x.facts = setup.facts();
+    const RunFacts& f = x.facts;
     const std::int64_t jobs = layout.job_domains();
     const std::int64_t spares = layout.spare_domains();
-    f.job_domains = jobs;
-    f.spare_domains = spares;
-    f.instances_per_domain = layout.instances_per_domain();
-    f.entities = layout.entities();
-    for (ComponentClass c : kAllClasses) {
-        f.components[static_cast<std::size_t>(c)] = layout.present(c) ? layout.count(c) : 0;
-    }
-    f.job_failure_rate = setup.job_failure_rate(jobs);
-    const CheckpointCosts costs = setup.costs(jobs);
-    const Duration interval = setup.interval(jobs);
-    f.checkpoint_interval_s =
-        interval.is_max() ? std::numeric_limits<double>::infinity() : interval.seconds();
-    f.checkpoint_stall_s = costs.stall.seconds();
-    f.checkpoint_background_s = costs.background.seconds();
-    f.restore_s = costs.restore.seconds();
-    f.replica_restore_s = costs.replica_restore.seconds();
-    f.checkpoint_size = input.job.checkpoint_size;
-    f.work_s = static_cast<double>(setup.work_ns) * 1e-9;
 
     // Repairs of domains: their rate over the whole cluster and the job's share of them.
     const RepairSpec& rep = input.spec.repair;
