@@ -18,14 +18,13 @@ double wait_factor(double mean, std::int64_t spares) {
     if (!(mean > 0.0)) {
         return spares == 0 ? 1.0 : 0.0; // nothing else in repair: wait only without spares
     }
+    // The terms below n = spares are zero: start there, with log P(s) = -m + s ln m - ln s!.
     const double s = static_cast<double>(spares);
-    double log_p = -mean; // log P(0)
+    double log_p = -mean + s * std::log(mean) - std::lgamma(s + 1.0);
     double sum = 0.0;
-    const double cutoff = mean + 40.0 * std::sqrt(mean) + 50.0;
-    for (double n = 0.0; n <= std::max(cutoff, s + 50.0); n += 1.0) {
-        if (n >= s) {
-            sum += std::exp(log_p) * (n + 1.0 - s) / (n + 1.0);
-        }
+    const double last = std::max(mean + 40.0 * std::sqrt(mean) + 50.0, s + 50.0);
+    for (double n = s; n <= last; n += 1.0) {
+        sum += std::exp(log_p) * (n + 1.0 - s) / (n + 1.0);
         log_p += std::log(mean) - std::log(n + 1.0);
     }
     return sum;
