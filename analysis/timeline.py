@@ -23,6 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import trnsim_results  # noqa: E402
 
 DAY = 86400.0
+PROGRESS_COLOR = "#2166ac"
+COMMITTED_COLOR = "#4dac26"
 RECOVERY_COLORS = {
     "detecting": "#f4a582",
     "restarting": "#d6604d",
@@ -66,7 +68,7 @@ def shade_states(ax, timeline):
         ax.axvspan(times[i], times[i + 1], color=color, alpha=0.6, lw=0, label=label)
 
 
-def plot(path, output):
+def plot(path, output, dpi=110):
     meta, timeline, events, summary = load(path)
     if timeline.empty:
         fail(f"{path}: /run/timeline is empty")
@@ -74,8 +76,8 @@ def plot(path, output):
                                       gridspec_kw={"height_ratios": [3, 2]})
     t = timeline["time_s"] / DAY
     shade_states(top, timeline)
-    top.plot(t, timeline["progress_s"] / DAY, color="#2166ac", lw=1.2, label="work done")
-    top.plot(t, timeline["committed_s"] / DAY, color="#4dac26", lw=1.0, ls="--",
+    top.plot(t, timeline["progress_s"] / DAY, color=PROGRESS_COLOR, lw=1.2, label="work done")
+    top.plot(t, timeline["committed_s"] / DAY, color=COMMITTED_COLOR, lw=1.0, ls="--",
              label="work in the newest checkpoint")
     interruptions = events[events["kind"] == "interruption"]
     for x in interruptions["time_s"] / DAY:
@@ -102,7 +104,7 @@ def plot(path, output):
     if len(failures) or len(interruptions):
         bottom.legend(loc="upper left", fontsize=8, ncol=2)
     fig.tight_layout()
-    fig.savefig(output, dpi=110)
+    fig.savefig(output, dpi=dpi)
     plt.close(fig)
 
 

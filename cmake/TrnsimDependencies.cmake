@@ -40,6 +40,14 @@ trnsim_require(nlohmann_json_FOUND "nlohmann/json (Chrome/Perfetto trace export)
 find_package(OpenMP QUIET COMPONENTS CXX)
 trnsim_require(OpenMP_CXX_FOUND "OpenMP for C++" "g++ (libgomp1)")
 
+# MPI spreads `trnsim batch` over processes (mpirun -np N). Optional: without it trnsim runs
+# sweeps on one machine's threads.
+find_package(MPI QUIET COMPONENTS C)
+option(TRNSIM_WITH_MPI "Build trnsim batch with MPI (Open MPI from Debian)" ${MPI_C_FOUND})
+if(TRNSIM_WITH_MPI)
+    trnsim_require(MPI_C_FOUND "MPI (TRNSIM_WITH_MPI=ON)" "libopenmpi-dev openmpi-bin")
+endif()
+
 if(TRNSIM_BUILD_TESTS)
     find_package(GTest QUIET)
     trnsim_require(GTest_FOUND "GoogleTest" libgtest-dev)

@@ -15,6 +15,7 @@ packages=(
     g++ make cmake ninja-build ccache pkg-config
     libboost-graph-dev libboost-program-options-dev
     libhdf5-dev libyaml-cpp-dev libgtest-dev librandom123-dev libeigen3-dev nlohmann-json3-dev
+    libopenmpi-dev openmpi-bin
     python3 python3-h5py python3-pandas python3-matplotlib
 )
 

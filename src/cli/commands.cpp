@@ -3,6 +3,7 @@
 #include "report.hpp"
 
 #include "trnsim/config/load.hpp"
+#include "trnsim/config/study.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/engine/window_driver.hpp"
@@ -176,7 +177,14 @@ int cmd_validate(const std::vector<std::string>& args) {
     if (p.vm.count("set")) {
         overrides = p.vm["set"].as<std::vector<std::string>>();
     }
-    const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
+    const std::string file = p.vm["scenario"].as<std::string>();
+    if (config::file_kind(file) != config::FileKind::scenario) {
+        if (!overrides.empty()) {
+            throw UsageError("--set applies to scenarios; a sweep or plan file sets keys itself");
+        }
+        return validate_study(file);
+    }
+    const config::ScenarioSpec spec = load(file, overrides);
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
     if (spec.workload_type == config::WorkloadType::training) {
         workload::Plan plan;

@@ -14,6 +14,11 @@ int cmd_describe(const std::vector<std::string>& args);
 int cmd_calibrate(const std::vector<std::string>& args);
 int cmd_kernel(const std::vector<std::string>& args);
 int cmd_collective(const std::vector<std::string>& args);
+int cmd_batch(const std::vector<std::string>& args);
+int cmd_plan(const std::vector<std::string>& args);
+
+/// trnsim validate of a sweep or plan file: every point (or the search space) checked.
+int validate_study(const std::string& file);
 
 /// "trnsim 0.1.0"
 std::string version_line();

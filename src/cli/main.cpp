@@ -16,7 +16,10 @@ constexpr const char* kUsage =
     "\n"
     "commands:\n"
     "  run SCENARIO.yaml        simulate a scenario, print its summary, write HDF5 results\n"
-    "  validate SCENARIO.yaml   check a scenario and print it with every default resolved\n"
+    "  validate FILE.yaml       check a scenario (and print it with every default resolved),\n"
+    "                           or every point of a sweep, or the search space of a plan\n"
+    "  batch SWEEP.yaml         run every point of a sweep (x replicates) into one HDF5 file\n"
+    "  plan PLAN.yaml           search cluster size, parallelism, checkpoints and spares\n"
     "  describe chip|model|topology|schema [NAME]\n"
     "                           show what a preset contains, or every scenario key\n"
     "  calibrate --chip NAME    fit the analytic kernel model to the detailed core model\n"
@@ -62,6 +65,12 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     if (cmd == "collective") {
         return cmd_collective(rest);
+    }
+    if (cmd == "batch") {
+        return cmd_batch(rest);
+    }
+    if (cmd == "plan") {
+        return cmd_plan(rest);
     }
     throw trnsim::UsageError("unknown command '" + cmd + "'\n" + kUsage);
 }

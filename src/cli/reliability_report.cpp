@@ -124,31 +124,6 @@ void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
                       fmt::seconds(r.seconds));
 }
 
-std::vector<std::pair<std::string, results::Table::Value>>
-reliability_columns(const sim::TrainingRun& run) {
-    const RunSummary& r = *run.reliability;
-    const auto& f = r.facts;
-    std::vector<std::pair<std::string, results::Table::Value>> cols = {
-        {"ideal_time_to_train_s", run.ideal_time_to_train_s},
-        {"replications", static_cast<std::int64_t>(r.replications.size())},
-        {"spare_domains", f.spare_domains},
-        {"job_mtbf_s", f.job_failure_rate > 0 ? 1.0 / f.job_failure_rate : HUGE_VAL},
-        {"checkpoint_interval_s", f.checkpoint_interval_s},
-        {"checkpoint_bytes", f.checkpoint_size.count()},
-    };
-    const auto& fields = reliability::metric_fields();
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        const std::string name = fields[i].first;
-        if (name != "time_to_train_s" && name != "cost_usd") { // already in the schema-1 columns
-            cols.emplace_back(name, r.estimates[i].mean);
-        }
-    }
-    for (std::size_t i = 0; i < fields.size(); ++i) {
-        cols.emplace_back(std::string("ci95_") + fields[i].first, r.estimates[i].half_width);
-    }
-    return cols;
-}
-
 void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& run) {
     const RunSummary& r = *run.reliability;
     using reliability::JobState;

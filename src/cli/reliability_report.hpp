@@ -17,10 +17,6 @@ namespace trnsim::cli {
 void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
                        const sim::TrainingRun& run);
 
-/// /summary columns added by the run simulation (means, and ci95_ half widths).
-std::vector<std::pair<std::string, results::Table::Value>>
-reliability_columns(const sim::TrainingRun& run);
-
 /// The /run/... tables.
 void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& run);
 

@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cmath>
 #include <iomanip>
+#include <map>
+#include <stdexcept>
 
 namespace trnsim::cli {
 
@@ -227,6 +230,52 @@ results::ResultsFile make_collective_results(const config::ScenarioSpec& spec,
     return f;
 }
 
+results::Table summary_table(const std::vector<std::vector<sim::SummaryValue>>& rows) {
+    std::vector<std::string> names;
+    std::map<std::string, std::size_t> index;
+    std::vector<std::size_t> kind; // the variant's index: int64, double, string
+    std::vector<int> width;
+    for (const auto& row : rows) {
+        for (const auto& v : row) {
+            const auto [it, added] = index.emplace(v.name, names.size());
+            if (added) {
+                names.push_back(v.name);
+                kind.push_back(v.value.index());
+                width.push_back(1);
+            } else if (kind[it->second] != v.value.index()) {
+                throw std::logic_error("summary column " + v.name + " changes type");
+            }
+            if (const auto* s = std::get_if<std::string>(&v.value)) {
+                width[it->second] = std::max(width[it->second], static_cast<int>(s->size()));
+            }
+        }
+    }
+    results::Table t;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (kind[i] == 0) {
+            t.add_int(names[i]);
+        } else if (kind[i] == 1) {
+            t.add_float(names[i]);
+        } else {
+            t.add_string(names[i], width[i]);
+        }
+    }
+    for (const auto& row : rows) {
+        std::vector<results::Table::Value> values(names.size());
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            values[i] = kind[i] == 0   ? results::Table::Value(std::int64_t{-1})
+                        : kind[i] == 1 ? results::Table::Value(std::nan(""))
+                                       : results::Table::Value(std::string());
+        }
+        for (const auto& v : row) {
+            const std::size_t i = index.at(v.name);
+            values[i] = std::visit([](auto x) { return results::Table::Value(x); }, v.value);
+        }
+        t.add_row(values);
+    }
+    return t;
+}
+
 namespace {
 
 /// /step/entities, /step/links and /step/simulation of a step simulation.
@@ -307,49 +356,7 @@ results::ResultsFile make_results(const config::ScenarioSpec& spec, const sim::T
     f.meta.seed = spec.seed;
     f.meta.threads = threads;
 
-    auto& s = f.summary;
-    std::vector<std::pair<std::string, results::Table::Value>> columns = {
-        {"chips", p.cluster.chips},
-        {"ranks", p.ranks},
-        {"instances", p.cluster.instances},
-        {"ultraservers", p.cluster.ultraservers},
-        {"tp", std::int64_t{p.tp}},
-        {"cp", std::int64_t{p.cp}},
-        {"pp", std::int64_t{p.pp}},
-        {"dp", std::int64_t{p.dp}},
-        {"ep", std::int64_t{p.ep}},
-        {"microbatches", p.microbatches},
-        {"parameters", p.stats.total},
-        {"active_parameters", p.stats.active},
-        {"tokens_per_step", p.tokens_per_step},
-        {"steps", p.steps},
-        {"step_time_s", e.step_s},
-        {"tokens_per_s", e.tokens_per_s},
-        {"mfu", e.mfu},
-        {"hfu", e.hfu},
-        {"mbu", e.mbu},
-        {"exposed_comm_s", e.exposed_comm_s},
-        {"bubble_fraction", e.bubble_fraction},
-        {"memory_per_rank_bytes", p.memory.worst.total().count()},
-        {"hbm_per_rank_bytes", p.memory.capacity_per_rank.count()},
-        {"time_to_train_s", run.time_to_train_s},
-        {"instance_hours", run.instance_hours},
-        {"cost_usd", run.cost_usd},
-    };
-    if (run.reliability) {
-        const auto more = reliability_columns(run);
-        columns.insert(columns.end(), more.begin(), more.end());
-    }
-    std::vector<results::Table::Value> row;
-    for (const auto& [name, value] : columns) {
-        if (std::holds_alternative<std::int64_t>(value)) {
-            s.add_int(name);
-        } else {
-            s.add_float(name);
-        }
-        row.push_back(value);
-    }
-    s.add_row(row);
+    f.summary = summary_table({sim::summary_values(run)});
 
     if (run.step_sim) {
         add_step_tables(f, *run.step_sim);

@@ -6,6 +6,7 @@
 #include "trnsim/results/trace.hpp"
 #include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/sim/summary.hpp"
 #include "trnsim/workload/plan.hpp"
 
 #include <ostream>
@@ -29,6 +30,10 @@ void print_collective_row(std::ostream& out, const sim::CollectiveRow& row);
 results::ResultsFile make_collective_results(const config::ScenarioSpec& spec,
                                              const sim::CollectiveBenchResult& result,
                                              int threads);
+
+/// A table from rows of named values: the union of the rows' columns in first-seen order; a
+/// column missing from a row holds NaN (-1 in an integer column, "" in a string column).
+results::Table summary_table(const std::vector<std::vector<sim::SummaryValue>>& rows);
 
 /// The timeline of a step simulation, for results::write_chrome_trace.
 results::TraceData make_trace(const config::ScenarioSpec& spec, const sim::StepSimResult& step);

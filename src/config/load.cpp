@@ -1,4 +1,5 @@
 #include "trnsim/config/load.hpp"
+#include "trnsim/config/study.hpp"
 
 #include "trnsim/compute/cost_model.hpp"
 #include "trnsim/core/format.hpp"
@@ -525,40 +526,52 @@ workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& p
 
 namespace {
 
-struct Override {
+/// An override with its value parsed.
+struct ParsedOverride {
     std::string path;
     YAML::Node value;
     SourceLocation origin;
 };
 
-Override parse_override(const std::string& text) {
+/// Checks a key path's spelling: dotted names of letters, digits, '_' and '-'.
+void check_key_path_text(const std::string& path, const SourceLocation& origin) {
+    bool ok = !path.empty() && path.front() != '.' && path.back() != '.' &&
+              path.find("..") == std::string::npos;
+    for (char c : path) {
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-');
+    }
+    if (!ok) {
+        throw InputError(path, "is not a key path such as workload.parallelism.tp", origin);
+    }
+}
+
+ParsedOverride parse_override(const Override& o) {
+    check_key_path_text(o.path, o.origin);
+    ParsedOverride p;
+    p.path = o.path;
+    p.origin = o.origin;
+    try {
+        p.value = YAML::Load(o.value);
+    } catch (const YAML::ParserException& e) {
+        throw InputError(o.path, "the value is not valid YAML: " + e.msg, o.origin);
+    }
+    return p;
+}
+
+/// "key.path=value" from the command line.
+Override command_line_override(const std::string& text) {
     const auto eq = text.find('=');
     const SourceLocation origin{"command line (--set " + text + ")", 0, 0};
     if (eq == std::string::npos || eq == 0) {
         throw InputError("", "--set needs key.path=value, got '" + text + "'", origin);
     }
-    Override o;
-    o.path = text.substr(0, eq);
-    o.origin = origin;
-    for (char c : o.path) {
-        const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                        (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-        if (!ok || o.path.front() == '.' || o.path.back() == '.' ||
-            o.path.find("..") != std::string::npos) {
-            throw InputError(o.path, "is not a key path such as workload.parallelism.tp", origin);
-        }
-    }
-    try {
-        o.value = YAML::Load(text.substr(eq + 1));
-    } catch (const YAML::ParserException& e) {
-        throw InputError(o.path, "the value is not valid YAML: " + e.msg, origin);
-    }
-    return o;
+    return {text.substr(0, eq), text.substr(eq + 1), origin};
 }
 
 /// Sets `path` in `node`, creating mappings on the way.
 void apply_override(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
-                    const Override& o) {
+                    const ParsedOverride& o) {
     if (!node.IsMap()) {
         throw InputError(o.path, "cannot set a key below a value that is not a mapping",
                          o.origin);
@@ -649,8 +662,7 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
 }
 
 ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
-                       const std::string& default_name,
-                       const std::vector<std::string>& overrides) {
+                       const std::string& default_name, const std::vector<Override>& overrides) {
     ScenarioSpec spec;
     spec.source_file = file;
     const SourceLocation top{file, 1, 1};
@@ -669,8 +681,8 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     ctx.base_dir = base_dir;
     ctx.data_dir = data_dir();
     ctx.sources = &spec.sources;
-    for (const auto& text : overrides) {
-        Override o = parse_override(text);
+    for (const auto& given : overrides) {
+        const ParsedOverride o = parse_override(given);
         apply_override(root, detail::split_key_path(o.path), 0, o);
         ctx.overrides[o.path] = o.origin;
     }
@@ -724,9 +736,20 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     return spec;
 }
 
+std::vector<Override> command_line_overrides(const std::vector<std::string>& texts) {
+    std::vector<Override> out;
+    out.reserve(texts.size());
+    for (const auto& t : texts) {
+        out.push_back(command_line_override(t));
+    }
+    return out;
+}
+
 } // namespace
 
-ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+std::string to_string(const Override& o) { return o.path + "=" + o.value; }
+
+ScenarioSpec load_scenario_with(const std::string& path, const std::vector<Override>& overrides) {
     std::ifstream in(path);
     if (!in) {
         throw InputError("", "cannot read scenario file '" + path + "'", {path, 0, 0});
@@ -744,6 +767,10 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
     return load_root(root, path, p.parent_path(), p.stem().string(), overrides);
 }
 
+ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {
+    return load_scenario_with(path, command_line_overrides(overrides));
+}
+
 ScenarioSpec load_scenario_text(const std::string& text, const std::string& name,
                                 const std::vector<std::string>& overrides) {
     YAML::Node root;
@@ -753,7 +780,8 @@ ScenarioSpec load_scenario_text(const std::string& text, const std::string& name
         throw InputError("", "YAML syntax error: " + e.msg,
                          {name, e.mark.line + 1, e.mark.column + 1});
     }
-    return load_root(root, name, fs::current_path(), fs::path(name).stem().string(), overrides);
+    return load_root(root, name, fs::current_path(), fs::path(name).stem().string(),
+                     command_line_overrides(overrides));
 }
 
 compute::ChipSpec load_chip(const std::string& name_or_path) {
@@ -825,6 +853,7 @@ std::string schema_markdown() {
     md += detail::chip_schema().markdown();
     md += "\n## " + detail::fabric_schema().title() + " file (`topologies/*.yaml`)\n\n";
     md += detail::fabric_schema().markdown();
+    md += study_schema_markdown();
     return md;
 }
 

@@ -116,6 +116,18 @@ public:
     const std::vector<Entry>& entries() const { return entries_; }
     const std::string& title() const { return title_; }
 
+    /// The row of `path` (a section or a key), or nullptr.
+    const Entry* find(const std::string& path) const {
+        const auto it = index_.find(path);
+        return it == index_.end() ? nullptr : &entries_[it->second];
+    }
+
+    /// The names directly below a section ("" = the top level), in table order.
+    std::vector<std::string> children(const std::string& section_path) const {
+        const auto it = children_.find(section_path);
+        return it == children_.end() ? std::vector<std::string>{} : it->second;
+    }
+
     /// Reads `root` (a mapping) into `out`. `root_loc` is where errors about the whole document
     /// point (a missing required key, for example).
     void load(T& out, const YAML::Node& root, const Context& ctx,

@@ -174,25 +174,8 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
     RunSummary out;
     out.processes = setup.failures.processes();
     out.impacts = setup.impact;
-    RunFacts& f = out.facts;
-    f.job_domains = layout.job_domains();
-    f.spare_domains = layout.spare_domains();
-    f.instances_per_domain = layout.instances_per_domain();
-    f.entities = layout.entities();
-    for (ComponentClass c : kAllClasses) {
-        f.components[static_cast<std::size_t>(c)] = layout.present(c) ? layout.count(c) : 0;
-    }
-    f.job_failure_rate = setup.job_failure_rate(layout.job_domains());
-    const CheckpointCosts costs = setup.costs(layout.job_domains());
-    const Duration interval = setup.interval(layout.job_domains());
-    f.checkpoint_interval_s =
-        interval.is_max() ? std::numeric_limits<double>::infinity() : interval.seconds();
-    f.checkpoint_stall_s = costs.stall.seconds();
-    f.checkpoint_background_s = costs.background.seconds();
-    f.restore_s = costs.restore.seconds();
-    f.replica_restore_s = costs.replica_restore.seconds();
-    f.checkpoint_size = input.job.checkpoint_size;
-    f.work_s = static_cast<double>(setup.work_ns) * 1e-9;
+    out.facts = setup.facts();
+    const RunFacts& f = out.facts;
 
     const std::int64_t end =
         control.duration > Duration::zero() ? control.duration.ns() : control.time_limit.ns();

@@ -88,6 +88,30 @@ std::optional<double> Setup::step_time(std::int64_t domains, double f) const {
     return it->second;
 }
 
+RunFacts Setup::facts() const {
+    RunFacts f;
+    const std::int64_t jobs = layout.job_domains();
+    f.job_domains = jobs;
+    f.spare_domains = layout.spare_domains();
+    f.instances_per_domain = layout.instances_per_domain();
+    f.entities = layout.entities();
+    for (ComponentClass c : kAllClasses) {
+        f.components[static_cast<std::size_t>(c)] = layout.present(c) ? layout.count(c) : 0;
+    }
+    f.job_failure_rate = job_failure_rate(jobs);
+    const CheckpointCosts c = costs(jobs);
+    const Duration every = interval(jobs);
+    f.checkpoint_interval_s =
+        every.is_max() ? std::numeric_limits<double>::infinity() : every.seconds();
+    f.checkpoint_stall_s = c.stall.seconds();
+    f.checkpoint_background_s = c.background.seconds();
+    f.restore_s = c.restore.seconds();
+    f.replica_restore_s = c.replica_restore.seconds();
+    f.checkpoint_size = input.job.checkpoint_size;
+    f.work_s = static_cast<double>(work_ns) * 1e-9;
+    return f;
+}
+
 std::int64_t Setup::runnable_domains(std::int64_t domains) const {
     for (std::int64_t n = domains; n > 0; --n) {
         if (step_time(n, 1.0)) {

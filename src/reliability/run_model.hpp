@@ -90,6 +90,8 @@ public:
     std::optional<double> step_time(std::int64_t domains, double f) const;
     /// The largest count <= `domains` the job can run on (0: none).
     std::int64_t runnable_domains(std::int64_t domains) const;
+    /// The run's fixed facts on the full job (what simulate() and expect() report).
+    RunFacts facts() const;
 
 private:
     mutable std::mutex step_mutex_;

@@ -161,6 +161,19 @@ void write_table(hid_t file, const std::string& path, const Table& table) {
     }
 }
 
+void write_text(hid_t file, const std::string& path, const std::string& text) {
+    ensure_parents(file, path);
+    Handle type = vlen_string_type();
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose, "create a scalar space");
+    Handle dcpl = object_create_plist(H5P_DATASET_CREATE);
+    Handle ds(H5Dcreate2(file, path.c_str(), type.get(), space.get(), H5P_DEFAULT, dcpl.get(),
+                         H5P_DEFAULT),
+              H5Dclose, ("create " + path).c_str());
+    const char* p = text.c_str();
+    check(H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p),
+          ("write " + path).c_str());
+}
+
 void write_meta(hid_t file, const Meta& meta) {
     Handle gcpl = object_create_plist(H5P_GROUP_CREATE);
     Handle group(H5Gcreate2(file, "/meta", H5P_DEFAULT, gcpl.get(), H5P_DEFAULT), H5Gclose,
@@ -206,6 +219,9 @@ void write_hdf5(const std::string& path, const ResultsFile& file) {
             for (const auto& [name, table] : file.tables) {
                 write_table(f.get(), name, table);
             }
+            for (const auto& [name, text] : file.texts) {
+                write_text(f.get(), name, text);
+            }
             check(H5Fflush(f.get(), H5F_SCOPE_GLOBAL), "flush the file");
         }
         fs::rename(tmp, target);
@@ -216,20 +232,45 @@ void write_hdf5(const std::string& path, const ResultsFile& file) {
     }
 }
 
-Table read_summary(const std::string& path) {
+Table read_summary(const std::string& path) { return read_table(path, "/summary"); }
+
+std::optional<std::string> read_text(const std::string& path, const std::string& dataset) {
     const QuietErrors quiet;
     Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
              ("open '" + path + "'").c_str());
-    Handle ds(H5Dopen2(f.get(), "/summary", H5P_DEFAULT), H5Dclose, "open /summary");
-    Handle type(H5Dget_type(ds.get()), H5Tclose, "read the /summary type");
-    Handle space(H5Dget_space(ds.get()), H5Sclose, "read the /summary space");
+    if (H5Lexists(f.get(), dataset.c_str(), H5P_DEFAULT) <= 0) {
+        return std::nullopt;
+    }
+    Handle ds(H5Dopen2(f.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose,
+              ("open " + dataset).c_str());
+    Handle type = vlen_string_type();
+    char* p = nullptr;
+    check(H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p),
+          ("read " + dataset).c_str());
+    std::string text = p != nullptr ? p : "";
+    Handle space(H5Dget_space(ds.get()), H5Sclose, "read a data space");
+    H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, &p);
+    return text;
+}
+
+Table read_table(const std::string& path, const std::string& dataset) {
+    const QuietErrors quiet;
+    Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
+             ("open '" + path + "'").c_str());
+    if (H5Lexists(f.get(), dataset.c_str(), H5P_DEFAULT) <= 0) {
+        throw std::runtime_error("results: '" + path + "' has no dataset " + dataset);
+    }
+    Handle ds(H5Dopen2(f.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose,
+              ("open " + dataset).c_str());
+    Handle type(H5Dget_type(ds.get()), H5Tclose, ("read the type of " + dataset).c_str());
+    Handle space(H5Dget_space(ds.get()), H5Sclose, ("read the space of " + dataset).c_str());
     hsize_t dims[1] = {0};
     check(H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 0 ? -1 : 0, "read dims");
     const std::size_t row_size = H5Tget_size(type.get());
     std::vector<unsigned char> buffer(row_size * dims[0]);
     if (dims[0] > 0) {
         check(H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
-              "read /summary");
+              ("read " + dataset).c_str());
     }
     const int n = H5Tget_nmembers(type.get());
     Table t;

@@ -143,7 +143,7 @@ StepSimResult run_step_simulation(const config::ScenarioSpec& spec, const worklo
 
 } // namespace
 
-TrainingRun run_training(const config::ScenarioSpec& spec) {
+TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& options) {
     TrainingRun run;
     run.plan = make_plan(spec);
     switch (spec.simulation.fidelity) {
@@ -171,6 +171,7 @@ TrainingRun run_training(const config::ScenarioSpec& spec) {
         control.threads = spec.simulation.threads > 0 ? spec.simulation.threads
                                                       : engine::default_thread_count();
         control.seed = static_cast<std::uint64_t>(spec.seed);
+        control.record = options.record;
         reliability::RunInput input = reliability_input(spec, run.plan, run.step);
         if (run.step_sim) {
             // Degraded clusters: the analytic step, scaled as the simulation scaled the full one.

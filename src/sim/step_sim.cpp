@@ -194,7 +194,8 @@ struct Worker {
     enum Wait : std::uint8_t { none, sleep, input, coll, tp };
     Wait wait = none;
     Fam wait_fam = kDp;
-    std::uint32_t wait_target = 0;
+    std::uint32_t wait_target = 0; // input slot, or collectives completed to wait for
+    std::uint32_t wait_name = 0;   // tp: the collective's name (timeline)
     std::int64_t clock = 0;
     std::int64_t wait_since = 0;
     std::int64_t task_start = 0;
@@ -798,7 +799,7 @@ private:
         case kTpDone:
             if (w.wait == Worker::tp) {
                 w.comm_ns += now - w.wait_since;
-                trace(ctx, self, 0, w.wait_since, now, w.wait_target);
+                trace(ctx, self, 1, w.wait_since, now, w.wait_name);
                 w.clock = now;
                 w.wait = Worker::none;
                 run(ctx, w);
@@ -921,7 +922,7 @@ private:
                 ++w.item;
                 w.wait = Worker::tp;
                 w.wait_since = w.clock;
-                w.wait_target = it.barrier_name;
+                w.wait_name = it.barrier_name;
                 if (++b.count == tp_) {
                     const std::int64_t at = b.latest + it.barrier_ns;
                     for (int r = 0; r < tp_; ++r) {
@@ -1196,8 +1197,6 @@ private:
     std::vector<std::vector<TraceSpan>> spans_;                          // per partition
     std::vector<std::array<double, topology::kLinkKinds>> link_bytes_; // per partition
 
-    friend StepSimResult sim::simulate_step(const workload::Plan&, const topology::Fabric&,
-                                            const StepSimOptions&);
 };
 
 StepSimResult StepModel::result(const engine::RunStats& run) const {

@@ -167,8 +167,10 @@ TEST(Cli, EveryShippedScenarioValidates) {
             p.parent_path().filename() == "reliability") {
             continue;
         }
+        // Sweep and plan files (scenarios/studies/) validate every point or the search space.
         const CliResult r = run_cli({"validate", p.string()});
         EXPECT_EQ(r.exit_code, 0) << p << "\n" << r.err;
+        EXPECT_NE(r.out.find("  valid\n"), std::string::npos) << p << "\n" << r.out;
     }
 }
 

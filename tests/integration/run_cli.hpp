@@ -27,9 +27,9 @@ inline std::string slurp(const std::filesystem::path& p) {
     return {std::istreambuf_iterator<char>(in), {}};
 }
 
-/// Runs `trnsim args...` in `cwd` (default: the source tree).
-inline CliResult run_cli(const std::vector<std::string>& args,
-                         const std::string& cwd = TRNSIM_SOURCE_DIR) {
+/// Runs `program args...` in `cwd` (default: the source tree).
+inline CliResult run_program(const std::string& program, const std::vector<std::string>& args,
+                             const std::string& cwd = TRNSIM_SOURCE_DIR) {
     namespace fs = std::filesystem;
     static int counter = 0;
     const fs::path dir = fs::temp_directory_path() /
@@ -39,7 +39,7 @@ inline CliResult run_cli(const std::vector<std::string>& args,
     const std::string out_path = (dir / "stdout").string();
     const std::string err_path = (dir / "stderr").string();
 
-    std::vector<std::string> argv_s{TRNSIM_CLI_PATH};
+    std::vector<std::string> argv_s{program};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_s) {
@@ -66,6 +66,12 @@ inline CliResult run_cli(const std::vector<std::string>& args,
     r.err = slurp(err_path);
     fs::remove_all(dir);
     return r;
+}
+
+/// Runs `trnsim args...` in `cwd` (default: the source tree).
+inline CliResult run_cli(const std::vector<std::string>& args,
+                         const std::string& cwd = TRNSIM_SOURCE_DIR) {
+    return run_program(TRNSIM_CLI_PATH, args, cwd);
 }
 
 } // namespace trnsim::test

@@ -4,6 +4,7 @@
 //   /meta/scenario   the resolved scenario (YAML text, every default filled in)
 //   /summary         compound dataset, one row per run
 //   /<path>          further compound tables (for example /step/breakdown)
+//   /<path>          text datasets (scalar UTF-8 strings, for example /batch/sweep)
 //
 // The file is written under a temporary name beside the target and renamed into place only
 // when complete, so an error or a crash never leaves a partial results file. Object
@@ -13,6 +14,7 @@
 #include "trnsim/results/table.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -35,13 +37,23 @@ struct ResultsFile {
     Table summary;
     /// Additional tables by absolute dataset path ("/step/breakdown").
     std::vector<std::pair<std::string, Table>> tables;
+    /// Text datasets by absolute path ("/batch/sweep").
+    std::vector<std::pair<std::string, std::string>> texts;
 };
 
 /// Writes `file` to `path` (parent directories are created). Throws std::runtime_error when
 /// the file cannot be written; the target is then left untouched.
 void write_hdf5(const std::string& path, const ResultsFile& file);
 
-/// Reads back the /summary table of a results file (used by tests and tools).
+/// Reads back a table of a results file ("/summary", "/batch/points"); std::runtime_error
+/// when the file or the dataset cannot be read.
+Table read_table(const std::string& path, const std::string& dataset);
+
+/// read_table(path, "/summary").
 Table read_summary(const std::string& path);
+
+/// A text dataset, or nothing when the file has no dataset of that name (std::runtime_error
+/// when the file cannot be read at all).
+std::optional<std::string> read_text(const std::string& path, const std::string& dataset);
 
 } // namespace trnsim::results

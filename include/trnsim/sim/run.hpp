@@ -48,11 +48,19 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
 /// Validates the scenario's plan (InputError with a key path, not yet located in the file).
 workload::Plan make_plan(const config::ScenarioSpec& spec);
 
+struct RunOptions {
+    /// Keep the events and timeline of the first replication of the run simulation (what
+    /// /run/events and /run/timeline hold); sweeps, which store neither, turn it off.
+    bool record = true;
+};
+
 /// Runs the scenario: the step estimate (analytic, or simulated with fidelity: step, on the
 /// fabric of cluster.fabric), and with a reliability section the run simulation on
 /// simulation.threads threads (auto: the engine's default). With fidelity step, the run
 /// simulation's step times on degraded clusters are the analytic ones scaled by the ratio of
-/// simulated to analytic step time on the full cluster.
-TrainingRun run_training(const config::ScenarioSpec& spec);
+/// simulated to analytic step time on the full cluster. This is the one entry point that runs
+/// a scenario: `trnsim run`, every run of `trnsim batch` and the finalists of `trnsim plan` go
+/// through it.
+TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& options = {});
 
 } // namespace trnsim::sim

@@ -2,6 +2,7 @@
 // (and then plan, or fail planning with an InputError) or fail with an InputError that names a
 // location. Never a crash, never another exception type. The mutations are deterministic.
 #include "trnsim/config/load.hpp"
+#include "trnsim/config/study.hpp"
 #include "trnsim/sim/run.hpp"
 
 #include <gtest/gtest.h>
@@ -144,6 +145,93 @@ simulation: {duration: 30d, replications: 3}
     fuzz(base, 1500, 99, out);
     EXPECT_GT(out.loaded, 20); // a dense base: most mutations break something
     EXPECT_GT(out.rejected, 500);
+}
+
+/// Study files: every mutation loads or fails with an InputError that has a location; a
+/// loaded sweep's values then go through the scenario loader, which also fails cleanly.
+template <class Load>
+void fuzz_study(const std::string& base, int iterations, std::uint64_t seed, Load load,
+                Outcome& out) {
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < iterations; ++i) {
+        const std::string text = mutate(base, rng);
+        try {
+            load(text);
+            ++out.loaded;
+        } catch (const InputError& e) {
+            ++out.rejected;
+            EXPECT_TRUE(e.location().known()) << "no location for: " << e.what() << "\n--\n"
+                                              << text;
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "unexpected exception type: " << e.what() << "\n--\n" << text;
+        }
+    }
+}
+
+TEST(Fuzz, MutatedSweepsFailCleanly) {
+    const std::string base = "base: " + std::string(TRNSIM_SOURCE_DIR) +
+                             "/scenarios/default.yaml\n" + R"(name: fuzz-sweep
+seed: 4
+replications: 2
+set: {simulation.threads: 1, workload.tokens: 10B}
+sweep:
+  grid:
+    cluster.ultraservers: [8, 16]
+    workload.parallelism.recompute: [selective, full]
+  zip:
+    - {workload.parallelism.tp: [8, 16], workload.parallelism.pp: [4, 2]}
+  random:
+    samples: 2
+    seed: 9
+    keys:
+      workload.global_batch: {uniform: [512, 2048]}
+      cost.instance_hour: {log_uniform: [$10, $40]}
+      workload.precision: {choice: [bf16, fp8]}
+output: {file: out/x.h5}
+)";
+    Outcome out;
+    int points = 0;
+    fuzz_study(base, 1500, 31,
+               [&](const std::string& text) {
+                   const SweepSpec s = load_sweep_text(text, "fuzz-sweep.yaml");
+                   // Apply the first value of every axis: located errors only.
+                   std::vector<Override> overrides = s.fixed;
+                   for (const auto& axis : s.axes) {
+                       for (const auto& k : axis.keys) {
+                           overrides.push_back({k.path, k.values[0].yaml, k.values[0].origin});
+                       }
+                   }
+                   try {
+                       load_scenario_with(s.base, overrides);
+                       ++points;
+                   } catch (const InputError& e) {
+                       EXPECT_TRUE(e.location().known()) << e.what() << "\n--\n" << text;
+                   }
+               },
+               out);
+    EXPECT_GT(out.loaded, 20); // a dense file: most mutations break something
+    EXPECT_GT(out.rejected, 500);
+    EXPECT_GT(points, 10);
+}
+
+TEST(Fuzz, MutatedPlansFailCleanly) {
+    const std::string base = "base: " + std::string(TRNSIM_SOURCE_DIR) +
+                             "/scenarios/default.yaml\n" + R"(objective: min_cost
+constraints: {deadline: 60d, budget: $2000000, max_chips: 8192, min_ettr: 90%}
+search:
+  ultraservers: {from: 8, to: 64, factor: 2}
+  tp: [8, 16]
+  pp: {from: 1, to: 4, step: 1}
+  recompute: [selective, full]
+  checkpoint_interval: [auto, 1h]
+  spares: [0, 4]
+finalists: 3
+)";
+    Outcome out;
+    fuzz_study(base, 4000, 57, [](const std::string& text) { load_plan_text(text, "p.yaml"); },
+               out);
+    EXPECT_GT(out.loaded, 10); // a dense file: most mutations break something
+    EXPECT_GT(out.rejected, 2000);
 }
 
 TEST(Fuzz, RandomBytesNeverCrash) {

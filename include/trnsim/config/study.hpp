@@ -1,0 +1,194 @@
+// Study files: sweeps (`trnsim batch`) and plans (`trnsim plan`), as plain validated values.
+//
+// Both name a base scenario and change some of its keys. A change is an Override: a scenario
+// key path, a YAML value and where that value was written. Applying overrides to the base
+// scenario goes through exactly the validation of `--set` (load_scenario_with), and an error
+// points at the override's origin: the line of the sweep or plan file that wrote the value.
+//
+// A sweep file (docs/scenario-schema.md, "Sweep file", lists every key):
+//
+//   base: ../llama3-405b-reliability.yaml   # the scenario, relative to this file
+//   replications: 5                         # runs per point, each with its own seed
+//   set: {simulation.duration: 30d}         # applied to every point
+//   sweep:
+//     grid:                                 # every combination of these lists
+//       reliability.checkpoint.interval: [30min, 1h, 2h]
+//       reliability.spares.ultraservers: [0, 8, 16]
+//     zip:                                  # lists of equal length, taken side by side
+//       - {workload.parallelism.tp: [32, 64], workload.parallelism.pp: [4, 2]}
+//     random:                               # `samples` points drawn with `seed`
+//       samples: 20
+//       seed: 3
+//       keys: {reliability.recovery.restart: {uniform: [5min, 30min]}}
+//
+// Each grid key, each zip group and the random block is one axis; the points are every
+// combination of the axes (grid keys in file order, then zip groups, then random samples; the
+// last axis varies fastest).
+//
+// A plan file names the base scenario, an objective, constraints and a search space; each
+// search key is a list of candidate values (or a single value, or a range for counts).
+#pragma once
+
+#include "trnsim/core/error.hpp"
+#include "trnsim/core/units.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trnsim::config {
+
+struct ScenarioSpec;
+
+/// A scenario key set to a value.
+struct Override {
+    std::string path;      ///< scenario key path: workload.parallelism.tp
+    std::string value;     ///< YAML text of the value ("8", "30min", "{tp: 8, pp: 2}")
+    SourceLocation origin; ///< where the value was written (unknown: "--set" style)
+};
+
+/// "path=value" (for messages and tables).
+std::string to_string(const Override& o);
+
+/// Reads the scenario at `path` and applies `overrides` in order, with the validation of
+/// `--set`: an error about an overridden key (or a key below it) points at the override's
+/// origin. Throws InputError.
+ScenarioSpec load_scenario_with(const std::string& path, const std::vector<Override>& overrides);
+
+/// How values of a scenario key are written, from the schema tables: the unit decides how
+/// a value converts to a number in SI units (seconds, bytes, bytes/s, USD) and back.
+enum class ValueKind { text, integer, real, duration, bytes, bandwidth, money };
+
+/// The kind of the scenario key `path` (keys of an inline model under workload.model.*
+/// included); text for keys that are not numbers and for unknown keys.
+ValueKind value_kind(const std::string& path);
+
+/// The value in SI units when `value_yaml` is a number of the key's kind ("30min" -> 1800 for
+/// a duration key); nothing for text keys and words such as auto.
+std::optional<double> numeric_value(const std::string& path, const std::string& value_yaml);
+
+/// YAML text of `si` as a value of `kind` that parses back to the same number, to the unit's
+/// resolution (integers and bytes are rounded to the nearest, durations to the nanosecond):
+/// "1800s", "2.5e+12B/s", "7". Throws std::invalid_argument for text.
+std::string format_value(ValueKind kind, double si);
+
+// ---------------------------------------------------------------------------------------------
+// Sweeps
+
+/// One value of a swept key.
+struct SweepValue {
+    std::string yaml;      ///< flow-style YAML text
+    SourceLocation origin;
+};
+
+/// A list of values for one key.
+struct SweepKey {
+    std::string path;
+    std::vector<SweepValue> values;
+    SourceLocation origin; ///< of the key
+};
+
+/// One axis of the grid: a single key (sweep.grid) or several keys of equal length taken side
+/// by side (one group of sweep.zip).
+struct SweepAxis {
+    std::vector<SweepKey> keys;
+    std::size_t size() const { return keys.empty() ? 0 : keys.front().values.size(); }
+};
+
+enum class Distribution { uniform, log_uniform, choice };
+const char* to_string(Distribution d);
+
+/// A randomly drawn key (sweep.random.keys).
+struct RandomKey {
+    std::string path;
+    Distribution distribution = Distribution::uniform;
+    ValueKind kind = ValueKind::real;  ///< the key's kind; integer kinds draw integers
+    double low = 0.0, high = 0.0;      ///< SI units, low <= high (uniform, log_uniform)
+    std::vector<SweepValue> choices;   ///< choice
+    SourceLocation origin;
+};
+
+struct RandomAxis {
+    std::int64_t samples = 0;
+    std::int64_t seed = 1;
+    std::vector<RandomKey> keys;
+    SourceLocation origin;
+};
+
+struct SweepSpec {
+    std::string file;         ///< the sweep file as given
+    std::string text;         ///< its content (stored in results)
+    std::string name;         ///< default: the file name without .yaml
+    std::string base;         ///< base scenario path (relative to the working directory)
+    SourceLocation base_origin;
+    std::optional<std::int64_t> seed;     ///< default: the base scenario's seed
+    std::optional<int> replications;      ///< default: the base's simulation.replications
+    std::vector<Override> fixed;          ///< `set`: applied to every point, first
+    std::vector<SweepAxis> axes;          ///< grid keys then zip groups, in file order
+    std::optional<RandomAxis> random;
+    std::string output_file;              ///< default: results/<name>.h5
+};
+
+/// Reads and validates a sweep file (its own keys and the shape of the values; the values
+/// themselves are validated against the scenario when the points are built). Throws
+/// InputError with FILE:LINE:COL.
+SweepSpec load_sweep(const std::string& path);
+SweepSpec load_sweep_text(const std::string& text, const std::string& name);
+
+// ---------------------------------------------------------------------------------------------
+// Plans
+
+enum class Objective { min_time, min_cost, max_goodput };
+const char* to_string(Objective o);
+
+/// One searched scenario key: its candidate values (YAML texts) in order.
+struct SearchKey {
+    std::vector<SweepValue> values;
+    bool given = false; ///< false: the base scenario's value only
+    SourceLocation origin;
+};
+
+struct PlanSpec {
+    std::string file;
+    std::string text;
+    std::string name;
+    std::string base;
+    SourceLocation base_origin;
+    Objective objective = Objective::min_cost;
+    SourceLocation objective_origin;
+
+    // Constraints (absent: no limit).
+    std::optional<Duration> deadline;     ///< expected time to train at most
+    std::optional<Money> budget;          ///< expected cost at most
+    std::optional<std::int64_t> max_chips; ///< job and spare chips at most
+    std::optional<double> min_ettr;       ///< expected ETTR at least
+    double hbm_headroom = 0.0;            ///< fraction of each rank's HBM kept free
+
+    // Search space: scenario values as YAML text, each checked by the scenario's own rule.
+    // Give ultraservers or instances as the base scenario counts them; spares count the same
+    // kind. checkpoint_interval values are durations or auto.
+    SearchKey ultraservers, instances, tp, pp, dp, ep, zero, microbatch, recompute,
+        checkpoint_interval, spares;
+
+    int finalists = 8;                 ///< best candidates by the objective, simulated in full
+    int frontier = 8;                  ///< further cost/time Pareto points, simulated in full
+    std::optional<std::int64_t> seed;  ///< default: the base's
+    std::optional<int> replications;   ///< default: the base's simulation.replications
+    std::string output_file;
+};
+
+/// Reads and validates a plan file. Throws InputError with FILE:LINE:COL.
+PlanSpec load_plan(const std::string& path);
+PlanSpec load_plan_text(const std::string& text, const std::string& name);
+
+/// What a YAML file is: a study file names a `base` scenario; a plan file also has `search`,
+/// `objective` or `constraints`. Anything else (also an unreadable file) is taken for a
+/// scenario, whose loader then reports the problem.
+enum class FileKind { scenario, sweep, plan };
+FileKind file_kind(const std::string& path);
+
+/// docs/scenario-schema.md's sections for sweep and plan files.
+std::string study_schema_markdown();
+
+} // namespace trnsim::config

@@ -1,0 +1,985 @@
+// Sweep and plan files (include/trnsim/config/study.hpp): their schema tables, the checks of
+// the scenario key paths they name, and the kinds of scenario values.
+#include "trnsim/config/study.hpp"
+
+#include "trnsim/config/load.hpp"
+
+#include "fields.hpp"
+#include "tables.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace trnsim::config {
+
+namespace fs = std::filesystem;
+using detail::Context;
+using detail::Entry;
+using detail::Schema;
+
+const char* to_string(Distribution d) {
+    switch (d) {
+    case Distribution::uniform:
+        return "uniform";
+    case Distribution::log_uniform:
+        return "log_uniform";
+    case Distribution::choice:
+        return "choice";
+    }
+    return "?";
+}
+
+const char* to_string(Objective o) {
+    switch (o) {
+    case Objective::min_time:
+        return "min_time";
+    case Objective::min_cost:
+        return "min_cost";
+    case Objective::max_goodput:
+        return "max_goodput";
+    }
+    return "?";
+}
+
+namespace {
+
+constexpr const char* kModelPrefix = "workload.model.";
+
+/// The schema row of a scenario key: the scenario table's, or for keys of an inline model
+/// (workload.model.layers) the model table's.
+const std::string* entry_type(const std::string& path) {
+    if (const auto* e = detail::scenario_schema().find(path); e != nullptr && !e->is_section) {
+        return &e->type;
+    }
+    const std::string prefix = kModelPrefix;
+    if (path.compare(0, prefix.size(), prefix) == 0) {
+        if (const auto* e = detail::model_schema().find(path.substr(prefix.size()));
+            e != nullptr && !e->is_section) {
+            return &e->type;
+        }
+    }
+    return nullptr;
+}
+
+bool starts_with(const std::string& s, const char* word) {
+    const std::string w = word;
+    return s.compare(0, w.size(), w) == 0;
+}
+
+std::string shortest(double v) {
+    std::array<char, 64> buf{};
+    const auto res = std::to_chars(buf.data(), buf.data() + buf.size(), v);
+    return std::string(buf.data(), res.ptr);
+}
+
+/// Flow-style YAML text of a node (a scalar stays as written, quoted when it must be).
+std::string flow_text(const YAML::Node& n) {
+    YAML::Emitter e;
+    e.SetMapFormat(YAML::Flow);
+    e.SetSeqFormat(YAML::Flow);
+    e << n;
+    return e.c_str();
+}
+
+std::string kind_text(const YAML::Node& n) {
+    if (n.IsSequence()) {
+        return "a list";
+    }
+    if (n.IsMap()) {
+        return "a mapping";
+    }
+    if (!n.IsDefined() || n.IsNull()) {
+        return "nothing";
+    }
+    return "the value '" + n.Scalar() + "'";
+}
+
+/// Reads a whole file, or throws InputError naming it.
+std::string read_file(const std::string& path, const char* what) {
+    std::ifstream in(path);
+    if (!in) {
+        throw InputError("", std::string("cannot read ") + what + " file '" + path + "'",
+                         {path, 0, 0});
+    }
+    std::stringstream buf;
+    buf << in.rdbuf();
+    return buf.str();
+}
+
+YAML::Node parse_document(const std::string& text, const std::string& name, const char* what) {
+    YAML::Node root;
+    try {
+        root = YAML::Load(text);
+    } catch (const YAML::ParserException& e) {
+        throw InputError("", "YAML syntax error: " + e.msg,
+                         {name, e.mark.line + 1, e.mark.column + 1});
+    }
+    if (!root.IsDefined() || root.IsNull()) {
+        throw InputError("", std::string("the ") + what + " file is empty; it needs at least base",
+                         {name, 1, 1});
+    }
+    if (!root.IsMap()) {
+        throw InputError("", std::string("a ") + what + " file is a mapping of keys (base, ...)",
+                         {name, 1, 1});
+    }
+    return root;
+}
+
+/// The deepest section of `table` above `rel` and the name in it closest to rel's next name.
+template <class T>
+std::pair<std::string, std::string> nearest_key(const Schema<T>& table, const std::string& rel) {
+    std::string section = rel;
+    std::string name = rel;
+    while (true) {
+        const auto cut = section.rfind('.');
+        name = cut == std::string::npos ? section : section.substr(cut + 1);
+        section = cut == std::string::npos ? "" : section.substr(0, cut);
+        const auto* e = table.find(section);
+        if (section.empty() || (e != nullptr && e->is_section)) {
+            break;
+        }
+    }
+    return {section, detail::closest(name, table.children(section))};
+}
+
+/// A scenario key path named in a study file: spelled as a key path and naming a scenario
+/// key or section (or a key of an inline model). Unknown names get a "did you mean".
+void check_scenario_key(const std::string& path, const std::string& where,
+                        const SourceLocation& loc) {
+    bool spelled = !path.empty() && path.front() != '.' && path.back() != '.' &&
+                   path.find("..") == std::string::npos;
+    for (char c : path) {
+        spelled = spelled && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                              (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-');
+    }
+    if (!spelled) {
+        throw InputError(where, "'" + path + "' is not a scenario key path such as "
+                                "workload.parallelism.tp",
+                         loc);
+    }
+    const auto& scenario = detail::scenario_schema();
+    if (scenario.find(path) != nullptr) {
+        return;
+    }
+    const std::string prefix = kModelPrefix;
+    const bool model_key = path.compare(0, prefix.size(), prefix) == 0;
+    const std::string rel = model_key ? path.substr(prefix.size()) : path;
+    if (model_key && detail::model_schema().find(rel) != nullptr) {
+        return;
+    }
+    const auto [section, guess] = model_key ? nearest_key(detail::model_schema(), rel)
+                                            : nearest_key(scenario, rel);
+    std::string msg = "'" + path + "' is not a scenario key";
+    if (!guess.empty()) {
+        msg += "; did you mean '" + (model_key ? prefix : std::string()) +
+               (section.empty() ? std::string() : section + ".") + guess + "'?";
+    }
+    msg += " (docs/scenario-schema.md lists the keys)";
+    throw InputError(where, msg, loc);
+}
+
+/// The location of a node's value (or of `fallback` when it has no mark).
+SourceLocation where(const Context& ctx, const std::string& path, const YAML::Node& n,
+                     const SourceLocation& fallback) {
+    if (!n.IsDefined() || n.Mark().is_null()) {
+        return fallback;
+    }
+    return ctx.locate(path, n.Mark());
+}
+
+/// One value per element of a non-empty list.
+std::vector<SweepValue> value_list(const YAML::Node& n, const std::string& path,
+                                   const SourceLocation& loc, const Context& ctx) {
+    if (!n.IsSequence() || n.size() == 0) {
+        throw InputError(path, "expected a non-empty list of values such as [8, 16, 32], got " +
+                                   kind_text(n),
+                         loc);
+    }
+    std::vector<SweepValue> values;
+    for (std::size_t i = 0; i < n.size(); ++i) {
+        const YAML::Node item = n[i];
+        const std::string item_path = path + "[" + std::to_string(i) + "]";
+        if (item.IsNull()) {
+            throw InputError(item_path, "has no value", where(ctx, item_path, item, loc));
+        }
+        values.push_back({flow_text(item), where(ctx, item_path, item, loc)});
+    }
+    return values;
+}
+
+/// Iterates a mapping of scenario key paths, checking each key; calls f(key path, value,
+/// location of the key, location of the value).
+template <class F>
+void for_each_key_path(const YAML::Node& map, const std::string& path, const SourceLocation& loc,
+                       const Context& ctx, const char* example, F f) {
+    if (!map.IsMap()) {
+        throw InputError(path, std::string("expected a mapping of scenario key paths such as ") +
+                                   example + ", got " + kind_text(map),
+                         loc);
+    }
+    std::map<std::string, bool> seen;
+    for (auto it = map.begin(); it != map.end(); ++it) {
+        const YAML::Node key = it->first;
+        const YAML::Node value = it->second;
+        if (!key.IsScalar()) {
+            throw InputError(path, "keys must be scenario key paths",
+                             where(ctx, path, key, loc));
+        }
+        const std::string k = key.Scalar();
+        const std::string full = path + "." + k;
+        const SourceLocation key_loc = where(ctx, full, key, loc);
+        if (!seen.emplace(k, true).second) {
+            throw InputError(full, "duplicate key", key_loc);
+        }
+        check_scenario_key(k, full, key_loc);
+        f(k, value, key_loc, where(ctx, full, value, key_loc));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared entries
+
+/// base: the scenario file, resolved against the study file's directory.
+template <class T>
+Entry<T> base_entry(const char* what, const char* unit) {
+    auto e = detail::make_entry<T>("base", "file", "", "a scenario .yaml file",
+                                   std::string("The base scenario (relative to the ") + what +
+                                       " file); every " + unit + " changes some of its keys.");
+    e.required = true;
+    e.apply = [](T& out, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                 const Context& ctx) {
+        const std::string ref = detail::scalar_text(n, p, loc);
+        fs::path file(ref);
+        if (file.is_relative()) {
+            file = ctx.base_dir / file;
+        }
+        std::error_code ec;
+        if (!fs::is_regular_file(file, ec)) {
+            throw InputError(p, "scenario file '" + ref + "' not found (looked for '" +
+                                    file.lexically_normal().string() + "')",
+                             loc);
+        }
+        out.base = file.lexically_normal().string();
+        out.base_origin = loc;
+    };
+    return e;
+}
+
+template <class T>
+Entry<T> optional_seed(const char* doc) {
+    auto e = detail::make_entry<T>("seed", "count", "", "0 to 2^53", doc);
+    e.default_doc = "the base scenario's seed";
+    e.apply = [](T& out, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                 const Context&) {
+        constexpr std::int64_t kMax = std::int64_t{1} << 53;
+        out.seed = detail::parse_checked<std::int64_t>(
+            n, p, loc, parse_count, [](std::int64_t x) { return x >= 0 && x <= kMax; },
+            "0 to 2^53");
+    };
+    return e;
+}
+
+template <class T>
+Entry<T> optional_replications(const char* doc) {
+    auto e = detail::make_entry<T>("replications", "integer", "", "1 to 100000", doc);
+    e.default_doc = "the base scenario's simulation.replications";
+    e.apply = [](T& out, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                 const Context&) {
+        out.replications = static_cast<int>(detail::parse_checked<std::int64_t>(
+            n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 100000; },
+            "1 to 100000"));
+    };
+    return e;
+}
+
+template <class T>
+Entry<T> output_file() {
+    return detail::computed_default(
+        detail::text<T>("output.file", [](T& x) -> std::string& { return x.output_file; }, "",
+                        "HDF5 results file (-o overrides it)."),
+        "results/<name>.h5");
+}
+
+template <class T>
+Entry<T> study_name() {
+    return detail::computed_default(
+        detail::text<T>("name", [](T& x) -> std::string& { return x.name; }, "",
+                        "Name of the study, stored in the results."),
+        "the file name without .yaml");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sweep files
+
+using SW = SweepSpec;
+
+/// The distribution of one random key: {uniform: [lo, hi]}, {log_uniform: [lo, hi]} or
+/// {choice: [a, b, ...]}.
+RandomKey random_key(const std::string& key, const YAML::Node& n, const std::string& path,
+                     const SourceLocation& loc, const Context& ctx) {
+    RandomKey r;
+    r.path = key;
+    r.origin = loc;
+    r.kind = value_kind(key);
+    if (!n.IsMap() || n.size() != 1) {
+        throw InputError(path, "expected one distribution: {uniform: [LOW, HIGH]}, "
+                               "{log_uniform: [LOW, HIGH]} or {choice: [A, B, ...]}; got " +
+                                   kind_text(n),
+                         loc);
+    }
+    const std::string name = n.begin()->first.Scalar();
+    const YAML::Node args = n.begin()->second;
+    const std::string sub = path + "." + name;
+    const SourceLocation args_loc = where(ctx, sub, args, loc);
+    if (name == "choice") {
+        r.distribution = Distribution::choice;
+        r.choices = value_list(args, sub, args_loc, ctx);
+        return r;
+    }
+    if (name == "uniform") {
+        r.distribution = Distribution::uniform;
+    } else if (name == "log_uniform") {
+        r.distribution = Distribution::log_uniform;
+    } else {
+        const std::string guess = detail::closest(name, {"uniform", "log_uniform", "choice"});
+        throw InputError(sub,
+                         "unknown distribution '" + name + "' (uniform, log_uniform, choice)" +
+                             (guess.empty() ? "" : "; did you mean '" + guess + "'?"),
+                         where(ctx, sub, n.begin()->first, loc));
+    }
+    if (r.kind == ValueKind::text) {
+        throw InputError(sub, "'" + key + "' is not a number of the scenario (its values are "
+                              "words or files): draw it with {choice: [...]}",
+                         args_loc);
+    }
+    if (!args.IsSequence() || args.size() != 2) {
+        throw InputError(sub, "expected [LOW, HIGH], got " + kind_text(args), args_loc);
+    }
+    double bounds[2] = {0.0, 0.0};
+    for (std::size_t i = 0; i < 2; ++i) {
+        const std::string item = sub + "[" + std::to_string(i) + "]";
+        const SourceLocation item_loc = where(ctx, item, args[i], args_loc);
+        if (!args[i].IsScalar()) {
+            throw InputError(item, "expected a value of '" + key + "', got " + kind_text(args[i]),
+                             item_loc);
+        }
+        const auto v = numeric_value(key, args[i].Scalar());
+        if (!v) {
+            throw InputError(item, "'" + args[i].Scalar() + "' is not a value of '" + key +
+                                       "' (" + *entry_type(key) + ")",
+                             item_loc);
+        }
+        bounds[i] = *v;
+    }
+    r.low = bounds[0];
+    r.high = bounds[1];
+    if (r.low > r.high) {
+        throw InputError(sub, "LOW must not exceed HIGH", args_loc);
+    }
+    if (r.distribution == Distribution::log_uniform && !(r.low > 0.0)) {
+        throw InputError(sub, "log_uniform needs LOW > 0", args_loc);
+    }
+    return r;
+}
+
+RandomAxis& random_of(SW& s) {
+    if (!s.random) {
+        s.random.emplace();
+    }
+    return *s.random;
+}
+
+Schema<SW> build_sweep() {
+    Schema<SW> s("Sweep");
+    s.field(base_entry<SW>("sweep", "point"));
+    s.field(study_name<SW>());
+    s.field(optional_seed<SW>("Base seed of the derived seeds (each run's seed is a hash of it, "
+                              "the point's swept values and the replicate)."));
+    s.field(optional_replications<SW>(
+        "Runs per point; each runs one replication with its own derived seed, and the "
+        "results give each point's mean and 95% confidence interval."));
+    {
+        auto e = detail::make_entry<SW>("set", "mapping of key paths", "", "scenario keys",
+                                        "Scenario keys set for every point, before the swept "
+                                        "ones: {simulation.duration: 30d}.");
+        e.default_doc = "none";
+        e.apply = [](SW& out, const YAML::Node& n, const std::string& p,
+                     const SourceLocation& loc, const Context& ctx) {
+            for_each_key_path(n, p, loc, ctx, "{simulation.duration: 30d}",
+                              [&](const std::string& key, const YAML::Node& v,
+                                  const SourceLocation& key_loc, const SourceLocation& v_loc) {
+                                  if (v.IsNull()) {
+                                      throw InputError(p + "." + key, "has no value", key_loc);
+                                  }
+                                  out.fixed.push_back({key, flow_text(v), v_loc});
+                              });
+        };
+        s.field(e);
+    }
+    s.section("sweep", "What varies: every combination of the grid keys, the zip groups and "
+                       "the random samples.");
+    {
+        auto e = detail::make_entry<SW>(
+            "sweep.grid", "mapping of key paths to lists", "", "scenario keys",
+            "Each key is an axis: {cluster.ultraservers: [64, 128, 256]}. A value replaces the "
+            "key's value in the base scenario (a mapping replaces the whole mapping).");
+        e.default_doc = "none";
+        e.apply = [](SW& out, const YAML::Node& n, const std::string& p,
+                     const SourceLocation& loc, const Context& ctx) {
+            for_each_key_path(n, p, loc, ctx, "{cluster.ultraservers: [8, 16]}",
+                              [&](const std::string& key, const YAML::Node& v,
+                                  const SourceLocation& key_loc, const SourceLocation& v_loc) {
+                                  SweepAxis axis;
+                                  axis.keys.push_back(
+                                      {key, value_list(v, p + "." + key, v_loc, ctx), key_loc});
+                                  out.axes.push_back(std::move(axis));
+                              });
+        };
+        s.field(e);
+    }
+    {
+        auto e = detail::make_entry<SW>(
+            "sweep.zip", "list of mappings of key paths to lists", "", "equal lengths per group",
+            "Each group is one axis whose lists are taken side by side: [{workload.parallelism.tp: "
+            "[32, 64], workload.parallelism.pp: [4, 2]}].");
+        e.default_doc = "none";
+        e.apply = [](SW& out, const YAML::Node& n, const std::string& p,
+                     const SourceLocation& loc, const Context& ctx) {
+            if (!n.IsSequence()) {
+                throw InputError(p, "expected a list of groups such as [{a.b: [1, 2], c.d: [3, "
+                                    "4]}], got " +
+                                        kind_text(n),
+                                 loc);
+            }
+            for (std::size_t g = 0; g < n.size(); ++g) {
+                const std::string gp = p + "[" + std::to_string(g) + "]";
+                const SourceLocation g_loc = where(ctx, gp, n[g], loc);
+                SweepAxis axis;
+                for_each_key_path(n[g], gp, g_loc, ctx, "{a.b: [1, 2], c.d: [3, 4]}",
+                                  [&](const std::string& key, const YAML::Node& v,
+                                      const SourceLocation& key_loc, const SourceLocation& v_loc) {
+                                      SweepKey k{key, value_list(v, gp + "." + key, v_loc, ctx),
+                                                 key_loc};
+                                      if (!axis.keys.empty() && k.values.size() != axis.size()) {
+                                          throw InputError(
+                                              gp + "." + key,
+                                              "has " + std::to_string(k.values.size()) +
+                                                  " values but " + axis.keys.front().path +
+                                                  " has " + std::to_string(axis.size()) +
+                                                  ": the lists of a zip group are taken side by "
+                                                  "side and must have equal lengths",
+                                              v_loc);
+                                      }
+                                      axis.keys.push_back(std::move(k));
+                                  });
+                if (axis.keys.empty()) {
+                    throw InputError(gp, "an empty zip group", g_loc);
+                }
+                out.axes.push_back(std::move(axis));
+            }
+        };
+        s.field(e);
+    }
+    s.section("sweep.random", "Random points: `samples` draws of every key below.");
+    {
+        auto e = detail::make_entry<SW>("sweep.random.samples", "count", "", "1 to 1000000",
+                                        "Points drawn (required with sweep.random).");
+        e.apply = [](SW& out, const YAML::Node& n, const std::string& p,
+                     const SourceLocation& loc, const Context&) {
+            random_of(out).samples = detail::parse_checked<std::int64_t>(
+                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 1000000; },
+                "1 to 1000000");
+            random_of(out).origin = loc;
+        };
+        s.field(e);
+    }
+    {
+        auto e = detail::make_entry<SW>("sweep.random.seed", "count", "", "0 to 2^53",
+                                        "Seed of the draws (the same seed draws the same "
+                                        "points).");
+        e.default_doc = "`1`";
+        e.apply = [](SW& out, const YAML::Node& n, const std::string& p,
+                     const SourceLocation& loc, const Context&) {
+            constexpr std::int64_t kMax = std::int64_t{1} << 53;
+            random_of(out).seed = detail::parse_checked<std::int64_t>(
+                n, p, loc, parse_count, [](std::int64_t x) { return x >= 0 && x <= kMax; },
+                "0 to 2^53");
+        };
+        s.field(e);
+    }
+    {
+        auto e = detail::make_entry<SW>(
+            "sweep.random.keys", "mapping of key paths to distributions", "",
+            "uniform, log_uniform, choice",
+            "{reliability.checkpoint.interval: {log_uniform: [10min, 4h]}, "
+            "workload.parallelism.recompute: {choice: [selective, full]}}; uniform and "
+            "log_uniform draw numbers of the key's unit (integers for integer keys).");
+        e.default_doc = "none";
+        e.apply = [](SW& out, const YAML::Node& n, const std::string& p,
+                     const SourceLocation& loc, const Context& ctx) {
+            RandomAxis& r = random_of(out);
+            for_each_key_path(n, p, loc, ctx, "{a.b: {uniform: [1, 8]}}",
+                              [&](const std::string& key, const YAML::Node& v,
+                                  const SourceLocation&, const SourceLocation& v_loc) {
+                                  r.keys.push_back(random_key(key, v, p + "." + key, v_loc, ctx));
+                              });
+        };
+        s.field(e);
+    }
+    s.section("output", "Where results go.");
+    s.field(output_file<SW>());
+    return s;
+}
+
+const Schema<SW>& sweep_schema() {
+    static const Schema<SW> s = build_sweep();
+    return s;
+}
+
+/// Paths equal or one below the other ("workload.parallelism" and "workload.parallelism.tp").
+bool overlapping(const std::string& a, const std::string& b) {
+    const auto below = [](const std::string& x, const std::string& y) {
+        return x.size() > y.size() && x.compare(0, y.size(), y) == 0 && x[y.size()] == '.';
+    };
+    return a == b || below(a, b) || below(b, a);
+}
+
+void check_sweep(SweepSpec& s, const SourceLocation& top) {
+    if (s.random) {
+        if (s.random->samples == 0) {
+            throw InputError("sweep.random.samples", "required with sweep.random",
+                             s.random->origin.known() ? s.random->origin : top);
+        }
+        if (s.random->keys.empty()) {
+            throw InputError("sweep.random.keys", "required with sweep.random: the keys to draw",
+                             s.random->origin.known() ? s.random->origin : top);
+        }
+    }
+    // A key may vary on one axis only, and not also be fixed by `set`.
+    struct Named {
+        std::string path;
+        SourceLocation origin;
+        const char* where;
+    };
+    std::vector<Named> seen;
+    for (const auto& o : s.fixed) {
+        seen.push_back({o.path, o.origin, "set"});
+    }
+    const auto add = [&](const std::string& path, const SourceLocation& origin, const char* w) {
+        for (const auto& other : seen) {
+            if (overlapping(other.path, path)) {
+                throw InputError(path,
+                                 other.path == path
+                                     ? "is already given in " + std::string(other.where) +
+                                           " at " + other.origin.str()
+                                     : "overlaps '" + other.path + "' (" + other.where + ", " +
+                                           other.origin.str() +
+                                           "): a key and a key below it cannot both vary",
+                                 origin);
+            }
+        }
+        seen.push_back({path, origin, w});
+    };
+    for (const auto& axis : s.axes) {
+        for (const auto& k : axis.keys) {
+            add(k.path, k.origin, "sweep");
+        }
+    }
+    if (s.random) {
+        for (const auto& k : s.random->keys) {
+            add(k.path, k.origin, "sweep.random.keys");
+        }
+    }
+}
+
+/// Reads a study file's root with its schema and fills the defaults every study file has
+/// (name, output file); `sources` receives where each value came from.
+template <class T>
+T load_study_root(const Schema<T>& schema, const YAML::Node& root, const std::string& text,
+                  const std::string& file, const fs::path& dir, SourceMap& sources) {
+    T s;
+    s.file = file;
+    s.text = text;
+    Context ctx;
+    ctx.file = file;
+    ctx.base_dir = dir;
+    ctx.data_dir = data_dir();
+    ctx.sources = &sources;
+    schema.load(s, root, ctx, {file, 1, 1});
+    if (s.name.empty()) {
+        s.name = fs::path(file).stem().string();
+    }
+    if (s.output_file.empty()) {
+        s.output_file = "results/" + s.name + ".h5";
+    }
+    return s;
+}
+
+SweepSpec load_sweep_root(const YAML::Node& root, const std::string& text,
+                          const std::string& file, const fs::path& dir) {
+    SourceMap sources;
+    SweepSpec s = load_study_root(sweep_schema(), root, text, file, dir, sources);
+    check_sweep(s, {file, 1, 1});
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Plan files
+
+using PL = PlanSpec;
+
+/// The values of one searched key: a single value, a list, or (integer keys) a range
+/// {from: A, to: B, factor: F} or {from: A, to: B, step: S}. Each value is checked with the
+/// scenario's own rule for `scenario_key`.
+Entry<PL> search_entry(const std::string& key, const std::string& scenario_key,
+                       SearchKey PL::*member, bool ranges, const std::string& doc) {
+    auto e = detail::make_entry<PL>("search." + key,
+                                    ranges ? "list, value or range" : "list or value", "",
+                                    "values of " + scenario_key, doc);
+    e.default_doc = "the base scenario's";
+    e.apply = [scenario_key, member, ranges](PL& out, const YAML::Node& n, const std::string& p,
+                                             const SourceLocation& loc, const Context& ctx) {
+        const Entry<ScenarioSpec>* rule = detail::scenario_schema().find(scenario_key);
+        SearchKey& k = out.*member;
+        k.given = true;
+        k.origin = loc;
+        k.values.clear();
+        const auto check = [&](const YAML::Node& v, const std::string& vp,
+                               const SourceLocation& vl) {
+            ScenarioSpec scratch;
+            rule->apply(scratch, v, vp, vl, ctx);
+            k.values.push_back({flow_text(v), vl});
+        };
+        if (n.IsMap()) {
+            if (!ranges) {
+                throw InputError(p, "expected a value or a list of values, got a mapping", loc);
+            }
+            const YAML::Node from = n["from"], to = n["to"], factor = n["factor"],
+                             step = n["step"];
+            for (auto it = n.begin(); it != n.end(); ++it) {
+                const std::string name = it->first.Scalar();
+                if (name != "from" && name != "to" && name != "factor" && name != "step") {
+                    const std::string guess =
+                        detail::closest(name, {"from", "to", "factor", "step"});
+                    throw InputError(p + "." + name,
+                                     "unknown key '" + name + "' of a range (from, to, and "
+                                     "factor or step)" +
+                                         (guess.empty() ? "" : "; did you mean '" + guess + "'?"),
+                                     where(ctx, p + "." + name, it->first, loc));
+                }
+            }
+            if (!from.IsDefined() || !to.IsDefined() ||
+                factor.IsDefined() == step.IsDefined()) {
+                throw InputError(p, "a range is {from: A, to: B, factor: F} or {from: A, to: B, "
+                                    "step: S}",
+                                 loc);
+            }
+            const auto integer = [&](const YAML::Node& v, const char* name, std::int64_t lo) {
+                const std::string vp = p + "." + name;
+                return detail::parse_checked<std::int64_t>(
+                    v, vp, where(ctx, vp, v, loc), parse_count,
+                    [lo](std::int64_t x) { return x >= lo && x <= (std::int64_t{1} << 40); },
+                    ">= " + std::to_string(lo));
+            };
+            const std::int64_t a = integer(from, "from", 0);
+            const std::int64_t b = integer(to, "to", a);
+            const std::int64_t by = factor.IsDefined() ? integer(factor, "factor", 2)
+                                                       : integer(step, "step", 1);
+            if (factor.IsDefined() && a == 0) {
+                throw InputError(p + ".from", "a range by factor starts above 0",
+                                 where(ctx, p + ".from", from, loc));
+            }
+            for (std::int64_t v = a; v <= b; v = factor.IsDefined() ? v * by : v + by) {
+                if (k.values.size() >= 10000) {
+                    throw InputError(p, "the range has more than 10,000 values", loc);
+                }
+                check(YAML::Node(std::to_string(v)), p, where(ctx, p, n, loc));
+            }
+            return;
+        }
+        if (n.IsSequence()) {
+            if (n.size() == 0) {
+                throw InputError(p, "an empty list: give at least one value", loc);
+            }
+            for (std::size_t i = 0; i < n.size(); ++i) {
+                const std::string vp = p + "[" + std::to_string(i) + "]";
+                check(n[i], vp, where(ctx, vp, n[i], loc));
+            }
+            return;
+        }
+        check(n, p, loc);
+    };
+    return e;
+}
+
+template <class Q>
+Entry<PL> optional_limit(const std::string& path, std::optional<Q> PL::*member,
+                         Q (*parse)(std::string_view), const std::string& type,
+                         const std::string& doc) {
+    auto e = detail::make_entry<PL>(path, type, "", "> 0", doc);
+    e.default_doc = "no limit";
+    e.apply = [member, parse](PL& out, const YAML::Node& n, const std::string& p,
+                              const SourceLocation& loc, const Context&) {
+        out.*member = detail::parse_checked<Q>(
+            n, p, loc, parse, [](const Q& q) { return q > Q(); }, "> 0");
+    };
+    return e;
+}
+
+Schema<PL> build_plan() {
+    Schema<PL> s("Plan");
+    s.field(base_entry<PL>("plan", "candidate"));
+    s.field(study_name<PL>());
+    s.field(detail::choice<PL, Objective>(
+        "objective", [](PL& x) -> Objective& { return x.objective; }, "min_cost",
+        {{"min_time", Objective::min_time},
+         {"min_cost", Objective::min_cost},
+         {"max_goodput", Objective::max_goodput}},
+        "What the ranking minimises or maximises: the expected time to train, the expected "
+        "cost, or the goodput (tokens kept per second)."));
+    s.section("constraints", "Limits a plan must meet (each optional).");
+    s.field(optional_limit<Duration>("constraints.deadline", &PL::deadline, parse_duration,
+                                     "duration",
+                                     "Expected time to train (with failures when the base "
+                                     "scenario has a reliability section) at most."));
+    s.field(optional_limit<Money>("constraints.budget", &PL::budget, parse_money, "money",
+                                  "Expected cost (job and spare instances) at most."));
+    {
+        auto e = detail::make_entry<PL>("constraints.max_chips", "count", "", ">= 1",
+                                        "Chips of the job and its spares at most.");
+        e.default_doc = "no limit";
+        e.apply = [](PL& out, const YAML::Node& n, const std::string& p,
+                     const SourceLocation& loc, const Context&) {
+            out.max_chips = detail::parse_checked<std::int64_t>(
+                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1; }, ">= 1");
+        };
+        s.field(e);
+    }
+    {
+        auto e = detail::make_entry<PL>("constraints.min_ettr", "number", "", "0 to 1",
+                                        "Expected effective training time ratio at least.");
+        e.default_doc = "no limit";
+        e.apply = [](PL& out, const YAML::Node& n, const std::string& p,
+                     const SourceLocation& loc, const Context&) {
+            out.min_ettr = detail::parse_checked<double>(
+                n, p, loc, parse_real, [](double x) { return x >= 0.0 && x <= 1.0; }, "0 to 1");
+        };
+        s.field(e);
+    }
+    s.field(detail::real<PL>("constraints.hbm_headroom",
+                             [](PL& x) -> double& { return x.hbm_headroom; }, "0", 0.0, 0.9,
+                             "0 to 0.9",
+                             "Fraction of each rank's HBM the plan must leave free (plans that "
+                             "do not fit at all are always rejected)."));
+    s.section("search", "The search space: each key a list of values (or one value; integer "
+                        "keys also a range {from: 64, to: 1024, factor: 2}). Absent keys keep "
+                        "the base scenario's value. Every combination is a candidate.");
+    s.field(search_entry("ultraservers", "cluster.ultraservers", &PL::ultraservers, true,
+                         "UltraServers of the job (a base scenario counting UltraServers)."));
+    s.field(search_entry("instances", "cluster.instances", &PL::instances, true,
+                         "Instances of the job (a base scenario counting instances)."));
+    s.field(search_entry("tp", "workload.parallelism.tp", &PL::tp, true,
+                         "Tensor parallel degrees."));
+    s.field(search_entry("pp", "workload.parallelism.pp", &PL::pp, true, "Pipeline stages."));
+    s.field(search_entry("dp", "workload.parallelism.dp", &PL::dp, true,
+                         "Data parallel degrees (auto: the ranks left)."));
+    s.field(search_entry("ep", "workload.parallelism.ep", &PL::ep, true,
+                         "Expert parallel degrees (MoE)."));
+    s.field(search_entry("zero", "workload.parallelism.zero", &PL::zero, true, "ZeRO stages."));
+    s.field(search_entry("microbatch", "workload.parallelism.microbatch", &PL::microbatch, true,
+                         "Sequences per microbatch."));
+    s.field(search_entry("recompute", "workload.parallelism.recompute", &PL::recompute, false,
+                         "Activation recomputation: none, selective, full."));
+    s.field(search_entry("checkpoint_interval", "reliability.checkpoint.interval",
+                         &PL::checkpoint_interval, false,
+                         "Checkpoint intervals (durations or auto); needs a reliability "
+                         "section in the base scenario."));
+    s.field(search_entry("spares", "reliability.spares.ultraservers", &PL::spares, true,
+                         "Spare domains (UltraServers or instances, as the cluster counts); "
+                         "needs a reliability section in the base scenario."));
+    s.field(detail::integer<PL>("finalists", [](PL& x) -> int& { return x.finalists; }, "8", 1,
+                                1000,
+                                "Best candidates by the objective (analytic estimate) that are "
+                                "simulated in full."));
+    s.field(detail::integer<PL>("frontier", [](PL& x) -> int& { return x.frontier; }, "8", 0,
+                                1000,
+                                "Further candidates from the estimated Pareto frontier of cost "
+                                "and time to train, spread along it, also simulated in full."));
+    s.field(optional_seed<PL>("Seed of every finalist's run (the same for all, so finalists that "
+                              "share components see the same failure draws)."));
+    s.field(optional_replications<PL>(
+        "Replications of each finalist's run simulation (each replication draws its own "
+        "failures from the seed)."));
+    s.section("output", "Where results go.");
+    s.field(output_file<PL>());
+    return s;
+}
+
+const Schema<PL>& plan_schema() {
+    static const Schema<PL> s = build_plan();
+    return s;
+}
+
+PlanSpec load_plan_root(const YAML::Node& root, const std::string& text, const std::string& file,
+                        const fs::path& dir) {
+    SourceMap sources;
+    PlanSpec s = load_study_root(plan_schema(), root, text, file, dir, sources);
+    s.objective_origin = sources.find("objective");
+    if (s.ultraservers.given && s.instances.given) {
+        throw InputError("search.instances",
+                         "give search.ultraservers or search.instances, not both",
+                         s.instances.origin);
+    }
+    return s;
+}
+
+} // namespace
+
+ValueKind value_kind(const std::string& path) {
+    const std::string* type = entry_type(path);
+    if (type == nullptr) {
+        return ValueKind::text;
+    }
+    if (starts_with(*type, "integer") || starts_with(*type, "count")) {
+        return ValueKind::integer;
+    }
+    if (starts_with(*type, "number")) {
+        return ValueKind::real;
+    }
+    if (starts_with(*type, "duration")) {
+        return ValueKind::duration;
+    }
+    if (starts_with(*type, "bytes")) {
+        return ValueKind::bytes;
+    }
+    if (starts_with(*type, "bandwidth")) {
+        return ValueKind::bandwidth;
+    }
+    if (starts_with(*type, "money")) {
+        return ValueKind::money;
+    }
+    return ValueKind::text;
+}
+
+std::optional<double> numeric_value(const std::string& path, const std::string& value_yaml) {
+    const ValueKind kind = value_kind(path);
+    if (kind == ValueKind::text) {
+        return std::nullopt;
+    }
+    YAML::Node n;
+    try {
+        n = YAML::Load(value_yaml);
+    } catch (const YAML::Exception&) {
+        return std::nullopt;
+    }
+    if (!n.IsScalar()) {
+        return std::nullopt;
+    }
+    const std::string& t = n.Scalar();
+    try {
+        switch (kind) {
+        case ValueKind::integer:
+            return static_cast<double>(parse_count(t));
+        case ValueKind::real:
+            return parse_real(t);
+        case ValueKind::duration:
+            return parse_duration(t).seconds();
+        case ValueKind::bytes:
+            return static_cast<double>(parse_bytes(t).count());
+        case ValueKind::bandwidth:
+            return parse_bandwidth(t).bytes_per_s();
+        case ValueKind::money:
+            return parse_money(t).usd();
+        case ValueKind::text:
+            break;
+        }
+    } catch (const UnitError&) {
+    }
+    return std::nullopt;
+}
+
+std::string format_value(ValueKind kind, double si) {
+    switch (kind) {
+    case ValueKind::integer:
+        return std::to_string(std::llround(si));
+    case ValueKind::real:
+        return shortest(si);
+    case ValueKind::duration:
+        return shortest(si) + "s";
+    case ValueKind::bytes:
+        return std::to_string(std::llround(si)) + "B";
+    case ValueKind::bandwidth:
+        return shortest(si) + "B/s";
+    case ValueKind::money:
+        return shortest(si) + "USD";
+    case ValueKind::text:
+        break;
+    }
+    throw std::invalid_argument("format_value: a text key has no number");
+}
+
+FileKind file_kind(const std::string& path) {
+    try {
+        const YAML::Node root = YAML::LoadFile(path);
+        if (!root.IsMap() || !root["base"].IsDefined()) {
+            return FileKind::scenario;
+        }
+        for (const char* key : {"search", "objective", "constraints"}) {
+            if (root[key].IsDefined()) {
+                return FileKind::plan;
+            }
+        }
+        return FileKind::sweep;
+    } catch (const YAML::Exception&) {
+        return FileKind::scenario;
+    }
+}
+
+SweepSpec load_sweep(const std::string& path) {
+    const std::string text = read_file(path, "sweep");
+    return load_sweep_root(parse_document(text, path, "sweep"), text, path,
+                           fs::path(path).parent_path());
+}
+
+SweepSpec load_sweep_text(const std::string& text, const std::string& name) {
+    return load_sweep_root(parse_document(text, name, "sweep"), text, name, fs::current_path());
+}
+
+PlanSpec load_plan(const std::string& path) {
+    const std::string text = read_file(path, "plan");
+    return load_plan_root(parse_document(text, path, "plan"), text, path,
+                          fs::path(path).parent_path());
+}
+
+PlanSpec load_plan_text(const std::string& text, const std::string& name) {
+    return load_plan_root(parse_document(text, name, "plan"), text, name, fs::current_path());
+}
+
+std::string study_schema_markdown() {
+    std::string md;
+    md += "\n## " + sweep_schema().title() + " file (`trnsim batch`)\n\n";
+    md += "A sweep names a base scenario and the keys that vary. Each grid key, each zip group "
+          "and the random block is one axis; the points are every combination of the axes (grid "
+          "keys in file order, then zip groups, then random samples; the last axis varies "
+          "fastest). Every point runs `replications` times, each run with its own seed: a hash "
+          "of the base seed, the point's key changes and the replicate, so a point's results do "
+          "not depend on its position in the sweep. Every point is validated against the "
+          "scenario schema before anything runs; an error names the key path and the line of "
+          "the sweep file that wrote the value.\n\n";
+    md += sweep_schema().markdown();
+    md += "\n## " + plan_schema().title() + " file (`trnsim plan`)\n\n";
+    md += "A plan names a base scenario, an objective, constraints and a search space; every "
+          "combination of the search values is a candidate. Candidates are estimated "
+          "analytically (the step estimate, and with a reliability section the closed-form "
+          "failure and checkpoint model of docs/reliability.md), then the best `finalists` and "
+          "up to `frontier` further points of the estimated cost/time Pareto frontier are "
+          "simulated in full with the base scenario's `simulation.fidelity`.\n\n";
+    md += plan_schema().markdown();
+    return md;
+}
+
+} // namespace trnsim::config

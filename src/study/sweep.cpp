@@ -1,0 +1,233 @@
+#include "trnsim/study/sweep.hpp"
+
+#include "trnsim/config/load.hpp"
+#include "trnsim/engine/rng.hpp"
+#include "trnsim/reliability/run.hpp"
+#include "trnsim/sim/run.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <optional>
+
+namespace trnsim::study {
+
+namespace {
+
+constexpr std::int64_t kMaxPoints = 10'000'000;
+/// Stream kind of the random samples of a sweep (its own seed, so no clash with a run's).
+constexpr engine::StreamKind kSampleStream = 0x5eed;
+
+std::uint64_t splitmix64(std::uint64_t x) {
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (unsigned char c : s) {
+        h = (h ^ c) * 0x100000001b3ULL;
+    }
+    return h;
+}
+
+std::string identity(std::vector<config::Override> swept) {
+    std::sort(swept.begin(), swept.end(),
+              [](const config::Override& a, const config::Override& b) { return a.path < b.path; });
+    std::string key;
+    for (const auto& o : swept) {
+        key += (key.empty() ? "" : "; ") + config::to_string(o);
+    }
+    return key;
+}
+
+/// Value `sample` of a random key (`slot`: the key's index in the random block).
+config::Override draw(const config::RandomKey& k, std::int64_t seed, std::int64_t sample,
+                      std::uint32_t slot) {
+    const auto w = engine::philox_block(static_cast<std::uint64_t>(seed), kSampleStream, slot,
+                                        static_cast<std::uint64_t>(sample));
+    const double u = engine::uniform01(w[0], w[1]);
+    using config::Distribution;
+    if (k.distribution == Distribution::choice) {
+        const auto& c = k.choices[engine::uniform_below(
+            w[2], static_cast<std::uint32_t>(k.choices.size()))];
+        return {k.path, c.yaml, c.origin};
+    }
+    const bool integral = k.kind == config::ValueKind::integer;
+    double v = 0.0;
+    if (k.distribution == Distribution::uniform) {
+        // Integers: each of low..high equally likely.
+        v = integral ? std::floor(k.low + u * (k.high - k.low + 1.0)) : k.low + u * (k.high - k.low);
+    } else {
+        v = std::exp(std::log(k.low) + u * (std::log(k.high) - std::log(k.low)));
+        if (integral) {
+            v = std::round(v);
+        }
+    }
+    v = std::clamp(v, k.low, k.high);
+    return {k.path, config::format_value(k.kind, v), k.origin};
+}
+
+bool overlapping(const std::string& a, const std::string& b) {
+    const auto below = [](const std::string& x, const std::string& y) {
+        return x.size() > y.size() && x.compare(0, y.size(), y) == 0 && x[y.size()] == '.';
+    };
+    return a == b || below(a, b) || below(b, a);
+}
+
+} // namespace
+
+RunId Sweep::run(std::int64_t i) const {
+    RunId r;
+    r.point = i / replications;
+    r.replicate = static_cast<int>(i % replications);
+    r.seed = derive_seed(base_seed, points[static_cast<std::size_t>(r.point)].key, r.replicate);
+    return r;
+}
+
+std::vector<config::Override> Sweep::overrides(const Point& p) const {
+    std::vector<config::Override> o = spec.fixed;
+    o.insert(o.end(), p.swept.begin(), p.swept.end());
+    return o;
+}
+
+std::int64_t derive_seed(std::int64_t base_seed, const std::string& key, int replicate) {
+    std::uint64_t h = splitmix64(static_cast<std::uint64_t>(base_seed));
+    h = splitmix64(h ^ fnv1a(key));
+    h = splitmix64(h ^ static_cast<std::uint64_t>(replicate));
+    return static_cast<std::int64_t>(h & ((std::uint64_t{1} << 53) - 1));
+}
+
+Sweep expand(const config::SweepSpec& spec, std::int64_t base_seed, int base_replications) {
+    Sweep s;
+    s.spec = spec;
+    s.replications = spec.replications.value_or(base_replications);
+    s.base_seed = spec.seed.value_or(base_seed);
+    std::vector<std::int64_t> sizes;
+    for (const auto& axis : spec.axes) {
+        for (const auto& k : axis.keys) {
+            s.keys.push_back(k.path);
+        }
+        sizes.push_back(static_cast<std::int64_t>(axis.size()));
+    }
+    if (spec.random) {
+        for (const auto& k : spec.random->keys) {
+            s.keys.push_back(k.path);
+        }
+        sizes.push_back(spec.random->samples);
+    }
+    std::int64_t total = 1;
+    for (std::int64_t n : sizes) {
+        total *= n;
+        if (total > kMaxPoints) {
+            throw InputError("sweep", "more than 10 million points", {spec.file, 1, 1});
+        }
+    }
+    s.points.reserve(static_cast<std::size_t>(total));
+    for (std::int64_t i = 0; i < total; ++i) {
+        // Mixed-radix digits of i, the last axis fastest.
+        std::vector<std::int64_t> digit(sizes.size());
+        std::int64_t rest = i;
+        for (std::size_t a = sizes.size(); a-- > 0;) {
+            digit[a] = rest % sizes[a];
+            rest /= sizes[a];
+        }
+        Point p;
+        p.index = i;
+        for (std::size_t a = 0; a < spec.axes.size(); ++a) {
+            for (const auto& k : spec.axes[a].keys) {
+                const auto& v = k.values[static_cast<std::size_t>(digit[a])];
+                p.swept.push_back({k.path, v.yaml, v.origin});
+            }
+        }
+        if (spec.random) {
+            const std::int64_t sample = digit.back();
+            for (std::size_t j = 0; j < spec.random->keys.size(); ++j) {
+                p.swept.push_back(draw(spec.random->keys[j], spec.random->seed, sample,
+                                       static_cast<std::uint32_t>(j)));
+            }
+        }
+        p.key = identity(p.swept);
+        s.points.push_back(std::move(p));
+    }
+    return s;
+}
+
+Sweep load(const config::SweepSpec& spec) {
+    const config::ScenarioSpec base = config::load_scenario_with(spec.base, spec.fixed);
+    return expand(spec, base.seed, base.simulation.replications);
+}
+
+std::string describe(const Sweep& sweep, const Point& p) {
+    std::string values;
+    for (const auto& o : p.swept) {
+        values += (values.empty() ? "" : ", ") + config::to_string(o);
+    }
+    return "sweep point " + std::to_string(p.index) + " of " +
+           std::to_string(sweep.points.size()) + (values.empty() ? "" : " (" + values + ")");
+}
+
+namespace {
+
+/// The error of a point, located at the sweep value of the swept key it concerns (when it
+/// concerns one) and naming the point.
+InputError point_error(const Sweep& sweep, const Point& p, const InputError& e,
+                       const config::ScenarioSpec* spec) {
+    SourceLocation loc = e.location();
+    for (const auto& o : p.swept) {
+        if (!e.key_path().empty() && overlapping(o.path, e.key_path()) && o.origin.known()) {
+            loc = o.origin;
+            break;
+        }
+    }
+    if (!loc.known() && spec != nullptr) {
+        loc = spec->sources.find(e.key_path());
+    }
+    return InputError(e.key_path(), e.message() + " [" + describe(sweep, p) + "]", loc);
+}
+
+} // namespace
+
+std::vector<config::ScenarioSpec> prepare(const Sweep& sweep, int threads) {
+    const std::int64_t n = static_cast<std::int64_t>(sweep.points.size());
+    std::vector<config::ScenarioSpec> specs(static_cast<std::size_t>(n));
+    std::vector<std::optional<InputError>> errors(static_cast<std::size_t>(n));
+    std::vector<std::exception_ptr> crashes(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(dynamic, 4) num_threads(std::max(1, threads))
+    for (std::int64_t i = 0; i < n; ++i) {
+        const auto u = static_cast<std::size_t>(i);
+        const Point& p = sweep.points[u];
+        bool loaded = false;
+        try {
+            specs[u] = config::load_scenario_with(sweep.spec.base, sweep.overrides(p));
+            loaded = true;
+            if (specs[u].workload_type != config::WorkloadType::training) {
+                throw InputError("workload.type",
+                                 "trnsim batch runs training scenarios, not collectives");
+            }
+            const workload::Plan plan = sim::make_plan(specs[u]);
+            if (specs[u].reliability.enabled) {
+                reliability::validate(sim::reliability_input(specs[u], plan, {}));
+            }
+        } catch (const InputError& e) {
+            errors[u] = point_error(sweep, p, e, loaded ? &specs[u] : nullptr);
+        } catch (...) {
+            crashes[u] = std::current_exception();
+        }
+    }
+    for (std::size_t i = 0; i < errors.size(); ++i) {
+        if (crashes[i]) {
+            std::rethrow_exception(crashes[i]);
+        }
+        if (errors[i]) {
+            throw *errors[i];
+        }
+    }
+    return specs;
+}
+
+} // namespace trnsim::study

@@ -1,0 +1,255 @@
+// trnsim batch and trnsim plan end to end: one results file whatever the thread count (or the
+// number of MPI ranks), --resume equal to a fresh run, bad points and plans rejected with exit
+// code 2 and nothing written.
+#include "run_cli.hpp"
+
+#include "trnsim/results/hdf5_writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <unistd.h>
+
+namespace trnsim::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// A fresh directory for one test.
+fs::path scratch(const std::string& name) {
+    const fs::path d = fs::temp_directory_path() /
+                       ("trnsim-study-" + std::to_string(::getpid()) + "-" + name);
+    fs::remove_all(d);
+    fs::create_directories(d);
+    return d;
+}
+
+void write(const fs::path& p, const std::string& text) {
+    std::ofstream(p) << text;
+}
+
+std::string base(const char* scenario) {
+    return std::string("base: ") + TRNSIM_SOURCE_DIR + "/scenarios/" + scenario + "\n";
+}
+
+/// Tables equal column by column, floats bit for bit.
+void expect_same_table(const results::Table& a, const results::Table& b, const std::string& what) {
+    ASSERT_EQ(a.rows(), b.rows()) << what;
+    ASSERT_EQ(a.columns().size(), b.columns().size()) << what;
+    for (std::size_t c = 0; c < a.columns().size(); ++c) {
+        const auto& x = a.columns()[c];
+        const auto& y = b.columns()[c];
+        ASSERT_EQ(x.name, y.name) << what;
+        EXPECT_EQ(x.ints, y.ints) << what << " " << x.name;
+        EXPECT_EQ(x.strings, y.strings) << what << " " << x.name;
+        ASSERT_EQ(x.floats.size(), y.floats.size());
+        EXPECT_EQ(std::memcmp(x.floats.data(), y.floats.data(), x.floats.size() * sizeof(double)),
+                  0)
+            << what << " " << x.name;
+    }
+}
+
+/// Every dataset of a batch file equal.
+void expect_same_batch(const fs::path& a, const fs::path& b) {
+    for (const char* t : {"/summary", "/batch/points", "/batch/mean"}) {
+        expect_same_table(results::read_table(a.string(), t), results::read_table(b.string(), t),
+                          t);
+    }
+    for (const char* t : {"/batch/sweep", "/batch/context", "/meta/scenario"}) {
+        EXPECT_EQ(results::read_text(a.string(), t), results::read_text(b.string(), t)) << t;
+    }
+}
+
+int column(const results::Table& t, const char* name) {
+    const int i = t.find(name);
+    EXPECT_GE(i, 0) << name;
+    return i;
+}
+
+const std::string kFailures = base("llama3-405b-reliability.yaml") + R"(set:
+  workload.tokens: 20B
+  cluster.ultraservers: 32
+  workload.parallelism: {tp: 64, pp: 2, zero: 1, recompute: full}
+replications: 3
+sweep:
+  grid:
+    reliability.checkpoint.interval: [20min, 2h]
+    reliability.spares.ultraservers: [0, 2]
+)";
+
+TEST(Batch, OneFileWhateverTheThreadCount) {
+    const fs::path d = scratch("threads");
+    write(d / "sweep.yaml", kFailures);
+    const auto one = run_cli({"batch", (d / "sweep.yaml").string(), "-o", (d / "one.h5").string(),
+                              "-j", "1"});
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_NE(one.out.find("12 runs in"), std::string::npos) << one.out;
+    EXPECT_NE(one.out.find("reliability.spares.ultraservers=2"), std::string::npos) << one.out;
+    EXPECT_NE(one.err.find("4 points x 3 replicates = 12 runs"), std::string::npos) << one.err;
+    const auto two = run_cli({"batch", (d / "sweep.yaml").string(), "-o", (d / "two.h5").string(),
+                              "-j", "2", "--quiet"});
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    EXPECT_TRUE(two.out.empty());
+    EXPECT_TRUE(two.err.empty());
+    expect_same_batch(d / "one.h5", d / "two.h5");
+
+    const auto summary = results::read_summary((d / "one.h5").string());
+    EXPECT_EQ(summary.rows(), 12u);
+    const auto& rep = summary.columns()[static_cast<std::size_t>(column(summary, "replicate"))];
+    EXPECT_EQ(rep.ints[4], 1);
+    const auto points = results::read_table((d / "one.h5").string(), "/batch/points");
+    EXPECT_EQ(points.rows(), 4u);
+    const auto& interval =
+        points.columns()[static_cast<std::size_t>(column(points, "reliability.checkpoint.interval"))];
+    EXPECT_EQ(interval.floats, (std::vector<double>{1200, 1200, 7200, 7200})); // SI seconds
+    const auto mean = results::read_table((d / "one.h5").string(), "/batch/mean");
+    EXPECT_EQ(mean.rows(), 4u);
+    EXPECT_GE(mean.find("ci95_ettr"), 0);
+    fs::remove_all(d);
+}
+
+TEST(Batch, ResumeEqualsAFreshRun) {
+    const fs::path d = scratch("resume");
+    std::string first = kFailures;
+    first.replace(first.find("[0, 2]"), 6, "[0]");
+    write(d / "first.yaml", first);
+    write(d / "full.yaml", kFailures);
+    ASSERT_EQ(run_cli({"batch", (d / "first.yaml").string(), "-o", (d / "r.h5").string(), "-q"})
+                  .exit_code,
+              0);
+    const auto resumed = run_cli({"batch", (d / "full.yaml").string(), "-o",
+                                  (d / "r.h5").string(), "--resume"});
+    ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+    EXPECT_NE(resumed.err.find("(6 in "), std::string::npos) << resumed.err;
+    EXPECT_NE(resumed.out.find("6 runs in"), std::string::npos) << resumed.out;
+    ASSERT_EQ(run_cli({"batch", (d / "full.yaml").string(), "-o", (d / "fresh.h5").string(), "-q"})
+                  .exit_code,
+              0);
+    for (const char* t : {"/summary", "/batch/points", "/batch/mean"}) {
+        expect_same_table(results::read_table((d / "r.h5").string(), t),
+                          results::read_table((d / "fresh.h5").string(), t), t);
+    }
+    // Nothing left to run.
+    const auto again = run_cli({"batch", (d / "full.yaml").string(), "-o",
+                                (d / "r.h5").string(), "--resume", "-q"});
+    EXPECT_EQ(again.exit_code, 0);
+    // Another base (a different `set`): refused, the file kept.
+    std::string other = kFailures;
+    other.replace(other.find("20B"), 3, "30B");
+    write(d / "other.yaml", other);
+    const auto refused = run_cli({"batch", (d / "other.yaml").string(), "-o",
+                                  (d / "r.h5").string(), "--resume"});
+    EXPECT_EQ(refused.exit_code, 2);
+    EXPECT_NE(refused.err.find("another base scenario"), std::string::npos) << refused.err;
+    expect_same_table(results::read_summary((d / "r.h5").string()),
+                      results::read_summary((d / "fresh.h5").string()), "kept");
+    fs::remove_all(d);
+}
+
+TEST(Batch, ABadPointStopsEverythingBeforeItRuns) {
+    const fs::path d = scratch("bad");
+    write(d / "sweep.yaml", base("default.yaml") + R"(sweep:
+  grid:
+    cluster.ultraservers: [16, 8]
+    workload.parallelism.tp: [16, 3]
+)");
+    const auto r = run_cli({"batch", (d / "sweep.yaml").string(), "-o", (d / "x.h5").string()});
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find((d / "sweep.yaml").string() + ":5:35: workload.parallelism.tp: tp = 3"),
+              std::string::npos)
+        << r.err;
+    EXPECT_TRUE(r.out.empty());
+    EXPECT_EQ(std::distance(fs::directory_iterator(d), fs::directory_iterator()), 1); // no output
+
+    write(d / "typo.yaml", base("default.yaml") + "sweep: {grid: {cluster.ultraserver: [1]}}\n");
+    const auto typo = run_cli({"batch", (d / "typo.yaml").string(), "-o", (d / "x.h5").string()});
+    EXPECT_EQ(typo.exit_code, 2);
+    EXPECT_NE(typo.err.find("did you mean 'cluster.ultraservers'"), std::string::npos) << typo.err;
+    EXPECT_FALSE(fs::exists(d / "x.h5"));
+
+    EXPECT_EQ(run_cli({"batch"}).exit_code, 2);
+    EXPECT_EQ(run_cli({"batch", (d / "sweep.yaml").string(), "-j", "0"}).exit_code, 2);
+    EXPECT_EQ(run_cli({"batch", (d / "missing.yaml").string()}).exit_code, 2);
+    EXPECT_EQ(run_cli({"batch", "--help"}).exit_code, 0);
+    fs::remove_all(d);
+}
+
+TEST(Plan, RanksFinalistsAndWritesTheSearch) {
+    const fs::path d = scratch("plan");
+    write(d / "plan.yaml", base("llama3-405b-reliability.yaml") + R"(objective: min_cost
+constraints: {deadline: 45d}
+search:
+  ultraservers: [64, 128, 256]
+  tp: [32, 64]
+  pp: [1, 2]
+  checkpoint_interval: [auto, 1h]
+  spares: [0, 8]
+finalists: 2
+frontier: 2
+replications: 2
+)");
+    const auto r = run_cli({"plan", (d / "plan.yaml").string(), "-o", (d / "p.h5").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("48 candidates"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("rank"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("best "), std::string::npos) << r.out;
+    const auto candidates = results::read_table((d / "p.h5").string(), "/plan/candidates");
+    EXPECT_EQ(candidates.rows(), 48u);
+    const auto summary = results::read_summary((d / "p.h5").string());
+    EXPECT_GE(summary.rows(), 2u);
+    EXPECT_LE(summary.rows(), 4u);
+    const auto& rank = summary.columns()[static_cast<std::size_t>(column(summary, "rank"))];
+    EXPECT_EQ(rank.ints[0], 1);
+    // The best plan's own tables, as trnsim run writes them.
+    EXPECT_GT(results::read_table((d / "p.h5").string(), "/run/timeline").rows(), 0u);
+    EXPECT_GT(results::read_table((d / "p.h5").string(), "/step/breakdown").rows(), 0u);
+
+    write(d / "bad.yaml", base("default.yaml") + "search: {tp: [16, 0]}\n");
+    const auto bad = run_cli({"plan", (d / "bad.yaml").string(), "-o", (d / "b.h5").string()});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("bad.yaml:2:19: search.tp[1]: out of range"), std::string::npos)
+        << bad.err;
+    EXPECT_FALSE(fs::exists(d / "b.h5"));
+    fs::remove_all(d);
+}
+
+#ifdef TRNSIM_MPIEXEC
+TEST(Batch, TwoMpiRanksWriteTheFileOneProcessWrites) {
+    const fs::path d = scratch("mpi");
+    std::string sweep = kFailures;
+    sweep.replace(sweep.find("[20min, 2h]"), 11, "[20min, 1h, 2h]");
+    write(d / "sweep.yaml", sweep);
+    ASSERT_EQ(run_cli({"batch", (d / "sweep.yaml").string(), "-o", (d / "one.h5").string(), "-j",
+                       "2", "-q"})
+                  .exit_code,
+              0);
+    // mpirun runs trnsim itself: the test's child is mpirun with trnsim as its program.
+    std::vector<std::string> args = {"-np", "2", "--oversubscribe"};
+    if (::geteuid() == 0) {
+        args.push_back("--allow-run-as-root");
+    }
+    args.insert(args.end(), {TRNSIM_CLI_PATH, "batch", (d / "sweep.yaml").string(), "-o",
+                             (d / "two.h5").string(), "-j", "1"});
+    const auto r = run_program(TRNSIM_MPIEXEC, args);
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    EXPECT_NE(r.err.find("on 2 processes x 1 thread"), std::string::npos) << r.err;
+    expect_same_batch(d / "one.h5", d / "two.h5");
+
+    // A bad point stops every rank with exit code 2 and nothing written.
+    write(d / "bad.yaml", base("default.yaml") + "sweep: {grid: {workload.parallelism.tp: [3]}}\n");
+    args.resize(args.size() - 7);
+    args.insert(args.end(), {TRNSIM_CLI_PATH, "batch", (d / "bad.yaml").string(), "-o",
+                             (d / "bad.h5").string()});
+    const auto bad = run_program(TRNSIM_MPIEXEC, args);
+    EXPECT_NE(bad.exit_code, 0);
+    EXPECT_NE(bad.err.find("workload.parallelism.tp: tp = 3"), std::string::npos) << bad.err;
+    EXPECT_FALSE(fs::exists(d / "bad.h5"));
+    fs::remove_all(d);
+}
+#endif
+
+} // namespace
+} // namespace trnsim::test

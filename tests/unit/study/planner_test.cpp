@@ -1,0 +1,279 @@
+// The planner: the search space it enumerates, its analytic estimates (checked by hand and
+// against the full runs of the finalists), the constraints, the Pareto frontier, and results
+// that do not depend on the thread count.
+#include "trnsim/config/load.hpp"
+#include "trnsim/study/planner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+
+namespace trnsim::study {
+namespace {
+
+const std::string kDir = std::string(TRNSIM_SOURCE_DIR) + "/scenarios/";
+
+config::PlanSpec plan_of(const std::string& body, const std::string& base) {
+    return config::load_plan_text("base: " + kDir + base + "\n" + body, "p.yaml");
+}
+
+config::ScenarioSpec base_of(const config::PlanSpec& p) {
+    return config::load_scenario_with(p.base, {});
+}
+
+TEST(Planner, EnumeratesEveryCombinationInOrder) {
+    const auto p = plan_of(R"(search:
+  ultraservers: [8, 16]
+  tp: [8, 16, 32]
+  recompute: [selective, full]
+  checkpoint_interval: [auto, 1h]
+  spares: [0, 2, 4]
+)",
+                           "llama3-405b-reliability.yaml");
+    const auto base = base_of(p);
+    const auto c = enumerate(p, base);
+    ASSERT_EQ(c.size(), 2u * 3u * 2u * 2u * 3u);
+    // Spares vary fastest, cluster size slowest; absent keys keep the base's values.
+    EXPECT_EQ(c[1].spares, 2);
+    EXPECT_EQ(c[3].checkpoint_interval, Duration::from_ns(std::int64_t{3600} * 1'000'000'000));
+    EXPECT_EQ(c[0].checkpoint_interval, Duration::zero());
+    EXPECT_EQ(c[6].recompute, workload::Recompute::full);
+    EXPECT_EQ(c[12].tp, 16);
+    EXPECT_EQ(c[36].domains, 16);
+    EXPECT_EQ(c[36].pp, base.training.parallelism.pp);
+    EXPECT_EQ(c[36].zero, base.training.parallelism.zero);
+}
+
+TEST(Planner, SearchesTheBaseCannotTake) {
+    const auto no_reliability = plan_of("search: {spares: [1, 2]}\n", "default.yaml");
+    try {
+        enumerate(no_reliability, base_of(no_reliability));
+        FAIL();
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "search.spares");
+        EXPECT_EQ(e.location().str(), "p.yaml:2:18");
+    }
+    const auto instances = plan_of("search: {instances: [8]}\n", "default.yaml");
+    EXPECT_THROW(enumerate(instances, base_of(instances)), InputError);
+}
+
+TEST(Planner, EstimatesWithoutFailuresAreStepsTimesStepTime) {
+    const auto p = plan_of(R"(search:
+  ultraservers: [8, 16, 32]
+  tp: [4, 8, 16]
+  pp: [1, 2, 4]
+finalists: 2
+frontier: 0
+)",
+                           "default.yaml");
+    const auto base = base_of(p);
+    const PlanResult r = run_plan(p, base, 2);
+    ASSERT_EQ(r.candidates.size(), 27u);
+    EXPECT_EQ(r.step_estimates, 27);
+    int estimated = 0;
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+        const auto& x = r.estimates[i];
+        if (x.verdict != Verdict::ok) {
+            continue;
+        }
+        ++estimated;
+        config::ScenarioSpec s = config::load_scenario_with(
+            p.base, candidate_overrides(p, base, r.candidates[i]));
+        const auto wp = sim::make_plan(s);
+        const double steps = static_cast<double>(wp.steps);
+        EXPECT_DOUBLE_EQ(x.step_s, sim::estimate_step(wp).step_s);
+        EXPECT_DOUBLE_EQ(x.time_to_train_s, steps * x.step_s);
+        EXPECT_DOUBLE_EQ(x.cost_usd, static_cast<double>(wp.cluster.instances) *
+                                         x.time_to_train_s / 3600.0 * 35.76);
+        EXPECT_EQ(x.ettr, 1.0);
+        EXPECT_EQ(x.chips, wp.cluster.chips);
+    }
+    EXPECT_GT(estimated, 5);
+    ASSERT_EQ(r.finalists.size(), 2u);
+    // min_cost: the finalists are the two cheapest estimates.
+    std::vector<double> costs;
+    for (const auto& x : r.estimates) {
+        if (x.verdict == Verdict::ok) {
+            costs.push_back(x.cost_usd);
+        }
+    }
+    std::sort(costs.begin(), costs.end());
+    for (const auto& f : r.finalists) {
+        EXPECT_LE(r.estimates[static_cast<std::size_t>(f.candidate)].cost_usd, costs[1]);
+        EXPECT_TRUE(f.meets);
+        // Analytic fidelity: the full run's step is the estimate's.
+        EXPECT_DOUBLE_EQ(f.run.step.step_s, r.estimates[static_cast<std::size_t>(f.candidate)].step_s);
+    }
+    EXPECT_LE(r.finalists[0].run.cost_usd, r.finalists[1].run.cost_usd);
+}
+
+/// A plan with failures over a real search space.
+config::PlanSpec reliability_plan() {
+    return plan_of(R"(objective: min_cost
+constraints: {deadline: 30d, max_chips: 30000, min_ettr: 0.8, hbm_headroom: 0.05}
+search:
+  ultraservers: [64, 128, 256, 512]
+  tp: [32, 64]
+  pp: [1, 2, 3]
+  zero: [1, 2]
+  recompute: [selective, full]
+  checkpoint_interval: [auto, 30min, 2h]
+  spares: [0, 4, 16]
+finalists: 3
+frontier: 3
+replications: 6
+)",
+                   "llama3-405b-reliability.yaml");
+}
+
+TEST(Planner, ConstraintsFrontierAndFinalists) {
+    const auto p = reliability_plan();
+    const auto base = base_of(p);
+    const PlanResult r = run_plan(p, base, 2);
+    ASSERT_EQ(r.candidates.size(), 4u * 2 * 3 * 2 * 2 * 3 * 3);
+    std::map<Verdict, int> count;
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+        const auto& x = r.estimates[i];
+        ++count[x.verdict];
+        switch (x.verdict) {
+        case Verdict::ok:
+            EXPECT_LE(x.time_to_train_s, 30 * 86400.0);
+            EXPECT_LE(x.chips, 30000);
+            EXPECT_GE(x.ettr, 0.8);
+            EXPECT_LE(x.memory_fraction, 0.95);
+            break;
+        case Verdict::deadline:
+            EXPECT_GT(x.time_to_train_s, 30 * 86400.0);
+            break;
+        case Verdict::chips:
+            EXPECT_GT(x.chips, 30000);
+            break;
+        case Verdict::ettr:
+            EXPECT_LT(x.ettr, 0.8);
+            break;
+        case Verdict::hbm:
+            EXPECT_FALSE(x.reason.empty());
+            break;
+        case Verdict::invalid:
+            EXPECT_EQ(x.reason.compare(0, 9, "workload."), 0) << x.reason;
+            break;
+        case Verdict::budget:
+            ADD_FAILURE() << "no budget was given";
+            break;
+        }
+    }
+    // The space exercises every rejection but the budget.
+    for (Verdict v : {Verdict::ok, Verdict::invalid, Verdict::hbm, Verdict::chips, Verdict::ettr,
+                      Verdict::deadline}) {
+        EXPECT_GT(count[v], 0) << to_string(v);
+    }
+    EXPECT_EQ(r.feasible, count[Verdict::ok]);
+
+    // The frontier: no runnable candidate dominates a frontier point, and every other runnable
+    // candidate is dominated by one.
+    const auto runnable = [&](std::size_t i) {
+        const Verdict v = r.estimates[i].verdict;
+        return v == Verdict::ok || v == Verdict::deadline || v == Verdict::budget;
+    };
+    const auto dominates = [&](std::size_t a, std::size_t b) {
+        const auto& x = r.estimates[a];
+        const auto& y = r.estimates[b];
+        return x.time_to_train_s <= y.time_to_train_s && x.cost_usd <= y.cost_usd &&
+               (x.time_to_train_s < y.time_to_train_s || x.cost_usd < y.cost_usd);
+    };
+    int on_frontier = 0;
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+        if (!runnable(i)) {
+            EXPECT_FALSE(r.estimates[i].frontier);
+            continue;
+        }
+        bool dominated = false;
+        for (std::size_t j = 0; j < r.candidates.size() && !dominated; ++j) {
+            dominated = runnable(j) && dominates(j, i);
+        }
+        if (r.estimates[i].frontier) {
+            ++on_frontier;
+            EXPECT_FALSE(dominated) << i;
+        } else {
+            // Not dominated only when it ties a frontier point exactly.
+            if (!dominated) {
+                bool tie = false;
+                for (std::size_t j = 0; j < r.candidates.size() && !tie; ++j) {
+                    tie = r.estimates[j].frontier &&
+                          r.estimates[j].time_to_train_s == r.estimates[i].time_to_train_s &&
+                          r.estimates[j].cost_usd == r.estimates[i].cost_usd;
+                }
+                EXPECT_TRUE(tie) << i;
+            }
+        }
+    }
+    EXPECT_GE(on_frontier, 3);
+
+    // Finalists: the 3 cheapest feasible estimates first, then up to 3 frontier points.
+    ASSERT_GE(r.finalists.size(), 3u);
+    ASSERT_LE(r.finalists.size(), 6u);
+    std::vector<double> costs;
+    for (const auto& x : r.estimates) {
+        if (x.verdict == Verdict::ok) {
+            costs.push_back(x.cost_usd);
+        }
+    }
+    std::sort(costs.begin(), costs.end());
+    int by_objective = 0;
+    for (std::size_t k = 0; k < r.finalists.size(); ++k) {
+        const auto& f = r.finalists[k];
+        const auto& x = r.estimates[static_cast<std::size_t>(f.candidate)];
+        EXPECT_EQ(f.rank, static_cast<int>(k) + 1);
+        EXPECT_EQ(x.verdict, Verdict::ok);
+        EXPECT_TRUE(x.finalist);
+        if (f.by_objective) {
+            ++by_objective;
+            EXPECT_LE(x.cost_usd, costs[2]);
+        } else {
+            EXPECT_TRUE(x.frontier);
+        }
+        // The finalist ran the candidate: its plan and step are the estimate's (analytic
+        // fidelity), and the simulated ETTR is near the closed form.
+        EXPECT_EQ(f.run.plan.dp, x.dp);
+        EXPECT_DOUBLE_EQ(f.run.step.step_s, x.step_s);
+        ASSERT_TRUE(f.run.reliability.has_value());
+        EXPECT_EQ(f.run.reliability->replications.size(), 6u);
+        EXPECT_NEAR(f.ettr, x.ettr, 0.05) << "candidate " << f.candidate;
+        EXPECT_DOUBLE_EQ(f.run.reliability->facts.checkpoint_interval_s, x.checkpoint_interval_s);
+        // Ranked: constraint-meeting finalists first, cheapest first.
+        if (k > 0 && f.meets == r.finalists[k - 1].meets) {
+            EXPECT_GE(f.run.cost_usd, r.finalists[k - 1].run.cost_usd);
+        }
+        if (k > 0) {
+            EXPECT_LE(f.meets, r.finalists[k - 1].meets);
+        }
+    }
+    EXPECT_EQ(by_objective, 3);
+}
+
+TEST(Planner, ResultsDoNotDependOnTheThreadCount) {
+    const auto p = reliability_plan();
+    const auto base = base_of(p);
+    const PlanResult a = run_plan(p, base, 1);
+    const PlanResult b = run_plan(p, base, 2);
+    ASSERT_EQ(a.estimates.size(), b.estimates.size());
+    for (std::size_t i = 0; i < a.estimates.size(); ++i) {
+        EXPECT_EQ(a.estimates[i].verdict, b.estimates[i].verdict);
+        // Bit equality (NaN for candidates that could not be estimated).
+        EXPECT_EQ(std::memcmp(&a.estimates[i].cost_usd, &b.estimates[i].cost_usd, sizeof(double)),
+                  0);
+        EXPECT_EQ(a.estimates[i].chips, b.estimates[i].chips);
+        EXPECT_EQ(a.estimates[i].frontier, b.estimates[i].frontier);
+    }
+    ASSERT_EQ(a.finalists.size(), b.finalists.size());
+    for (std::size_t i = 0; i < a.finalists.size(); ++i) {
+        EXPECT_EQ(a.finalists[i].candidate, b.finalists[i].candidate);
+        EXPECT_EQ(a.finalists[i].run.time_to_train_s, b.finalists[i].run.time_to_train_s);
+        EXPECT_EQ(a.finalists[i].frontier, b.finalists[i].frontier);
+    }
+}
+
+} // namespace
+} // namespace trnsim::study
