@@ -92,7 +92,7 @@ bool FlowNetwork::admit(const Pending& p, std::int64_t now, const Schedule& sche
             link_bytes_[static_cast<std::size_t>(fabric_->kind()[l])] += spec.bytes;
         }
         const std::uint32_t slot = new_flow_slot();
-        const MaxMinSolver::FlowId sid = solver_.add(route_);
+        const MaxMinSolver::FlowId sid = solver_.add(route_, spec.weight);
         if (flow_of_solver_id_.size() <= sid) {
             flow_of_solver_id_.resize(sid + 1);
         }

@@ -992,7 +992,8 @@ private:
         for (int k = 0; k < chips_per_group_; ++k) {
             network::FlowSpec f{first_chip_of_group(g) + static_cast<std::uint32_t>(k),
                                 first_chip_of_group(g + delta) + static_cast<std::uint32_t>(k),
-                                send_bytes_ * group_ranks_per_chip()};
+                                send_bytes_ * group_ranks_per_chip(),
+                                static_cast<double>(group_ranks_per_chip())};
             fabric_net_->start_group(ctx.partition(), w.clock,
                                      static_cast<engine::EntityId>(g + delta), kInput, s, {f});
         }
@@ -1075,6 +1076,13 @@ private:
                     }
                 }
                 p.latency.push_back(latency);
+            }
+            // Each flow stands for the same flow of `multiplier` TP indices (their collectives
+            // run side by side on these chips): it takes that many shares of the fabric.
+            for (auto& ph : p.plan.phases) {
+                for (auto& fl : ph.flows) {
+                    fl.weight = static_cast<double>(cg.multiplier);
+                }
             }
             if (merge_repeats_) {
                 // A repeated phase becomes one phase moving all its repeats' bytes.

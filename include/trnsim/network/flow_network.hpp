@@ -38,6 +38,11 @@ struct FlowSpec {
     std::uint32_t src = 0; ///< chip
     std::uint32_t dst = 0; ///< chip
     double bytes = 0.0;
+    /// The flow stands for `weight` equal flows on the same route, `bytes / weight` each (the
+    /// ranks of a chip, merged): it gets `weight` shares of max-min fair bandwidth. An on-chip
+    /// copy (src == dst) ignores it: its parts share the chip's HBM, so it moves all its bytes
+    /// at the on-chip bandwidth.
+    double weight = 1.0;
 };
 
 class FlowNetwork {

@@ -204,11 +204,10 @@ TEST(StepSim, ContextParallelWithExperts) {
     const StepSimResult group = simulate(moe);
     std::vector<std::string> per_rank = moe;
     per_rank.push_back("simulation.step_entities=rank");
-    // Not to the ns here: a TP group's flows are one flow per chip, a rank's one per rank, so
-    // where expert and pipeline traffic meet, max-min shares them a little differently (the
-    // same happens without CP, e.g. tp 4, pp 4, ep 4: 0.02%). Measured: 3e-6 of the step.
-    EXPECT_NEAR(group.estimate.step_s, simulate(per_rank).estimate.step_s,
-                2e-5 * group.estimate.step_s);
+    // A TP group sends one pipeline flow per chip for the ranks it holds there, with their
+    // number as its max-min weight, so where expert and pipeline traffic meet it shares the
+    // fabric as the rank flows do (with weight 1 the two differed by 3e-6 of the step).
+    EXPECT_NEAR(group.estimate.step_s, simulate(per_rank).estimate.step_s, 10e-9);
     EXPECT_NEAR(group.estimate.step_s, analytic(moe), 0.10 * analytic(moe));
 }
 
