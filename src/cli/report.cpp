@@ -65,8 +65,11 @@ void print_plan(std::ostream& out, const config::ScenarioSpec& spec, const workl
                          : fmt::count(static_cast<double>(t.tokens)) + " tokens = " +
                                grouped(plan.steps) + " steps";
     line(out, "batch", batch);
-    std::string p = "tp " + std::to_string(plan.tp) + ", pp " + std::to_string(plan.pp) +
-                    ", dp " + std::to_string(plan.dp);
+    std::string p = "tp " + std::to_string(plan.tp);
+    if (plan.cp > 1) {
+        p += ", cp " + std::to_string(plan.cp);
+    }
+    p += ", pp " + std::to_string(plan.pp) + ", dp " + std::to_string(plan.dp);
     if (plan.ep > 1) {
         p += ", ep " + std::to_string(plan.ep);
     }
@@ -78,8 +81,8 @@ void print_plan(std::ostream& out, const config::ScenarioSpec& spec, const workl
          std::to_string(par.microbatch) + "; recompute " + workload::to_string(par.recompute);
     line(out, "plan", p);
     std::string groups;
-    for (auto g : {workload::CommGroup::tp, workload::CommGroup::dp, workload::CommGroup::ep,
-                   workload::CommGroup::pp}) {
+    for (auto g : {workload::CommGroup::tp, workload::CommGroup::cp, workload::CommGroup::dp,
+                   workload::CommGroup::ep, workload::CommGroup::pp}) {
         if (plan.group_size(g) <= 1) {
             continue;
         }
@@ -119,8 +122,8 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
     line(out, "fidelity",
          run.step_sim
              ? std::string("step: simulated on the event engine; calibrated kernel costs, TP "
-                           "collectives in closed form, pipeline and data-parallel traffic as "
-                           "flows (") +
+                           "collectives in closed form, pipeline, context-, data- and "
+                           "expert-parallel traffic as flows (") +
                    sim::to_string(run.step_sim->stats.entities == static_cast<std::uint64_t>(
                                                                      run.plan.ranks)
                                       ? sim::StepEntities::rank

@@ -198,11 +198,18 @@ Schema<S> build() {
     s.section("workload.parallelism", "How the model is split over ranks (logical NeuronCores).");
     s.field(integer<S>("workload.parallelism.tp", [](S& x) -> int& { return par(x).tp; }, "1", 1,
                        65536, "Tensor parallel degree; must divide the attention heads."));
+    s.field(integer<S>("workload.parallelism.cp", [](S& x) -> int& { return par(x).cp; }, "1", 1,
+                       65536,
+                       "Context parallel degree (ring attention): each rank of a CP group holds "
+                       "sequence_length / cp tokens of every sequence (two chunks, for balanced "
+                       "causal work) and the keys and values circulate in every layer; "
+                       "2 x cp must divide sequence_length. Gradients are reduced over dp x cp "
+                       "ranks."));
     s.field(integer<S>("workload.parallelism.pp", [](S& x) -> int& { return par(x).pp; }, "1", 1,
                        65536, "Pipeline stages; must divide the layers."));
     s.field(integer_or_auto<S>("workload.parallelism.dp", [](S& x) -> int& { return par(x).dp; },
                                "auto", 1, 1 << 30,
-                               "Data parallel replicas; auto = ranks / (tp x pp)."));
+                               "Data parallel replicas; auto = ranks / (tp x cp x pp)."));
     s.field(integer<S>("workload.parallelism.ep", [](S& x) -> int& { return par(x).ep; }, "1", 1,
                        65536, "Expert parallel degree (MoE); divides dp and the experts."));
     s.field(integer<S>("workload.parallelism.zero", [](S& x) -> int& { return par(x).zero; }, "1",

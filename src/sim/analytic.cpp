@@ -168,9 +168,9 @@ double recompute_flops(const workload::Plan& plan, const workload::StepProgram& 
         add(prog.dense_layer, static_cast<double>(st.dense_layers));
         add(prog.moe_layer, static_cast<double>(st.moe_layers));
     }
-    // Each stage's ops are per rank of a TP group; every DP replica repeats them.
+    // Each stage's ops are per rank of a TP group; every CP rank and DP replica repeats them.
     return per_microbatch_all_stages * static_cast<double>(plan.microbatches) * plan.tp *
-           plan.dp;
+           plan.cp * plan.dp;
 }
 
 } // namespace

@@ -22,8 +22,7 @@ class Coster {
 public:
     explicit Coster(const workload::Plan& plan)
         : model_(plan.chip, plan.lnc), slowdown_(1.0 / plan.chip.training_kernel_efficiency) {
-        for (auto g : {workload::CommGroup::tp, workload::CommGroup::dp, workload::CommGroup::ep,
-                       workload::CommGroup::expert_dp, workload::CommGroup::pp}) {
+        for (auto g : workload::kAllCommGroups) {
             shapes_.push_back(plan.group_shape(g));
         }
     }

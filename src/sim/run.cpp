@@ -32,7 +32,7 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
     job.steps = plan.steps;
     job.step_s = step.step_s;
     job.tokens_per_step = plan.tokens_per_step;
-    job.tp = plan.tp;
+    job.tp = plan.tp * plan.cp; // ranks of a replica per pipeline stage, in rank order
     job.dp = plan.dp;
     job.ranks_per_domain = plan.ranks_per_chip * plan.cluster.chips_per_instance *
                            (plan.cluster.ultraservers > 0 ? plan.cluster.instances_per_ultraserver

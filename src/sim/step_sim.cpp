@@ -42,8 +42,8 @@ enum Ev : engine::EventType {
 };
 
 /// Kinds of collectives between entities.
-enum Fam : std::uint8_t { kDp = 0, kEp = 1, kEdp = 2 };
-constexpr int kFams = 3;
+enum Fam : std::uint8_t { kDp = 0, kEp = 1, kEdp = 2, kCp = 3 };
+constexpr int kFams = 4;
 
 CommGroup comm_group(Fam f) {
     switch (f) {
@@ -53,6 +53,8 @@ CommGroup comm_group(Fam f) {
         return CommGroup::ep;
     case kEdp:
         return CommGroup::expert_dp;
+    case kCp:
+        return CommGroup::cp;
     }
     return CommGroup::dp;
 }
@@ -144,8 +146,8 @@ std::array<double, topology::kLinkKinds> closed_form_link_bytes(CollectiveOp op,
     return out;
 }
 
-/// A family: the members of one data- or expert-parallel group of entities, which run their
-/// collectives in order, one at a time (one collective stream).
+/// A family: the members of one data-, expert- or context-parallel group of entities, which run
+/// their collectives in order, one at a time (one collective stream).
 struct Family {
     Fam fam = kDp;
     std::vector<engine::EntityId> members;
@@ -192,14 +194,15 @@ struct Worker {
     enum Wait : std::uint8_t { none, sleep, input, coll, tp };
     Wait wait = none;
     Fam wait_fam = kDp;
-    std::uint32_t wait_target = 0;
+    std::uint32_t wait_target = 0; // input slot, or collectives completed to wait for
+    std::uint32_t wait_name = 0;   // tp: the collective's name (timeline)
     std::int64_t clock = 0;
     std::int64_t wait_since = 0;
     std::int64_t task_start = 0;
     std::int64_t compute_ns = 0, comm_ns = 0, bubble_ns = 0;
     std::int64_t pipeline_end = 0, end = 0;
     std::array<std::uint32_t, kFams> issued{}, completed{};
-    std::array<std::int32_t, kFams> family{-1, -1, -1};
+    std::array<std::int32_t, kFams> family{}; ///< index into the families, -1: none
     double speed = 1.0;
 };
 
@@ -213,7 +216,7 @@ public:
               const StepSimOptions& opt)
         : plan_(plan), fabric_(fabric), opt_(opt), coster_(plan),
           per_rank_(opt.entities == StepEntities::rank), merge_repeats_(opt.merge_repeats),
-          tp_(plan.tp), dp_(plan.dp),
+          tp_(plan.tp), cp_(plan.cp), cols_(std::int64_t{plan.cp} * plan.dp),
           pp_(plan.pp), v_(plan.virtual_stages), m_(plan.microbatches),
           rpc_(plan.ranks_per_chip) {
         if (static_cast<std::int64_t>(fabric.chips()) != plan.cluster.chips) {
@@ -323,6 +326,9 @@ private:
             return true;
         case CommGroup::expert_dp:
             f = kEdp;
+            return true;
+        case CommGroup::cp:
+            f = kCp;
             return true;
         default:
             return false;
@@ -586,95 +592,72 @@ private:
     int group_ranks_per_chip() const { return std::min(tp_, rpc_); }
 
     void build_families() {
-        // Replicas of a family: base + k * step for k < size.
         struct Kind {
             Fam fam = kDp;
             CommGroup group;
         };
-        const bool moe = plan_.training.model.is_moe();
-        std::vector<Kind> kinds = {{kDp, CommGroup::dp}};
-        if (moe) {
+        std::vector<Kind> kinds = {{kDp, CommGroup::dp}, {kCp, CommGroup::cp}};
+        if (plan_.training.model.is_moe()) {
             kinds.push_back({kEp, CommGroup::ep});
             kinds.push_back({kEdp, CommGroup::expert_dp});
         }
         for (const Kind& k : kinds) {
-            const int size = plan_.group_size(k.group);
-            if (size <= 1) {
+            if (plan_.group_size(k.group) <= 1) {
                 continue;
             }
-            const std::int64_t step = plan_.group_stride(k.group) / tp_; // in replicas
-            const std::int64_t count = dp_ / size;                           // families per stage
-            for (int s = 0; s < pp_; ++s) {
-                for (std::int64_t f = 0; f < count; ++f) {
-                    // The family's first replica: EP groups are consecutive, expert-DP groups
-                    // interleave (replica j, j + ep, ...).
-                    const std::int64_t base = k.fam == kEdp ? f : f * size;
-                    Family fam;
-                    fam.fam = k.fam;
-                    std::vector<std::int64_t> replicas;
-                    for (int i = 0; i < size; ++i) {
-                        replicas.push_back(base + i * step);
-                    }
-                    const auto id = static_cast<std::int32_t>(families_.size());
-                    for (std::int64_t r : replicas) {
-                        const std::int64_t g = r + dp_ * s;
-                        if (per_rank_) {
-                            for (int t = 0; t < tp_; ++t) {
-                                fam.members.push_back(static_cast<engine::EntityId>(g * tp_ + t));
-                            }
-                        } else {
-                            fam.members.push_back(static_cast<engine::EntityId>(g));
-                        }
-                    }
-                    // Chip groups: per TP index, the chips of its ranks; equal lists merge.
-                    for (int t = 0; t < tp_; ++t) {
-                        std::vector<std::uint32_t> chips;
-                        int per_chip = 0, run = 0;
-                        for (std::int64_t r : replicas) {
-                            const std::int64_t rank = t + std::int64_t{tp_} * (r + dp_ * s);
-                            const auto chip = static_cast<std::uint32_t>(rank / rpc_);
-                            if (!chips.empty() && chips.back() == chip) {
-                                ++run;
-                            } else {
-                                chips.push_back(chip);
-                                run = 1;
-                            }
-                            per_chip = std::max(per_chip, run);
-                        }
-                        bool merged = false;
-                        for (auto& cg : fam.chip_groups) {
-                            if (cg.chips == chips) {
-                                ++cg.multiplier;
-                                merged = true;
-                                break;
-                            }
-                        }
-                        if (!merged) {
-                            fam.chip_groups.push_back({std::move(chips), per_chip, 1});
-                        }
-                    }
-                    family_index_.push_back({k.fam, s, base, id});
-                    families_.push_back(std::move(fam));
+            // Every group of the kind once, found from its first TP group (groups in increasing
+            // order, so a family's first member is the lowest TP group not yet covered).
+            std::vector<std::int32_t>& of_group = family_of_group_[k.fam];
+            of_group.assign(static_cast<std::size_t>(groups_), -1);
+            for (std::int64_t first = 0; first < groups_; ++first) {
+                if (of_group[static_cast<std::size_t>(first)] >= 0) {
+                    continue;
                 }
+                const auto id = static_cast<std::int32_t>(families_.size());
+                std::vector<std::int64_t> groups = plan_.group_members(k.group, first * tp_);
+                Family fam;
+                fam.fam = k.fam;
+                for (std::int64_t& g : groups) {
+                    g /= tp_; // ranks of TP index 0 -> TP groups
+                    of_group[static_cast<std::size_t>(g)] = id;
+                    if (per_rank_) {
+                        for (int t = 0; t < tp_; ++t) {
+                            fam.members.push_back(static_cast<engine::EntityId>(g * tp_ + t));
+                        }
+                    } else {
+                        fam.members.push_back(static_cast<engine::EntityId>(g));
+                    }
+                }
+                // Chip groups: per TP index, the chips of its ranks; equal lists merge.
+                for (int t = 0; t < tp_; ++t) {
+                    std::vector<std::uint32_t> chips;
+                    int per_chip = 0, run = 0;
+                    for (const std::int64_t g : groups) {
+                        const std::int64_t rank = t + std::int64_t{tp_} * g;
+                        const auto chip = static_cast<std::uint32_t>(rank / rpc_);
+                        if (!chips.empty() && chips.back() == chip) {
+                            ++run;
+                        } else {
+                            chips.push_back(chip);
+                            run = 1;
+                        }
+                        per_chip = std::max(per_chip, run);
+                    }
+                    bool merged = false;
+                    for (auto& cg : fam.chip_groups) {
+                        if (cg.chips == chips) {
+                            ++cg.multiplier;
+                            merged = true;
+                            break;
+                        }
+                    }
+                    if (!merged) {
+                        fam.chip_groups.push_back({std::move(chips), per_chip, 1});
+                    }
+                }
+                families_.push_back(std::move(fam));
             }
         }
-    }
-
-    std::int32_t find_family(Fam fam, int stage, std::int64_t replica) const {
-        const CommGroup g = comm_group(fam);
-        const int size = plan_.group_size(g);
-        std::int64_t base;
-        if (fam == kEdp) {
-            base = replica % plan_.ep;
-        } else {
-            base = replica / size * size;
-        }
-        for (const auto& fi : family_index_) {
-            if (fi.fam == fam && fi.stage == stage && fi.base == base) {
-                return fi.id;
-            }
-        }
-        return -1;
     }
 
     void build_workers() {
@@ -685,15 +668,6 @@ private:
         const std::uint32_t worker_parts = std::min<std::uint32_t>(domains, 64);
         std::uint32_t last_part = 0;
         starts_.push_back(0);
-        // Family lookup per (stage, replica): families are few, so a map keyed by the pair.
-        std::map<std::tuple<int, int, std::int64_t>, std::int32_t> fam_of_replica;
-        for (const auto& fi : family_index_) {
-            const int size = plan_.group_size(comm_group(fi.fam));
-            const std::int64_t step = plan_.group_stride(comm_group(fi.fam)) / tp_;
-            for (int i = 0; i < size; ++i) {
-                fam_of_replica[{fi.fam, fi.stage, fi.base + i * step}] = fi.id;
-            }
-        }
         const bool speeds = !opt_.chip_speed.empty();
         if (speeds && opt_.chip_speed.size() != static_cast<std::size_t>(plan_.cluster.chips)) {
             throw std::invalid_argument("step simulation: chip_speed needs one factor per chip");
@@ -701,12 +675,11 @@ private:
         for (std::uint64_t e = 0; e < workers_count_; ++e) {
             Worker& w = workers_[e];
             const std::int64_t g = group_of_entity(e);
-            const auto stage = static_cast<int>(g / dp_);
-            const std::int64_t replica = g % dp_;
-            w.stage = stage;
+            w.stage = static_cast<int>(g / cols_);
             for (int f = 0; f < kFams; ++f) {
-                auto it = fam_of_replica.find({f, stage, replica});
-                w.family[static_cast<std::size_t>(f)] = it == fam_of_replica.end() ? -1 : it->second;
+                const auto& of_group = family_of_group_[static_cast<std::size_t>(f)];
+                w.family[static_cast<std::size_t>(f)] =
+                    of_group.empty() ? -1 : of_group[static_cast<std::size_t>(g)];
             }
             // Speed: the slowest chip of the entity (of its rank's chip in rank mode).
             double speed = 1.0;
@@ -826,7 +799,7 @@ private:
         case kTpDone:
             if (w.wait == Worker::tp) {
                 w.comm_ns += now - w.wait_since;
-                trace(ctx, self, 0, w.wait_since, now, w.wait_target);
+                trace(ctx, self, 1, w.wait_since, now, w.wait_name);
                 w.clock = now;
                 w.wait = Worker::none;
                 run(ctx, w);
@@ -949,7 +922,7 @@ private:
                 ++w.item;
                 w.wait = Worker::tp;
                 w.wait_since = w.clock;
-                w.wait_target = it.barrier_name;
+                w.wait_name = it.barrier_name;
                 if (++b.count == tp_) {
                     const std::int64_t at = b.latest + it.barrier_ns;
                     for (int r = 0; r < tp_; ++r) {
@@ -1004,7 +977,8 @@ private:
         const int to_stage = to % pp_;
         const int to_chunk = to / pp_;
         const std::uint64_t self = ctx.self();
-        const std::int64_t delta = std::int64_t{to_stage - w.stage} * dp_; // in groups
+        // To the same CP index of the same replica in the other stage.
+        const std::int64_t delta = std::int64_t{to_stage - w.stage} * cols_; // in groups
         const std::size_t s = slot(t.forward, t.microbatch, to_chunk);
         if (per_rank_) {
             const std::int64_t to_rank = static_cast<std::int64_t>(self) + delta * tp_;
@@ -1182,7 +1156,8 @@ private:
     bool per_rank_;
     bool merge_repeats_;
     int tp_;
-    std::int64_t dp_;
+    int cp_;
+    std::int64_t cols_; ///< TP groups per stage: cp x dp
     int pp_;
     int v_;
     std::int64_t m_;
@@ -1206,13 +1181,8 @@ private:
     std::vector<Program> finals_;   // per stage
     std::vector<std::vector<workload::PipelineTask>> schedules_;
 
-    struct FamilyIndex {
-        Fam fam = kDp;
-        int stage;
-        std::int64_t base;
-        std::int32_t id;
-    };
-    std::vector<FamilyIndex> family_index_;
+    /// Per family kind, the family of each TP group (empty when the kind has no families).
+    std::array<std::vector<std::int32_t>, kFams> family_of_group_;
     std::vector<Family> families_;
     std::uint64_t instances_ = 0;
 
@@ -1227,8 +1197,6 @@ private:
     std::vector<std::vector<TraceSpan>> spans_;                          // per partition
     std::vector<std::array<double, topology::kLinkKinds>> link_bytes_; // per partition
 
-    friend StepSimResult sim::simulate_step(const workload::Plan&, const topology::Fabric&,
-                                            const StepSimOptions&);
 };
 
 StepSimResult StepModel::result(const engine::RunStats& run) const {
@@ -1256,7 +1224,7 @@ StepSimResult StepModel::result(const engine::RunStats& run) const {
         t.first_rank = per_rank_ ? static_cast<std::int64_t>(e) : g * tp_;
         t.ranks = per_rank_ ? 1 : tp_;
         t.stage = w.stage;
-        t.replica = g % dp_;
+        t.replica = g % cols_ / cp_;
         t.speed = w.speed;
         t.compute_s = static_cast<double>(w.compute_ns) * 1e-9;
         t.comm_s = static_cast<double>(w.comm_ns) * 1e-9;

@@ -13,6 +13,7 @@ std::vector<SummaryValue> summary_values(const TrainingRun& run, bool intervals)
         {"instances", p.cluster.instances},
         {"ultraservers", p.cluster.ultraservers},
         {"tp", std::int64_t{p.tp}},
+        {"cp", std::int64_t{p.cp}},
         {"pp", std::int64_t{p.pp}},
         {"dp", std::int64_t{p.dp}},
         {"ep", std::int64_t{p.ep}},

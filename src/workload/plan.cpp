@@ -26,6 +26,8 @@ const char* to_string(CommGroup g) {
     switch (g) {
     case CommGroup::tp:
         return "tp";
+    case CommGroup::cp:
+        return "cp";
     case CommGroup::dp:
         return "dp";
     case CommGroup::ep:
@@ -106,35 +108,110 @@ double activation_bytes_per_layer(const ModelSpec& m, bool moe_layer, std::int64
     return bytes;
 }
 
-std::int64_t Plan::group_stride(CommGroup g) const {
+GroupLayout Plan::group_layout(CommGroup g) const {
+    const std::int64_t t = tp;
+    GroupLayout l;
     switch (g) {
     case CommGroup::tp:
-        return 1;
+        l.inner_size = tp;
+        break;
+    case CommGroup::cp:
+        l.inner_stride = t;
+        l.inner_size = cp;
+        break;
     case CommGroup::dp:
+        // The CP ranks of every replica: consecutive TP-group positions, so one progression.
+        l.inner_stride = t;
+        l.inner_size = cp * dp;
+        break;
     case CommGroup::ep:
-        return tp;
+        l.inner_stride = t * cp;
+        l.inner_size = ep;
+        break;
     case CommGroup::expert_dp:
-        return std::int64_t{tp} * ep;
+        l.inner_stride = t;
+        l.inner_size = cp;
+        l.outer_stride = t * cp * ep;
+        l.outer_size = dp / ep;
+        break;
     case CommGroup::pp:
-        return std::int64_t{tp} * dp;
+        l.inner_stride = t * cp * dp;
+        l.inner_size = pp;
+        break;
     }
-    return 1;
+    if (l.inner_size == 1 && l.outer_size > 1) { // one progression after all (cp = 1)
+        l.inner_stride = l.outer_stride;
+        l.inner_size = l.outer_size;
+        l.outer_stride = 0;
+        l.outer_size = 1;
+    }
+    return l;
 }
 
-int Plan::group_size(CommGroup g) const {
+int Plan::group_size(CommGroup g) const { return group_layout(g).size(); }
+
+std::vector<std::int64_t> Plan::group_members(CommGroup g, std::int64_t rank) const {
+    // Coordinates of the rank, then every combination of the group's free coordinates.
+    const std::int64_t t_i = rank % tp;
+    const std::int64_t c_i = rank / tp % cp;
+    const std::int64_t d_i = rank / (std::int64_t{tp} * cp) % dp;
+    const std::int64_t p_i = rank / (std::int64_t{tp} * cp * dp);
+    const auto at = [&](std::int64_t t, std::int64_t c, std::int64_t d, std::int64_t s) {
+        return t + tp * (c + cp * (d + dp * s));
+    };
+    std::vector<std::int64_t> out;
     switch (g) {
     case CommGroup::tp:
-        return tp;
+        for (std::int64_t t = 0; t < tp; ++t) {
+            out.push_back(at(t, c_i, d_i, p_i));
+        }
+        break;
+    case CommGroup::cp:
+        for (std::int64_t c = 0; c < cp; ++c) {
+            out.push_back(at(t_i, c, d_i, p_i));
+        }
+        break;
     case CommGroup::dp:
-        return dp;
-    case CommGroup::ep:
-        return ep;
-    case CommGroup::expert_dp:
-        return dp / ep;
-    case CommGroup::pp:
-        return pp;
+        for (std::int64_t d = 0; d < dp; ++d) {
+            for (std::int64_t c = 0; c < cp; ++c) {
+                out.push_back(at(t_i, c, d, p_i));
+            }
+        }
+        break;
+    case CommGroup::ep: {
+        const std::int64_t first = d_i / ep * ep;
+        for (std::int64_t d = first; d < first + ep; ++d) {
+            out.push_back(at(t_i, c_i, d, p_i));
+        }
+        break;
     }
-    return 1;
+    case CommGroup::expert_dp:
+        for (std::int64_t d = d_i % ep; d < dp; d += ep) {
+            for (std::int64_t c = 0; c < cp; ++c) {
+                out.push_back(at(t_i, c, d, p_i));
+            }
+        }
+        break;
+    case CommGroup::pp:
+        for (std::int64_t s = 0; s < pp; ++s) {
+            out.push_back(at(t_i, c_i, d_i, s));
+        }
+        break;
+    }
+    return out;
+}
+
+double kv_block_bytes(const ModelSpec& m, std::int64_t tokens, int tp, int element_bytes) {
+    // MLA exchanges the up-projected keys and values: every head has its own.
+    const std::int64_t kv_heads = m.attention == AttentionKind::mla
+                                      ? m.heads / tp
+                                      : std::max<std::int64_t>(1, m.kv_heads / tp);
+    return static_cast<double>(tokens) * static_cast<double>(kv_heads) *
+           static_cast<double>(m.qk_dim() + m.v_dim()) * element_bytes;
+}
+
+std::int64_t Plan::tokens_per_rank() const {
+    return training.parallelism.microbatch * training.sequence_length / cp;
 }
 
 network::GroupShape Plan::group_shape(CommGroup g) const {
@@ -143,17 +220,18 @@ network::GroupShape Plan::group_shape(CommGroup g) const {
 
 namespace {
 
-/// Decomposes the group {0, s, 2s, ..., (n-1)s} over the levels of the cluster.
-network::GroupShape decompose(const Plan& p, std::int64_t stride, int size) {
+/// Decomposes a group (its members in increasing rank order) over the levels of the cluster.
+network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ranks) {
     const std::int64_t rpc = p.ranks_per_chip;
     const std::int64_t cpi = p.cluster.chips_per_instance;
     const std::int64_t ipu = p.cluster.instances_per_ultraserver;
     const bool has_ultraserver = p.cluster.ultraservers > 0;
+    const auto size = static_cast<std::int64_t>(ranks.size());
     std::int64_t chips = 0, instances = 0, domains = 0;
     std::int64_t last_chip = -1, last_instance = -1, last_domain = -1;
     // Members are in increasing rank order, so distinct units appear as runs.
-    for (std::int64_t i = 0; i < size; ++i) {
-        const std::int64_t chip = i * stride / rpc;
+    for (const std::int64_t rank : ranks) {
+        const std::int64_t chip = rank / rpc;
         const std::int64_t instance = chip / cpi;
         const std::int64_t domain = has_ultraserver ? instance / ipu : instance;
         chips += chip != last_chip;
@@ -185,9 +263,15 @@ network::GroupShape decompose(const Plan& p, std::int64_t stride, int size) {
     return s;
 }
 
-/// Pipeline neighbours: one level, the link class that separates rank 0 from rank `stride`.
-network::GroupShape neighbour_shape(const Plan& p, std::int64_t stride, int size) {
-    network::GroupShape full = decompose(p, stride, std::min(size, 2));
+/// Pipeline neighbours: one level, the link class that separates a rank from the same rank of
+/// the next stage.
+network::GroupShape neighbour_shape(const Plan& p) {
+    const GroupLayout layout = p.group_layout(CommGroup::pp);
+    std::vector<std::int64_t> pair{0};
+    if (layout.size() > 1) {
+        pair.push_back(layout.inner_stride);
+    }
+    network::GroupShape full = decompose(p, pair);
     network::GroupShape s;
     for (const auto& l : full.levels) {
         if (l.members > 1) {
@@ -231,17 +315,27 @@ void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& clus
                  (par.virtual_stages > 1 ? " x virtual_stages = " + str(par.virtual_stages) : "") +
                  " must divide the model's " + str(m.layers) + " layers");
     }
-    const std::int64_t model_ranks = std::int64_t{par.tp} * par.pp;
+    if (par.cp > 1 && t.sequence_length % (2 * std::int64_t{par.cp}) != 0) {
+        fail(std::string(kPar) + ".cp",
+             "cp = " + str(par.cp) + " must split the sequence length " +
+                 str(t.sequence_length) + " into 2 x cp = " + str(2 * std::int64_t{par.cp}) +
+                 " chunks of whole tokens (each rank takes two chunks so that the causal "
+                 "attention work is balanced)");
+    }
+    // The product names only the dimensions in use, so that messages stay as before for cp 1.
+    const std::int64_t model_ranks = std::int64_t{par.tp} * par.cp * par.pp;
+    const std::string model_dims = par.cp > 1 ? "tp x cp x pp" : "tp x pp";
     if (p.ranks % model_ranks != 0) {
-        fail(kPar, "tp x pp = " + str(model_ranks) + " does not divide the " + ranks_text);
+        fail(kPar, model_dims + " = " + str(model_ranks) + " does not divide the " + ranks_text);
     }
     const std::int64_t dp = p.ranks / model_ranks;
     if (par.dp != 0 && par.dp != dp) {
         fail(std::string(kPar) + ".dp",
-             "tp x pp x dp = " + str(model_ranks * par.dp) + " but the cluster has " + ranks_text +
-                 "; use dp: " + str(dp) + " or dp: auto");
+             model_dims + " x dp = " + str(model_ranks * par.dp) + " but the cluster has " +
+                 ranks_text + "; use dp: " + str(dp) + " or dp: auto");
     }
     p.tp = par.tp;
+    p.cp = par.cp;
     p.pp = par.pp;
     p.dp = static_cast<int>(dp);
     p.ep = par.ep;
@@ -305,6 +399,12 @@ void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& clus
                              " spans more than one NeuronLink domain: tensor-parallel traffic "
                              "crosses the EFA fabric");
     }
+    if (par.cp > 1 &&
+        std::int64_t{par.tp} * par.cp > std::int64_t{rpc} * cluster.chips_per_ultraserver()) {
+        p.warnings.push_back("tp x cp = " + str(std::int64_t{par.tp} * par.cp) +
+                             " spans more than one NeuronLink domain: the context-parallel "
+                             "key/value exchange crosses the EFA fabric");
+    }
 }
 
 void layout_stages(const TrainingSpec& t, Plan& p) {
@@ -342,8 +442,9 @@ MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
     const StageLayout& st = p.stages[static_cast<std::size_t>(stage_index)];
     const double w = weight_element_bytes(t.precision);
     const double e = w; // activations are kept at the weight precision (FP8 training keeps BF16)
-    const double d = p.dp;
-    const double de = static_cast<double>(p.dp) / p.ep;
+    // ZeRO shards over the gradient-reduction groups: dp x cp ranks (dp x cp / ep for experts).
+    const double d = p.group_size(CommGroup::dp);
+    const double de = p.group_size(CommGroup::expert_dp);
     const double dense = static_cast<double>(st.dense_params_per_rank);
     const double expert = static_cast<double>(st.expert_params_per_rank);
     const double master = t.precision == compute::Precision::fp32 ? 0.0 : 4.0;
@@ -357,7 +458,8 @@ MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
     b.optimizer =
         Bytes(static_cast<std::int64_t>((master + 8.0) * shard(dense, expert, par.zero >= 1)));
 
-    const std::int64_t tokens = par.microbatch * t.sequence_length;
+    // The rank's tokens of a microbatch: S / cp of each sequence.
+    const std::int64_t tokens = p.tokens_per_rank();
     const double dense_layer = activation_bytes_per_layer(
         m, false, tokens, p.tp, par.sequence_parallel, par.recompute, static_cast<int>(e), 0);
     const double moe_layer =
@@ -386,6 +488,11 @@ MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
         buffers += (par.sequence_parallel ? 2.0 : 1.0) * static_cast<double>(tokens) *
                    static_cast<double>(m.hidden) * e;
     }
+    if (p.cp > 1) {
+        // Ring attention streams the keys and values of the other ranks' tokens: in the
+        // backward pass a key/value block and its gradient block, each in use and in transit.
+        buffers += 4.0 * kv_block_bytes(m, tokens, p.tp, static_cast<int>(e));
+    }
     if (par.zero >= 3) {
         const double layer = static_cast<double>(p.stats.attention +
                                                  std::max(p.stats.dense_mlp, p.stats.moe_shared));
@@ -398,7 +505,8 @@ MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
 
 std::string memory_advice(const Plan& p) {
     const auto& par = p.training.parallelism;
-    std::string advice = "raise tp or pp";
+    // Context parallelism divides the activations (long sequences).
+    std::string advice = "raise tp, cp or pp";
     if (par.zero < 3) {
         advice += ", use a higher zero stage (now " + str(par.zero) + ")";
     }
@@ -444,10 +552,10 @@ Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int
     p.steps = training.steps > 0 ? training.steps : ceil_div(training.tokens, p.tokens_per_step);
     layout_stages(training, p);
 
-    for (CommGroup g : {CommGroup::tp, CommGroup::dp, CommGroup::ep, CommGroup::expert_dp}) {
-        p.shapes_.push_back(decompose(p, p.group_stride(g), p.group_size(g)));
+    for (CommGroup g : kAllCommGroups) {
+        p.shapes_.push_back(g == CommGroup::pp ? neighbour_shape(p)
+                                               : decompose(p, p.group_members(g, 0)));
     }
-    p.shapes_.push_back(neighbour_shape(p, p.group_stride(CommGroup::pp), p.pp));
 
     p.memory.capacity_per_rank = Bytes(chip.hbm_capacity.count() / p.ranks_per_chip);
     for (int i = 0; i < p.pp; ++i) {

@@ -18,7 +18,7 @@ public:
         : p_(p), m_(p.training.model), par_(p.training.parallelism),
           precision_(p.training.precision),
           e_(p.training.precision == compute::Precision::fp32 ? 4 : 2),
-          T_(par_.microbatch * p.training.sequence_length),
+          T_(p.tokens_per_rank()),
           sp_(par_.sequence_parallel ? p.tp : 1) {}
 
     std::vector<ProgramOp> ops;
@@ -43,10 +43,11 @@ public:
         ops.push_back(op);
     }
 
-    void collective(const char* name, CollectiveOp c, CommGroup g, double bytes,
+    /// Appends a collective; false (and nothing appended) when the group has one member.
+    bool collective(const char* name, CollectiveOp c, CommGroup g, double bytes,
                     bool overlapped = false) {
         if (p_.group_size(g) <= 1 || bytes <= 0.0) {
-            return;
+            return false;
         }
         ProgramOp op;
         op.kind = Kind::collective;
@@ -56,6 +57,7 @@ public:
         op.bytes = bytes;
         op.overlapped = overlapped;
         ops.push_back(op);
+        return true;
     }
 
     /// Tensor-parallel gather of the residual stream before a block.
@@ -118,12 +120,37 @@ public:
                        compute::StreamEngine::vector);
             }
         }
+        // Context parallelism: the keys and values of the whole sequence pass around the CP
+        // group (the collective's size is the gathered output: cp blocks of the rank's own
+        // keys and values). They are not kept for the backward pass (see derive_backward).
+        const std::int64_t cp = p_.cp;
+        if (collective("cp_kv_all_gather", CollectiveOp::all_gather, CommGroup::cp,
+                       kv_block_bytes(m_, T_ * cp, p_.tp, e_))) {
+            ops.back().regather = true;
+            ops.back().backward_name = "cp_kv_reduce_scatter";
+        }
+        // The rank's S / cp queries. With cp = 1 one causal kernel over the whole sequence.
+        // With cp > 1 the rank holds chunks i and 2 cp - 1 - i of 2 cp chunks of c = S / (2 cp)
+        // tokens: against its own keys it does the causal work of a contiguous block of 2c
+        // tokens, 2c^2 + c query-key pairs; against each of the other cp - 1 blocks, exactly
+        // 2c^2 pairs with no mask (all 2c queries against the first c keys of a rank before
+        // it, or the last c queries against all 2c keys of a rank after it). In total
+        // 2 cp c^2 + c = S (S + 1) / 2 / cp: 1/cp of the sequence's causal work on every rank.
+        const std::int64_t S = p_.training.sequence_length;
+        const std::int64_t q = S / cp;
         ProgramOp attn;
         attn.kind = Kind::attention;
         attn.name = "attention";
-        attn.attention = {par_.microbatch, heads, kv_heads, p_.training.sequence_length,
-                          p_.training.sequence_length, m_.qk_dim(), m_.v_dim(), true, precision_};
+        attn.attention = {par_.microbatch, heads, kv_heads, q, q, m_.qk_dim(), m_.v_dim(), true,
+                          precision_};
         ops.push_back(attn);
+        if (cp > 1) {
+            attn.name = "attention_ring";
+            attn.attention = {par_.microbatch, heads, kv_heads, q, q / 2, m_.qk_dim(), m_.v_dim(),
+                              false, precision_};
+            attn.repeat = static_cast<double>(cp - 1);
+            ops.push_back(attn);
+        }
         matmul("out_proj", T_, heads * m_.v_dim(), h);
         tp_reduce();
         stream("residual_add", T_ * h / sp_, 2, 1, 1, compute::StreamEngine::vector);
@@ -217,11 +244,32 @@ private:
     std::int64_t sp_;
 };
 
-/// Backward ops of a forward op list (see program.hpp for the rules).
-std::vector<ProgramOp> derive_backward(const std::vector<ProgramOp>& fwd) {
+/// Backward ops of a forward op list (see program.hpp for the rules). With `regather`, an
+/// all-gather whose output the forward pass does not keep (ProgramOp::regather) runs again just
+/// before the backward of the attention kernels that follow it.
+std::vector<ProgramOp> derive_backward(const std::vector<ProgramOp>& fwd, bool regather) {
+    // Where each re-gather goes: before the backward of the last op of the run of attention
+    // kernels after it (the first of them the backward pass meets).
+    std::vector<int> regather_at(fwd.size(), -1);
+    for (std::size_t i = 0; i < fwd.size(); ++i) {
+        if (!regather || !fwd[i].is_collective() || !fwd[i].regather) {
+            continue;
+        }
+        std::size_t j = i;
+        while (j + 1 < fwd.size() && fwd[j + 1].kind == Kind::attention) {
+            ++j;
+        }
+        regather_at[j] = static_cast<int>(i);
+    }
     std::vector<ProgramOp> bwd;
-    for (auto it = fwd.rbegin(); it != fwd.rend(); ++it) {
-        ProgramOp op = *it;
+    for (std::size_t idx = fwd.size(); idx-- > 0;) {
+        ProgramOp op = fwd[idx];
+        if (regather_at[idx] >= 0 && static_cast<std::size_t>(regather_at[idx]) != idx) {
+            ProgramOp again = fwd[static_cast<std::size_t>(regather_at[idx])];
+            again.name += " backward";
+            again.regather = false;
+            bwd.push_back(again);
+        }
         switch (op.kind) {
         case Kind::matmul: {
             const auto s = op.matmul;
@@ -236,13 +284,13 @@ std::vector<ProgramOp> derive_backward(const std::vector<ProgramOp>& fwd) {
         }
         case Kind::attention:
             op.name += " backward";
-            op.repeat = 2.5;
+            op.repeat *= 2.5;
             bwd.push_back(op);
             break;
         case Kind::stream:
         case Kind::optimizer:
             op.name += " backward";
-            op.repeat = 2.0;
+            op.repeat *= 2.0;
             bwd.push_back(op);
             break;
         case Kind::collective:
@@ -254,7 +302,14 @@ std::vector<ProgramOp> derive_backward(const std::vector<ProgramOp>& fwd) {
                 bwd.push_back(op);
                 break;
             }
-            op.name += " backward";
+            if (regather_at[idx] == static_cast<int>(idx)) { // no attention after it
+                ProgramOp again = op;
+                again.name += " backward";
+                again.regather = false;
+                bwd.push_back(again);
+            }
+            op.name = op.backward_name.empty() ? op.name + " backward" : op.backward_name;
+            op.regather = false;
             if (op.collective == CollectiveOp::all_gather) {
                 op.collective = CollectiveOp::reduce_scatter;
             } else if (op.collective == CollectiveOp::reduce_scatter) {
@@ -271,9 +326,11 @@ std::vector<ProgramOp> derive_backward(const std::vector<ProgramOp>& fwd) {
 void add_recompute(BlockProgram& b, Recompute r) {
     std::vector<ProgramOp> redo;
     for (const auto& op : b.forward) {
-        const bool take = r == Recompute::full
-                              ? !op.overlapped
-                              : (r == Recompute::selective && op.kind == Kind::attention);
+        // Selective recomputation of the attention core gathers its keys and values again.
+        const bool take =
+            r == Recompute::full
+                ? !op.overlapped
+                : (r == Recompute::selective && (op.kind == Kind::attention || op.regather));
         if (take) {
             ProgramOp copy = op;
             copy.name += " recompute";
@@ -287,7 +344,9 @@ void add_recompute(BlockProgram& b, Recompute r) {
 BlockProgram finish(std::vector<ProgramOp> forward, Recompute r) {
     BlockProgram b;
     b.forward = std::move(forward);
-    b.backward = derive_backward(b.forward);
+    // Recomputation gathers the attention's keys and values again; without it the backward
+    // pass does.
+    b.backward = derive_backward(b.forward, r == Recompute::none);
     add_recompute(b, r);
     return b;
 }
@@ -371,8 +430,9 @@ StageStepOps build_stage_step_ops(const Plan& plan, int stage) {
             CommGroup::expert_dp, expert * w);
     }
     const bool sharded = par.zero >= 1;
-    const double d = plan.dp;
-    const double de = static_cast<double>(plan.dp) / plan.ep;
+    // ZeRO shards over the gradient-reduction groups (data parallel x context parallel).
+    const double d = plan.group_size(CommGroup::dp);
+    const double de = plan.group_size(CommGroup::expert_dp);
     ops.optimizer.kind = Kind::optimizer;
     ops.optimizer.name = "adamw";
     ops.optimizer.optimizer.params =

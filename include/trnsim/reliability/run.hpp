@@ -52,7 +52,9 @@ struct JobModel {
     std::int64_t steps = 0;           ///< to train
     double step_s = 0.0;              ///< failure-free step time on the full cluster
     std::int64_t tokens_per_step = 0;
-    int tp = 1;                       ///< replica bookkeeping (recovery.scope: replica)
+    /// Replica bookkeeping (recovery.scope: replica): consecutive ranks of one replica in a
+    /// pipeline stage (tp x cp), and the replicas.
+    int tp = 1;
     int dp = 1;
     std::int64_t ranks_per_domain = 1;
     Bytes checkpoint_size;            ///< resolved: the spec's, or weights + optimizer state

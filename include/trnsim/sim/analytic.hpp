@@ -3,7 +3,8 @@
 //
 // Per pipeline stage and microbatch, each block (layer, embedding, head) costs
 //     max( sum of compute ops + sum of exposed collectives,  sum of overlapped collectives )
-// forward and backward; tensor-parallel, expert-parallel and pipeline transfers are exposed,
+// forward and backward; tensor-parallel, context-parallel (key/value exchange, at the closed form
+// of its group), expert-parallel and pipeline transfers are exposed,
 // ZeRO-3 parameter gathers and gradient reduce-scatters overlap. With m microbatches, pp stages
 // with times per microbatch t_i = t_fwd,i + t_bwd,i, the slowest t_max, and v model chunks per
 // rank, the slowest stage paces the microbatches and filling and draining the pipeline crosses

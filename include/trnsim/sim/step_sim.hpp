@@ -6,18 +6,22 @@
 // collective in every layer, so they move at the pace of their slowest member and one entity
 // stands for all of them (its compute runs at the speed of its slowest chip). With
 // entities = rank, every rank is an entity and each TP collective is a barrier of its group;
-// the tests check that both give the same step.
+// the tests check that both give the same step. A context-parallel group spans several entities
+// (cp TP groups), which therefore meet through the network in every layer.
 //
 // What each entity runs. Its stage's pipeline schedule (workload/schedule.hpp): for each task,
 // wait for the activation (forward) or gradient (backward) from the neighbouring virtual stage,
 // run the chunk's blocks op by op with the costs of the calibrated kernel model divided by the
 // chip's speed factor, then send the result on. TP collectives cost their closed form
 // (network/collective_cost.hpp; they run on the group's own NeuronLink or on-chip links). Every
-// collective between replicas runs through the network: pipeline transfers are flows between
-// the two stages' chips; data-parallel and expert-parallel collectives (gradient buckets,
-// ZeRO-3 gathers, MoE all-to-all, parameter all-gather) are planned by network/collectives.hpp
-// and their phases run as flows with max-min sharing, so that they contend with each other and
-// with pipeline traffic. During the last microbatch's backward pass, each chunk's gradients go
+// collective between entities runs through the network: pipeline transfers are flows between
+// the two stages' chips (each context-parallel rank sends its own tokens to the same CP index
+// of the next stage); context-parallel collectives (the key/value exchange of every layer, among
+// the cp consecutive TP groups of one replica and stage), data-parallel collectives (over the
+// dp x cp TP groups of a stage: gradient buckets, ZeRO-3 gathers, parameter all-gather) and
+// expert-parallel ones (MoE all-to-all, expert gradients) are planned by
+// network/collectives.hpp and their phases run as flows with max-min sharing, so that they
+// contend with each other and with pipeline traffic. During the last microbatch's backward pass, each chunk's gradients go
 // out in buckets of `grad_bucket` bytes as soon as their layers are done; the optimizer waits
 // for all of them.
 //
@@ -75,7 +79,7 @@ struct EntityTimes {
     std::int64_t first_rank = 0;
     std::int32_t ranks = 0;
     std::int32_t stage = 0;
-    std::int64_t replica = 0;
+    std::int64_t replica = 0; ///< data-parallel index
     double speed = 1.0;
     double compute_s = 0.0;
     double comm_s = 0.0;   ///< exposed communication

@@ -2,11 +2,30 @@
 // placement of ranks onto chips, the communication groups and the memory plan.
 //
 // Placement. Ranks are logical NeuronCores numbered so that tensor parallel is innermost, then
-// data parallel (expert-parallel groups are consecutive data-parallel ranks), then pipeline
-// stages outermost:  rank = tp_index + tp * (dp_index + dp * pp_index).
+// context parallel, then data parallel (expert-parallel groups are consecutive data-parallel
+// ranks), then pipeline stages outermost:
+//     rank = tp_index + tp * (cp_index + cp * (dp_index + dp * pp_index)).
 // Consecutive ranks fill a chip, chips fill an instance (in order), instances fill an
-// UltraServer. So a TP group stays on one chip or one NeuronLink domain when it fits, DP groups
+// UltraServer. So a TP group stays on one chip or one NeuronLink domain when it fits, a CP
+// group (cp consecutive TP groups) next to it in the same domain when tp x cp fits, DP groups
 // cross instances and UltraServers, and pipeline neighbours are the farthest apart.
+//
+// Groups (members of the group that holds rank 0):
+//   tp         stride 1, tp ranks
+//   cp         stride tp, cp ranks
+//   dp         stride tp, cp x dp ranks: gradients are reduced over the data-parallel replicas
+//              and over the context-parallel ranks (each saw its own part of every sequence)
+//   ep         stride tp x cp, ep ranks (carved out of the data-parallel index)
+//   expert_dp  the cp x dp / ep ranks that hold the same experts: stride tp over cp ranks, and
+//              stride tp x cp x ep over dp / ep of those
+//   pp         stride tp x cp x dp, pp ranks
+//
+// Context parallelism (Megatron-LM CP, ring attention; Liu et al. 2023). Each rank of a CP
+// group holds S / cp tokens of every sequence: the sequence is cut into 2 cp chunks and rank i
+// takes chunks i and 2 cp - 1 - i, so that each does the same share of the causal attention
+// work. Every per-token tensor (activations, residual stream, MLP) is 1 / cp as large; the
+// attention of its queries needs the keys and values of the whole sequence, which circulate
+// around the group block by block and are not kept (workload/program.hpp).
 //
 // Memory (per rank, bytes). With P the parameters a rank holds (its stage's share after tensor
 // and expert splitting), w the weight element size (2, or 4 for FP32 training), and data
@@ -15,12 +34,17 @@
 //   gradients  P w                       (ZeRO-2 and 3: / d)
 //   optimizer  P (4 master + 8 moments)  (ZeRO-1, 2, 3: / d); FP32 training keeps no master copy
 //   activations  per layer and microbatch (Korthikanti et al. 2022, adapted to GQA, SwiGLU and
-//              flash attention; see activation_bytes_per_layer) x layers of the stage x
-//              microbatches in flight (1F1B: min(m, pp - stage); interleaved: x (1 + (pp-1)/(pp v)))
-//              + the FP32 logits of one microbatch on the last stage
-//   buffers    with tp > 1, two gathered activations (sequence parallel: the current block's
-//              all-gathered input and the next one's) or one all-reduce buffer (no sequence
-//              parallelism); for ZeRO-3, two gathered layers of parameters
+//              flash attention; see activation_bytes_per_layer) over the rank's
+//              microbatch x sequence_length / cp tokens, x layers of the stage x microbatches
+//              in flight (1F1B: min(m, pp - stage); interleaved: x (1 + (pp-1)/(pp v)))
+//              + the FP32 logits of the rank's tokens of one microbatch on the last stage.
+//              Keys and values of the rest of the sequence are not kept (with cp > 1 they
+//              stream through the ring buffers below)
+//   buffers    with tp > 1, two gathered activations of the rank's tokens (sequence parallel:
+//              the current block's all-gathered input and the next one's) or one all-reduce
+//              buffer (no sequence parallelism); with cp > 1, four key/value blocks of
+//              S / cp tokens (the backward ring passes a key/value block and its gradient, each
+//              in use and in transit); for ZeRO-3, two gathered layers of parameters
 //   reserve    hardware.hbm_reserve per chip, split among its ranks (runtime, allocator slack)
 // The plan fits when the largest stage's total is at most the HBM capacity per rank.
 #pragma once
@@ -38,10 +62,26 @@
 
 namespace trnsim::workload {
 
-/// The communication groups of the plan.
-enum class CommGroup { tp, dp, ep, expert_dp, pp };
+/// The communication groups of the plan (see the placement above).
+enum class CommGroup { tp, cp, dp, ep, expert_dp, pp };
+inline constexpr int kCommGroups = 6;
+inline constexpr CommGroup kAllCommGroups[kCommGroups] = {
+    CommGroup::tp, CommGroup::cp, CommGroup::dp, CommGroup::ep, CommGroup::expert_dp,
+    CommGroup::pp};
 
 const char* to_string(CommGroup g);
+
+/// Where the members of a group sit in rank numbering: the group that holds rank r0 is
+/// { r0 + i * inner_stride + j * outer_stride : i < inner_size, j < outer_size }, in
+/// increasing rank order (j major). Every group but expert_dp with cp > 1 is one progression
+/// (outer_size 1).
+struct GroupLayout {
+    std::int64_t inner_stride = 1;
+    int inner_size = 1;
+    std::int64_t outer_stride = 0;
+    int outer_size = 1;
+    int size() const { return inner_size * outer_size; }
+};
 
 struct MemoryBreakdown {
     Bytes weights;
@@ -85,7 +125,7 @@ struct Plan {
 
     int ranks_per_chip = 0;
     std::int64_t ranks = 0;
-    int tp = 1, pp = 1, dp = 1, ep = 1;
+    int tp = 1, cp = 1, pp = 1, dp = 1, ep = 1;
     int virtual_stages = 1;
     std::int64_t microbatches = 1;       ///< per data-parallel replica per step
     std::int64_t tokens_per_step = 0;
@@ -95,9 +135,13 @@ struct Plan {
     MemoryPlan memory;
     std::vector<std::string> warnings;   ///< valid but probably unintended choices
 
-    /// Stride and size of a group in rank numbering.
-    std::int64_t group_stride(CommGroup g) const;
+    /// Layout and size of a group in rank numbering.
+    GroupLayout group_layout(CommGroup g) const;
     int group_size(CommGroup g) const;
+    /// The members of the group of kind `g` that holds `rank`, in increasing rank order.
+    std::vector<std::int64_t> group_members(CommGroup g, std::int64_t rank) const;
+    /// Tokens of one microbatch a rank processes: microbatch x sequence_length / cp.
+    std::int64_t tokens_per_rank() const;
     /// The group's hierarchy over chip, instance, UltraServer and fabric, with the bandwidth
     /// and step latency one member sees (every rank of a chip communicating at once).
     network::GroupShape group_shape(CommGroup g) const;
@@ -113,6 +157,11 @@ private:
 /// constraint fails, including when the memory plan does not fit in HBM.
 Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int lnc,
                 const topology::ClusterSpec& cluster, Bytes hbm_reserve_per_chip);
+
+/// Bytes of the keys and values of `tokens` tokens on one rank (its kv heads after the TP split,
+/// or every head's up-projected keys and values for MLA): the block a context-parallel rank
+/// passes around the ring.
+double kv_block_bytes(const ModelSpec& m, std::int64_t tokens, int tp, int element_bytes);
 
 /// Activation bytes one rank keeps for the backward pass of one layer and one microbatch.
 double activation_bytes_per_layer(const ModelSpec& m, bool moe_layer, std::int64_t tokens,

@@ -10,12 +10,26 @@
 // all-to-all within the expert-parallel group, all-gather within the TP group, run the local
 // experts (each split like a dense MLP across TP), and reverse.
 //
+// Context parallelism (cp > 1; Megatron-LM CP, ring attention). A rank processes
+// microbatch x sequence_length / cp tokens, so every per-token op (projections, norms, MLP,
+// MoE dispatch, embedding, head, the TP collectives and the pipeline transfer) is 1 / cp of
+// its size without CP. With the load-balanced causal split (plan.hpp) a rank's attention is
+// one causal kernel of its S / cp queries against its own S / cp keys and cp - 1 unmasked
+// kernels of its S / cp queries against S / (2 cp) keys of another rank's block: exactly 1 / cp
+// of the causal work of the sequence. The ring that brings the other ranks' keys and values
+// is modelled as an all-gather over the CP group (cp_kv_all_gather, exposed; its size is the
+// gathered keys and values, cp x 2 x S / cp x kv heads / tp x head_dim x element size x
+// microbatch), and the gradients of keys and values go back as a reduce-scatter
+// (cp_kv_reduce_scatter). The gathered keys and values are not kept: the backward pass
+// gathers them again (as part of the recomputation when the attention core is recomputed).
+// Model FLOPs do not change: it is the same model over the same tokens.
+//
 // Backward blocks are derived from the forward ones: a matmul becomes its data-gradient and its
 // weight-gradient matmuls, fused attention costs 2.5x its forward (FlashAttention-2: five
 // matmuls instead of two), a streaming op costs 2x (it reads the output gradient and the saved
-// input), and each tensor-parallel all-gather becomes a reduce-scatter and vice versa.
-// Activation recomputation prepends forward work to the backward block: the attention core
-// (selective) or the whole layer (full).
+// input), and each tensor- or context-parallel all-gather becomes a reduce-scatter and vice
+// versa. Activation recomputation prepends forward work to the backward block: the attention
+// core with its key/value gather (selective) or the whole layer (full).
 #pragma once
 
 #include "trnsim/compute/kernel.hpp"
@@ -39,12 +53,18 @@ struct ProgramOp {
     network::CollectiveOp collective = network::CollectiveOp::all_reduce;
     CommGroup group = CommGroup::tp;
     double bytes = 0.0; ///< collective size per rank (see collective_seconds)
-    /// The op's cost is multiplied by this (backward of fused attention: 2.5).
+    /// The op's cost is multiplied by this (backward of fused attention: 2.5; the cp - 1
+    /// off-diagonal attention blocks of context parallelism: cp - 1).
     double repeat = 1.0;
     /// Runs on the collective engines beside compute (ZeRO-3 prefetch, gradient reduction).
     bool overlapped = false;
     /// Forward work repeated in the backward pass for activation recomputation.
     bool recompute = false;
+    /// An all-gather whose output the forward pass does not keep (the context-parallel keys and
+    /// values): the backward pass, or the recomputation before it, gathers again.
+    bool regather = false;
+    /// Name of the collective's backward counterpart; empty: name + " backward".
+    std::string backward_name;
 
     bool is_collective() const { return kind == Kind::collective; }
 };

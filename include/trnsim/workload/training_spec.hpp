@@ -17,8 +17,9 @@ const char* to_string(Recompute r);
 
 struct ParallelismSpec {
     int tp = 1;               ///< tensor parallel degree
+    int cp = 1;               ///< context parallel degree (the sequence split across ranks)
     int pp = 1;               ///< pipeline stages
-    int dp = 0;               ///< data parallel replicas; 0 = all ranks left after tp x pp
+    int dp = 0;               ///< data parallel replicas; 0 = all ranks left after tp x cp x pp
     int ep = 1;               ///< expert parallel degree (carved out of dp)
     int zero = 1;             ///< ZeRO stage 0..3
     int microbatch = 1;       ///< sequences per microbatch

@@ -1,4 +1,5 @@
 #include "trnsim/config/load.hpp"
+#include "trnsim/sim/run.hpp"
 
 #include <gtest/gtest.h>
 
@@ -221,6 +222,45 @@ TEST(Scenario, UnknownPresetsSuggestAndList) {
     const InputError chip = load_error(std::string(kMinimal) + "hardware: {chip: trn3}\n");
     EXPECT_EQ(chip.key_path(), "hardware.chip");
     EXPECT_NE(chip.message().find("presets: trn1, trn2"), std::string::npos) << chip.what();
+}
+
+TEST(Scenario, ContextParallelDefaultsToOne) {
+    EXPECT_EQ(load_scenario_text(kMinimal, "minimal.yaml").training.parallelism.cp, 1);
+    const ScenarioSpec s =
+        load_scenario_text(std::string(kMinimal) + "  parallelism: {tp: 4, cp: 2}\n", "cp.yaml");
+    EXPECT_EQ(s.training.parallelism.cp, 2);
+    EXPECT_EQ(load_error(std::string(kMinimal) + "  parallelism: {cp: 0}\n").key_path(),
+              "workload.parallelism.cp");
+}
+
+/// The plan's error for a scenario text, located in the file as the CLI reports it.
+InputError plan_error(const std::string& text) {
+    const ScenarioSpec s = load_scenario_text(text, "test.yaml");
+    try {
+        sim::make_plan(s);
+    } catch (const InputError& e) {
+        return e.located(s.sources);
+    }
+    ADD_FAILURE() << "expected a plan error for:\n" << text;
+    return InputError("", "");
+}
+
+TEST(Scenario, ContextParallelConstraintErrorsPointAtTheKey) {
+    // 2 x cp = 6 does not divide the sequence length 4096.
+    const InputError seq = plan_error(std::string(kMinimal) + "  parallelism: {tp: 4, cp: 3}\n");
+    EXPECT_EQ(seq.key_path(), "workload.parallelism.cp");
+    EXPECT_EQ(seq.location().line, 7);
+    EXPECT_EQ(seq.location().column, 28);
+    EXPECT_EQ(std::string(seq.what()).rfind("test.yaml:7:28: workload.parallelism.cp: ", 0), 0u)
+        << seq.what();
+    // 2 UltraServers = 512 ranks; tp 4 x cp 64 x pp 4 = 1024 does not divide them.
+    const InputError ranks =
+        plan_error(std::string(kMinimal) + "  parallelism: {tp: 4, cp: 64, pp: 4}\n");
+    EXPECT_EQ(ranks.key_path(), "workload.parallelism");
+    EXPECT_EQ(ranks.location().line, 7);
+    EXPECT_NE(ranks.message().find("tp x cp x pp = 1024 does not divide the 512 ranks"),
+              std::string::npos)
+        << ranks.what();
 }
 
 TEST(Scenario, ChipDefaultsFollowTheChip) {

@@ -1,4 +1,5 @@
 #include "trnsim/config/load.hpp"
+#include "trnsim/network/collective_cost.hpp"
 #include "trnsim/sim/run.hpp"
 
 #include <gtest/gtest.h>
@@ -103,6 +104,49 @@ TEST(AnalyticStep, MoreChipsTrainFaster) {
 
 TEST(AnalyticStep, Fp8IsFasterThanBf16) {
     EXPECT_LT(run({"workload.precision=fp8"}).step.step_s, run().step.step_s);
+}
+
+TEST(AnalyticStep, ContextParallelKeyValueExchangeAtItsClosedForm) {
+    // tp 16 x cp 2 x pp 4 on 16 UltraServers: dp 32, 32 microbatches, 20 layers per stage.
+    // Selective recomputation: per layer and microbatch one forward gather, one gather in the
+    // recomputation and one reduce-scatter of the key/value gradients, each of the gathered
+    // keys and values: 8192 tokens x 1 kv head (8 / tp 16) x (128 + 128) x 2 bytes = 4 MiB.
+    const TrainingRun r = run({"workload.parallelism.cp=2"});
+    ASSERT_EQ(r.plan.microbatches, 32);
+    const auto& st = r.plan.stages[static_cast<std::size_t>(r.step.slowest_stage)];
+    const double count = 32.0 * static_cast<double>(st.dense_layers);
+    const double kv = 8192.0 * 1 * 256 * 2;
+    const auto shape = r.plan.group_shape(workload::CommGroup::cp);
+    const auto find = [&](const std::string& name) {
+        for (const auto& op : r.step.breakdown) {
+            if (op.name == name) {
+                EXPECT_TRUE(op.collective) << name;
+                return op.seconds;
+            }
+        }
+        ADD_FAILURE() << name << " not in the breakdown";
+        return 0.0;
+    };
+    const double gather = network::collective_seconds(network::CollectiveOp::all_gather, kv, shape);
+    const double scatter =
+        network::collective_seconds(network::CollectiveOp::reduce_scatter, kv, shape);
+    EXPECT_GT(gather, 0.0);
+    EXPECT_NEAR(find("cp_kv_all_gather"), count * gather, 1e-12 * count * gather);
+    EXPECT_NEAR(find("cp_kv_all_gather recompute"), count * gather, 1e-12 * count * gather);
+    EXPECT_NEAR(find("cp_kv_reduce_scatter"), count * scatter, 1e-12 * count * scatter);
+}
+
+TEST(AnalyticStep, ContextParallelConservesTheWork) {
+    // The same tokens, split differently: model FLOPs equal, hardware FLOPs (recomputation)
+    // equal because every rank does 1 / cp of a microbatch's work, twice as many microbatches
+    // per replica, on cp ranks; and the exposed K/V exchange makes the step exposed
+    // communication larger.
+    const TrainingRun one = run();
+    const TrainingRun two = run({"workload.parallelism.cp=2"});
+    EXPECT_DOUBLE_EQ(two.step.model_flops, one.step.model_flops);
+    EXPECT_NEAR(two.step.hardware_flops, one.step.hardware_flops, 1e-9 * one.step.hardware_flops);
+    EXPECT_GT(two.step.hardware_flops, two.step.model_flops);
+    EXPECT_NEAR(two.step.forward_s, one.step.forward_s / 2.0, 0.1 * one.step.forward_s);
 }
 
 TEST(TrainingRun, TimeAndCostFollowFromTheStep) {

@@ -177,5 +177,129 @@ TEST(Plan, FewMicrobatchesWarn) {
     EXPECT_NE(p.warnings[0].find("pipeline bubble"), std::string::npos);
 }
 
+// ---------------------------------------------------------------- context parallelism
+
+TEST(ContextParallel, PlacementByHand) {
+    // tp 2, cp 2, dp 2, pp 2 = 16 ranks: rank = t + 2 (c + 2 (d + 2 s)).
+    Plan p;
+    p.tp = 2;
+    p.cp = 2;
+    p.dp = 2;
+    p.pp = 2;
+    p.ranks = 16;
+    using V = std::vector<std::int64_t>;
+    // Rank 13: t 1, c 0, d 1, s 1 (1 + 2 (0 + 2 (1 + 2))).
+    EXPECT_EQ(p.group_members(CommGroup::tp, 13), (V{12, 13}));
+    EXPECT_EQ(p.group_members(CommGroup::cp, 13), (V{13, 15}));
+    // Gradients are reduced over dp x cp: every (c, d) of stage 1 at t = 1.
+    EXPECT_EQ(p.group_members(CommGroup::dp, 13), (V{9, 11, 13, 15}));
+    EXPECT_EQ(p.group_members(CommGroup::pp, 13), (V{5, 13}));
+    // Rank 6: t 0, c 1, d 1, s 0.
+    EXPECT_EQ(p.group_members(CommGroup::cp, 6), (V{4, 6}));
+    EXPECT_EQ(p.group_members(CommGroup::dp, 6), (V{0, 2, 4, 6}));
+    EXPECT_EQ(p.group_members(CommGroup::pp, 6), (V{6, 14}));
+    EXPECT_EQ(p.group_size(CommGroup::cp), 2);
+    EXPECT_EQ(p.group_size(CommGroup::dp), 4);
+    // Every rank is in exactly one CP group.
+    std::vector<int> seen(16, 0);
+    for (std::int64_t r = 0; r < 16; r += 1) {
+        const V g = p.group_members(CommGroup::cp, r);
+        if (g.front() == r) {
+            for (auto m : g) {
+                ++seen[static_cast<std::size_t>(m)];
+            }
+        }
+    }
+    EXPECT_EQ(seen, std::vector<int>(16, 1));
+}
+
+TEST(ContextParallel, ExpertGroupsWithContextParallelism) {
+    // tp 2, cp 2, dp 4, ep 2, pp 1: the experts are split over consecutive replicas (stride
+    // tp x cp = 4); the ranks that hold the same experts are both CP ranks of replicas 1 and 3.
+    Plan p;
+    p.tp = 2;
+    p.cp = 2;
+    p.dp = 4;
+    p.ep = 2;
+    p.pp = 1;
+    p.ranks = 16;
+    using V = std::vector<std::int64_t>;
+    // Rank 5: t 1, c 0, d 1.
+    EXPECT_EQ(p.group_members(CommGroup::ep, 5), (V{1, 5}));
+    EXPECT_EQ(p.group_members(CommGroup::expert_dp, 5), (V{5, 7, 13, 15}));
+    const GroupLayout l = p.group_layout(CommGroup::expert_dp);
+    EXPECT_EQ(l.inner_stride, 2);
+    EXPECT_EQ(l.inner_size, 2);
+    EXPECT_EQ(l.outer_stride, 8);
+    EXPECT_EQ(l.outer_size, 2);
+    EXPECT_EQ(p.group_size(CommGroup::expert_dp), 4);
+}
+
+TEST(ContextParallel, DataParallelDegreeAndGroupShapes) {
+    // 4,096 ranks / (tp 16 x cp 2 x pp 4) = 32 replicas.
+    const Plan p = plan_of(scenario({"workload.parallelism.cp=2"}));
+    EXPECT_EQ(p.cp, 2);
+    EXPECT_EQ(p.dp, 32);
+    EXPECT_EQ(p.microbatches, 32); // 1024 / 32
+    EXPECT_EQ(p.tokens_per_rank(), 4096);
+    // A CP group is two TP groups of 16 ranks = 4 chips each: 8 chips of one instance.
+    EXPECT_EQ(members(p.group_shape(CommGroup::cp)), (std::vector<int>{1, 2, 1, 1}));
+    EXPECT_EQ(p.group_shape(CommGroup::dp).size(), 64);
+    // Pipeline neighbours are tp x cp x dp = 1,024 ranks apart, as without CP.
+    EXPECT_EQ(p.group_shape(CommGroup::pp).levels[0].link, network::LinkClass::efa);
+}
+
+TEST(ContextParallel, ConfigErrors) {
+    // 2 x cp must divide the sequence length (8192 = 2^13): cp 3 does not, nor does cp 8192.
+    InputError e = plan_error({"workload.parallelism.cp=3"});
+    EXPECT_EQ(e.key_path(), "workload.parallelism.cp");
+    EXPECT_NE(e.message().find("2 x cp = 6"), std::string::npos) << e.what();
+    e = plan_error({"workload.parallelism.cp=8192", "workload.parallelism.tp=1"});
+    EXPECT_EQ(e.key_path(), "workload.parallelism.cp");
+    // tp 16 x cp 16 x pp 4 = 1,024 divides 4,096 ranks; on 3 UltraServers (768) it does not.
+    e = plan_error({"workload.parallelism.cp=16", "cluster.ultraservers=3"});
+    EXPECT_EQ(e.key_path(), "workload.parallelism");
+    EXPECT_NE(e.message().find("tp x cp x pp = 1024 does not divide the 768 ranks"),
+              std::string::npos)
+        << e.what();
+    e = plan_error({"workload.parallelism.cp=2", "workload.parallelism.dp=64"});
+    EXPECT_EQ(e.key_path(), "workload.parallelism.dp");
+    EXPECT_NE(e.message().find("use dp: 32"), std::string::npos) << e.what();
+}
+
+TEST(ContextParallel, MemoryByHand) {
+    // Llama 3 8B (hidden 4096, 8 kv heads of 128), sequence 8192, tp 4, pp 4 on 2 UltraServers
+    // (512 ranks). A global batch of 256 keeps at least pp microbatches in flight either way
+    // (dp 32: 8 microbatches; cp 2, dp 16: 16), so the activations differ only by the tokens.
+    const std::vector<std::string> base = {
+        "workload.model=llama3-8b", "cluster.ultraservers=2", "workload.parallelism.tp=4",
+        "workload.parallelism.pp=4", "workload.global_batch=256"};
+    std::vector<std::string> with_cp = base;
+    with_cp.push_back("workload.parallelism.cp=2");
+    const Plan one = plan_of(scenario(base));
+    const Plan two = plan_of(scenario(with_cp));
+    ASSERT_EQ(one.dp, 32);
+    ASSERT_EQ(two.dp, 16);
+    for (int s = 0; s < 4; ++s) {
+        const MemoryBreakdown& a = one.memory.stages[static_cast<std::size_t>(s)];
+        const MemoryBreakdown& b = two.memory.stages[static_cast<std::size_t>(s)];
+        // Per-token tensors (and the last stage's logits) halve; int64 rounding aside.
+        EXPECT_NEAR(static_cast<double>(b.activations.count()),
+                    static_cast<double>(a.activations.count()) / 2.0, 1.0)
+            << s;
+        // Parameters do not depend on CP; ZeRO-1 shards over dp x cp = 32 in both plans.
+        EXPECT_EQ(b.weights.count(), a.weights.count());
+        EXPECT_EQ(b.gradients.count(), a.gradients.count());
+        EXPECT_EQ(b.optimizer.count(), a.optimizer.count());
+        // Buffers. Without CP: two sequence-parallel gathered activations,
+        // 2 x 8192 x 4096 x 2 = 134,217,728. With cp 2: the same over 4,096 tokens
+        // (67,108,864) plus four K/V blocks of 4,096 tokens x 2 kv heads (8 / tp 4) x
+        // (128 + 128) x 2 bytes = 4 x 4,194,304 = 16,777,216.
+        EXPECT_EQ(a.buffers.count(), 134'217'728);
+        EXPECT_EQ(b.buffers.count(), 67'108'864 + 16'777'216);
+    }
+    EXPECT_DOUBLE_EQ(kv_block_bytes(two.training.model, 4096, 4, 2), 4'194'304.0);
+}
+
 } // namespace
 } // namespace trnsim::workload

@@ -1,0 +1,160 @@
+#include "trnsim/compute/kernel.hpp"
+#include "trnsim/config/load.hpp"
+#include "trnsim/workload/plan.hpp"
+#include "trnsim/workload/program.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trnsim::workload {
+namespace {
+
+// Llama 3 8B (32 query heads and 8 kv heads of 128, hidden 4096), sequence 8192, tp 4, pp 4 on
+// 2 UltraServers (512 ranks).
+Plan plan_with(const std::vector<std::string>& extra) {
+    std::vector<std::string> o = {"workload.model=llama3-8b", "cluster.ultraservers=2",
+                                  "workload.parallelism.tp=4", "workload.parallelism.pp=4",
+                                  "workload.global_batch=256"};
+    o.insert(o.end(), extra.begin(), extra.end());
+    const auto s = config::load_scenario(
+        std::string(TRNSIM_SOURCE_DIR) + "/scenarios/default.yaml", o);
+    return build_plan(s.training, s.hardware.chip, s.hardware.lnc, s.cluster,
+                      s.hardware.hbm_reserve);
+}
+
+/// Useful FLOPs of the kernels of an op list (collectives have none).
+double flops(const std::vector<ProgramOp>& ops) {
+    double f = 0.0;
+    for (const ProgramOp& op : ops) {
+        switch (op.kind) {
+        case ProgramOp::Kind::matmul:
+            f += op.repeat * compute::useful_flops(op.matmul);
+            break;
+        case ProgramOp::Kind::attention:
+            f += op.repeat * compute::useful_flops(op.attention);
+            break;
+        case ProgramOp::Kind::stream:
+            f += op.repeat * compute::useful_flops(op.stream);
+            break;
+        case ProgramOp::Kind::optimizer:
+            f += op.repeat * compute::useful_flops(op.optimizer);
+            break;
+        case ProgramOp::Kind::collective:
+            break;
+        }
+    }
+    return f;
+}
+
+double flops(const BlockProgram& b) { return flops(b.forward) + flops(b.backward); }
+
+std::vector<const ProgramOp*> named(const std::vector<ProgramOp>& ops, const std::string& name) {
+    std::vector<const ProgramOp*> out;
+    for (const ProgramOp& op : ops) {
+        if (op.name == name) {
+            out.push_back(&op);
+        }
+    }
+    return out;
+}
+
+TEST(ContextParallelProgram, EachRankDoesItsShareOfTheWork) {
+    for (const char* recompute : {"none", "selective", "full"}) {
+        const std::string r = std::string("workload.parallelism.recompute=") + recompute;
+        const StepProgram one = build_program(plan_with({r}));
+        for (int cp : {2, 4}) {
+            const StepProgram p =
+                build_program(plan_with({r, "workload.parallelism.cp=" + std::to_string(cp)}));
+            // Per rank 1 / cp of the work, the causal attention included (load-balanced chunks:
+            // see program.hpp), so the cp ranks together do exactly the work of one rank
+            // without CP.
+            for (auto block : {&StepProgram::dense_layer, &StepProgram::head}) {
+                const double f1 = flops(one.*block);
+                ASSERT_GT(f1, 0.0);
+                EXPECT_NEAR(flops(p.*block) * cp, f1, 1e-12 * f1) << recompute << " cp " << cp;
+            }
+        }
+    }
+}
+
+TEST(ContextParallelProgram, AttentionPairsByHand) {
+    // cp 2, S = 8192: four chunks of c = 2048; a rank's 4096 queries see, causally, its own
+    // 4096 keys (4096 x 4097 / 2 pairs) and, unmasked, 2048 keys of the other rank
+    // (4096 x 2048): 16,779,264 pairs, half of 8192 x 8193 / 2 = 33,558,528.
+    const StepProgram p = build_program(plan_with({"workload.parallelism.cp=2"}));
+    const auto own = named(p.dense_layer.forward, "attention");
+    const auto ring = named(p.dense_layer.forward, "attention_ring");
+    ASSERT_EQ(own.size(), 1u);
+    ASSERT_EQ(ring.size(), 1u);
+    const auto& a = own[0]->attention;
+    EXPECT_EQ(a.q_len, 4096);
+    EXPECT_EQ(a.kv_len, 4096);
+    EXPECT_TRUE(a.causal);
+    const auto& b = ring[0]->attention;
+    EXPECT_EQ(b.q_len, 4096);
+    EXPECT_EQ(b.kv_len, 2048);
+    EXPECT_FALSE(b.causal);
+    EXPECT_DOUBLE_EQ(ring[0]->repeat, 1.0);
+    // 8 query heads per rank (32 / tp 4), 2 FLOPs per multiply-add, q.k (128) and p.v (128).
+    const double per_pair = 8.0 * 2.0 * (128 + 128);
+    EXPECT_DOUBLE_EQ(compute::useful_flops(a) + compute::useful_flops(b),
+                     per_pair * 16'779'264.0);
+}
+
+TEST(ContextParallelProgram, KeyValueExchangePerLayerByHand) {
+    // The gathered keys and values of a layer: 8192 tokens x 2 kv heads (8 / tp 4) x
+    // (128 + 128) x 2 bytes = 8,388,608 bytes per rank, whatever cp (cp blocks of S / cp tokens).
+    const double kv = 8192.0 * 2 * 256 * 2;
+    for (int cp : {2, 4}) {
+        const std::string c = "workload.parallelism.cp=" + std::to_string(cp);
+        // Without recomputation: gathered forward, gathered again in the backward pass, and
+        // the key/value gradients reduce-scattered.
+        {
+            const StepProgram p = build_program(plan_with({c, "workload.parallelism.recompute=none"}));
+            const auto fwd = named(p.dense_layer.forward, "cp_kv_all_gather");
+            ASSERT_EQ(fwd.size(), 1u);
+            EXPECT_EQ(fwd[0]->collective, network::CollectiveOp::all_gather);
+            EXPECT_EQ(fwd[0]->group, CommGroup::cp);
+            EXPECT_FALSE(fwd[0]->overlapped);
+            EXPECT_DOUBLE_EQ(fwd[0]->bytes, kv);
+            const auto again = named(p.dense_layer.backward, "cp_kv_all_gather backward");
+            const auto rs = named(p.dense_layer.backward, "cp_kv_reduce_scatter");
+            ASSERT_EQ(again.size(), 1u);
+            ASSERT_EQ(rs.size(), 1u);
+            EXPECT_EQ(again[0]->collective, network::CollectiveOp::all_gather);
+            EXPECT_EQ(rs[0]->collective, network::CollectiveOp::reduce_scatter);
+            EXPECT_DOUBLE_EQ(again[0]->bytes, kv);
+            EXPECT_DOUBLE_EQ(rs[0]->bytes, kv);
+            // The re-gather comes before the attention backward that needs it, the
+            // reduce-scatter after it.
+            const auto& bwd = p.dense_layer.backward;
+            const auto pos = [&](const ProgramOp* op) { return op - bwd.data(); };
+            const auto attn = named(bwd, "attention backward");
+            ASSERT_EQ(attn.size(), 1u);
+            EXPECT_LT(pos(again[0]), pos(attn[0]));
+            EXPECT_GT(pos(rs[0]), pos(attn[0]));
+        }
+        // Selective recomputation gathers them again as part of the recomputed attention.
+        {
+            const StepProgram p = build_program(plan_with({c}));
+            EXPECT_EQ(named(p.dense_layer.backward, "cp_kv_all_gather recompute").size(), 1u);
+            EXPECT_TRUE(named(p.dense_layer.backward, "cp_kv_all_gather backward").empty());
+            EXPECT_EQ(named(p.dense_layer.backward, "cp_kv_reduce_scatter").size(), 1u);
+        }
+    }
+    // Without CP there is no exchange.
+    const StepProgram none = build_program(plan_with({}));
+    for (const auto* ops : {&none.dense_layer.forward, &none.dense_layer.backward}) {
+        for (const ProgramOp& op : *ops) {
+            EXPECT_NE(op.group, CommGroup::cp) << op.name;
+        }
+    }
+}
+
+TEST(ContextParallelProgram, PipelineTransferCarriesTheRankTokens) {
+    const StepProgram one = build_program(plan_with({}));
+    const StepProgram two = build_program(plan_with({"workload.parallelism.cp=2"}));
+    EXPECT_DOUBLE_EQ(two.pipeline_send.bytes * 2.0, one.pipeline_send.bytes);
+}
+
+} // namespace
+} // namespace trnsim::workload
