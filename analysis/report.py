@@ -11,7 +11,8 @@ holds (docs/results-schema.md):
                             Pareto frontier of the points, when both vary
   a plan (trnsim plan)      cost against time to train of every candidate with the estimated
                             frontier and the simulated finalists; time to train and cost against
-                            cluster size; estimated ETTR against the checkpoint interval of the
+                            cluster size (a line per global batch when the plan searched it);
+                            estimated ETTR against the checkpoint interval of the
                             best plan's configuration; the best plan's step-time breakdown and
                             failure timeline
 
@@ -349,39 +350,49 @@ def plot_plan_pareto(cands, finalists, limits, directory):
         "cost and time to train, and the finalists' simulated figures (stars, by rank).")
 
 
-def plot_plan_cluster(cands, finalists, domain, directory):
+def plot_plan_cluster(cands, finalists, domain, limits, directory):
     runnable = runnable_candidates(cands).copy()
     if runnable[domain].nunique() < 2:
         return None
     # Chips of the job alone (the table counts job and spare chips).
     per_domain = runnable["chips"] / (runnable[domain] + runnable["spares"])
     runnable["job_chips"] = (runnable[domain] * per_domain).round()
-    best_time = runnable.groupby("job_chips")["time_to_train_s"].min() / DAY
-    best_cost = runnable.groupby("job_chips")["cost_usd"].min() / 1e6
+    # One line per global batch when the plan searched it (older files have no such column).
+    by_batch = "global_batch" in runnable.columns and runnable["global_batch"].nunique() > 1
+    colors = [SERIES_COLORS[0]] + SERIES_COLORS[2:]  # the finalists' colour left out
+    groups = (sorted(runnable.groupby("global_batch"), key=lambda g: g[0])[:len(colors)]
+              if by_batch else [(None, runnable)])
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.5))
-    left.plot(best_time.index, best_time.values, marker="o", color=SERIES_COLORS[0],
-              label="fastest candidate (estimate)")
-    right.plot(best_cost.index, best_cost.values, marker="o", color=SERIES_COLORS[0],
-               label="cheapest candidate (estimate)")
+    for i, (batch, rows) in enumerate(groups):
+        best_time = rows.groupby("job_chips")["time_to_train_s"].min() / DAY
+        best_cost = rows.groupby("job_chips")["cost_usd"].min() / 1e6
+        color = colors[i]
+        what = f"batch {int(batch):,}: " if by_batch else ""
+        left.plot(best_time.index, best_time.values, marker="o", ms=4, color=color,
+                  label=f"{what}fastest candidate (estimate)")
+        right.plot(best_cost.index, best_cost.values, marker="o", ms=4, color=color,
+                   label=f"{what}cheapest candidate (estimate)")
     if not finalists.empty:
         left.scatter(finalists["chips"], finalists["time_to_train_s"] / DAY, marker="*", s=90,
                      color=SERIES_COLORS[1], zorder=5, label="finalists, simulated")
         right.scatter(finalists["chips"], finalists["cost_usd"] / 1e6, marker="*", s=90,
                       color=SERIES_COLORS[1], zorder=5, label="finalists, simulated")
+    if np.isfinite(limits["deadline_s"]):
+        left.axhline(limits["deadline_s"] / DAY, color="black", ls="--", lw=1, label="deadline")
     for ax in (left, right):
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         plain_ticks(ax)
         ax.set_xlabel("chips in the job (spares not counted)")
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=7 if by_batch else 8)
     left.set_ylabel("time to train (days)")
     right.set_ylabel("cost (million USD)")
-    fig.suptitle("Time to train and cost against cluster size (best candidate per size)",
-                 fontsize=10)
+    title = "Time to train and cost against cluster size (best candidate per size"
+    fig.suptitle(title + (" and global batch, in sequences)" if by_batch else ")"), fontsize=10)
     return save(fig, directory, "cluster_size.png"), (
-        "The fastest and the cheapest estimated candidate at each cluster size, and the "
-        "simulated finalists.")
+        "The fastest and the cheapest estimated candidate at each cluster size" +
+        (" for each global batch" if by_batch else "") + ", and the simulated finalists.")
 
 
 def plot_plan_checkpoint(cands, finalists, domain, directory):
@@ -389,8 +400,10 @@ def plot_plan_checkpoint(cands, finalists, domain, directory):
         return None
     best = cands.loc[int(finalists.iloc[0]["candidate"])]
     same = cands
-    for k in (domain, "spares", "tp", "pp", "dp", "ep", "zero", "microbatch", "recompute"):
-        same = same[same[k] == best[k]]
+    for k in (domain, "global_batch", "spares", "tp", "pp", "dp", "ep", "zero", "microbatch",
+              "recompute"):
+        if k in same.columns:
+            same = same[same[k] == best[k]]
     same = same[np.isfinite(same["checkpoint_interval_s"])].sort_values("checkpoint_interval_s")
     if len(same) < 2:
         return None
@@ -489,11 +502,12 @@ def report_plan(path, directory):
     domain = "ultraservers" if "ultraservers" in cands.columns else "instances"
     limits = trnsim_results.load_table(path, "/plan/constraints").iloc[0]
     plots = [plot_plan_pareto(cands, finalists, limits, directory),
-             plot_plan_cluster(cands, finalists, domain, directory),
+             plot_plan_cluster(cands, finalists, domain, limits, directory),
              plot_plan_checkpoint(cands, finalists, domain, directory),
              plot_breakdown(path, directory, title="best plan: "),
              plot_timeline(path, directory)]
-    columns = ["rank", domain, "chips", "tp", "pp", "dp", "zero", "microbatch", "recompute",
+    columns = ["rank", domain, "chips", "global_batch", "tp", "pp", "dp", "zero", "microbatch",
+               "recompute",
                "checkpoint_interval_s", "spare_domains", "step_time_s", "sim_ettr",
                "time_to_train_s", "cost_usd", "meets_constraints", "frontier", "est_ettr",
                "est_time_to_train_s", "est_cost_usd"]

@@ -312,6 +312,7 @@ results::ResultsFile make_plan_results(const config::PlanSpec& plan,
             {"meets_constraints", std::int64_t{fin.meets ? 1 : 0}},
             {"frontier", std::int64_t{fin.frontier ? 1 : 0}},
             {"by_objective", std::int64_t{fin.by_objective ? 1 : 0}},
+            {"global_batch", c.global_batch},
             {"zero", std::int64_t{c.zero}},
             {"microbatch", std::int64_t{c.microbatch}},
             {"recompute", std::string(workload::to_string(c.recompute))},
@@ -337,6 +338,7 @@ results::ResultsFile make_plan_results(const config::PlanSpec& plan,
     t.add_int(base.cluster.ultraservers > 0 ? "ultraservers" : "instances");
     t.add_int("spares");
     t.add_int("chips");
+    t.add_int("global_batch");
     for (const char* c : {"tp", "pp", "dp", "ep", "zero", "microbatch"}) {
         t.add_int(c);
     }
@@ -351,7 +353,7 @@ results::ResultsFile make_plan_results(const config::PlanSpec& plan,
     for (std::size_t i = 0; i < result.candidates.size(); ++i) {
         const auto& c = result.candidates[i];
         const auto& x = result.estimates[i];
-        t.add_row({static_cast<std::int64_t>(i), c.domains, c.spares, x.chips,
+        t.add_row({static_cast<std::int64_t>(i), c.domains, c.spares, x.chips, c.global_batch,
                    std::int64_t{c.tp}, std::int64_t{c.pp}, std::int64_t{x.dp > 0 ? x.dp : c.dp},
                    std::int64_t{c.ep}, std::int64_t{c.zero}, std::int64_t{c.microbatch},
                    std::string(workload::to_string(c.recompute)),
@@ -429,6 +431,26 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
     }
     if (r.finalists.empty()) {
         line("result", "no candidate meets the constraints");
+        // How close the search came: the fastest and the cheapest estimates that run.
+        const auto describe = [&](std::int64_t i) {
+            const auto& c = r.candidates[static_cast<std::size_t>(i)];
+            const auto& x = r.estimates[static_cast<std::size_t>(i)];
+            const std::int64_t spares = base.reliability.enabled ? c.spares : 0;
+            const std::int64_t job_chips = x.chips / (c.domains + spares) * c.domains;
+            return fmt::integer(c.domains) + " " + r.domain_name + " (" +
+                   fmt::integer(job_chips) + " chips) + " + fmt::integer(spares) +
+                   " spare, batch " + fmt::integer(c.global_batch) + ", tp " +
+                   std::to_string(c.tp) + " pp " + std::to_string(c.pp) + " dp " +
+                   fmt::integer(x.dp) + ": " + fmt::seconds(x.time_to_train_s) + ", " +
+                   fmt::money(Money::usd(x.cost_usd)) + " (estimate, misses " +
+                   to_string(x.verdict) + ")";
+        };
+        if (r.fastest >= 0) {
+            line("fastest", describe(r.fastest));
+        }
+        if (r.cheapest >= 0 && r.cheapest != r.fastest) {
+            line("cheapest", describe(r.cheapest));
+        }
         return;
     }
     const int reps = r.finalists.front().run.reliability
@@ -444,9 +466,9 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
     const bool us = base.cluster.ultraservers > 0;
     char buf[400];
     std::snprintf(buf, sizeof buf,
-                  "  %4s %6s %8s %4s %3s %5s %4s %3s %-9s %9s %6s %9s %7s %10s %14s  %s\n",
-                  "rank", us ? "US" : "inst", "chips", "tp", "pp", "dp", "zero", "mb", "recompute",
-                  "ckpt", "spares", "step", "ETTR", "time", "cost", "notes");
+                  "  %4s %6s %8s %6s %4s %3s %5s %4s %3s %-9s %9s %6s %9s %7s %10s %14s  %s\n",
+                  "rank", us ? "US" : "inst", "chips", "batch", "tp", "pp", "dp", "zero", "mb",
+                  "recompute", "ckpt", "spares", "step", "ETTR", "time", "cost", "notes");
     out << buf;
     for (const auto& fin : r.finalists) {
         const auto& c = r.candidates[static_cast<std::size_t>(fin.candidate)];
@@ -464,9 +486,9 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
                                     : x.checkpoint_interval_s;
         std::snprintf(
             buf, sizeof buf,
-            "  %4d %6lld %8s %4d %3d %5d %4d %3d %-9s %9s %6lld %9s %7s %10s %14s  %s\n",
-            fin.rank, static_cast<long long>(c.domains),
-            fmt::integer(x.chips).c_str(), p.tp, p.pp, p.dp, c.zero, c.microbatch,
+            "  %4d %6lld %8s %6lld %4d %3d %5d %4d %3d %-9s %9s %6lld %9s %7s %10s %14s  %s\n",
+            fin.rank, static_cast<long long>(c.domains), fmt::integer(x.chips).c_str(),
+            static_cast<long long>(c.global_batch), p.tp, p.pp, p.dp, c.zero, c.microbatch,
             workload::to_string(c.recompute),
             std::isfinite(interval) ? fmt::seconds(interval).c_str() : "none",
             static_cast<long long>(base.reliability.enabled ? c.spares : 0),
@@ -478,10 +500,12 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
     const auto& best = r.finalists.front();
     if (best.meets) {
         const auto& c = r.candidates[static_cast<std::size_t>(best.candidate)];
+        const std::string batch =
+            plan.global_batch.given ? ", batch " + fmt::integer(c.global_batch) + " sequences" : "";
         line("best", fmt::integer(c.domains) + " " + r.domain_name + " (" +
                          fmt::integer(best.run.plan.cluster.chips) + " chips) + " +
-                         fmt::integer(base.reliability.enabled ? c.spares : 0) + " spare: " +
-                         fmt::seconds(best.run.time_to_train_s) + ", " +
+                         fmt::integer(base.reliability.enabled ? c.spares : 0) + " spare" + batch +
+                         ": " + fmt::seconds(best.run.time_to_train_s) + ", " +
                          fmt::money(Money::usd(best.run.cost_usd)));
     } else {
         line("best", "no finalist meets every constraint once simulated; see the notes");

@@ -782,6 +782,12 @@ Schema<PL> build_plan() {
                          "UltraServers of the job (a base scenario counting UltraServers)."));
     s.field(search_entry("instances", "cluster.instances", &PL::instances, true,
                          "Instances of the job (a base scenario counting instances)."));
+    s.field(search_entry("global_batch", "workload.global_batch", &PL::global_batch, true,
+                         "Global batches in sequences per step. With workload.tokens the "
+                         "token count stays the base's and the steps follow the batch (with "
+                         "workload.steps the steps stay and the tokens follow). A larger batch "
+                         "allows more data parallelism; whether the model still converges in "
+                         "the same tokens is outside trnsim."));
     s.field(search_entry("tp", "workload.parallelism.tp", &PL::tp, true,
                          "Tensor parallel degrees."));
     s.field(search_entry("pp", "workload.parallelism.pp", &PL::pp, true, "Pipeline stages."));

@@ -86,6 +86,7 @@ std::vector<T> values_of(const config::SearchKey& k, T base, F convert) {
 void apply(config::ScenarioSpec& s, const Candidate& c) {
     const bool us = counts_ultraservers(s);
     (us ? s.cluster.ultraservers : s.cluster.instances) = c.domains;
+    s.training.global_batch = c.global_batch;
     auto& p = s.training.parallelism;
     p.tp = c.tp;
     p.pp = c.pp;
@@ -236,6 +237,7 @@ std::vector<config::Override> candidate_overrides(const config::PlanSpec& plan,
     };
     add(us ? "cluster.ultraservers" : "cluster.instances", std::to_string(c.domains),
         us ? plan.ultraservers : plan.instances);
+    add("workload.global_batch", std::to_string(c.global_batch), plan.global_batch);
     add("workload.parallelism.tp", std::to_string(c.tp), plan.tp);
     add("workload.parallelism.pp", std::to_string(c.pp), plan.pp);
     add("workload.parallelism.dp", c.dp == 0 ? "auto" : std::to_string(c.dp), plan.dp);
@@ -285,6 +287,8 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
     const auto domains = values_of<std::int64_t>(
         us ? plan.ultraservers : plan.instances,
         us ? base.cluster.ultraservers : base.cluster.instances, integer_value);
+    const auto batch =
+        values_of<std::int64_t>(plan.global_batch, base.training.global_batch, integer_value);
     const auto tp = values_of<int>(plan.tp, par.tp, as_int);
     const auto pp = values_of<int>(plan.pp, par.pp, as_int);
     const auto dp = values_of<int>(plan.dp, par.dp, as_int);
@@ -299,10 +303,10 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
         [](const config::SweepValue& v) { return interval_value(v.yaml); });
     const auto spares = values_of<std::int64_t>(
         plan.spares, base.reliability.spares.count(), integer_value);
-    const double total = static_cast<double>(domains.size()) * static_cast<double>(tp.size()) *
-                         static_cast<double>(pp.size()) * static_cast<double>(dp.size()) *
-                         static_cast<double>(ep.size()) * static_cast<double>(zero.size()) *
-                         static_cast<double>(micro.size()) *
+    const double total = static_cast<double>(domains.size()) * static_cast<double>(batch.size()) *
+                         static_cast<double>(tp.size()) * static_cast<double>(pp.size()) *
+                         static_cast<double>(dp.size()) * static_cast<double>(ep.size()) *
+                         static_cast<double>(zero.size()) * static_cast<double>(micro.size()) *
                          static_cast<double>(recompute.size()) *
                          static_cast<double>(interval.size()) * static_cast<double>(spares.size());
     if (total > static_cast<double>(kMaxCandidates)) {
@@ -312,17 +316,18 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
     std::vector<Candidate> out;
     out.reserve(static_cast<std::size_t>(total));
     for (auto d : domains)
-        for (int t : tp)
-            for (int p : pp)
-                for (int a : dp)
-                    for (int e : ep)
-                        for (int z : zero)
-                            for (int m : micro)
-                                for (auto r : recompute)
-                                    for (auto ci : interval)
-                                        for (auto s : spares) {
-                                            out.push_back({d, t, p, a, e, z, m, r, ci, s});
-                                        }
+        for (auto b : batch)
+            for (int t : tp)
+                for (int p : pp)
+                    for (int a : dp)
+                        for (int e : ep)
+                            for (int z : zero)
+                                for (int m : micro)
+                                    for (auto r : recompute)
+                                        for (auto ci : interval)
+                                            for (auto s : spares) {
+                                                out.push_back({d, b, t, p, a, e, z, m, r, ci, s});
+                                            }
     return out;
 }
 
@@ -340,14 +345,15 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
     const auto& cands = r.candidates;
     r.estimates.resize(cands.size());
 
-    // Groups of candidates sharing cluster and parallelism (interval and spares vary fastest).
+    // Groups of candidates sharing cluster, batch and parallelism (interval and spares vary
+    // fastest).
     std::vector<Group> groups;
     for (std::size_t i = 0; i < cands.size();) {
         std::size_t j = i + 1;
         const auto same = [&](const Candidate& a, const Candidate& b) {
-            return a.domains == b.domains && a.tp == b.tp && a.pp == b.pp && a.dp == b.dp &&
-                   a.ep == b.ep && a.zero == b.zero && a.microbatch == b.microbatch &&
-                   a.recompute == b.recompute;
+            return a.domains == b.domains && a.global_batch == b.global_batch && a.tp == b.tp &&
+                   a.pp == b.pp && a.dp == b.dp && a.ep == b.ep && a.zero == b.zero &&
+                   a.microbatch == b.microbatch && a.recompute == b.recompute;
         };
         while (j < cands.size() && same(cands[i], cands[j])) {
             ++j;
@@ -401,6 +407,15 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
         }
     }
     r.feasible = static_cast<std::int64_t>(feasible.size());
+    for (std::size_t i : runnable) {
+        // The first in enumeration order on ties.
+        if (r.fastest < 0 || time[i] < time[static_cast<std::size_t>(r.fastest)]) {
+            r.fastest = static_cast<std::int64_t>(i);
+        }
+        if (r.cheapest < 0 || cost[i] < cost[static_cast<std::size_t>(r.cheapest)]) {
+            r.cheapest = static_cast<std::int64_t>(i);
+        }
+    }
     for (std::size_t i : frontier_of(runnable, time, cost)) {
         r.estimates[i].frontier = true;
     }

@@ -66,6 +66,20 @@ frontier: 2
 replications: 2
 """
 
+#: A plan that searches the global batch: cluster_size.png draws a line per batch.
+BATCH_PLAN = f"""base: {RELIABILITY}
+name: report-batch-plan
+constraints: {{deadline: 40d}}
+search:
+  ultraservers: [64, 128, 256]
+  global_batch: [1024, 2048]
+  tp: [64]
+  pp: [1, 2]
+finalists: 1
+frontier: 0
+replications: 1
+"""
+
 
 def trnsim(*args):
     done = subprocess.run([str(TRNSIM_BIN), *args], cwd=SOURCE_DIR, capture_output=True,
@@ -105,11 +119,14 @@ class ReportTest(unittest.TestCase):
         cls.tmp = Path(cls._tmp.name)
         (cls.tmp / "sweep.yaml").write_text(SWEEP)
         (cls.tmp / "plan.yaml").write_text(PLAN)
+        (cls.tmp / "batch-plan.yaml").write_text(BATCH_PLAN)
         cls.sweep = cls.tmp / "sweep.h5"
         cls.plan = cls.tmp / "plan.h5"
         cls.single = cls.tmp / "run.h5"
         trnsim("batch", str(cls.tmp / "sweep.yaml"), "-o", str(cls.sweep), "-q")
         trnsim("plan", str(cls.tmp / "plan.yaml"), "-o", str(cls.plan), "-q")
+        cls.batch_plan = cls.tmp / "batch-plan.h5"
+        trnsim("plan", str(cls.tmp / "batch-plan.yaml"), "-o", str(cls.batch_plan), "-q")
         trnsim("run", str(RELIABILITY), "-q", "-o", str(cls.single), "--set",
                "simulation.replications=2", "--set", "workload.tokens=500B")
 
@@ -149,6 +166,28 @@ class ReportTest(unittest.TestCase):
             ["pareto.png", "cluster_size.png", "checkpoint.png", "breakdown.png", "timeline.png"],
             table_rows=len(report.trnsim_results.load_summary(self.plan)))
         self.assertIn("candidates", page)
+
+    def test_a_plan_over_batches_draws_a_line_per_batch(self):
+        out = self.tmp / "batch-plan-report"
+        done = run_report(self.batch_plan, out)
+        self.assertEqual(done.returncode, 0, done.stderr)
+        page = (out / "index.html").read_text()
+        self.assertIn("<th>global_batch</th>", page)
+        image = matplotlib.image.imread(out / "cluster_size.png")[..., :3]
+
+        def pixels(color):
+            rgb = np.array(matplotlib.colors.to_rgb(color))
+            return int((np.abs(image - rgb).max(axis=-1) < 0.06).sum())
+
+        # Batch 1,024 in the first series colour, 2,048 in the next one the finalists do not use.
+        self.assertGreater(pixels(report.SERIES_COLORS[0]), 100)
+        self.assertGreater(pixels(report.SERIES_COLORS[2]), 100)
+        # The plan without the search draws one line, in the first colour only.
+        plain = self.tmp / "plan-report" / "cluster_size.png"
+        if not plain.exists():
+            self.assertEqual(run_report(self.plan, plain.parent).returncode, 0)
+        image = matplotlib.image.imread(plain)[..., :3]
+        self.assertLess(pixels(report.SERIES_COLORS[2]), 10)
 
     def test_run_report(self):
         self.check_report(self.single, ["breakdown.png", "timeline.png"],

@@ -183,6 +183,7 @@ TEST(Plan, RanksFinalistsAndWritesTheSearch) {
 constraints: {deadline: 45d}
 search:
   ultraservers: [64, 128, 256]
+  global_batch: [1024, 2048]
   tp: [32, 64]
   pp: [1, 2]
   checkpoint_interval: [auto, 1h]
@@ -193,16 +194,38 @@ replications: 2
 )");
     const auto r = run_cli({"plan", (d / "plan.yaml").string(), "-o", (d / "p.h5").string()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
-    EXPECT_NE(r.out.find("48 candidates"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("96 candidates"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("rank"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" batch "), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("best "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find(" sequences: "), std::string::npos) << r.out;
     const auto candidates = results::read_table((d / "p.h5").string(), "/plan/candidates");
-    EXPECT_EQ(candidates.rows(), 48u);
+    EXPECT_EQ(candidates.rows(), 96u);
+    // The batch varies right inside the cluster size: 32 candidates at each size, 16 (2 tp x
+    // 2 pp x 2 intervals x 2 spares) at each batch.
+    const auto& batch =
+        candidates.columns()[static_cast<std::size_t>(column(candidates, "global_batch"))];
+    ASSERT_EQ(batch.ints.size(), 96u);
+    EXPECT_EQ(batch.ints[0], 1024);
+    EXPECT_EQ(batch.ints[15], 1024);
+    EXPECT_EQ(batch.ints[16], 2048);
+    EXPECT_EQ(batch.ints[31], 2048);
+    EXPECT_EQ(batch.ints[32], 1024);
     const auto summary = results::read_summary((d / "p.h5").string());
     EXPECT_GE(summary.rows(), 2u);
     EXPECT_LE(summary.rows(), 4u);
     const auto& rank = summary.columns()[static_cast<std::size_t>(column(summary, "rank"))];
     EXPECT_EQ(rank.ints[0], 1);
+    // Each finalist's batch is its candidate's, and its run's tokens per step follow it.
+    const auto& chosen = summary.columns()[static_cast<std::size_t>(column(summary, "candidate"))];
+    const auto& fin_batch =
+        summary.columns()[static_cast<std::size_t>(column(summary, "global_batch"))];
+    const auto& tokens =
+        summary.columns()[static_cast<std::size_t>(column(summary, "tokens_per_step"))];
+    for (std::size_t i = 0; i < summary.rows(); ++i) {
+        EXPECT_EQ(fin_batch.ints[i], batch.ints[static_cast<std::size_t>(chosen.ints[i])]);
+        EXPECT_EQ(tokens.ints[i], fin_batch.ints[i] * 8192);
+    }
     // The best plan's own tables, as trnsim run writes them.
     EXPECT_GT(results::read_table((d / "p.h5").string(), "/run/timeline").rows(), 0u);
     EXPECT_GT(results::read_table((d / "p.h5").string(), "/step/breakdown").rows(), 0u);
@@ -213,6 +236,25 @@ replications: 2
     EXPECT_NE(bad.err.find("bad.yaml:2:19: search.tp[1]: out of range"), std::string::npos)
         << bad.err;
     EXPECT_FALSE(fs::exists(d / "b.h5"));
+    write(d / "bad-batch.yaml", base("default.yaml") + "search: {global_batch: [1024, 1.5]}\n");
+    const auto bad_batch =
+        run_cli({"plan", (d / "bad-batch.yaml").string(), "-o", (d / "b.h5").string()});
+    EXPECT_EQ(bad_batch.exit_code, 2);
+    EXPECT_NE(bad_batch.err.find("bad-batch.yaml:2:31: search.global_batch[1]: "),
+              std::string::npos)
+        << bad_batch.err;
+    EXPECT_FALSE(fs::exists(d / "b.h5"));
+
+    // Nothing meets the deadline: the plan says so and how close it came.
+    write(d / "late.yaml", base("default.yaml") +
+                               "constraints: {deadline: 1d}\nsearch: {ultraservers: [16, 64]}\n");
+    const auto late = run_cli({"plan", (d / "late.yaml").string(), "-o", (d / "l.h5").string()});
+    EXPECT_EQ(late.exit_code, 0) << late.err;
+    EXPECT_NE(late.out.find("no candidate meets the constraints"), std::string::npos) << late.out;
+    EXPECT_NE(late.out.find("fastest    64 UltraServers (4,096 chips) + 0 spare, batch 1,024"),
+              std::string::npos)
+        << late.out;
+    EXPECT_NE(late.out.find("(estimate, misses deadline)"), std::string::npos) << late.out;
     fs::remove_all(d);
 }
 

@@ -167,8 +167,9 @@ struct PlanSpec {
 
     // Search space: scenario values as YAML text, each checked by the scenario's own rule.
     // Give ultraservers or instances as the base scenario counts them; spares count the same
-    // kind. checkpoint_interval values are durations or auto.
-    SearchKey ultraservers, instances, tp, pp, dp, ep, zero, microbatch, recompute,
+    // kind. checkpoint_interval values are durations or auto. global_batch (sequences per
+    // step) changes the steps a token count takes, not the tokens.
+    SearchKey ultraservers, instances, global_batch, tp, pp, dp, ep, zero, microbatch, recompute,
         checkpoint_interval, spares;
 
     int finalists = 8;                 ///< best candidates by the objective, simulated in full

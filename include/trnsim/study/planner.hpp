@@ -1,14 +1,16 @@
-// The planner behind `trnsim plan`: search a space of cluster sizes, parallelism, checkpoint
-// intervals and spares for the plan that best meets an objective under constraints.
+// The planner behind `trnsim plan`: search a space of cluster sizes, global batches, parallelism,
+// checkpoint intervals and spares for the plan that best meets an objective under constraints.
 //
 // 1. Candidates are every combination of the plan file's search values (config/study.hpp),
-//    enumerated in a fixed order (cluster size outermost, spares innermost).
+//    enumerated in a fixed order (cluster size outermost, then global batch, ..., spares
+//    innermost).
 // 2. Each candidate is estimated analytically: workload::build_plan (parallelism and memory;
 //    a plan that does not divide or fit is rejected), sim::estimate_step (the analytic step
-//    model, computed once per cluster and parallelism and shared by the candidates that only
-//    differ in checkpoint interval or spares), and with a reliability section
-//    reliability::expect (closed forms: Daly with restarts, spare waits, lost uploads). The
-//    constraints are checked on these estimates: chips, HBM headroom, ETTR, deadline, budget.
+//    model, computed once per cluster, global batch and parallelism and shared by the
+//    candidates that only differ in checkpoint interval or spares), and with a reliability
+//    section reliability::expect (closed forms: Daly with restarts, spare waits, lost
+//    uploads). The constraints are checked on these estimates: chips, HBM headroom, ETTR,
+//    deadline, budget.
 // 3. The best `finalists` feasible candidates by the objective, and up to `frontier` more
 //    feasible points of the estimated Pareto frontier of cost against time to train, are built
 //    as scenarios through the config module (the base scenario with the candidate's keys as
@@ -35,6 +37,7 @@ namespace trnsim::study {
 /// One point of the search space (values as the scenario holds them).
 struct Candidate {
     std::int64_t domains = 0;   ///< UltraServers or instances, as the base scenario counts
+    std::int64_t global_batch = 0; ///< sequences per step
     int tp = 1, pp = 1, dp = 0, ep = 1, zero = 1, microbatch = 1;
     workload::Recompute recompute = workload::Recompute::selective;
     Duration checkpoint_interval; ///< zero: auto
@@ -82,6 +85,10 @@ struct PlanResult {
     std::vector<Finalist> finalists; ///< in rank order
     std::int64_t step_estimates = 0; ///< distinct cluster/parallelism estimates computed
     std::int64_t feasible = 0;
+    /// The fastest and the cheapest estimate among the candidates that run and meet every
+    /// constraint but the deadline and the budget (indexes into candidates; -1: none). With
+    /// no feasible candidate they say how close the search came.
+    std::int64_t fastest = -1, cheapest = -1;
     double estimate_seconds = 0.0;   ///< host time of the analytic phase
     double simulate_seconds = 0.0;   ///< host time of the finalists' runs
     std::string domain_name;         ///< "UltraServers" or "instances"

@@ -241,6 +241,7 @@ search:
   recompute: [selective, full]
   checkpoint_interval: [auto, 1h]
   spares: [0, 4]
+  global_batch: {from: 1024, to: 4096, factor: 2}
 finalists: 3
 frontier: 2
 )",
@@ -260,6 +261,10 @@ frontier: 2
     EXPECT_FALSE(p.instances.given);
     EXPECT_EQ(p.checkpoint_interval.values[0].yaml, "auto");
     EXPECT_EQ(p.checkpoint_interval.values[1].origin.str(), "p.yaml:10:31");
+    ASSERT_TRUE(p.global_batch.given);
+    ASSERT_EQ(p.global_batch.values.size(), 3u); // 1024, 2048, 4096
+    EXPECT_EQ(p.global_batch.values[0].yaml, "1024");
+    EXPECT_EQ(p.global_batch.values[2].yaml, "4096");
     EXPECT_EQ(p.finalists, 3);
     EXPECT_EQ(p.frontier, 2);
 }
@@ -284,6 +289,10 @@ TEST(Plan, MalformedPlansFailWithTheirKeyPathAndLine) {
         {"search: {checkpoint_interval: [0s]}\n", "search.checkpoint_interval[0]", "p.yaml:2:32",
          "auto or a duration > 0"},
         {"search: {tpp: [1]}\n", "search.tpp", "p.yaml:2:10", "did you mean 'tp'"},
+        {"search: {global_batch: [2048, 0]}\n", "search.global_batch[1]", "p.yaml:2:31",
+         "out of range"},
+        {"search: {global_bach: [2048]}\n", "search.global_bach", "p.yaml:2:10",
+         "did you mean 'global_batch'"},
         {"constraints: {deadline: 0d}\n", "constraints.deadline", "p.yaml:2:25", "> 0"},
         {"constraints: {min_ettr: 1.5}\n", "constraints.min_ettr", "p.yaml:2:25", "0 to 1"},
         {"constraints: {max_chips: 0}\n", "constraints.max_chips", "p.yaml:2:26", ">= 1"},

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -44,6 +45,149 @@ TEST(Planner, EnumeratesEveryCombinationInOrder) {
     EXPECT_EQ(c[36].domains, 16);
     EXPECT_EQ(c[36].pp, base.training.parallelism.pp);
     EXPECT_EQ(c[36].zero, base.training.parallelism.zero);
+}
+
+TEST(Planner, GlobalBatchVariesRightInsideTheClusterSize) {
+    const auto p = plan_of(R"(search:
+  ultraservers: [8, 16]
+  global_batch: [1024, 4096]
+  tp: [8, 16]
+)",
+                           "default.yaml");
+    const auto base = base_of(p);
+    const auto c = enumerate(p, base);
+    ASSERT_EQ(c.size(), 8u);
+    EXPECT_EQ(c[0].global_batch, 1024);
+    EXPECT_EQ(c[1].global_batch, 1024);
+    EXPECT_EQ(c[1].tp, 16);
+    EXPECT_EQ(c[2].global_batch, 4096);
+    EXPECT_EQ(c[2].tp, 8);
+    EXPECT_EQ(c[3].domains, 8);
+    EXPECT_EQ(c[4].domains, 16);
+    EXPECT_EQ(c[4].global_batch, 1024);
+    // The candidate's scenario carries its batch, from the plan file's line.
+    const auto o = candidate_overrides(p, base, c[2]);
+    const auto it = std::find_if(o.begin(), o.end(), [](const config::Override& x) {
+        return x.path == "workload.global_batch";
+    });
+    ASSERT_NE(it, o.end());
+    EXPECT_EQ(it->value, "4096");
+    EXPECT_EQ(it->origin.line, 4);
+    EXPECT_EQ(config::load_scenario_with(p.base, o).training.global_batch, 4096);
+
+    // Without the key every candidate keeps the base's batch.
+    const auto q = plan_of("search: {tp: [8, 16]}\n", "default.yaml");
+    for (const auto& x : enumerate(q, base_of(q))) {
+        EXPECT_EQ(x.global_batch, base.training.global_batch);
+    }
+}
+
+TEST(Planner, EachCandidateIsEstimatedAtItsOwnBatch) {
+    // Llama 3 70B on 2T tokens of 8,192-token sequences, tp 16, microbatch 1. By hand:
+    // 16 UltraServers are 1,024 chips, 4,096 ranks: dp 128 with pp 2, 64 with pp 4; 64
+    // UltraServers are 16,384 ranks: dp 512 with pp 2, 256 with pp 4. A batch of 256
+    // sequences cannot feed 512 replicas: that one candidate is invalid, the other 11 run.
+    // Steps: 2e12 tokens / (batch x 8,192), rounded up: 953,675 at 256 (2,097,152 tokens a
+    // step), 238,419 at 1,024 (8,388,608), 59,605 at 4,096 (33,554,432).
+    const auto p = plan_of(R"(search:
+  ultraservers: [16, 64]
+  global_batch: [256, 1024, 4096]
+  tp: [16]
+  pp: [2, 4]
+finalists: 3
+frontier: 0
+)",
+                           "default.yaml");
+    const auto base = base_of(p);
+    ASSERT_EQ(base.training.tokens, 2'000'000'000'000);
+    const PlanResult r = run_plan(p, base, 2);
+    ASSERT_EQ(r.candidates.size(), 12u);
+    EXPECT_EQ(r.step_estimates, 12);
+    EXPECT_EQ(r.feasible, 11);
+    const std::map<std::int64_t, std::int64_t> steps_at{
+        {256, 953'675}, {1024, 238'419}, {4096, 59'605}};
+    const std::map<std::pair<std::int64_t, int>, int> dp_at{
+        {{16, 2}, 128}, {{16, 4}, 64}, {{64, 2}, 512}, {{64, 4}, 256}};
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+        const auto& c = r.candidates[i];
+        const auto& x = r.estimates[i];
+        const config::ScenarioSpec s =
+            config::load_scenario_with(p.base, candidate_overrides(p, base, c));
+        ASSERT_EQ(s.training.global_batch, c.global_batch);
+        if (c.domains == 64 && c.pp == 2 && c.global_batch == 256) {
+            EXPECT_EQ(x.verdict, Verdict::invalid);
+            EXPECT_EQ(x.reason.rfind("workload.global_batch", 0), 0u) << x.reason;
+            EXPECT_THROW(sim::make_plan(s), InputError);
+            continue;
+        }
+        ASSERT_EQ(x.verdict, Verdict::ok) << i << ": " << x.reason;
+        EXPECT_EQ(x.dp, dp_at.at({c.domains, c.pp})) << i;
+        const workload::Plan wp = sim::make_plan(s);
+        // The tokens stay the base's; the steps follow the batch.
+        EXPECT_EQ(wp.tokens_per_step, c.global_batch * 8192);
+        EXPECT_EQ(wp.steps, steps_at.at(c.global_batch)) << i;
+        EXPECT_DOUBLE_EQ(x.step_s, sim::estimate_step(wp).step_s);
+        EXPECT_DOUBLE_EQ(x.time_to_train_s, static_cast<double>(wp.steps) * x.step_s);
+    }
+    // Finalists run the scenario of their candidate, batch included.
+    ASSERT_EQ(r.finalists.size(), 3u);
+    for (const auto& f : r.finalists) {
+        const auto& c = r.candidates[static_cast<std::size_t>(f.candidate)];
+        EXPECT_EQ(f.spec.training.global_batch, c.global_batch);
+        EXPECT_EQ(f.run.plan.tokens_per_step, c.global_batch * 8192);
+        EXPECT_EQ(f.run.plan.steps, steps_at.at(c.global_batch));
+        EXPECT_DOUBLE_EQ(f.run.time_to_train_s,
+                         r.estimates[static_cast<std::size_t>(f.candidate)].time_to_train_s);
+    }
+}
+
+TEST(Planner, WithNoFeasibleCandidateSaysHowCloseItCame) {
+    // Llama 3 70B on 2T tokens cannot be trained in a day on 64 UltraServers: no candidate
+    // is feasible and no finalist runs, but the fastest and the cheapest estimates are kept.
+    const auto p = plan_of(R"(constraints: {deadline: 1d}
+search:
+  ultraservers: [16, 64]
+  global_batch: [256, 1024]
+  tp: [16]
+  pp: [2, 4]
+)",
+                           "default.yaml");
+    const PlanResult r = run_plan(p, base_of(p), 2);
+    ASSERT_EQ(r.candidates.size(), 8u);
+    EXPECT_EQ(r.feasible, 0);
+    EXPECT_TRUE(r.finalists.empty());
+    ASSERT_GE(r.fastest, 0);
+    ASSERT_GE(r.cheapest, 0);
+    // 7 candidates run (64 UltraServers, pp 2 and a batch of 256 does not), all over the
+    // deadline; the fastest and the cheapest are the extremes of their estimates.
+    int runnable = 0;
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+        const auto& x = r.estimates[i];
+        if (x.verdict == Verdict::invalid) {
+            continue;
+        }
+        ++runnable;
+        EXPECT_EQ(x.verdict, Verdict::deadline) << i;
+        EXPECT_GT(x.time_to_train_s, 86400.0);
+        EXPECT_LE(r.estimates[static_cast<std::size_t>(r.fastest)].time_to_train_s,
+                  x.time_to_train_s);
+        EXPECT_LE(r.estimates[static_cast<std::size_t>(r.cheapest)].cost_usd, x.cost_usd);
+    }
+    EXPECT_EQ(runnable, 7);
+    // Four times the chips is the faster way, and at the same work the smaller cluster
+    // (less communication) the cheaper one.
+    EXPECT_EQ(r.candidates[static_cast<std::size_t>(r.fastest)].domains, 64);
+    EXPECT_EQ(r.candidates[static_cast<std::size_t>(r.cheapest)].domains, 16);
+
+    // With a feasible candidate they are still set: the fastest is at most the best's time.
+    const auto q = plan_of("search: {ultraservers: [16, 64], tp: [16], pp: [2, 4]}\n",
+                           "default.yaml");
+    const PlanResult s = run_plan(q, base_of(q), 1);
+    ASSERT_FALSE(s.finalists.empty());
+    ASSERT_GE(s.fastest, 0);
+    EXPECT_LE(s.estimates[static_cast<std::size_t>(s.fastest)].time_to_train_s,
+              s.estimates[static_cast<std::size_t>(s.finalists.front().candidate)]
+                  .time_to_train_s);
 }
 
 TEST(Planner, SearchesTheBaseCannotTake) {
