@@ -400,7 +400,7 @@ def plot_plan_checkpoint(cands, finalists, domain, directory):
         return None
     best = cands.loc[int(finalists.iloc[0]["candidate"])]
     same = cands
-    for k in (domain, "global_batch", "spares", "tp", "pp", "dp", "ep", "zero", "microbatch",
+    for k in (domain, "global_batch", "spares", "tp", "cp", "pp", "dp", "ep", "zero", "microbatch",
               "recompute"):
         if k in same.columns:
             same = same[same[k] == best[k]]
@@ -506,8 +506,8 @@ def report_plan(path, directory):
              plot_plan_checkpoint(cands, finalists, domain, directory),
              plot_breakdown(path, directory, title="best plan: "),
              plot_timeline(path, directory)]
-    columns = ["rank", domain, "chips", "global_batch", "tp", "pp", "dp", "zero", "microbatch",
-               "recompute",
+    columns = ["rank", domain, "chips", "global_batch", "tp", "cp", "pp", "dp", "zero",
+               "microbatch", "recompute",
                "checkpoint_interval_s", "spare_domains", "step_time_s", "sim_ettr",
                "time_to_train_s", "cost_usd", "meets_constraints", "frontier", "est_ettr",
                "est_time_to_train_s", "est_cost_usd"]

@@ -339,7 +339,7 @@ results::ResultsFile make_plan_results(const config::PlanSpec& plan,
     t.add_int("spares");
     t.add_int("chips");
     t.add_int("global_batch");
-    for (const char* c : {"tp", "pp", "dp", "ep", "zero", "microbatch"}) {
+    for (const char* c : {"tp", "cp", "pp", "dp", "ep", "zero", "microbatch"}) {
         t.add_int(c);
     }
     t.add_string("recompute", 9);
@@ -354,7 +354,8 @@ results::ResultsFile make_plan_results(const config::PlanSpec& plan,
         const auto& c = result.candidates[i];
         const auto& x = result.estimates[i];
         t.add_row({static_cast<std::int64_t>(i), c.domains, c.spares, x.chips, c.global_batch,
-                   std::int64_t{c.tp}, std::int64_t{c.pp}, std::int64_t{x.dp > 0 ? x.dp : c.dp},
+                   std::int64_t{c.tp}, std::int64_t{c.cp}, std::int64_t{c.pp},
+                   std::int64_t{x.dp > 0 ? x.dp : c.dp},
                    std::int64_t{c.ep}, std::int64_t{c.zero}, std::int64_t{c.microbatch},
                    std::string(workload::to_string(c.recompute)),
                    std::string(study::to_string(x.verdict)), x.checkpoint_interval_s, x.step_s,
@@ -440,7 +441,8 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
             return fmt::integer(c.domains) + " " + r.domain_name + " (" +
                    fmt::integer(job_chips) + " chips) + " + fmt::integer(spares) +
                    " spare, batch " + fmt::integer(c.global_batch) + ", tp " +
-                   std::to_string(c.tp) + " pp " + std::to_string(c.pp) + " dp " +
+                   std::to_string(c.tp) + " cp " + std::to_string(c.cp) + " pp " +
+                   std::to_string(c.pp) + " dp " +
                    fmt::integer(x.dp) + ": " + fmt::seconds(x.time_to_train_s) + ", " +
                    fmt::money(Money::usd(x.cost_usd)) + " (estimate, misses " +
                    to_string(x.verdict) + ")";
@@ -466,9 +468,9 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
     const bool us = base.cluster.ultraservers > 0;
     char buf[400];
     std::snprintf(buf, sizeof buf,
-                  "  %4s %6s %8s %6s %4s %3s %5s %4s %3s %-9s %9s %6s %9s %7s %10s %14s  %s\n",
-                  "rank", us ? "US" : "inst", "chips", "batch", "tp", "pp", "dp", "zero", "mb",
-                  "recompute", "ckpt", "spares", "step", "ETTR", "time", "cost", "notes");
+                  "  %4s %6s %8s %6s %4s %3s %3s %5s %4s %3s %-9s %9s %6s %9s %7s %10s %14s  %s\n",
+                  "rank", us ? "US" : "inst", "chips", "batch", "tp", "cp", "pp", "dp", "zero",
+                  "mb", "recompute", "ckpt", "spares", "step", "ETTR", "time", "cost", "notes");
     out << buf;
     for (const auto& fin : r.finalists) {
         const auto& c = r.candidates[static_cast<std::size_t>(fin.candidate)];
@@ -486,10 +488,10 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
                                     : x.checkpoint_interval_s;
         std::snprintf(
             buf, sizeof buf,
-            "  %4d %6lld %8s %6lld %4d %3d %5d %4d %3d %-9s %9s %6lld %9s %7s %10s %14s  %s\n",
+            "  %4d %6lld %8s %6lld %4d %3d %3d %5d %4d %3d %-9s %9s %6lld %9s %7s %10s %14s  %s\n",
             fin.rank, static_cast<long long>(c.domains), fmt::integer(x.chips).c_str(),
-            static_cast<long long>(c.global_batch), p.tp, p.pp, p.dp, c.zero, c.microbatch,
-            workload::to_string(c.recompute),
+            static_cast<long long>(c.global_batch), p.tp, p.cp, p.pp, p.dp, c.zero,
+            c.microbatch, workload::to_string(c.recompute),
             std::isfinite(interval) ? fmt::seconds(interval).c_str() : "none",
             static_cast<long long>(base.reliability.enabled ? c.spares : 0),
             fmt::seconds(fin.run.step.step_s).c_str(), fmt::percent(fin.ettr).c_str(),

@@ -790,6 +790,10 @@ Schema<PL> build_plan() {
                          "the same tokens is outside trnsim."));
     s.field(search_entry("tp", "workload.parallelism.tp", &PL::tp, true,
                          "Tensor parallel degrees."));
+    s.field(search_entry("cp", "workload.parallelism.cp", &PL::cp, true,
+                         "Context parallel degrees (ring attention): each sequence split "
+                         "over cp ranks, so the same chips need cp times fewer data-parallel "
+                         "replicas; 2 x cp must divide the sequence length."));
     s.field(search_entry("pp", "workload.parallelism.pp", &PL::pp, true, "Pipeline stages."));
     s.field(search_entry("dp", "workload.parallelism.dp", &PL::dp, true,
                          "Data parallel degrees (auto: the ranks left)."));

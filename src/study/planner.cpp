@@ -89,6 +89,7 @@ void apply(config::ScenarioSpec& s, const Candidate& c) {
     s.training.global_batch = c.global_batch;
     auto& p = s.training.parallelism;
     p.tp = c.tp;
+    p.cp = c.cp;
     p.pp = c.pp;
     p.dp = c.dp;
     p.ep = c.ep;
@@ -239,6 +240,7 @@ std::vector<config::Override> candidate_overrides(const config::PlanSpec& plan,
         us ? plan.ultraservers : plan.instances);
     add("workload.global_batch", std::to_string(c.global_batch), plan.global_batch);
     add("workload.parallelism.tp", std::to_string(c.tp), plan.tp);
+    add("workload.parallelism.cp", std::to_string(c.cp), plan.cp);
     add("workload.parallelism.pp", std::to_string(c.pp), plan.pp);
     add("workload.parallelism.dp", c.dp == 0 ? "auto" : std::to_string(c.dp), plan.dp);
     add("workload.parallelism.ep", std::to_string(c.ep), plan.ep);
@@ -290,6 +292,7 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
     const auto batch =
         values_of<std::int64_t>(plan.global_batch, base.training.global_batch, integer_value);
     const auto tp = values_of<int>(plan.tp, par.tp, as_int);
+    const auto cp = values_of<int>(plan.cp, par.cp, as_int);
     const auto pp = values_of<int>(plan.pp, par.pp, as_int);
     const auto dp = values_of<int>(plan.dp, par.dp, as_int);
     const auto ep = values_of<int>(plan.ep, par.ep, as_int);
@@ -304,7 +307,8 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
     const auto spares = values_of<std::int64_t>(
         plan.spares, base.reliability.spares.count(), integer_value);
     const double total = static_cast<double>(domains.size()) * static_cast<double>(batch.size()) *
-                         static_cast<double>(tp.size()) * static_cast<double>(pp.size()) *
+                         static_cast<double>(tp.size()) * static_cast<double>(cp.size()) *
+                         static_cast<double>(pp.size()) *
                          static_cast<double>(dp.size()) * static_cast<double>(ep.size()) *
                          static_cast<double>(zero.size()) * static_cast<double>(micro.size()) *
                          static_cast<double>(recompute.size()) *
@@ -318,16 +322,18 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
     for (auto d : domains)
         for (auto b : batch)
             for (int t : tp)
-                for (int p : pp)
-                    for (int a : dp)
-                        for (int e : ep)
-                            for (int z : zero)
-                                for (int m : micro)
-                                    for (auto r : recompute)
-                                        for (auto ci : interval)
-                                            for (auto s : spares) {
-                                                out.push_back({d, b, t, p, a, e, z, m, r, ci, s});
-                                            }
+                for (int x : cp)
+                    for (int p : pp)
+                        for (int a : dp)
+                            for (int e : ep)
+                                for (int z : zero)
+                                    for (int m : micro)
+                                        for (auto r : recompute)
+                                            for (auto ci : interval)
+                                                for (auto s : spares) {
+                                                    out.push_back(
+                                                        {d, b, t, x, p, a, e, z, m, r, ci, s});
+                                                }
     return out;
 }
 
@@ -352,8 +358,8 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
         std::size_t j = i + 1;
         const auto same = [&](const Candidate& a, const Candidate& b) {
             return a.domains == b.domains && a.global_batch == b.global_batch && a.tp == b.tp &&
-                   a.pp == b.pp && a.dp == b.dp && a.ep == b.ep && a.zero == b.zero &&
-                   a.microbatch == b.microbatch && a.recompute == b.recompute;
+                   a.cp == b.cp && a.pp == b.pp && a.dp == b.dp && a.ep == b.ep &&
+                   a.zero == b.zero && a.microbatch == b.microbatch && a.recompute == b.recompute;
         };
         while (j < cands.size() && same(cands[i], cands[j])) {
             ++j;

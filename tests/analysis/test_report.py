@@ -166,6 +166,8 @@ class ReportTest(unittest.TestCase):
             ["pareto.png", "cluster_size.png", "checkpoint.png", "breakdown.png", "timeline.png"],
             table_rows=len(report.trnsim_results.load_summary(self.plan)))
         self.assertIn("candidates", page)
+        # The finalists' parallelism, context parallelism right after tensor parallelism.
+        self.assertIn("<th>tp</th><th>cp</th><th>pp</th><th>dp</th>", page)
 
     def test_a_plan_over_batches_draws_a_line_per_batch(self):
         out = self.tmp / "batch-plan-report"

@@ -7,10 +7,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 namespace trnsim::test {
@@ -259,6 +261,44 @@ replications: 2
 }
 
 #ifdef TRNSIM_MPIEXEC
+TEST(Plan, SearchesContextParallelism) {
+    // default.yaml: 16 UltraServers = 4,096 ranks, tp 16, pp 4, batch 1,024: cp 1 leaves
+    // dp 64, cp 2 dp 32, cp 3 does not split the 8,192-token sequence into 2 x 3 chunks.
+    const fs::path d = scratch("plan-cp");
+    write(d / "plan.yaml", base("default.yaml") + "search: {cp: [1, 2, 3]}\nfrontier: 0\n");
+    const auto r = run_cli({"plan", (d / "plan.yaml").string(), "-o", (d / "p.h5").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("3 candidates, 3 step estimates"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("  tp  cp  pp    dp "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("workload.parallelism.cp: cp = 3"), std::string::npos) << r.out;
+    const auto candidates = results::read_table((d / "p.h5").string(), "/plan/candidates");
+    ASSERT_EQ(candidates.rows(), 3u);
+    const int tp = column(candidates, "tp");
+    ASSERT_EQ(column(candidates, "cp"), tp + 1); // right after tp
+    const auto col = [&](const results::Table& t, const char* name) -> const auto& {
+        return t.columns()[static_cast<std::size_t>(column(t, name))];
+    };
+    EXPECT_EQ(col(candidates, "cp").ints, (std::vector<std::int64_t>{1, 2, 3}));
+    EXPECT_EQ(col(candidates, "dp").ints[0], 64);
+    EXPECT_EQ(col(candidates, "dp").ints[1], 32);
+    EXPECT_EQ(col(candidates, "verdict").strings[2], "invalid");
+    // Each finalist ran its candidate's cp.
+    const auto summary = results::read_summary((d / "p.h5").string());
+    ASSERT_EQ(summary.rows(), 2u);
+    for (std::size_t i = 0; i < summary.rows(); ++i) {
+        const auto cand = static_cast<std::size_t>(col(summary, "candidate").ints[i]);
+        EXPECT_EQ(col(summary, "cp").ints[i], col(candidates, "cp").ints[cand]);
+    }
+
+    write(d / "bad.yaml", base("default.yaml") + "search: {cp: [2, 0]}\n");
+    const auto bad = run_cli({"plan", (d / "bad.yaml").string(), "-o", (d / "b.h5").string()});
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find("bad.yaml:2:18: search.cp[1]: out of range"), std::string::npos)
+        << bad.err;
+    EXPECT_FALSE(fs::exists(d / "b.h5"));
+    fs::remove_all(d);
+}
+
 TEST(Batch, TwoMpiRanksWriteTheFileOneProcessWrites) {
     const fs::path d = scratch("mpi");
     std::string sweep = kFailures;

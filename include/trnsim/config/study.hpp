@@ -169,8 +169,8 @@ struct PlanSpec {
     // Give ultraservers or instances as the base scenario counts them; spares count the same
     // kind. checkpoint_interval values are durations or auto. global_batch (sequences per
     // step) changes the steps a token count takes, not the tokens.
-    SearchKey ultraservers, instances, global_batch, tp, pp, dp, ep, zero, microbatch, recompute,
-        checkpoint_interval, spares;
+    SearchKey ultraservers, instances, global_batch, tp, cp, pp, dp, ep, zero, microbatch,
+        recompute, checkpoint_interval, spares;
 
     int finalists = 8;                 ///< best candidates by the objective, simulated in full
     int frontier = 8;                  ///< further cost/time Pareto points, simulated in full

@@ -2,8 +2,8 @@
 // checkpoint intervals and spares for the plan that best meets an objective under constraints.
 //
 // 1. Candidates are every combination of the plan file's search values (config/study.hpp),
-//    enumerated in a fixed order (cluster size outermost, then global batch, ..., spares
-//    innermost).
+//    enumerated in a fixed order (cluster size outermost, then global batch, tp, cp, pp, ...,
+//    spares innermost).
 // 2. Each candidate is estimated analytically: workload::build_plan (parallelism and memory;
 //    a plan that does not divide or fit is rejected), sim::estimate_step (the analytic step
 //    model, computed once per cluster, global batch and parallelism and shared by the
@@ -38,7 +38,7 @@ namespace trnsim::study {
 struct Candidate {
     std::int64_t domains = 0;   ///< UltraServers or instances, as the base scenario counts
     std::int64_t global_batch = 0; ///< sequences per step
-    int tp = 1, pp = 1, dp = 0, ep = 1, zero = 1, microbatch = 1;
+    int tp = 1, cp = 1, pp = 1, dp = 0, ep = 1, zero = 1, microbatch = 1;
     workload::Recompute recompute = workload::Recompute::selective;
     Duration checkpoint_interval; ///< zero: auto
     std::int64_t spares = 0;      ///< spare domains

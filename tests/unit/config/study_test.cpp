@@ -236,6 +236,7 @@ constraints: {deadline: 60d, budget: $2000000, max_chips: 8192, min_ettr: 90%, h
 search:
   ultraservers: {from: 8, to: 64, factor: 2}
   tp: [8, 16]
+  cp: {from: 1, to: 8, factor: 2}
   pp: {from: 1, to: 4, step: 1}
   zero: 1
   recompute: [selective, full]
@@ -258,9 +259,16 @@ frontier: 2
     EXPECT_TRUE(p.zero.given);
     EXPECT_EQ(p.zero.values.size(), 1u);
     EXPECT_FALSE(p.dp.given);
+    EXPECT_FALSE(load_plan_text("base: " + kBase + "\nsearch: {tp: [8]}\n", "q.yaml").cp.given);
     EXPECT_FALSE(p.instances.given);
     EXPECT_EQ(p.checkpoint_interval.values[0].yaml, "auto");
-    EXPECT_EQ(p.checkpoint_interval.values[1].origin.str(), "p.yaml:10:31");
+    EXPECT_EQ(p.checkpoint_interval.values[1].origin.str(), "p.yaml:11:31");
+    // cp: a range by factor, 1, 2, 4, 8 (each checked by workload.parallelism.cp's rule).
+    ASSERT_TRUE(p.cp.given);
+    ASSERT_EQ(p.cp.values.size(), 4u);
+    EXPECT_EQ(p.cp.values[0].yaml, "1");
+    EXPECT_EQ(p.cp.values[3].yaml, "8");
+    EXPECT_EQ(p.cp.origin.str(), "p.yaml:7:7");
     ASSERT_TRUE(p.global_batch.given);
     ASSERT_EQ(p.global_batch.values.size(), 3u); // 1024, 2048, 4096
     EXPECT_EQ(p.global_batch.values[0].yaml, "1024");
@@ -274,6 +282,12 @@ TEST(Plan, MalformedPlansFailWithTheirKeyPathAndLine) {
     const BadSweep cases[] = {
         {"objective: fastest\n", "objective", "p.yaml:2:12", "min_time"},
         {"search: {tp: [8, 0]}\n", "search.tp[1]", "p.yaml:2:18", "out of range"},
+        {"search: {cp: [2, 0]}\n", "search.cp[1]", "p.yaml:2:18", "out of range"},
+        {"search: {cp: [1, two]}\n", "search.cp[1]", "p.yaml:2:18", "two"},
+        {"search: {cp: {from: 4, to: 2, factor: 2}}\n", "search.cp.to", "p.yaml:2:28",
+         "out of range"},
+        {"search: {cp: {from: 1, to: 8}}\n", "search.cp", "p.yaml:2:14", "factor"},
+        {"search:\n  cp: [1, 65537]\n", "search.cp[1]", "p.yaml:3:11", "out of range"},
         {"search: {recompute: [partial]}\n", "search.recompute[0]", "p.yaml:2:22",
          "not one of"},
         {"search: {recompute: {from: 1, to: 2, step: 1}}\n", "search.recompute", "p.yaml:2:21",

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <map>
 
 namespace trnsim::study {
@@ -80,6 +82,196 @@ TEST(Planner, GlobalBatchVariesRightInsideTheClusterSize) {
     for (const auto& x : enumerate(q, base_of(q))) {
         EXPECT_EQ(x.global_batch, base.training.global_batch);
     }
+}
+
+TEST(Planner, ContextParallelismIsASearchKeyLikeTp) {
+    // 2 cluster sizes x 2 tp x 3 cp = 12 candidates; cp varies right inside tp.
+    const auto p = plan_of(R"(search:
+  ultraservers: [8, 16]
+  tp: [8, 16]
+  cp: [1, 2, 4]
+)",
+                           "default.yaml");
+    const auto base = base_of(p);
+    const auto c = enumerate(p, base);
+    ASSERT_EQ(c.size(), 2u * 2u * 3u);
+    EXPECT_EQ(c[0].cp, 1);
+    EXPECT_EQ(c[1].cp, 2);
+    EXPECT_EQ(c[1].tp, 8);
+    EXPECT_EQ(c[2].cp, 4);
+    EXPECT_EQ(c[3].cp, 1);
+    EXPECT_EQ(c[3].tp, 16);
+    EXPECT_EQ(c[6].domains, 16);
+    EXPECT_EQ(c[6].cp, 1);
+    EXPECT_EQ(c[6].pp, base.training.parallelism.pp);
+    // The candidate's scenario carries its cp, from the plan file's line.
+    const auto o = candidate_overrides(p, base, c[2]);
+    const auto it = std::find_if(o.begin(), o.end(), [](const config::Override& x) {
+        return x.path == "workload.parallelism.cp";
+    });
+    ASSERT_NE(it, o.end());
+    EXPECT_EQ(it->value, "4");
+    EXPECT_EQ(it->origin.line, 5); // base, search, ultraservers, tp, cp
+    EXPECT_EQ(config::load_scenario_with(p.base, o).training.parallelism.cp, 4);
+
+    // Without the key every candidate keeps the base's cp (1 in default.yaml).
+    ASSERT_EQ(base.training.parallelism.cp, 1);
+    const auto q = plan_of("search: {tp: [8, 16]}\n", "default.yaml");
+    for (const auto& x : enumerate(q, base_of(q))) {
+        EXPECT_EQ(x.cp, 1);
+    }
+}
+
+TEST(Planner, CandidatesThatDifferOnlyInCpHaveTheirOwnStepEstimate) {
+    // default.yaml: 16 UltraServers = 4,096 ranks, tp 16, pp 4, batch 1,024. cp 1 leaves
+    // dp = 4,096 / 64 = 64, cp 2 dp = 4,096 / 128 = 32 (both divide the batch). The two
+    // candidates are adjacent and equal in every other key, so grouping them by the other keys
+    // alone would give one step estimate for both.
+    const auto p = plan_of("search: {cp: [1, 2]}\nfinalists: 2\nfrontier: 0\n", "default.yaml");
+    const auto base = base_of(p);
+    const PlanResult r = run_plan(p, base, 1);
+    ASSERT_EQ(r.candidates.size(), 2u);
+    EXPECT_EQ(r.step_estimates, 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const auto& x = r.estimates[i];
+        ASSERT_EQ(x.verdict, Verdict::ok) << i << ": " << x.reason;
+        EXPECT_EQ(x.dp, i == 0 ? 64 : 32);
+        const auto wp = sim::make_plan(
+            config::load_scenario_with(p.base, candidate_overrides(p, base, r.candidates[i])));
+        EXPECT_EQ(wp.cp, r.candidates[i].cp);
+        EXPECT_DOUBLE_EQ(x.step_s, sim::estimate_step(wp).step_s);
+    }
+    EXPECT_NE(r.estimates[0].step_s, r.estimates[1].step_s);
+    // The finalists run with their candidate's cp.
+    ASSERT_EQ(r.finalists.size(), 2u);
+    for (const auto& f : r.finalists) {
+        EXPECT_EQ(f.run.plan.cp, r.candidates[static_cast<std::size_t>(f.candidate)].cp);
+    }
+}
+
+TEST(Planner, ACpThatDoesNotDivideIsRejectedNamingCp) {
+    // default.yaml: sequence 8,192 = 2^13, tp 16, pp 4, 4,096 ranks. cp 3: 2 x 3 = 6 does not
+    // divide 8,192. cp 128: 2 x 128 divides 8,192, but tp x cp x pp = 8,192 ranks are more
+    // than the 4,096. cp 4: dp = 4,096 / 256 = 16 divides the batch of 1,024: it runs.
+    const auto p = plan_of("search: {cp: [3, 128, 4]}\n", "default.yaml");
+    const PlanResult r = run_plan(p, base_of(p), 1);
+    ASSERT_EQ(r.candidates.size(), 3u);
+    EXPECT_EQ(r.estimates[0].verdict, Verdict::invalid);
+    EXPECT_EQ(r.estimates[0].reason.rfind("workload.parallelism.cp: cp = 3 must split", 0), 0u)
+        << r.estimates[0].reason;
+    EXPECT_EQ(r.estimates[1].verdict, Verdict::invalid);
+    EXPECT_NE(r.estimates[1].reason.find("tp x cp x pp = 8192 does not divide the 4096 ranks"),
+              std::string::npos)
+        << r.estimates[1].reason;
+    EXPECT_TRUE(std::isnan(r.estimates[1].step_s));
+    EXPECT_EQ(r.estimates[2].verdict, Verdict::ok) << r.estimates[2].reason;
+    EXPECT_EQ(r.estimates[2].dp, 16);
+    EXPECT_EQ(r.feasible, 1);
+}
+
+TEST(Planner, TheCandidateCountGuardCountsCp) {
+    // 10,000 cluster sizes x 1,001 cp values = 10,010,000 candidates: over the 10 million
+    // limit only with cp counted (10,000 without).
+    const auto p = plan_of(R"(search:
+  ultraservers: {from: 1, to: 10000, step: 1}
+  cp: {from: 1, to: 1001, step: 1}
+)",
+                           "default.yaml");
+    try {
+        enumerate(p, base_of(p));
+        FAIL() << "enumerated more than 10 million candidates";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "search");
+        EXPECT_NE(std::string(e.what()).find("more than 10 million"), std::string::npos);
+    }
+}
+
+TEST(Planner, CpBeatsPipelineStagesWhenTheBatchCapsDp) {
+    // Llama 3 8B (32 layers) on 32,768-token sequences, 2 trn2 instances = 32 chips = 128
+    // ranks, tp 8, microbatch 1, a global batch of only 8 sequences: at most 8 replicas.
+    //   cp 1, pp 1: dp = 128 / 8 = 16 > 8 replicas the batch can feed: invalid.
+    //   cp 1, pp 2: dp = 128 / 16 = 8, one microbatch per replica (m = 1).
+    //   cp 2, pp 1: dp = 128 / 16 = 8, m = 1.
+    //   cp 2, pp 2: dp = 128 / 32 = 4, m = 2.
+    // Same chips, same tp, same dp: the 2x of ranks the batch cannot use as replicas goes to a
+    // second pipeline stage or to a second CP rank. With m = 1 a pipeline does not overlap
+    // anything: step ~ (m + pp - 1) x t_stage = 2 x t, where t is a microbatch through half the
+    // layers on all 32,768 tokens (docs of sim/analytic.hpp). With cp 2 and pp 1 the one stage
+    // runs all the layers on 16,384 tokens per rank; the per-token work is the same half, and
+    // causal attention splits exactly in half over the two CP ranks (workload/program.hpp), so
+    // step ~ 1 x t plus the key/value ring exchange, which is small next to the attention it
+    // feeds at this length. So cp 2 takes half the step of pp 2 plus what only it pays: the
+    // ring exchange, and the gradient reduction and optimizer over all 32 layers' parameters
+    // per rank (pp 2: 16): more than 1/2 of it, and we allow up to 0.6. One stage has no bubble
+    // at all; the two stages' bubble is one of their two stage-times, about half the step.
+    const auto dir = std::filesystem::temp_directory_path() / "trnsim-planner-cp-test";
+    std::filesystem::create_directories(dir);
+    const auto scenario = dir / "long-sequence.yaml";
+    {
+        std::ofstream f(scenario);
+        f << R"(name: llama3-8b-32k
+hardware: {chip: trn2, lnc: 2}
+cluster: {instances: 2}
+workload:
+  type: training
+  model: llama3-8b
+  sequence_length: 32768
+  global_batch: 8
+  tokens: 100B
+  precision: bf16
+  parallelism: {tp: 8, cp: 2, pp: 1, dp: auto, zero: 1, microbatch: 1, recompute: selective}
+simulation: {fidelity: analytic}
+cost: {instance_hour: 35.76USD}
+)";
+    }
+    const auto p = config::load_plan_text("base: " + scenario.string() + R"(
+search:
+  cp: [1, 2]
+  pp: [1, 2]
+finalists: 1
+frontier: 0
+)",
+                                          "p.yaml");
+    const auto base = base_of(p);
+    const PlanResult r = run_plan(p, base, 2);
+    ASSERT_EQ(r.candidates.size(), 4u);
+    const auto at = [&](int cp, int pp) -> std::size_t {
+        for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+            if (r.candidates[i].cp == cp && r.candidates[i].pp == pp) {
+                return i;
+            }
+        }
+        ADD_FAILURE() << "no candidate cp " << cp << " pp " << pp;
+        return 0;
+    };
+    const auto& none = r.estimates[at(1, 1)];
+    EXPECT_EQ(none.verdict, Verdict::invalid);
+    EXPECT_EQ(none.reason.rfind("workload.global_batch", 0), 0u) << none.reason;
+    const auto& pipe = r.estimates[at(1, 2)];
+    const auto& ctx = r.estimates[at(2, 1)];
+    ASSERT_EQ(pipe.verdict, Verdict::ok) << pipe.reason;
+    ASSERT_EQ(ctx.verdict, Verdict::ok) << ctx.reason;
+    EXPECT_EQ(pipe.dp, 8);
+    EXPECT_EQ(ctx.dp, 8);
+    EXPECT_EQ(pipe.chips, ctx.chips);
+    EXPECT_EQ(r.estimates[at(2, 2)].dp, 4);
+    EXPECT_GT(ctx.step_s, 0.5 * pipe.step_s)
+        << "cp 2: " << ctx.step_s << " s, pp 2: " << pipe.step_s << " s";
+    EXPECT_LT(ctx.step_s, 0.6 * pipe.step_s)
+        << "cp 2: " << ctx.step_s << " s, pp 2: " << pipe.step_s << " s";
+    const auto step_of = [&](std::size_t i) {
+        return sim::estimate_step(sim::make_plan(
+            config::load_scenario_with(p.base, candidate_overrides(p, base, r.candidates[i]))));
+    };
+    const sim::StepEstimate pipe_step = step_of(at(1, 2));
+    const sim::StepEstimate ctx_step = step_of(at(2, 1));
+    EXPECT_EQ(ctx_step.bubble_s, 0.0);
+    EXPECT_GT(pipe_step.bubble_s, 0.4 * pipe_step.step_s);
+    EXPECT_LT(pipe_step.bubble_s, 0.5 * pipe_step.step_s);
+    // min_cost at the same chips: the faster cp 2 candidate is the finalist.
+    ASSERT_EQ(r.finalists.size(), 1u);
+    EXPECT_EQ(r.finalists.front().candidate, static_cast<std::int64_t>(at(2, 1)));
+    std::filesystem::remove_all(dir);
 }
 
 TEST(Planner, EachCandidateIsEstimatedAtItsOwnBatch) {
