@@ -1,4 +1,5 @@
 #include "run_cli.hpp"
+#include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -35,7 +36,7 @@ TEST(Cli, UsageErrorsExitTwo) {
 }
 
 TEST(Cli, RunWritesResultsAndPrintsTheSummary) {
-    const fs::path dir = fs::temp_directory_path() / "trnsim-cli-run";
+    const fs::path dir = test::scratch_path("trnsim-cli-run");
     fs::remove_all(dir);
     const fs::path out = dir / "out.h5";
     const CliResult r = run_cli({"run", "scenarios/default.yaml", "-o", out.string()});
@@ -50,7 +51,7 @@ TEST(Cli, RunWritesResultsAndPrintsTheSummary) {
 }
 
 TEST(Cli, QuietRunAndOverrides) {
-    const fs::path dir = fs::temp_directory_path() / "trnsim-cli-quiet";
+    const fs::path dir = test::scratch_path("trnsim-cli-quiet");
     fs::remove_all(dir);
     const CliResult r =
         run_cli({"run", "scenarios/default.yaml", "-q", "-o", (dir / "q.h5").string(), "--set",
@@ -139,7 +140,7 @@ TEST(Cli, CollectiveErrorsExitTwo) {
 }
 
 TEST(Cli, CollectiveScenarioWritesResults) {
-    const fs::path dir = fs::temp_directory_path() / "trnsim-cli-collective";
+    const fs::path dir = test::scratch_path("trnsim-cli-collective");
     fs::remove_all(dir);
     const CliResult r = run_cli({"run", "scenarios/collectives/trn1-instance-all-gather.yaml", "-o",
                                  (dir / "c.h5").string(), "--set",

@@ -1,6 +1,7 @@
 // trnsim kernel and trnsim calibrate: output format, exit codes, and that the checked-in
 // calibrations are what `trnsim calibrate` writes today.
 #include "run_cli.hpp"
+#include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -119,7 +120,7 @@ TEST(KernelCli, BadInputExitsTwoNamingTheArgument) {
 }
 
 TEST(KernelCli, QuickCalibrationWritesALoadableChipTwiceTheSame) {
-    const fs::path dir = fs::temp_directory_path() / "trnsim-cli-calibrate";
+    const fs::path dir = test::scratch_path("trnsim-cli-calibrate");
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::vector<std::string> outputs;
@@ -163,7 +164,7 @@ TEST_P(CheckedInCalibration, IsWhatCalibrateWritesToday) {
     // The full grid (about a second per chip): the checked-in coefficients, error table and
     // calibration data must be reproduced byte for byte.
     const std::string chip = GetParam();
-    const fs::path dir = fs::temp_directory_path() / ("trnsim-cli-checked-in-" + chip);
+    const fs::path dir = test::scratch_path("trnsim-cli-checked-in-" + chip);
     fs::remove_all(dir);
     fs::create_directories(dir);
     const fs::path out = dir / (chip + ".yaml");

@@ -1,6 +1,7 @@
 // Bad input end to end: every malformed scenario makes `trnsim run` exit with code 2, print a
 // message naming the key path (and where it is), and write no output file.
 #include "run_cli.hpp"
+#include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -229,7 +230,7 @@ class Malformed : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Malformed, ExitsTwoNamesTheKeyAndWritesNothing) {
     const Case& c = GetParam();
-    const fs::path dir = fs::temp_directory_path() / ("trnsim-malformed-" + std::string(c.name));
+    const fs::path dir = test::scratch_path("trnsim-malformed-" + std::string(c.name));
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ofstream(dir / "scenario.yaml") << c.yaml;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -48,9 +49,11 @@ void expect_same_table(const results::Table& a, const results::Table& b, const s
         EXPECT_EQ(x.ints, y.ints) << what << " " << x.name;
         EXPECT_EQ(x.strings, y.strings) << what << " " << x.name;
         ASSERT_EQ(x.floats.size(), y.floats.size());
-        EXPECT_EQ(std::memcmp(x.floats.data(), y.floats.data(), x.floats.size() * sizeof(double)),
-                  0)
-            << what << " " << x.name;
+        if (!x.floats.empty()) { // memcmp wants valid pointers even for 0 bytes
+            EXPECT_EQ(
+                std::memcmp(x.floats.data(), y.floats.data(), x.floats.size() * sizeof(double)), 0)
+                << what << " " << x.name;
+        }
     }
 }
 
@@ -312,6 +315,11 @@ TEST(Batch, TwoMpiRanksWriteTheFileOneProcessWrites) {
     std::vector<std::string> args = {"-np", "2", "--oversubscribe"};
     if (::geteuid() == 0) {
         args.push_back("--allow-run-as-root");
+    }
+    if (const char* asan = std::getenv("ASAN_OPTIONS")) {
+        // In the sanitizer build: Open MPI's runtime leaves its own allocations at exit, which
+        // LeakSanitizer would report from every rank; trnsim's leaks are checked elsewhere.
+        args.insert(args.end(), {"-x", std::string(asan) + ":detect_leaks=0"});
     }
     args.insert(args.end(), {TRNSIM_CLI_PATH, "batch", (d / "sweep.yaml").string(), "-o",
                              (d / "two.h5").string(), "-j", "1"});

@@ -5,6 +5,7 @@
 #include "trnsim/config/kernel_model_text.hpp"
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
+#include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -100,7 +101,7 @@ TEST_F(CalibrationTest, HeldOutShapesAreNotTrainingShapes) {
 
 TEST_F(CalibrationTest, TheChipFileRoundTrips) {
     namespace fs = std::filesystem;
-    const fs::path dir = fs::temp_directory_path() / "trnsim-calibration-test";
+    const fs::path dir = test::scratch_path("trnsim-calibration-test");
     fs::remove_all(dir);
     fs::create_directories(dir);
     std::ifstream in(config::chip_file("trn2"));
@@ -135,7 +136,7 @@ TEST_F(CalibrationTest, MisplacedOrMalformedSectionsAreInputErrors) {
     EXPECT_THROW(config::replace_kernel_model("name: x\nkernel_model:\n  a: 1\nother: 2\n", section),
                  InputError);
     namespace fs = std::filesystem;
-    const fs::path file = fs::temp_directory_path() / "trnsim-calibration-bad.yaml";
+    const fs::path file = test::scratch_path("trnsim-calibration-bad").replace_extension(".yaml");
     std::ifstream in(config::chip_file("trn2"));
     std::string text{std::istreambuf_iterator<char>(in), {}};
     text = config::replace_kernel_model(text, "kernel_model:\n  matmul:\n    coefficients: [1, 2]\n");

@@ -1,4 +1,5 @@
 #include "trnsim/config/load.hpp"
+#include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -58,7 +59,7 @@ TEST(ModelPresets, EveryPresetLoads) {
 /// Writes a copy of the trn2 chip file with one edit into a fresh temporary directory.
 std::filesystem::path edited_trn2(const char* dir_name, const std::string& from,
                                   const std::string& to) {
-    const auto dir = std::filesystem::temp_directory_path() / dir_name;
+    const auto dir = test::scratch_path(dir_name);
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     std::ifstream in(std::filesystem::path(TRNSIM_SOURCE_DIR) / "topologies/chips/trn2.yaml");

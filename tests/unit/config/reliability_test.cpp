@@ -2,6 +2,7 @@
 // published numbers they were derived from), trace files, and the resolved scenario.
 #include "trnsim/config/load.hpp"
 #include "trnsim/reliability/failure_model.hpp"
+#include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -161,7 +162,7 @@ TEST(ReliabilityPresets, MetaPresetsGiveKokolisProjections) {
 }
 
 TEST(ReliabilityTrace, ReadsSortsAndNamesCauses) {
-    const auto dir = std::filesystem::temp_directory_path() / "trnsim-trace-test";
+    const auto dir = test::scratch_path("trnsim-trace-test");
     std::filesystem::create_directories(dir);
     std::ofstream(dir / "t.csv") << "# an incident\ntime,component,index,cause\n"
                                  << "3h, host, 7, psu\n1.5h,chip,12\n";

@@ -1,4 +1,5 @@
 #include "trnsim/results/hdf5_writer.hpp"
+#include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +29,7 @@ ResultsFile sample() {
 }
 
 fs::path temp_dir(const char* name) {
-    const fs::path d = fs::temp_directory_path() / name;
+    const fs::path d = test::scratch_path(name);
     fs::remove_all(d);
     fs::create_directories(d);
     return d;

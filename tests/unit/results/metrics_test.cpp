@@ -4,6 +4,7 @@
 
 #include "trnsim/results/hdf5_writer.hpp"
 #include "trnsim/results/metrics.hpp"
+#include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -62,7 +63,7 @@ std::string run_and_write(std::uint32_t partitions, int threads, const fs::path&
 }
 
 TEST(Metrics, MergedInEntityOrderWhateverTheThreads) {
-    const fs::path dir = fs::temp_directory_path() / "trnsim-metrics-test";
+    const fs::path dir = test::scratch_path("trnsim-metrics-test");
     fs::remove_all(dir);
     fs::create_directories(dir);
     const std::string reference = run_and_write(1, 1, dir / "ref.h5");

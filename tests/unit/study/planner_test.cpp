@@ -3,6 +3,7 @@
 // that do not depend on the thread count.
 #include "trnsim/config/load.hpp"
 #include "trnsim/study/planner.hpp"
+#include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
 
@@ -204,7 +205,7 @@ TEST(Planner, CpBeatsPipelineStagesWhenTheBatchCapsDp) {
     // ring exchange, and the gradient reduction and optimizer over all 32 layers' parameters
     // per rank (pp 2: 16): more than 1/2 of it, and we allow up to 0.6. One stage has no bubble
     // at all; the two stages' bubble is one of their two stage-times, about half the step.
-    const auto dir = std::filesystem::temp_directory_path() / "trnsim-planner-cp-test";
+    const auto dir = test::scratch_path("trnsim-planner-cp-test");
     std::filesystem::create_directories(dir);
     const auto scenario = dir / "long-sequence.yaml";
     {
