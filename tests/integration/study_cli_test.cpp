@@ -319,12 +319,16 @@ TEST(Batch, TwoMpiRanksWriteTheFileOneProcessWrites) {
     if (const char* asan = std::getenv("ASAN_OPTIONS")) {
         // In the sanitizer build: Open MPI's runtime leaves its own allocations at exit, which
         // LeakSanitizer would report from every rank; trnsim's leaks are checked elsewhere.
-        args.insert(args.end(), {"-x", std::string(asan) + ":detect_leaks=0"});
+        args.insert(args.end(), {"-x", "ASAN_OPTIONS=" + std::string(asan) + ":detect_leaks=0"});
     }
     args.insert(args.end(), {TRNSIM_CLI_PATH, "batch", (d / "sweep.yaml").string(), "-o",
                              (d / "two.h5").string(), "-j", "1"});
     const auto r = run_program(TRNSIM_MPIEXEC, args);
-    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    std::string command = TRNSIM_MPIEXEC;
+    for (const auto& a : args) {
+        command += " " + a;
+    }
+    ASSERT_EQ(r.exit_code, 0) << command << "\n" << r.out << r.err;
     EXPECT_NE(r.err.find("on 2 processes x 1 thread"), std::string::npos) << r.err;
     expect_same_batch(d / "one.h5", d / "two.h5");
 
