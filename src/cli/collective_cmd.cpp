@@ -1,6 +1,7 @@
 // trnsim collective: a collective benchmark in the style of nccom-test, on the simulated
 // fabric, one row per message size.
 #include "commands.hpp"
+#include "options.hpp"
 #include "report.hpp"
 
 #include "trnsim/config/load.hpp"
@@ -34,13 +35,7 @@ int cmd_collective(const std::vector<std::string>& args) {
         "auto, hierarchical, ring, bidirectional_ring, mesh, rdh, torus_rings")(
         "exact", "re-solve the fabric at every event time (1 ns windows)")(
         "no-reuse", "simulate every repeated phase instead of reusing the first");
-    po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(args).options(opts).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        throw UsageError(std::string(e.what()) + "\nusage: trnsim collective [options]");
-    }
+    const po::variables_map vm = parse_options(args, opts, {}, {}, "trnsim collective [options]");
     if (vm.count("help")) {
         std::cout << "usage: trnsim collective [--chip trn2] [--ultraservers N | --instances N] "
                      "[--op all_reduce] [--ranks N] [--sizes 1KiB:1GiB] [--algorithm auto]\n\n"

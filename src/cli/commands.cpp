@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "options.hpp"
 
 #include "report.hpp"
 
@@ -35,15 +36,8 @@ struct Parsed {
 Parsed parse(const std::vector<std::string>& args, const po::options_description& visible,
              const po::options_description& hidden, const po::positional_options_description& pos,
              const std::string& usage) {
-    po::options_description all;
-    all.add(visible).add(hidden);
     Parsed p;
-    try {
-        po::store(po::command_line_parser(args).options(all).positional(pos).run(), p.vm);
-        po::notify(p.vm);
-    } catch (const po::error& e) {
-        throw UsageError(std::string(e.what()) + "\nusage: " + usage);
-    }
+    p.vm = parse_options(args, visible, pos, hidden, usage);
     if (p.vm.count("help")) {
         std::cout << "usage: " << usage << "\n\n" << visible;
         p.help = true;

@@ -1,5 +1,6 @@
 // trnsim calibrate and trnsim kernel: the compute module's commands.
 #include "commands.hpp"
+#include "options.hpp"
 
 #include "trnsim/compute/calibration.hpp"
 #include "trnsim/compute/cost_model.hpp"
@@ -32,22 +33,6 @@ namespace trnsim::cli {
 namespace {
 
 using compute::KernelClass;
-
-po::variables_map parse_options(const std::vector<std::string>& args,
-                                const po::options_description& visible,
-                                const po::positional_options_description& pos,
-                                const po::options_description& hidden, const std::string& usage) {
-    po::options_description all;
-    all.add(visible).add(hidden);
-    po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        throw UsageError(std::string(e.what()) + "\nusage: " + usage);
-    }
-    return vm;
-}
 
 std::string read_text(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -383,9 +368,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
         "grid", po::value<std::string>()->default_value("full"),
         "full (the checked-in calibration) or quick (a few shapes per class)")(
         "threads", po::value<int>(), "simulation threads (default: every hardware thread)");
-    const po::variables_map vm =
-        parse_options(args, opts, po::positional_options_description{}, po::options_description{},
-                      usage);
+    const po::variables_map vm = parse_options(args, opts, {}, {}, usage);
     if (vm.count("help")) {
         std::cout << "usage: " << usage << "\n\n"
                   << "Fits the analytic kernel model to the detailed core model: simulates a "

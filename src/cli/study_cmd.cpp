@@ -1,5 +1,6 @@
 // trnsim batch and trnsim plan.
 #include "commands.hpp"
+#include "options.hpp"
 
 #include "progress.hpp"
 #include "study_report.hpp"
@@ -88,15 +89,7 @@ Options parse_study_options(const std::vector<std::string>& args, const std::str
     hidden.add_options()("file", po::value<std::string>(), "study file");
     po::positional_options_description pos;
     pos.add("file", 1);
-    po::options_description all;
-    all.add(opts).add(hidden);
-    po::variables_map vm;
-    try {
-        po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
-        po::notify(vm);
-    } catch (const po::error& e) {
-        throw UsageError(std::string(e.what()) + "\nusage: " + usage);
-    }
+    const po::variables_map vm = parse_options(args, opts, pos, hidden, usage);
     Options o;
     if (vm.count("help")) {
         std::cout << "usage: " << usage << "\n\n" << opts;
