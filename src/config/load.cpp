@@ -287,20 +287,34 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
     }
 }
 
-compute::ChipSpec load_chip_ref(const std::string& ref, const Context& ctx,
-                                const std::string& path, const SourceLocation& loc) {
-    const fs::path file = find_preset(ref, "topologies/chips", "chip", ctx, path, loc);
+namespace {
+
+/// Loads the file a scenario names by `ref` (a preset in `dir` or a path) into a `Spec` with
+/// `schema`, in a context of its own (keys located in that file), then checks it.
+template <class Spec, class Schema, class Check>
+Spec load_ref(const std::string& ref, const char* dir, const char* kind, const Schema& schema,
+              Check check, const Context& ctx, const std::string& path,
+              const SourceLocation& loc) {
+    const fs::path file = find_preset(ref, dir, kind, ctx, path, loc);
     const YAML::Node root = read_yaml_file(file, path, loc);
-    SourceMap chip_sources;
+    SourceMap sources;
     Context c;
     c.file = file.string();
     c.base_dir = file.parent_path();
     c.data_dir = ctx.data_dir;
-    c.sources = &chip_sources;
-    compute::ChipSpec chip;
-    chip_schema().load(chip, root, c, {c.file, 1, 1});
-    validate_chip(chip, c, {c.file, 1, 1});
-    return chip;
+    c.sources = &sources;
+    Spec spec;
+    schema.load(spec, root, c, {c.file, 1, 1});
+    check(spec, c, SourceLocation{c.file, 1, 1});
+    return spec;
+}
+
+} // namespace
+
+compute::ChipSpec load_chip_ref(const std::string& ref, const Context& ctx,
+                                const std::string& path, const SourceLocation& loc) {
+    return load_ref<compute::ChipSpec>(ref, "topologies/chips", "chip", chip_schema(),
+                                       validate_chip, ctx, path, loc);
 }
 
 namespace {
@@ -400,18 +414,8 @@ void validate_fabric(topology::FabricSpec& f, const Context& ctx, const SourceLo
 
 topology::FabricSpec load_fabric_ref(const std::string& ref, const Context& ctx,
                                      const std::string& path, const SourceLocation& loc) {
-    const fs::path file = find_preset(ref, "topologies", "fabric", ctx, path, loc);
-    const YAML::Node root = read_yaml_file(file, path, loc);
-    SourceMap sources;
-    Context c;
-    c.file = file.string();
-    c.base_dir = file.parent_path();
-    c.data_dir = ctx.data_dir;
-    c.sources = &sources;
-    topology::FabricSpec f;
-    fabric_schema().load(f, root, c, {c.file, 1, 1});
-    validate_fabric(f, c, {c.file, 1, 1});
-    return f;
+    return load_ref<topology::FabricSpec>(ref, "topologies", "fabric", fabric_schema(),
+                                          validate_fabric, ctx, path, loc);
 }
 
 void validate_model(workload::ModelSpec& m, const std::string& prefix, const Context& ctx,
