@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <functional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -34,6 +35,9 @@ public:
             if (generation_.load(std::memory_order_acquire) != gen) {
                 return;
             }
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause(); // let a sibling hardware thread run
+#endif
         }
         while (generation_.load(std::memory_order_acquire) == gen) {
             generation_.wait(gen, std::memory_order_acquire);
@@ -44,6 +48,78 @@ private:
     const int threads_;
     std::atomic<int> arrived_{0};
     std::atomic<std::uint32_t> generation_{0};
+};
+
+/// The threads of a run, lent to the window-edge hook. The leader (thread 0) runs the hook;
+/// the others wait in serve() for pieces of work until the barrier that starts the next window.
+/// Each parallel_for costs two barriers; with one thread it is a plain loop.
+class Team final : public EdgeTeam {
+public:
+    Team(int threads, Barrier& barrier) : threads_(threads), barrier_(barrier) {}
+
+    int threads() const override { return threads_; }
+
+    void parallel_for(std::uint32_t n, const std::function<void(std::uint32_t)>& work) override {
+        errors_.assign(n, nullptr);
+        if (threads_ == 1 || n < 2) {
+            for (std::uint32_t i = 0; i < n; ++i) {
+                run(i, work);
+            }
+        } else {
+            released_ = false;
+            work_ = &work;
+            n_ = n;
+            cursor_.store(0, std::memory_order_relaxed);
+            barrier_.wait(); // the pieces are posted
+            take(work);
+            barrier_.wait(); // every piece is done
+            work_ = nullptr;
+        }
+        for (const auto& e : errors_) {
+            if (e) {
+                std::rethrow_exception(e);
+            }
+        }
+    }
+
+    /// Other threads: run posted pieces until the leader's next barrier outside a
+    /// parallel_for (the one that starts the next window), which it marks with release().
+    void serve() {
+        while (true) {
+            barrier_.wait();
+            if (released_) {
+                return;
+            }
+            take(*work_);
+            barrier_.wait();
+        }
+    }
+
+    /// Leader: the next barrier releases the serving threads.
+    void release() { released_ = true; }
+
+private:
+    void run(std::uint32_t i, const std::function<void(std::uint32_t)>& work) {
+        try {
+            work(i);
+        } catch (...) {
+            errors_[i] = std::current_exception();
+        }
+    }
+    void take(const std::function<void(std::uint32_t)>& work) {
+        for (std::uint32_t i = cursor_.fetch_add(1, std::memory_order_relaxed); i < n_;
+             i = cursor_.fetch_add(1, std::memory_order_relaxed)) {
+            run(i, work);
+        }
+    }
+
+    const int threads_;
+    Barrier& barrier_;
+    const std::function<void(std::uint32_t)>* work_ = nullptr;
+    std::uint32_t n_ = 0;
+    std::atomic<std::uint32_t> cursor_{0};
+    std::vector<std::exception_ptr> errors_;
+    bool released_ = false;
 };
 
 } // namespace
@@ -73,6 +149,7 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
     std::int64_t window_end = 0;
     bool done = false;
     Barrier barrier(threads);
+    Team team(threads, barrier);
 
     // Runs `work` for every partition, spreading partitions over the threads as they free up.
     const auto for_each_partition = [&](std::atomic<std::uint32_t>& cursor, auto&& work) {
@@ -87,7 +164,8 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
         }
     };
 
-    // The window loop of one thread (`leader`: thread 0, which runs the serial steps).
+    // The window loop of one thread (`leader`: thread 0, which runs the serial steps). The
+    // others spend the window edge in team.serve(), whose last barrier starts the next window.
     const auto work = [&](bool leader) {
         barrier.wait(); // everything prepared above happens before the first window
         while (true) {
@@ -103,8 +181,11 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
                     process_cursor.store(0, std::memory_order_relaxed);
                     deliver_cursor.store(0, std::memory_order_relaxed);
                 }
+                team.release();
+                barrier.wait();
+            } else {
+                team.serve();
             }
-            barrier.wait();
             if (done) {
                 break;
             }
@@ -118,7 +199,7 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
             barrier.wait();
             if (leader && !failed.load(std::memory_order_relaxed)) {
                 try {
-                    if (model.window_edge(window_end)) {
+                    if (model.window_edge(window_end, team)) {
                         for (std::uint32_t p = 0; p < partitions; ++p) {
                             next[p] = model.next_time(p);
                         }
@@ -131,6 +212,7 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
         }
         barrier.wait(); // everything written in the region happens before the caller reads it
     };
+
     if (threads == 1) {
         work(true); // the same algorithm, without an OpenMP region
     } else {

@@ -81,10 +81,15 @@ public:
     void window_edge(engine::WindowEdge<Q>& edge) {
         const std::int64_t now = edge.window_end().ns();
         const auto wake = static_cast<engine::EntityId>(jobs_.size());
-        fabric_.resolve(now, [&](engine::EntityId target, std::int64_t t, engine::EventType type,
-                                 std::uint64_t payload) {
-            edge.schedule_at(wake, target, SimTime::from_ns(t), type, payload);
-        });
+        fabric_.resolve(
+            now,
+            [&](engine::EntityId target, std::int64_t t, engine::EventType type,
+                std::uint64_t payload) {
+                edge.schedule_at(wake, target, SimTime::from_ns(t), type, payload);
+            },
+            [&](std::uint32_t n, const std::function<void(std::uint32_t)>& work) {
+                edge.parallel_for(n, work);
+            });
     }
 
     std::vector<CollectiveOutcome> outcomes() const {

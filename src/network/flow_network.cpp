@@ -4,15 +4,111 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 
 namespace trnsim::network {
 
+namespace {
+constexpr std::uint32_t kQueued = std::numeric_limits<std::uint32_t>::max();
+constexpr std::int64_t kNoFinish = std::numeric_limits<std::int64_t>::max();
+} // namespace
+
+struct FlowNetwork::Shard {
+    Shard(std::shared_ptr<MaxMinSolver::LinkTable> links, std::uint32_t phase,
+          std::uint32_t stride)
+        : solver(std::move(links), phase, stride) {}
+
+    struct Flow {
+        std::uint32_t group;
+        MaxMinSolver::FlowId solver_id; ///< kQueued until the shard admits it
+        std::int64_t latency;
+        std::int64_t last;     ///< time `remaining` refers to
+        double remaining;      ///< bytes still to send at `last`
+        double rate;           ///< bytes/s since `last`
+        std::uint32_t version; ///< bumped when the finish time changes
+    };
+    struct Finish {
+        std::int64_t time;
+        std::uint32_t flow;
+        std::uint32_t version;
+        bool operator>(const Finish& o) const {
+            return time > o.time || (time == o.time && flow > o.flow);
+        }
+    };
+    /// A flow placed on this shard at the edge, not yet in its solver.
+    struct Queued {
+        std::uint32_t slot;
+        std::uint32_t offset; ///< into queued_links
+        std::uint32_t count;
+        double weight;
+        bool counted; ///< its links' users_ include it already (a flow moved from a shard)
+    };
+
+    std::uint32_t new_slot() {
+        if (!free_flows.empty()) {
+            const std::uint32_t f = free_flows.back();
+            free_flows.pop_back();
+            return f;
+        }
+        flows.push_back({});
+        return static_cast<std::uint32_t>(flows.size() - 1);
+    }
+    /// Puts the queued flows into the solver, counting them as users of their links.
+    void flush(std::vector<std::uint32_t>& users) {
+        for (const Queued& q : queued) {
+            if (!q.counted) {
+                for (std::uint32_t k = q.offset; k < q.offset + q.count; ++k) {
+                    ++users[queued_links[k]];
+                }
+            }
+            const MaxMinSolver::FlowId sid =
+                solver.add(std::span(queued_links.data() + q.offset, q.count), q.weight);
+            if (flow_of_solver_id.size() <= sid) {
+                flow_of_solver_id.resize(sid + 1);
+            }
+            flow_of_solver_id[sid] = q.slot;
+            flows[q.slot].solver_id = sid;
+            dirty = true;
+        }
+        queued.clear();
+        queued_links.clear();
+    }
+    std::size_t load() const { return solver.active_flows() + queued.size(); }
+
+    MaxMinSolver solver;
+    std::vector<Flow> flows;
+    std::vector<std::uint32_t> free_flows;
+    std::vector<std::uint32_t> flow_of_solver_id;
+    std::priority_queue<Finish, std::vector<Finish>, std::greater<>> finishes;
+    std::int64_t max_finish = 0; ///< latest finish time pushed (bulk release test)
+    std::vector<Queued> queued;
+    std::vector<std::uint32_t> queued_links;
+    bool dirty = false; ///< the solver has flows added since its last update
+    std::vector<Arrival> arrivals;
+    std::vector<MaxMinSolver::FlowId> leaving;
+    std::vector<std::uint8_t> moving; ///< per solver flow: found by migrate()'s search
+    std::uint64_t solves = 0;
+    std::uint64_t started = 0;
+    std::int64_t next_finish = kNoFinish;
+};
+
 FlowNetwork::FlowNetwork(const topology::Fabric& fabric, std::uint32_t partitions,
                          engine::EntityId wake_entity, engine::EventType wake_type,
-                         Bandwidth on_chip, Duration on_chip_latency)
-    : fabric_(&fabric), solver_(fabric.capacity()), wake_entity_(wake_entity),
-      wake_type_(wake_type), on_chip_bps_(on_chip.bytes_per_s()),
-      on_chip_latency_(on_chip_latency.ns()), pending_(partitions) {}
+                         Bandwidth on_chip, Duration on_chip_latency, std::uint32_t shards)
+    : fabric_(&fabric), links_(MaxMinSolver::make_links(fabric.capacity())),
+      owner_(fabric.capacity().size(), kFree), users_(fabric.capacity().size(), 0),
+      wake_entity_(wake_entity), wake_type_(wake_type), on_chip_bps_(on_chip.bytes_per_s()),
+      on_chip_latency_(on_chip_latency.ns()), pending_(partitions) {
+    if (shards == 0 || shards >= kFree) {
+        throw std::invalid_argument("flow network: between 1 and 65534 shards");
+    }
+    for (std::uint32_t k = 0; k < shards; ++k) {
+        shards_.push_back(std::make_unique<Shard>(links_, k, shards));
+    }
+}
+
+FlowNetwork::~FlowNetwork() = default;
 
 void FlowNetwork::start_group(std::uint32_t partition, std::int64_t now, engine::EntityId owner,
                               engine::EventType done_type, std::uint64_t tag,
@@ -28,22 +124,36 @@ void FlowNetwork::start_group_view(std::uint32_t partition, std::int64_t now,
     pending_[partition].push_back({now, owner, done_type, tag, {}, flows});
 }
 
+std::size_t FlowNetwork::active_flows() const {
+    std::size_t n = 0;
+    for (const auto& s : shards_) {
+        n += s->load();
+    }
+    return n;
+}
+
+std::uint64_t FlowNetwork::flows_started() const {
+    std::uint64_t n = 0;
+    for (const auto& s : shards_) {
+        n += s->started;
+    }
+    return n;
+}
+
+std::uint64_t FlowNetwork::solves() const {
+    std::uint64_t n = 0;
+    for (const auto& s : shards_) {
+        n += s->solves;
+    }
+    return n;
+}
+
 bool FlowNetwork::idle() const {
-    if (solver_.active_flows() > 0) {
+    if (active_flows() > 0) {
         return false;
     }
     return std::all_of(pending_.begin(), pending_.end(),
                        [](const std::vector<Pending>& p) { return p.empty(); });
-}
-
-std::uint32_t FlowNetwork::new_flow_slot() {
-    if (!free_flows_.empty()) {
-        const std::uint32_t f = free_flows_.back();
-        free_flows_.pop_back();
-        return f;
-    }
-    flows_.push_back({});
-    return static_cast<std::uint32_t>(flows_.size() - 1);
 }
 
 std::uint32_t FlowNetwork::new_group(const Pending& p) {
@@ -72,130 +182,372 @@ void FlowNetwork::arrive(std::uint32_t gid, std::int64_t when, std::int64_t now,
     }
 }
 
-bool FlowNetwork::admit(const Pending& p, std::int64_t now, const Schedule& schedule) {
-    const std::uint32_t gid = new_group(p);
-    bool any = false;
-    for (std::size_t i = 0; i < p.flows.size(); ++i) {
-        const FlowSpec& spec = p.flows[i];
-        if (spec.src == spec.dst || spec.bytes <= 0.0) {
-            // Between ranks of one chip: an on-chip copy, no fabric link.
-            const double ns = static_cast<double>(on_chip_latency_) + spec.bytes / on_chip_bps_ * 1e9;
-            arrive(gid, p.start + static_cast<std::int64_t>(std::ceil(ns)), now, schedule);
+std::uint32_t FlowNetwork::place(std::uint32_t home, std::int64_t now) {
+    owners_seen_.clear();
+    for (const std::uint32_t l : route_) {
+        const std::uint16_t o = owner_[l];
+        if (o != kFree && std::find(owners_seen_.begin(), owners_seen_.end(), o) == owners_seen_.end()) {
+            owners_seen_.push_back(o);
+        }
+    }
+    if (owners_seen_.empty()) {
+        return home;
+    }
+    if (owners_seen_.size() == 1) {
+        return owners_seen_.front();
+    }
+    // The route bridges shards: gather the components it touches in the shard that holds the
+    // most flows (fewest moves when one shard has a large component).
+    std::uint32_t to = owners_seen_.front();
+    for (const std::uint16_t o : owners_seen_) {
+        const std::size_t a = shards_[o]->load(), b = shards_[to]->load();
+        if (a > b || (a == b && o < to)) {
+            to = o;
+        }
+    }
+    for (const std::uint16_t o : owners_seen_) {
+        if (o != to) {
+            migrate(o, to, now);
+        }
+    }
+    return to;
+}
+
+void FlowNetwork::migrate(std::uint32_t from, std::uint32_t to, std::int64_t now) {
+    Shard& a = *shards_[from];
+    Shard& b = *shards_[to];
+    a.flush(users_); // flows queued this edge are part of the component too
+    if (a.moving.size() < a.flow_of_solver_id.size()) {
+        a.moving.resize(a.flow_of_solver_id.size(), 0);
+    }
+    // The component: every flow of `a` reachable from the route's links through shared links.
+    // A link is handed to `to` when first reached (its users all move), which also marks it.
+    bfs_links_.clear();
+    for (const std::uint32_t l : route_) {
+        if (owner_[l] == from) {
+            bfs_links_.push_back(l);
+        }
+    }
+    bfs_flows_.clear();
+    while (!bfs_links_.empty()) {
+        const std::uint32_t l = bfs_links_.back();
+        bfs_links_.pop_back();
+        if (owner_[l] != from) {
             continue;
         }
-        route_.clear();
-        // The salt spreads a group's flows over equal-cost paths. It depends on the flow alone
-        // (its index in the group, with source and destination hashed by the router), so the
-        // same group of flows always takes the same paths.
-        topology::route(*fabric_, spec.src, spec.dst, i, route_);
-        for (const std::uint32_t l : route_) {
-            link_bytes_[static_cast<std::size_t>(fabric_->kind()[l])] += spec.bytes;
-        }
-        const std::uint32_t slot = new_flow_slot();
-        const MaxMinSolver::FlowId sid = solver_.add(route_, spec.weight);
-        if (flow_of_solver_id_.size() <= sid) {
-            flow_of_solver_id_.resize(sid + 1);
-        }
-        flow_of_solver_id_[sid] = slot;
-        Flow& f = flows_[slot];
-        f.group = gid;
-        f.solver_id = sid;
-        f.latency = topology::route_latency_ns(*fabric_, route_.data(), route_.size());
-        f.last = p.start;
-        f.remaining = spec.bytes;
-        f.rate = 0.0;
-        ++flows_started_;
-        any = true;
+        owner_[l] = static_cast<std::uint16_t>(to);
+        a.solver.for_each_flow_on(l, [&](MaxMinSolver::FlowId sid) {
+            if (a.moving[sid] == 0) {
+                a.moving[sid] = 1;
+                bfs_flows_.push_back(sid);
+                for (const std::uint32_t next : a.solver.links(sid)) {
+                    if (owner_[next] == from) {
+                        bfs_links_.push_back(next);
+                    }
+                }
+            }
+        });
     }
-    arrive(gid, p.start, now, schedule); // the admission token
-    return any;
-}
-
-void FlowNetwork::reschedule_refilled(std::int64_t now) {
-    for (const MaxMinSolver::FlowId sid : solver_.last_refilled()) {
-        const std::uint32_t slot = flow_of_solver_id_[sid];
-        Flow& f = flows_[slot];
-        // Progress so far at the old rate; a new flow has none, and its rate applies from its
-        // start (it was admitted at the edge after it started).
-        std::int64_t from = f.last;
+    ++migrations_;
+    migrated_flows_ += bfs_flows_.size();
+    for (const MaxMinSolver::FlowId sid : bfs_flows_) {
+        a.moving[sid] = 0;
+        const std::uint32_t slot = a.flow_of_solver_id[sid];
+        const Shard::Flow f = a.flows[slot];
+        ++a.flows[slot].version; // its finish in `a` is void
+        a.free_flows.push_back(slot);
+        const std::span<const std::uint32_t> links = a.solver.links(sid);
+        std::int64_t last = f.last;
+        double remaining = f.remaining;
         if (f.rate > 0.0) {
-            f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.last) * 1e-9);
-            from = now;
+            const std::int64_t t_tx =
+                f.last + static_cast<std::int64_t>(std::ceil(f.remaining / f.rate * 1e9));
+            if (t_tx <= now) {
+                // Its last byte left before this edge: it arrives as it would have in `a`.
+                // Its links stay with `to` even if it was their last user: flows queued this
+                // edge may cross them without being counted yet.
+                arrivals_.push_back({f.group, t_tx + f.latency});
+                for (const std::uint32_t l : links) {
+                    --users_[l];
+                }
+                a.solver.detach(sid);
+                continue;
+            }
+            remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.last) * 1e-9);
+            last = now;
         }
-        f.rate = solver_.rate(sid);
-        f.last = from;
-        const std::int64_t t_tx = from + static_cast<std::int64_t>(std::ceil(f.remaining / f.rate * 1e9));
-        finishes_.push({t_tx, slot, ++f.version});
-        max_finish_ = std::max(max_finish_, t_tx);
+        const std::uint32_t slot_b = b.new_slot();
+        Shard::Flow& g = b.flows[slot_b];
+        g.group = f.group;
+        g.solver_id = kQueued;
+        g.latency = f.latency;
+        g.last = last;
+        g.remaining = remaining;
+        g.rate = 0.0;
+        b.queued.push_back({slot_b, static_cast<std::uint32_t>(b.queued_links.size()),
+                            static_cast<std::uint32_t>(links.size()), a.solver.weight(sid),
+                            true});
+        b.queued_links.insert(b.queued_links.end(), links.begin(), links.end());
+        a.solver.detach(sid);
     }
 }
 
-bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule) {
+namespace {
+/// Below this many flows an edge routes them on one thread (a parallel step costs two
+/// barriers).
+constexpr std::size_t kParallelRouting = 1024;
+} // namespace
+
+// Admission of an edge's buffered groups: their flows are routed in chunks on all threads, then
+// placed one by one in the order of the groups (the shard owning their links, their source's
+// shard when the links are free, components gathered when several shards own some).
+void FlowNetwork::admit_all(std::int64_t now, const ParallelFor& parallel) {
+    edge_groups_.clear();
+    std::size_t total = 0;
+    for (std::uint32_t part = 0; part < pending_.size(); ++part) {
+        for (std::uint32_t g = 0; g < pending_[part].size(); ++g) {
+            edge_groups_.push_back({part, g, total});
+            total += pending_[part][g].flows.size();
+        }
+    }
+    if (edge_groups_.empty()) {
+        return;
+    }
+    if (items_.size() < total) {
+        items_.resize(total);
+    }
+    const auto chunks = static_cast<std::uint32_t>((total + kRouteChunk - 1) / kRouteChunk);
+    if (chunks_.size() < chunks) {
+        chunks_.resize(chunks);
+    }
+    const auto route_chunk = [&](std::uint32_t c) {
+        RouteChunk& chunk = chunks_[c];
+        chunk.links.clear();
+        chunk.bytes.fill(0.0);
+        const std::size_t begin = std::size_t{c} * kRouteChunk;
+        const std::size_t end = std::min(total, begin + kRouteChunk);
+        auto g = std::upper_bound(edge_groups_.begin(), edge_groups_.end(), begin,
+                                  [](std::size_t i, const EdgeGroup& e) { return i < e.first; }) - 1;
+        std::vector<std::uint32_t> hops;
+        for (std::size_t k = begin; k < end; ++k) {
+            while (k >= g->first + pending_[g->partition][g->index].flows.size()) {
+                ++g;
+            }
+            const auto i = static_cast<std::uint32_t>(k - g->first);
+            const FlowSpec& spec = pending_[g->partition][g->index].flows[i];
+            Item& it = items_[k];
+            it.spec = &spec;
+            it.count = 0;
+            if (spec.src == spec.dst || spec.bytes <= 0.0) {
+                continue; // an on-chip copy: no route
+            }
+            // The salt spreads a group's flows over equal-cost paths. It depends on the flow
+            // alone (its index in the group, with source and destination hashed by the
+            // router), so the same group of flows always takes the same paths.
+            hops.clear();
+            topology::route(*fabric_, spec.src, spec.dst, i, hops);
+            it.offset = static_cast<std::uint32_t>(chunk.links.size());
+            it.count = static_cast<std::uint32_t>(hops.size());
+            it.latency = topology::route_latency_ns(*fabric_, hops.data(), hops.size());
+            for (const std::uint32_t l : hops) {
+                chunk.bytes[static_cast<std::size_t>(fabric_->kind()[l])] += spec.bytes;
+            }
+            chunk.links.insert(chunk.links.end(), hops.begin(), hops.end());
+        }
+    };
+    if (parallel && total >= kParallelRouting) {
+        parallel(chunks, route_chunk);
+    } else {
+        for (std::uint32_t c = 0; c < chunks; ++c) {
+            route_chunk(c);
+        }
+    }
+    for (std::uint32_t c = 0; c < chunks; ++c) {
+        for (std::size_t k = 0; k < link_bytes_.size(); ++k) {
+            link_bytes_[k] += chunks_[c].bytes[k];
+        }
+    }
+    const auto shards = static_cast<std::uint64_t>(shards_.size());
+    for (const EdgeGroup& e : edge_groups_) {
+        const Pending& p = pending_[e.partition][e.index];
+        const std::uint32_t gid = new_group(p);
+        for (std::size_t i = 0; i < p.flows.size(); ++i) {
+            const std::size_t item = e.first + i;
+            Item& it = items_[item];
+            const FlowSpec& spec = p.flows[i];
+            if (it.count == 0) {
+                // Between ranks of one chip: an on-chip copy, no fabric link.
+                const double ns =
+                    static_cast<double>(on_chip_latency_) + spec.bytes / on_chip_bps_ * 1e9;
+                arrivals_.push_back({gid, p.start + static_cast<std::int64_t>(std::ceil(ns))});
+                continue;
+            }
+            it.group = gid;
+            it.start = p.start;
+            route_ = std::span<const std::uint32_t>(
+                chunks_[item / kRouteChunk].links.data() + it.offset, it.count);
+            const auto home =
+                static_cast<std::uint32_t>(std::uint64_t{spec.src} * shards / fabric_->chips());
+            queue_item(item, place(home, now));
+        }
+        arrivals_.push_back({gid, p.start}); // the admission token
+    }
+    for (auto& part : pending_) {
+        part.clear();
+    }
+}
+
+void FlowNetwork::queue_item(std::size_t item, std::uint32_t k) {
+    const Item& it = items_[item];
+    const std::uint32_t* links = chunks_[item / kRouteChunk].links.data() + it.offset;
+    Shard& s = *shards_[k];
+    const std::uint32_t slot = s.new_slot();
+    Shard::Flow& f = s.flows[slot];
+    f.group = it.group;
+    f.solver_id = kQueued;
+    f.latency = it.latency;
+    f.last = it.start;
+    f.remaining = it.spec->bytes;
+    f.rate = 0.0;
+    s.queued.push_back({slot, static_cast<std::uint32_t>(s.queued_links.size()), it.count,
+                        it.spec->weight, false});
+    s.queued_links.insert(s.queued_links.end(), links, links + it.count);
+    for (std::uint32_t j = 0; j < it.count; ++j) {
+        owner_[links[j]] = static_cast<std::uint16_t>(k); // its users_ count when the shard runs
+    }
+    ++s.started;
+}
+
+void FlowNetwork::resolve_shard(Shard& s, std::int64_t now) {
+    s.flush(users_);
+    bool changed = s.dirty;
+    s.dirty = false;
+    const auto release = [&](MaxMinSolver::FlowId sid) {
+        for (const std::uint32_t l : s.solver.links(sid)) {
+            if (--users_[l] == 0) {
+                owner_[l] = kFree;
+            }
+        }
+    };
+    // Release finished transmissions and re-solve until no transmission ends before `now`
+    // (rates can rise when flows leave, moving other finish times earlier).
+    while (true) {
+        if (!changed && s.finishes.size() == s.solver.active_flows() && !s.finishes.empty() &&
+            s.max_finish <= now) {
+            // Every flow in flight ends by now and nothing new arrived (the last edge of a
+            // phase): release them all at once.
+            while (!s.finishes.empty()) {
+                const Shard::Finish fin = s.finishes.top();
+                s.finishes.pop();
+                Shard::Flow& f = s.flows[fin.flow];
+                ++f.version;
+                release(f.solver_id);
+                s.arrivals.push_back({f.group, fin.time + f.latency});
+                s.free_flows.push_back(fin.flow);
+            }
+            s.solver.clear();
+            s.max_finish = 0;
+            break;
+        }
+        s.leaving.clear();
+        while (!s.finishes.empty() && s.finishes.top().time <= now) {
+            const Shard::Finish fin = s.finishes.top();
+            s.finishes.pop();
+            Shard::Flow& f = s.flows[fin.flow];
+            if (fin.version != f.version) {
+                continue; // superseded by a later rate change
+            }
+            s.leaving.push_back(f.solver_id);
+            release(f.solver_id);
+            ++f.version;
+            s.arrivals.push_back({f.group, fin.time + f.latency});
+            s.free_flows.push_back(fin.flow);
+        }
+        if (!s.leaving.empty()) {
+            s.solver.remove_batch(s.leaving);
+            changed = true;
+        }
+        if (!changed) {
+            break;
+        }
+        s.solver.update();
+        ++s.solves;
+        // Finish times of the re-filled flows.
+        for (const MaxMinSolver::FlowId sid : s.solver.last_refilled()) {
+            const std::uint32_t slot = s.flow_of_solver_id[sid];
+            Shard::Flow& f = s.flows[slot];
+            // Progress so far at the old rate; a new flow has none, and its rate applies from
+            // its start (it was admitted at the edge after it started).
+            std::int64_t from = f.last;
+            if (f.rate > 0.0) {
+                f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.last) * 1e-9);
+                from = now;
+            }
+            f.rate = s.solver.rate(sid);
+            f.last = from;
+            const std::int64_t t_tx =
+                from + static_cast<std::int64_t>(std::ceil(f.remaining / f.rate * 1e9));
+            s.finishes.push({t_tx, slot, ++f.version});
+            s.max_finish = std::max(s.max_finish, t_tx);
+        }
+        changed = false;
+    }
+    // The next end of transmission, skipping superseded entries.
+    while (!s.finishes.empty() && s.finishes.top().version != s.flows[s.finishes.top().flow].version) {
+        s.finishes.pop();
+    }
+    if (s.finishes.empty()) {
+        s.max_finish = 0;
+        s.next_finish = kNoFinish;
+    } else {
+        s.next_finish = s.finishes.top().time;
+    }
+}
+
+bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const ParallelFor& parallel) {
     bool scheduled = false;
     const Schedule note = [&](engine::EntityId e, std::int64_t t, engine::EventType type,
                               std::uint64_t payload) {
         schedule(e, t, type, payload);
         scheduled = true;
     };
-    bool changed = false;
-    for (auto& part : pending_) {
-        for (const Pending& p : part) {
-            changed |= admit(p, now, note);
+    // Admission, in partition order: routes (on all threads), then shard placement and
+    // moves between shards.
+    admit_all(now, parallel);
+    // The shards, each on its own.
+    // Only shards with something to do: flows to admit, or a transmission ending by now.
+    active_.clear();
+    for (std::uint32_t k = 0; k < shards_.size(); ++k) {
+        const Shard& s = *shards_[k];
+        if (!s.queued.empty() || s.dirty || s.next_finish <= now) {
+            active_.push_back(k);
         }
-        part.clear();
     }
-    // Release finished transmissions and re-solve until no transmission ends before `now`
-    // (rates can rise when flows leave, moving other finish times earlier).
-    while (true) {
-        if (!changed && finishes_.size() == solver_.active_flows() && !finishes_.empty() &&
-            max_finish_ <= now) {
-            // Every flow in flight ends by now and nothing new arrived (the last edge of a
-            // phase): release them all at once.
-            while (!finishes_.empty()) {
-                const Finish fin = finishes_.top();
-                finishes_.pop();
-                Flow& f = flows_[fin.flow];
-                ++f.version;
-                arrive(f.group, fin.time + f.latency, now, note);
-                free_flows_.push_back(fin.flow);
-            }
-            solver_.clear();
-            max_finish_ = 0;
-            break;
-        }
-        leaving_.clear();
-        while (!finishes_.empty() && finishes_.top().time <= now) {
-            const Finish fin = finishes_.top();
-            finishes_.pop();
-            Flow& f = flows_[fin.flow];
-            if (fin.version != f.version) {
-                continue; // superseded by a later rate change
-            }
-            leaving_.push_back(f.solver_id);
-            ++f.version;
-            arrive(f.group, fin.time + f.latency, now, note);
-            free_flows_.push_back(fin.flow);
-        }
-        if (!leaving_.empty()) {
-            solver_.remove_batch(leaving_);
-            changed = true;
-        }
-        if (!changed) {
-            break;
-        }
-        solver_.update();
-        ++solves_;
-        reschedule_refilled(now);
-        changed = false;
-    }
-    // Wake at the next end of transmission, skipping superseded entries.
-    while (!finishes_.empty() && finishes_.top().version != flows_[finishes_.top().flow].version) {
-        finishes_.pop();
-    }
-    if (finishes_.empty()) {
-        max_finish_ = 0;
+    const auto n = static_cast<std::uint32_t>(active_.size());
+    const auto work = [&](std::uint32_t i) { resolve_shard(*shards_[active_[i]], now); };
+    if (parallel && n > 1) {
+        parallel(n, work);
     } else {
-        const std::int64_t t = std::max(now, finishes_.top().time);
+        for (std::uint32_t i = 0; i < n; ++i) {
+            work(i);
+        }
+    }
+    // Arrivals in a fixed order: admission's, then each shard's.
+    for (const Arrival& a : arrivals_) {
+        arrive(a.group, a.when, now, note);
+    }
+    arrivals_.clear();
+    std::int64_t next = kNoFinish;
+    for (const auto& s : shards_) {
+        for (const Arrival& a : s->arrivals) {
+            arrive(a.group, a.when, now, note);
+        }
+        s->arrivals.clear();
+        next = std::min(next, s->next_finish);
+    }
+    // Wake at the next end of transmission.
+    if (next != kNoFinish) {
+        const std::int64_t t = std::max(now, next);
         if (wake_at_ < now || t < wake_at_) {
             note(wake_entity_, t, wake_type_, 0);
             wake_at_ = t;

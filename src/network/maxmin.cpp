@@ -87,13 +87,29 @@ constexpr double kRelTol = 1e-9;
 
 } // namespace
 
-MaxMinSolver::MaxMinSolver(std::vector<double> capacity)
-    : links_(capacity.size()), on_link_(capacity.size()) {
+std::shared_ptr<MaxMinSolver::LinkTable>
+MaxMinSolver::make_links(const std::vector<double>& capacity) {
+    auto table = std::make_shared<LinkTable>();
+    table->links.resize(capacity.size());
+    table->on_link = std::vector<FlowList, HugePageAllocator<FlowList>>(capacity.size());
     for (std::size_t l = 0; l < capacity.size(); ++l) {
         if (!(capacity[l] > 0.0)) {
             throw std::invalid_argument("maxmin: link capacities must be positive");
         }
-        links_[l].capacity = capacity[l];
+        table->links[l].capacity = capacity[l];
+    }
+    return table;
+}
+
+MaxMinSolver::MaxMinSolver(const std::vector<double>& capacity)
+    : MaxMinSolver(make_links(capacity), 0, 1) {}
+
+MaxMinSolver::MaxMinSolver(std::shared_ptr<LinkTable> links, std::uint32_t phase,
+                           std::uint32_t stride)
+    : table_(std::move(links)), links_(table_->links), on_link_(table_->on_link), stamp_(phase),
+      stride_(stride) {
+    if (stride == 0 || phase >= stride) {
+        throw std::invalid_argument("maxmin: the stamp phase must be below a positive stride");
     }
 }
 
@@ -138,6 +154,17 @@ void MaxMinSolver::remove(FlowId f) {
     if (!alive(f)) {
         throw std::invalid_argument("maxmin: no such flow");
     }
+    const FlowState& st = flows_[f];
+    for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+        freed_links_.push_back(pool_[i]);
+    }
+    detach(f);
+}
+
+void MaxMinSolver::detach(FlowId f) {
+    if (!alive(f)) {
+        throw std::invalid_argument("maxmin: no such flow");
+    }
     FlowState& st = flows_[f];
     for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
         const std::uint32_t l = pool_[i];
@@ -147,7 +174,6 @@ void MaxMinSolver::remove(FlowId f) {
         list[pos] = list.back();
         position_[list[pos].incidence] = pos;
         list.pop_back();
-        freed_links_.push_back(l);
     }
     dead_incidences_ += st.count;
     st.count = 0;
@@ -161,11 +187,18 @@ void MaxMinSolver::remove(FlowId f) {
     }
 }
 
-void MaxMinSolver::clear() {
-    for (std::uint32_t l : pool_) {
-        on_link_[l].clear();
-        links_[l].used = 0.0;
+void MaxMinSolver::clear_live_links() {
+    // Only the links of live flows: a dead incidence's link may belong to another solver now.
+    for (const FlowState& st : flows_) {
+        for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+            on_link_[pool_[i]].clear();
+            links_[pool_[i]].used = 0.0;
+        }
     }
+}
+
+void MaxMinSolver::clear() {
+    clear_live_links();
     for (FlowId f = 0; f < flows_.size(); ++f) {
         if (flows_[f].count > 0) {
             flows_[f].count = 0;
@@ -199,14 +232,13 @@ void MaxMinSolver::remove_batch(std::span<const FlowId> batch) {
         if (!alive(f)) {
             throw std::invalid_argument("maxmin: no such flow");
         }
+    }
+    clear_live_links();
+    for (FlowId f : batch) {
         flows_[f].count = 0;
         flows_[f].rate = 0.0;
         free_.push_back(f);
         --active_;
-    }
-    for (std::uint32_t l : pool_) {
-        on_link_[l].clear();
-        links_[l].used = 0.0;
     }
     std::vector<std::uint32_t>& pool = pool_scratch_;
     pool.clear();
@@ -261,8 +293,8 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
     // Flows of the set are unfrozen; every other flow keeps its rate and its share of used_.
     // Pass 1 marks the set's links with `counted` and sums their unfrozen flows; pass 2 gives
     // each shared link a heap entry (marking it `queued`) and each flow its private cap.
-    const std::uint32_t counted = ++stamp_;
-    const std::uint32_t queued = ++stamp_;
+    const std::uint32_t counted = next_stamp();
+    const std::uint32_t queued = next_stamp();
     // The link records of a fill are scattered over the fabric: fetch those of a flow a few
     // flows ahead so that the misses overlap.
     constexpr std::size_t kAhead = 8;
@@ -402,8 +434,10 @@ void MaxMinSolver::fill(const std::vector<FlowId>& set) {
 }
 
 void MaxMinSolver::solve() {
-    for (LinkState& ls : links_) {
-        ls.used = 0.0;
+    for (const FlowState& st : flows_) {
+        for (std::uint32_t i = st.offset; i < st.offset + st.count; ++i) {
+            links_[pool_[i]].used = 0.0;
+        }
     }
     std::vector<FlowId> all;
     all.reserve(active_);
@@ -439,7 +473,7 @@ void MaxMinSolver::update() {
     for (FlowId f : added_) {
         join(f);
     }
-    const std::uint32_t seen = ++stamp_;
+    const std::uint32_t seen = next_stamp();
     for (std::uint32_t l : freed_links_) {
         if (links_[l].mark == seen) {
             continue;
@@ -470,7 +504,7 @@ void MaxMinSolver::update() {
 
         // Max-min conditions on every link the set touches.
         links_of_set.clear();
-        const std::uint32_t mark = ++stamp_;
+        const std::uint32_t mark = next_stamp();
         for (FlowId f : set) {
             for (std::uint32_t l : links(f)) {
                 if (links_[l].mark != mark) {

@@ -241,7 +241,8 @@ public:
         const network::LocalCosts local{plan.chip.hbm_bandwidth, plan.chip.on_chip_latency};
         local_ = local;
         fabric_net_ = std::make_unique<network::FlowNetwork>(
-            fabric, partitions_, wake_entity(), kWake, local.hbm, local.step_latency);
+            fabric, partitions_, wake_entity(), kWake, local.hbm, local.step_latency,
+            opt.fabric_shards);
         spans_.resize(partitions_);
         link_bytes_.resize(partitions_);
     }
@@ -273,10 +274,15 @@ public:
     void window_edge(engine::WindowEdge<Q>& edge) {
         const std::int64_t now = edge.window_end().ns();
         const engine::EntityId wake = wake_entity();
-        fabric_net_->resolve(now, [&](engine::EntityId target, std::int64_t t,
-                                      engine::EventType type, std::uint64_t payload) {
-            edge.schedule_at(wake, target, SimTime::from_ns(t), type, payload);
-        });
+        fabric_net_->resolve(
+            now,
+            [&](engine::EntityId target, std::int64_t t, engine::EventType type,
+                std::uint64_t payload) {
+                edge.schedule_at(wake, target, SimTime::from_ns(t), type, payload);
+            },
+            [&](std::uint32_t n, const std::function<void(std::uint32_t)>& work) {
+                edge.parallel_for(n, work);
+            });
     }
 
     StepSimResult result(const engine::RunStats& run) const;

@@ -39,6 +39,7 @@
 #include <atomic>
 #include <concepts>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -152,6 +153,18 @@ template <class Queue>
 class WindowEdge {
 public:
     SimTime window_end() const { return SimTime::from_ns(end_); }
+    /// Runs work(i) for every i in [0, n) on the run's threads (all partitions are stopped),
+    /// returning when all are done. The pieces must not touch the engine or each other's data.
+    void parallel_for(std::uint32_t n, const std::function<void(std::uint32_t)>& work) {
+        if (team_ != nullptr) {
+            team_->parallel_for(n, work);
+        } else {
+            for (std::uint32_t i = 0; i < n; ++i) {
+                work(i);
+            }
+        }
+    }
+    int threads() const { return team_ != nullptr ? team_->threads() : 1; }
     void schedule_at(EntityId source, EntityId target, SimTime time, EventType type,
                      std::uint64_t payload = 0, std::uint16_t aux = 0,
                      std::uint32_t priority = 0) {
@@ -168,6 +181,7 @@ private:
     template <class M, class Q>
     friend class Simulator;
     SimulatorCore<Queue>* core_ = nullptr;
+    EdgeTeam* team_ = nullptr;
     std::int64_t end_ = 0;
     bool scheduled_ = false;
 };
@@ -425,16 +439,18 @@ private:
 
     std::int64_t next_time(std::uint32_t p) override { return this->parts_[p]->queue.min_time(); }
 
-    bool window_edge(std::int64_t window_end) override {
+    bool window_edge(std::int64_t window_end, EdgeTeam& team) override {
         this->reset_senders();
         if constexpr (requires(Model& m, WindowEdge<Queue>& w) { m.window_edge(w); }) {
             WindowEdge<Queue> edge;
             edge.core_ = this;
+            edge.team_ = &team;
             edge.end_ = window_end;
             model_.window_edge(edge);
             return edge.scheduled_;
         } else {
             (void)window_end;
+            (void)team;
             return false;
         }
     }

@@ -13,7 +13,8 @@
 //                queue (the queue's total order makes the insertion order irrelevant) and
 //                reports its next event time.
 //   4. serial    the model's window-edge hook runs (shared resources, such as the fabric
-//                solver, are resolved here, with all partitions stopped).
+//                solver, are resolved here, with all partitions stopped). The hook may hand
+//                independent pieces of its work to every thread (EdgeTeam::parallel_for).
 //
 // One thread runs the same algorithm, so results do not depend on the thread count.
 // Threads synchronise through a barrier and counters built on std::atomic (which
@@ -23,8 +24,19 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 namespace trnsim::engine {
+
+/// The driver's threads, lent to the window-edge hook while the partitions are stopped.
+class EdgeTeam {
+public:
+    virtual ~EdgeTeam() = default;
+    virtual int threads() const = 0;
+    /// Runs work(i) for every i in [0, n), spread over the threads as they free up, and
+    /// returns when all are done. If some throw, rethrows the exception of the lowest i.
+    virtual void parallel_for(std::uint32_t n, const std::function<void(std::uint32_t)>& work) = 0;
+};
 
 /// What the driver needs from a simulation, per partition. Calls for different partitions may
 /// run concurrently; calls for one partition never do.
@@ -37,9 +49,10 @@ public:
     /// Moves the events other partitions sent to this one into its queue; returns the time of
     /// its earliest pending event (kNever when none).
     virtual std::int64_t deliver(std::uint32_t partition) = 0;
-    /// Runs between windows on one thread. Returns true when it scheduled events (the driver
-    /// then asks every partition for its next time again).
-    virtual bool window_edge(std::int64_t window_end) = 0;
+    /// Runs between windows, called on one thread; `team` runs pieces of it on all threads.
+    /// Returns true when it scheduled events (the driver then asks every partition for its
+    /// next time again).
+    virtual bool window_edge(std::int64_t window_end, EdgeTeam& team) = 0;
     /// Earliest pending event time of a partition (used at start and after a window edge).
     virtual std::int64_t next_time(std::uint32_t partition) = 0;
 };

@@ -17,8 +17,20 @@
 // Flows between ranks of one chip use no fabric link: they take latency + bytes / on-chip
 // bandwidth and share nothing.
 //
+// Shards. The solver's work splits into shards that run on all threads at the window edge.
+// Max-min rates couple only flows that share links (a connected component of the flow-link
+// graph), so every link with flows in flight belongs to one shard, and each shard has its own
+// solver (on one shared link table), flow records and finish heap. A new flow joins the shard
+// of the links it crosses (of its source chip's block of the fabric when they are free); a
+// flow whose route bridges the links of two shards moves the component it touches in one of
+// them into the other (its bytes so far, at the old rates, go with it). The rates are the
+// max-min rates whatever the shards; the floating-point path depends on the shard count,
+// which the model fixes, never the thread count: results are the same on any number of
+// threads.
+//
 // Threading: start_group() may be called from handlers of different partitions concurrently
-// (each partition has its own buffer); resolve() runs on one thread at a window edge.
+// (each partition has its own buffer); resolve() runs at a window edge with every partition
+// stopped, the shards on the threads `parallel` offers.
 #pragma once
 
 #include "trnsim/engine/event.hpp"
@@ -28,6 +40,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <queue>
 #include <span>
 #include <vector>
@@ -50,9 +63,11 @@ public:
     /// `wake_entity` is an entity of the model whose handler ignores events of type `wake_type`
     /// (they only make a window edge happen). `on_chip` is the bandwidth of a copy between
     /// ranks of one chip, `on_chip_latency` its fixed cost.
+    /// `shards` (>= 1) splits the solver's work (see above).
     FlowNetwork(const topology::Fabric& fabric, std::uint32_t partitions,
                 engine::EntityId wake_entity, engine::EventType wake_type, Bandwidth on_chip,
-                Duration on_chip_latency);
+                Duration on_chip_latency, std::uint32_t shards = 1);
+    ~FlowNetwork();
 
     /// Starts `flows` at `now` from a handler of `partition`. When every flow has arrived,
     /// `owner` gets an event of type `done_type` with payload `tag`.
@@ -68,20 +83,29 @@ public:
     using Schedule = std::function<void(engine::EntityId, std::int64_t, engine::EventType,
                                         std::uint64_t)>;
 
+    /// Runs work(i) for every i in [0, n), possibly on several threads, and returns when all
+    /// are done (engine::WindowEdge::parallel_for).
+    using ParallelFor =
+        std::function<void(std::uint32_t n, const std::function<void(std::uint32_t)>& work)>;
+
     /// At a window edge `now`: release finished flows, admit new ones, re-solve, schedule the
     /// next wake and the groups' completion events (all at or after `now`). Returns true when
-    /// it scheduled anything.
-    bool resolve(std::int64_t now, const Schedule& schedule);
+    /// it scheduled anything. The shards run through `parallel` (one after another without).
+    bool resolve(std::int64_t now, const Schedule& schedule, const ParallelFor& parallel = {});
 
-    std::size_t active_flows() const { return solver_.active_flows(); }
-    std::uint64_t flows_started() const { return flows_started_; }
-    std::uint64_t solves() const { return solves_; }
+    std::size_t active_flows() const;
+    std::uint64_t flows_started() const;
+    /// Solver updates, over all shards.
+    std::uint64_t solves() const;
+    std::uint32_t shards() const { return static_cast<std::uint32_t>(shards_.size()); }
+    /// Components moved from one shard to another (a flow bridged them), and their flows.
+    std::uint64_t migrations() const { return migrations_; }
+    std::uint64_t migrated_flows() const { return migrated_flows_; }
     /// Bytes carried by the links of each kind so far (a flow's bytes count once per link of
     /// its route), indexed by topology::LinkKind.
     const std::array<double, topology::kLinkKinds>& link_bytes() const { return link_bytes_; }
     /// True when no flow is in flight or waiting to start.
     bool idle() const;
-    const MaxMinSolver& solver() const { return solver_; }
 
 private:
     struct Group {
@@ -99,36 +123,36 @@ private:
         std::vector<FlowSpec> owned;
         std::span<const FlowSpec> flows; ///< `owned`, or the caller's data
     };
-    struct Flow {
+    struct Arrival {
         std::uint32_t group;
-        MaxMinSolver::FlowId solver_id;
-        std::int64_t latency;
-        std::int64_t last;      ///< time `remaining` refers to
-        double remaining;       ///< bytes still to send at `last`
-        double rate;            ///< bytes/s since `last`
-        std::uint32_t version;  ///< bumped when the finish time changes
+        std::int64_t when;
     };
-    struct Finish {
-        std::int64_t time;
-        std::uint32_t flow;
-        std::uint32_t version;
-        bool operator>(const Finish& o) const {
-            return time > o.time || (time == o.time && flow > o.flow);
-        }
-    };
+    struct Shard;
 
-    std::uint32_t new_flow_slot();
     std::uint32_t new_group(const Pending& p);
     /// One flow (or the group's own admission token) of group `gid` has arrived at `when`.
     void arrive(std::uint32_t gid, std::int64_t when, std::int64_t now, const Schedule& schedule);
-    /// Admits a buffered group: routes its flows into the solver. Returns true if any flow
-    /// entered the solver.
-    bool admit(const Pending& p, std::int64_t now, const Schedule& schedule);
-    /// Sets the finish times of the flows the solver just re-filled.
-    void reschedule_refilled(std::int64_t now);
+    /// Admits the buffered groups: routes their flows (in chunks, on all threads) and places
+    /// them on shards (in order).
+    void admit_all(std::int64_t now, const ParallelFor& parallel);
+    /// Queues flow `item` on shard `k`, which owns or may take all its links.
+    void queue_item(std::size_t item, std::uint32_t k);
+    /// The shard a flow over `route_` joins, moving components between shards if it bridges
+    /// several.
+    std::uint32_t place(std::uint32_t home, std::int64_t now);
+    /// Moves the component of shard `from` that crosses the links of `route_` owned by it into
+    /// shard `to`.
+    void migrate(std::uint32_t from, std::uint32_t to, std::int64_t now);
+    /// A shard's part of resolve(): admit its queued flows, release finished ones, re-solve.
+    void resolve_shard(Shard& s, std::int64_t now);
 
     const topology::Fabric* fabric_;
-    MaxMinSolver solver_;
+    std::shared_ptr<MaxMinSolver::LinkTable> links_;
+    std::vector<std::unique_ptr<Shard>> shards_;
+    /// Per link: the shard whose flows cross it (kFree when none), and how many do.
+    static constexpr std::uint16_t kFree = 0xffff;
+    std::vector<std::uint16_t> owner_;
+    std::vector<std::uint32_t> users_;
     engine::EntityId wake_entity_;
     engine::EventType wake_type_;
     double on_chip_bps_;
@@ -136,17 +160,37 @@ private:
     std::vector<std::vector<Pending>> pending_; ///< per partition
     std::vector<Group> groups_;
     std::vector<std::uint32_t> free_groups_;
-    std::vector<Flow> flows_;
-    std::vector<std::uint32_t> free_flows_;
-    std::vector<std::uint32_t> flow_of_solver_id_;
-    std::priority_queue<Finish, std::vector<Finish>, std::greater<>> finishes_;
+    std::vector<Arrival> arrivals_; ///< found while admitting (on-chip copies, tokens, moves)
     std::int64_t wake_at_ = -1;
-    std::int64_t max_finish_ = 0; ///< latest finish time pushed (bulk release test)
-    std::uint64_t flows_started_ = 0;
-    std::uint64_t solves_ = 0;
+    std::uint64_t migrations_ = 0;
+    std::uint64_t migrated_flows_ = 0;
     std::array<double, topology::kLinkKinds> link_bytes_{};
-    std::vector<std::uint32_t> route_;
-    std::vector<MaxMinSolver::FlowId> leaving_;
+    /// This edge's flows to admit, in order, once routed.
+    struct Item {
+        const FlowSpec* spec = nullptr;
+        std::int64_t start = 0;
+        std::uint32_t offset = 0, count = 0; ///< into its chunk's links; count 0: on-chip
+        std::int64_t latency = 0;
+        std::uint32_t group = 0;
+    };
+    /// This edge's buffered groups, in order, with their first item.
+    struct EdgeGroup {
+        std::uint32_t partition, index;
+        std::size_t first;
+    };
+    static constexpr std::size_t kRouteChunk = 256;
+    struct RouteChunk {
+        std::vector<std::uint32_t> links;
+        std::array<double, topology::kLinkKinds> bytes{};
+    };
+    std::vector<EdgeGroup> edge_groups_;
+    std::vector<Item> items_;
+    std::vector<RouteChunk> chunks_;
+    std::span<const std::uint32_t> route_; ///< the flow being placed
+    std::vector<std::uint16_t> owners_seen_;
+    std::vector<std::uint32_t> active_; ///< shards with work at this edge
+    std::vector<std::uint32_t> bfs_links_;
+    std::vector<MaxMinSolver::FlowId> bfs_flows_;
 };
 
 } // namespace trnsim::network

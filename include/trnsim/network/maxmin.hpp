@@ -19,7 +19,11 @@
 // compare them on random instances).
 //
 // Determinism: ties are broken by link id; the same sequence of calls gives the same rates.
-// Not thread-safe.
+//
+// Shared links. Several solvers can share one LinkTable when they own disjoint sets of links:
+// every flow of a solver crosses only links no other solver's flows cross (FlowNetwork keeps
+// that invariant). They may then run concurrently, each on its own thread; a solver touches
+// only the links its flows cross. One solver is not thread-safe.
 #pragma once
 
 #include "trnsim/core/huge_pages.hpp"
@@ -28,6 +32,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -47,12 +52,25 @@ public:
     using FlowId = std::uint32_t;
     static constexpr std::uint32_t kNoLink = std::numeric_limits<std::uint32_t>::max();
 
-    explicit MaxMinSolver(std::vector<double> capacity);
+    class LinkTable;
+    /// The per-link records of a fabric, to share between solvers (see above).
+    static std::shared_ptr<LinkTable> make_links(const std::vector<double>& capacity);
+
+    /// A solver with links of its own.
+    explicit MaxMinSolver(const std::vector<double>& capacity);
+    /// A solver on a shared table; `phase` (< `stride`) and `stride` keep the marks it leaves
+    /// on links apart from those of the other solvers of the table (give each its own phase).
+    MaxMinSolver(std::shared_ptr<LinkTable> links, std::uint32_t phase, std::uint32_t stride);
+    MaxMinSolver(const MaxMinSolver&) = delete;
+    MaxMinSolver& operator=(const MaxMinSolver&) = delete;
 
     /// A new flow across `links` (each at most once). Its rate is set by the next solve() or
     /// update(). Flows without links are not allowed (handle them outside).
     FlowId add(std::span<const std::uint32_t> links, double weight = 1.0);
     void remove(FlowId f);
+    /// Removes a flow without re-filling what it leaves: only for a flow whose links no other
+    /// flow of this solver crosses (a whole component handed to another solver).
+    void detach(FlowId f);
     /// Removes every flow at once (cheaper than removing them one by one); no update needed.
     void clear();
     /// Removes several flows. When they are most of the active flows, the solver is rebuilt
@@ -65,6 +83,14 @@ public:
     void update();
 
     double rate(FlowId f) const { return flows_[f].rate; }
+    double weight(FlowId f) const { return flows_[f].weight; }
+    /// Calls `visit(flow)` for every flow crossing `link`.
+    template <class Visit>
+    void for_each_flow_on(std::uint32_t link, Visit&& visit) const {
+        for (const Entry& e : on_link_[link]) {
+            visit(e.flow);
+        }
+    }
     std::uint32_t bottleneck(FlowId f) const { return flows_[f].bottleneck; }
     bool alive(FlowId f) const { return f < flows_.size() && flows_[f].count > 0; }
     std::span<const std::uint32_t> links(FlowId f) const {
@@ -138,6 +164,10 @@ private:
     /// Progressive filling of the flows in `set`, every other flow keeping its rate.
     void fill(const std::vector<FlowId>& set);
     void compact_pool();
+    /// A fresh stamp (marks on links): this solver's phase modulo the stride.
+    std::uint32_t next_stamp() { return stamp_ += stride_; }
+    /// Empties the link lists of the live flows (and their `used`).
+    void clear_live_links();
 
     /// Per flow, in one record: the fields the fill and the checks read together share a
     /// cache line (at 10^5 to 10^6 flows each separate array would be a miss per flow).
@@ -160,8 +190,18 @@ private:
         std::uint32_t unfrozen = 0; ///< during a fill: unfrozen flows crossing it
     };
 
-    std::vector<LinkState, HugePageAllocator<LinkState>> links_;
-    std::vector<FlowList, HugePageAllocator<FlowList>> on_link_; ///< flows crossing each link
+public:
+    class LinkTable {
+    private:
+        friend class MaxMinSolver;
+        std::vector<LinkState, HugePageAllocator<LinkState>> links;
+        std::vector<FlowList, HugePageAllocator<FlowList>> on_link; ///< flows crossing each link
+    };
+
+private:
+    std::shared_ptr<LinkTable> table_;
+    std::vector<LinkState, HugePageAllocator<LinkState>>& links_;
+    std::vector<FlowList, HugePageAllocator<FlowList>>& on_link_;
     std::vector<FlowState, HugePageAllocator<FlowState>> flows_;
     std::vector<FlowId> free_;
     std::size_t active_ = 0;
@@ -181,6 +221,7 @@ private:
     std::vector<std::uint32_t> links_of_set_; ///< update: the links they cross
     std::vector<std::uint32_t> pool_scratch_, position_scratch_; ///< rebuilding pool_
     std::uint32_t stamp_ = 0;
+    std::uint32_t stride_ = 1;
     std::vector<FlowId> refilled_;
 };
 

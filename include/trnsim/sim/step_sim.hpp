@@ -66,6 +66,10 @@ struct StepSimOptions {
     /// the same time when the rates hold over the phase, and p - 1 times fewer flows. false:
     /// every step is its own set of flows.
     bool merge_repeats = true;
+    /// Shards of the fabric solver: its work at window edges splits into this many pieces that
+    /// run on all threads (network/flow_network.hpp). The shard count, never the thread count,
+    /// fixes the floating-point path, so results do not depend on the threads.
+    std::uint32_t fabric_shards = 64;
     /// Gradient bucket size (bytes per rank).
     double grad_bucket = 512.0 * 1024 * 1024;
     /// Speed factor of each chip (1 = nominal, 0.5 = takes twice as long); empty: all 1.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+
 namespace trnsim::engine {
 namespace {
 
@@ -182,6 +183,66 @@ TEST(Windows, HooksMayNotScheduleIntoTheClosedWindow) {
     Simulator<Early> sim(model, PartitionMap::blocks(1, 1), Duration::from_ns(100));
     sim.schedule(0, SimTime::zero(), 0);
     EXPECT_THROW(sim.run(SimTime::from_ns(1000), 1), LookaheadError);
+}
+
+/// A hook that spreads work over the run's threads: each edge, piece i adds i + 1 to slot i
+/// (and, on the edge where `fail_at` is reached, piece 3 throws).
+struct Spread {
+    static constexpr std::uint32_t kPieces = 37;
+    std::vector<std::int64_t> slots = std::vector<std::int64_t>(kPieces, 0);
+    int edges = 0;
+    int fail_at = -1;
+    template <class Q>
+    void handle(Context<Q>& ctx, const Event& e) {
+        if (e.time < 20'000) {
+            ctx.schedule(ctx.self(), Duration::from_ns(1000), 0);
+        }
+    }
+    template <class Q>
+    void window_edge(WindowEdge<Q>& edge) {
+        const bool fail = ++edges == fail_at;
+        edge.parallel_for(kPieces, [&](std::uint32_t i) {
+            if (fail && i == 3) {
+                throw std::runtime_error("piece 3 failed");
+            }
+            slots[i] += i + 1; // each piece alone writes its slot
+        });
+    }
+};
+
+TEST(Windows, HooksRunPiecesOnEveryThread) {
+    for (const int threads : {1, 2, 3}) {
+        Spread model;
+        Simulator<Spread> sim(model, PartitionMap::blocks(8, 4), Duration::from_ns(100));
+        for (EntityId e = 0; e < 8; ++e) {
+            sim.schedule(e, SimTime::from_ns(e), 0);
+        }
+        const RunStats s = sim.run(SimTime::max(), threads);
+        ASSERT_GT(model.edges, 10) << threads;
+        EXPECT_EQ(s.windows, static_cast<std::uint64_t>(model.edges));
+        for (std::uint32_t i = 0; i < Spread::kPieces; ++i) {
+            EXPECT_EQ(model.slots[i], static_cast<std::int64_t>(i + 1) * model.edges)
+                << "piece " << i << " on " << threads << " threads";
+        }
+    }
+}
+
+TEST(Windows, AFailingPieceStopsTheRunWithItsError) {
+    for (const int threads : {1, 2}) {
+        Spread model;
+        model.fail_at = 5;
+        Simulator<Spread> sim(model, PartitionMap::blocks(8, 4), Duration::from_ns(100));
+        for (EntityId e = 0; e < 8; ++e) {
+            sim.schedule(e, SimTime::from_ns(e), 0);
+        }
+        try {
+            sim.run(SimTime::max(), threads);
+            ADD_FAILURE() << "no exception on " << threads << " threads";
+        } catch (const std::runtime_error& e) {
+            EXPECT_STREQ(e.what(), "piece 3 failed");
+        }
+        EXPECT_EQ(model.edges, 5);
+    }
 }
 
 TEST(Windows, EventsAtOrAfterUntilStayPending) {

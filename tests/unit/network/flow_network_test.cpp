@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <functional>
 #include <map>
+#include <random>
 #include <set>
+#include <thread>
 
 namespace trnsim::network {
 namespace {
@@ -23,14 +27,15 @@ topology::Fabric two_leaf_instances() {
 /// Drives a FlowNetwork without the engine: resolves at time 0 and then 1 ns after every wake
 /// it asks for (the window edge that follows the wake event with 1 ns windows). Returns the
 /// time of each owner's completion event.
-std::map<engine::EntityId, std::int64_t> run(FlowNetwork& net) {
+std::map<engine::EntityId, std::int64_t> run(FlowNetwork& net,
+                                             const FlowNetwork::ParallelFor& parallel = {}) {
     std::map<engine::EntityId, std::int64_t> done;
     std::set<std::int64_t> wakes{0};
     int edges = 0;
     while (!wakes.empty()) {
         const std::int64_t now = *wakes.begin();
         wakes.erase(wakes.begin());
-        if (++edges > 100) {
+        if (++edges > 10000) {
             ADD_FAILURE() << "the network keeps asking for edges";
             break;
         }
@@ -44,7 +49,7 @@ std::map<engine::EntityId, std::int64_t> run(FlowNetwork& net) {
                 EXPECT_EQ(type, kDone);
                 done[target] = t;
             }
-        });
+        }, parallel);
     }
     EXPECT_TRUE(net.idle());
     return done;
@@ -91,6 +96,84 @@ TEST(FlowNetwork, AWeightedFlowSharesLikeTheFlowsItStandsFor) {
     EXPECT_NEAR(static_cast<double>(m.at(2)),
                 static_cast<double>(static_cast<std::int64_t>(2 * n / 25e9 * 1e9) + latency), 2.0);
     EXPECT_NEAR(static_cast<double>(m.at(1)), static_cast<double>(expect), 2.0);
+}
+
+/// Random traffic on 8 instances (128 chips): `groups` groups of up to 8 flows between random
+/// chips, of 1 to 64 MB, some of weight 2, all started at 0.
+void random_traffic(FlowNetwork& net, std::uint32_t chips, int groups, std::uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    for (int g = 0; g < groups; ++g) {
+        std::vector<FlowSpec> flows;
+        const int n = 1 + static_cast<int>(rng() % 8);
+        for (int i = 0; i < n; ++i) {
+            const auto src = static_cast<std::uint32_t>(rng() % chips);
+            const auto dst = static_cast<std::uint32_t>(rng() % chips);
+            flows.push_back({src, dst, 1e6 * static_cast<double>(1 + rng() % 64),
+                             rng() % 5 == 0 ? 2.0 : 1.0});
+        }
+        net.start_group(static_cast<std::uint32_t>(g % 2), 0, static_cast<engine::EntityId>(g),
+                        kDone, 0, std::move(flows));
+    }
+}
+
+/// Runs the pieces on two threads of its own (a stand-in for the engine's team).
+void two_threads(std::uint32_t n, const std::function<void(std::uint32_t)>& work) {
+    std::atomic<std::uint32_t> next{0};
+    const auto take = [&] {
+        for (std::uint32_t i = next++; i < n; i = next++) {
+            work(i);
+        }
+    };
+    std::thread other(take);
+    take();
+    other.join();
+}
+
+TEST(FlowNetwork, ShardsGiveTheRatesOfOneSolver) {
+    // The same traffic through 1 and 4 shards: completion times agree to the nanosecond of
+    // rounding, and the shards had to gather components (flows between random chips bridge
+    // the blocks of the fabric the shards start from).
+    const topology::Fabric f = two_leaf_instances();
+    const Bandwidth hbm = Bandwidth::bytes_per_s(2.9e12);
+    const Duration step = Duration::from_ns(2000);
+    FlowNetwork one(f, 2, kWakeEntity, kWake, hbm, step, 1);
+    FlowNetwork four(f, 2, kWakeEntity, kWake, hbm, step, 4);
+    random_traffic(one, f.chips(), 300, 5);
+    random_traffic(four, f.chips(), 300, 5);
+    const auto a = run(one);
+    const auto b = run(four);
+    ASSERT_EQ(a.size(), 300u);
+    ASSERT_EQ(b.size(), 300u);
+    for (const auto& [owner, t] : a) {
+        EXPECT_NEAR(static_cast<double>(b.at(owner)), static_cast<double>(t), 2.0)
+            << "group " << owner;
+    }
+    EXPECT_EQ(one.migrations(), 0u);
+    EXPECT_GT(four.migrations(), 0u);
+    EXPECT_GT(four.migrated_flows(), 0u);
+    EXPECT_EQ(one.flows_started(), four.flows_started());
+    for (std::size_t k = 0; k < topology::kLinkKinds; ++k) {
+        EXPECT_DOUBLE_EQ(one.link_bytes()[k], four.link_bytes()[k]);
+    }
+}
+
+TEST(FlowNetwork, ThreadsDoNotChangeTheResult) {
+    // Shards resolved on two threads give exactly what they give on one.
+    const topology::Fabric f = two_leaf_instances();
+    const Bandwidth hbm = Bandwidth::bytes_per_s(2.9e12);
+    const Duration step = Duration::from_ns(2000);
+    for (const std::uint32_t shards : {3u, 8u}) {
+        FlowNetwork serial(f, 2, kWakeEntity, kWake, hbm, step, shards);
+        FlowNetwork threaded(f, 2, kWakeEntity, kWake, hbm, step, shards);
+        // Enough flows in one edge that the routing runs in chunks too.
+        random_traffic(serial, f.chips(), 300, 9);
+        random_traffic(threaded, f.chips(), 300, 9);
+        const auto a = run(serial);
+        const auto b = run(threaded, two_threads);
+        EXPECT_EQ(a, b) << shards << " shards";
+        EXPECT_EQ(serial.solves(), threaded.solves());
+        EXPECT_EQ(serial.migrations(), threaded.migrations());
+    }
 }
 
 } // namespace

@@ -237,5 +237,62 @@ TEST(MaxMinProperties, IncrementalTouchesFewFlowsWhenBottlenecksAreLocal) {
     EXPECT_DOUBLE_EQ(s.rate(ids[0]), 1.0);
 }
 
+TEST(MaxMinProperties, SolversSharingALinkTableMatchOneSolver) {
+    // Two solvers on one link table, each with flows on its own half of the links, give the
+    // rates one solver finds for all the flows, through adds, removes and updates.
+    std::mt19937_64 rng(11);
+    for (int trial = 0; trial < 20; ++trial) {
+        const Instance a = random_instance(rng, 30, 60);
+        const Instance b = random_instance(rng, 30, 60);
+        std::vector<double> capacity = a.capacity;
+        capacity.insert(capacity.end(), b.capacity.begin(), b.capacity.end());
+        const auto table = MaxMinSolver::make_links(capacity);
+        MaxMinSolver left(table, 0, 2), right(table, 1, 2);
+        MaxMinSolver both(capacity);
+        struct Live {
+            MaxMinSolver* shard;
+            MaxMinSolver::FlowId in_shard, in_both;
+        };
+        std::vector<Live> live;
+        const auto add = [&](const Instance& in, std::size_t i, MaxMinSolver& shard,
+                             std::uint32_t shift) {
+            Links path = in.flows[i];
+            for (auto& l : path) {
+                l += shift;
+            }
+            live.push_back({&shard, shard.add(path, in.weights[i]), both.add(path, in.weights[i])});
+        };
+        for (std::size_t i = 0; i < 60; ++i) {
+            add(a, i, left, 0);
+            add(b, i, right, 30);
+            if (i % 7 == 6) {
+                // Remove a few flows, then re-solve incrementally.
+                for (int r = 0; r < 3 && !live.empty(); ++r) {
+                    const std::size_t k = rng() % live.size();
+                    live[k].shard->remove(live[k].in_shard);
+                    both.remove(live[k].in_both);
+                    live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+                }
+                left.update();
+                right.update();
+                both.update();
+                for (const Live& f : live) {
+                    ASSERT_NEAR(f.shard->rate(f.in_shard), both.rate(f.in_both),
+                                1e-9 * std::max(1.0, both.rate(f.in_both)))
+                        << "trial " << trial << " step " << i;
+                }
+            }
+        }
+        EXPECT_EQ(left.active_flows() + right.active_flows(), both.active_flows());
+    }
+}
+
+TEST(MaxMin, SharedTableStampsMustBeApart) {
+    const auto table = MaxMinSolver::make_links({1.0, 2.0});
+    EXPECT_THROW(MaxMinSolver(table, 2, 2), std::invalid_argument);
+    EXPECT_THROW(MaxMinSolver(table, 0, 0), std::invalid_argument);
+    EXPECT_THROW(MaxMinSolver::make_links({1.0, 0.0}), std::invalid_argument);
+}
+
 } // namespace
 } // namespace trnsim::network

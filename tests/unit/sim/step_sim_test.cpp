@@ -145,6 +145,23 @@ TEST(StepSim, ResultsDoNotDependOnTheThreadCount) {
     }
 }
 
+TEST(StepSim, FabricShardsChangeOnlyTheRounding) {
+    // One solver or 64 shards (the default) find the same max-min rates; the step differs by
+    // floating-point and nanosecond rounding only.
+    for (const auto& shape : kShapes) {
+        const auto shards = [](std::uint32_t k) {
+            return [k](StepSimOptions& opt) { opt.fabric_shards = k; };
+        };
+        const StepSimResult one = simulate(shape, shards(1));
+        const StepSimResult many = simulate(shape, shards(64));
+        EXPECT_NEAR(one.estimate.step_s, many.estimate.step_s, 1e-6 * one.estimate.step_s);
+        EXPECT_EQ(one.stats.flows, many.stats.flows);
+        for (std::size_t k = 0; k < one.links.size(); ++k) {
+            EXPECT_NEAR(one.links[k].bytes, many.links[k].bytes, 1e-9 * one.links[k].bytes);
+        }
+    }
+}
+
 TEST(StepSim, AgreesWithTheAnalyticModelWhenNothingIsCongested) {
     // No stragglers, and collectives between replicas at their uncongested closed form: the
     // two fidelities differ only by the pipeline's real (non-uniform) stages and ns rounding.
