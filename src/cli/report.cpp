@@ -320,6 +320,9 @@ void add_step_tables(results::ResultsFile& f, const sim::StepSimResult& r) {
         {"windows", static_cast<std::int64_t>(st.windows)},
         {"flows", static_cast<std::int64_t>(st.flows)},
         {"solves", static_cast<std::int64_t>(st.solves)},
+        {"fabric_shards", std::int64_t{st.fabric_shards}},
+        {"migrations", static_cast<std::int64_t>(st.migrations)},
+        {"migrated_flows", static_cast<std::int64_t>(st.migrated_flows)},
         {"fabric_collectives", static_cast<std::int64_t>(st.fabric_collectives)},
     };
     std::vector<results::Table::Value> row(std::size(cols));

@@ -57,8 +57,6 @@ class Team final : public EdgeTeam {
 public:
     Team(int threads, Barrier& barrier) : threads_(threads), barrier_(barrier) {}
 
-    int threads() const override { return threads_; }
-
     void parallel_for(std::uint32_t n, const std::function<void(std::uint32_t)>& work) override {
         errors_.assign(n, nullptr);
         if (threads_ == 1 || n < 2) {

@@ -3,6 +3,7 @@
 #include "trnsim/topology/routing.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -27,6 +28,19 @@ struct FlowNetwork::Shard {
         double remaining;      ///< bytes still to send at `last`
         double rate;           ///< bytes/s since `last`
         std::uint32_t version; ///< bumped when the finish time changes
+
+        /// End of transmission at the current rate (which must be positive).
+        std::int64_t finish() const {
+            return last + static_cast<std::int64_t>(std::ceil(remaining / rate * 1e9));
+        }
+        /// Counts the bytes sent at the current rate until `now`. A new flow has no rate yet:
+        /// it keeps its start, from which its first rate applies.
+        void advance(std::int64_t now) {
+            if (rate > 0.0) {
+                remaining = std::max(0.0, remaining - rate * static_cast<double>(now - last) * 1e-9);
+                last = now;
+            }
+        }
     };
     struct Finish {
         std::int64_t time;
@@ -253,36 +267,29 @@ void FlowNetwork::migrate(std::uint32_t from, std::uint32_t to, std::int64_t now
     for (const MaxMinSolver::FlowId sid : bfs_flows_) {
         a.moving[sid] = 0;
         const std::uint32_t slot = a.flow_of_solver_id[sid];
-        const Shard::Flow f = a.flows[slot];
+        Shard::Flow f = a.flows[slot];
         ++a.flows[slot].version; // its finish in `a` is void
         a.free_flows.push_back(slot);
         const std::span<const std::uint32_t> links = a.solver.links(sid);
-        std::int64_t last = f.last;
-        double remaining = f.remaining;
-        if (f.rate > 0.0) {
-            const std::int64_t t_tx =
-                f.last + static_cast<std::int64_t>(std::ceil(f.remaining / f.rate * 1e9));
-            if (t_tx <= now) {
-                // Its last byte left before this edge: it arrives as it would have in `a`.
-                // Its links stay with `to` even if it was their last user: flows queued this
-                // edge may cross them without being counted yet.
-                arrivals_.push_back({f.group, t_tx + f.latency});
-                for (const std::uint32_t l : links) {
-                    --users_[l];
-                }
-                a.solver.detach(sid);
-                continue;
+        if (f.rate > 0.0 && f.finish() <= now) {
+            // Its last byte left before this edge: it arrives as it would have in `a`. Its
+            // links stay with `to` even if it was their last user: flows queued this edge may
+            // cross them without being counted yet.
+            arrivals_.push_back({f.group, f.finish() + f.latency});
+            for (const std::uint32_t l : links) {
+                --users_[l];
             }
-            remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.last) * 1e-9);
-            last = now;
+            a.solver.detach(sid);
+            continue;
         }
+        f.advance(now);
         const std::uint32_t slot_b = b.new_slot();
         Shard::Flow& g = b.flows[slot_b];
         g.group = f.group;
         g.solver_id = kQueued;
         g.latency = f.latency;
-        g.last = last;
-        g.remaining = remaining;
+        g.last = f.last;
+        g.remaining = f.remaining;
         g.rate = 0.0;
         b.queued.push_back({slot_b, static_cast<std::uint32_t>(b.queued_links.size()),
                             static_cast<std::uint32_t>(links.size()), a.solver.weight(sid),
@@ -476,17 +483,9 @@ void FlowNetwork::resolve_shard(Shard& s, std::int64_t now) {
         for (const MaxMinSolver::FlowId sid : s.solver.last_refilled()) {
             const std::uint32_t slot = s.flow_of_solver_id[sid];
             Shard::Flow& f = s.flows[slot];
-            // Progress so far at the old rate; a new flow has none, and its rate applies from
-            // its start (it was admitted at the edge after it started).
-            std::int64_t from = f.last;
-            if (f.rate > 0.0) {
-                f.remaining = std::max(0.0, f.remaining - f.rate * static_cast<double>(now - f.last) * 1e-9);
-                from = now;
-            }
+            f.advance(now); // a new flow's first rate applies from its start
             f.rate = s.solver.rate(sid);
-            f.last = from;
-            const std::int64_t t_tx =
-                from + static_cast<std::int64_t>(std::ceil(f.remaining / f.rate * 1e9));
+            const std::int64_t t_tx = f.finish();
             s.finishes.push({t_tx, slot, ++f.version});
             s.max_finish = std::max(s.max_finish, t_tx);
         }
@@ -511,9 +510,15 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
         schedule(e, t, type, payload);
         scheduled = true;
     };
+    using Clock = std::chrono::steady_clock;
+    const auto seconds = [](Clock::time_point from, Clock::time_point to) {
+        return std::chrono::duration<double>(to - from).count();
+    };
+    const Clock::time_point t0 = Clock::now();
     // Admission, in partition order: routes (on all threads), then shard placement and
     // moves between shards.
     admit_all(now, parallel);
+    const Clock::time_point t1 = Clock::now();
     // The shards, each on its own.
     // Only shards with something to do: flows to admit, or a transmission ending by now.
     active_.clear();
@@ -532,6 +537,7 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
             work(i);
         }
     }
+    const Clock::time_point t2 = Clock::now();
     // Arrivals in a fixed order: admission's, then each shard's.
     for (const Arrival& a : arrivals_) {
         arrive(a.group, a.when, now, note);
@@ -553,6 +559,10 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
             wake_at_ = t;
         }
     }
+    const Clock::time_point t3 = Clock::now();
+    edge_times_.admit_s += seconds(t0, t1);
+    edge_times_.shards_s += seconds(t1, t2);
+    edge_times_.arrivals_s += seconds(t2, t3);
     return scheduled;
 }
 

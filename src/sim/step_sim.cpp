@@ -1310,6 +1310,12 @@ StepSimResult StepModel::result(const engine::RunStats& run) const {
     r.stats.windows = run.windows;
     r.stats.flows = fabric_net_->flows_started();
     r.stats.solves = fabric_net_->solves();
+    r.stats.fabric_shards = opt_.fabric_shards;
+    r.stats.migrations = fabric_net_->migrations();
+    r.stats.migrated_flows = fabric_net_->migrated_flows();
+    r.stats.fabric_admit_s = fabric_net_->edge_times().admit_s;
+    r.stats.fabric_shards_s = fabric_net_->edge_times().shards_s;
+    r.stats.fabric_arrivals_s = fabric_net_->edge_times().arrivals_s;
     r.stats.fabric_collectives = instances_;
     r.stats.threads = run.threads;
     return r;

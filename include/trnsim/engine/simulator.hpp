@@ -164,7 +164,6 @@ public:
             }
         }
     }
-    int threads() const { return team_ != nullptr ? team_->threads() : 1; }
     void schedule_at(EntityId source, EntityId target, SimTime time, EventType type,
                      std::uint64_t payload = 0, std::uint16_t aux = 0,
                      std::uint32_t priority = 0) {

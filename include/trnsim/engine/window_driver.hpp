@@ -32,7 +32,6 @@ namespace trnsim::engine {
 class EdgeTeam {
 public:
     virtual ~EdgeTeam() = default;
-    virtual int threads() const = 0;
     /// Runs work(i) for every i in [0, n), spread over the threads as they free up, and
     /// returns when all are done. If some throw, rethrows the exception of the lowest i.
     virtual void parallel_for(std::uint32_t n, const std::function<void(std::uint32_t)>& work) = 0;

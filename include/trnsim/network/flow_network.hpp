@@ -97,10 +97,16 @@ public:
     std::uint64_t flows_started() const;
     /// Solver updates, over all shards.
     std::uint64_t solves() const;
-    std::uint32_t shards() const { return static_cast<std::uint32_t>(shards_.size()); }
     /// Components moved from one shard to another (a flow bridged them), and their flows.
     std::uint64_t migrations() const { return migrations_; }
     std::uint64_t migrated_flows() const { return migrated_flows_; }
+    /// Wall-clock seconds spent in resolve(), by part (for benchmarks).
+    struct EdgeTimes {
+        double admit_s = 0.0;    ///< routing and placement
+        double shards_s = 0.0;   ///< the shards' releases, updates and reschedules
+        double arrivals_s = 0.0; ///< completion events and the next wake
+    };
+    const EdgeTimes& edge_times() const { return edge_times_; }
     /// Bytes carried by the links of each kind so far (a flow's bytes count once per link of
     /// its route), indexed by topology::LinkKind.
     const std::array<double, topology::kLinkKinds>& link_bytes() const { return link_bytes_; }
@@ -164,6 +170,7 @@ private:
     std::int64_t wake_at_ = -1;
     std::uint64_t migrations_ = 0;
     std::uint64_t migrated_flows_ = 0;
+    EdgeTimes edge_times_;
     std::array<double, topology::kLinkKinds> link_bytes_{};
     /// This edge's flows to admit, in order, once routed.
     struct Item {

@@ -123,8 +123,15 @@ struct StepSimStats {
     std::uint64_t windows = 0;
     std::uint64_t flows = 0;
     std::uint64_t solves = 0;
+    std::uint32_t fabric_shards = 0;
+    std::uint64_t migrations = 0;     ///< components moved between fabric shards
+    std::uint64_t migrated_flows = 0; ///< their flows
     std::uint64_t fabric_collectives = 0; ///< collective instances between entities
     int threads = 1;
+    /// Wall-clock seconds of the fabric's window-edge work: routing and placement of new
+    /// flows, the shards' updates, completion events. For benchmarks; never written to
+    /// results (they vary from run to run).
+    double fabric_admit_s = 0.0, fabric_shards_s = 0.0, fabric_arrivals_s = 0.0;
 };
 
 struct StepSimResult {
