@@ -818,8 +818,10 @@ Nominal attention_terms(const AttentionShape& s, const ChipRates& r) {
 // compiler supports it, `terms`, with everything it calls inlined, is also compiled for AVX2 and
 // chosen when the program is loaded on a CPU that has it (about 1.7 times faster on the
 // benchmark of docs/performance.md). AVX2 without FMA rounds every operation as SSE2 does, so
-// both versions give the same bits.
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+// both versions give the same bits. Not in sanitizer builds: the loader runs the clones'
+// resolver before the sanitizer's runtime starts, and the instrumented resolver crashes.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
 #define TRNSIM_CLOSED_FORMS_CLONES __attribute__((target_clones("avx2", "default"), flatten))
 #else
 #define TRNSIM_CLOSED_FORMS_CLONES
