@@ -149,10 +149,21 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
     Barrier barrier(threads);
     Team team(threads, barrier);
 
-    // Runs `work` for every partition, spreading partitions over the threads as they free up.
-    const auto for_each_partition = [&](std::atomic<std::uint32_t>& cursor, auto&& work) {
-        for (std::uint32_t p = cursor.fetch_add(1, std::memory_order_relaxed); p < partitions;
-             p = cursor.fetch_add(1, std::memory_order_relaxed)) {
+    // The order in which threads take partitions to process: the busiest of the last window
+    // first. It only decides which thread runs what, never the results.
+    std::vector<std::uint32_t> order(partitions);
+    std::vector<std::uint64_t> handled(partitions, 0);
+    for (std::uint32_t p = 0; p < partitions; ++p) {
+        order[p] = p;
+    }
+
+    // Runs `work` for every partition, spreading partitions over the threads as they free up
+    // (in `order` if `ordered`, else in index order).
+    const auto for_each_partition = [&](std::atomic<std::uint32_t>& cursor, bool ordered,
+                                        auto&& work) {
+        for (std::uint32_t i = cursor.fetch_add(1, std::memory_order_relaxed); i < partitions;
+             i = cursor.fetch_add(1, std::memory_order_relaxed)) {
+            const std::uint32_t p = ordered ? order[i] : i;
             try {
                 work(p);
             } catch (...) {
@@ -176,6 +187,11 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
                                      ? config.until_ns
                                      : t_min + config.lookahead_ns;
                     ++stats.windows;
+                    if (threads > 1) {
+                        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
+                            return handled[a] > handled[b] || (handled[a] == handled[b] && a < b);
+                        });
+                    }
                     process_cursor.store(0, std::memory_order_relaxed);
                     deliver_cursor.store(0, std::memory_order_relaxed);
                 }
@@ -187,11 +203,11 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
             if (done) {
                 break;
             }
-            for_each_partition(process_cursor, [&](std::uint32_t p) {
-                model.process(p, window_end);
+            for_each_partition(process_cursor, true, [&](std::uint32_t p) {
+                handled[p] = model.process(p, window_end);
             });
             barrier.wait();
-            for_each_partition(deliver_cursor, [&](std::uint32_t p) {
+            for_each_partition(deliver_cursor, false, [&](std::uint32_t p) {
                 next[p] = model.deliver(p);
             });
             barrier.wait();

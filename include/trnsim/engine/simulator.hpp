@@ -420,10 +420,12 @@ public:
 private:
     std::uint32_t partition_count() const override { return this->partitions_; }
 
-    void process(std::uint32_t p, std::int64_t window_end) override {
+    std::uint64_t process(std::uint32_t p, std::int64_t window_end) override {
+        const std::uint64_t before = this->parts_[p]->processed;
         this->run_partition(
             p, window_end, [this](Context<Queue>& ctx, const Event& e) { model_.handle(ctx, e); },
             [this](EntityId next) { prefetch(next); });
+        return this->parts_[p]->processed - before;
     }
 
     void prefetch(EntityId next) const {

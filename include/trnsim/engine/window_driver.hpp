@@ -8,7 +8,9 @@
 //                (not at the previous window end) jumps over empty stretches of time.
 //   2. parallel  every partition handles its events with time < window_end. Events for other
 //                partitions go to per-(source, destination) outboxes; the lookahead guarantees
-//                they are not due before window_end.
+//                they are not due before window_end. Threads take partitions as they free up,
+//                those that handled the most events in the last window first (a long one
+//                started last would leave the other threads waiting).
 //   3. parallel  every partition takes the events addressed to it from all outboxes into its
 //                queue (the queue's total order makes the insertion order irrelevant) and
 //                reports its next event time.
@@ -43,8 +45,9 @@ class WindowedModel {
 public:
     virtual ~WindowedModel() = default;
     virtual std::uint32_t partition_count() const = 0;
-    /// Handles the partition's events with time < window_end.
-    virtual void process(std::uint32_t partition, std::int64_t window_end) = 0;
+    /// Handles the partition's events with time < window_end; returns how many it handled
+    /// (the driver starts the busiest partitions of the last window first).
+    virtual std::uint64_t process(std::uint32_t partition, std::int64_t window_end) = 0;
     /// Moves the events other partitions sent to this one into its queue; returns the time of
     /// its earliest pending event (kNever when none).
     virtual std::int64_t deliver(std::uint32_t partition) = 0;
