@@ -305,10 +305,10 @@ namespace {
 constexpr std::size_t kParallelRouting = 1024;
 } // namespace
 
-// Admission of an edge's buffered groups: their flows are routed in chunks on all threads, then
-// placed one by one in the order of the groups (the shard owning their links, their source's
-// shard when the links are free, components gathered when several shards own some).
-void FlowNetwork::admit_all(std::int64_t now, const ParallelFor& parallel) {
+// Routing of an edge's buffered groups, in chunks on all threads. Each chunk also notes the
+// shards its flows' placement may involve: the owners of their links and, when a link is free,
+// the source's shard (its "home"). Placement (place_all) reads and changes no other shard.
+void FlowNetwork::route_all(const ParallelFor& parallel) {
     edge_groups_.clear();
     std::size_t total = 0;
     for (std::uint32_t part = 0; part < pending_.size(); ++part) {
@@ -317,6 +317,8 @@ void FlowNetwork::admit_all(std::int64_t now, const ParallelFor& parallel) {
             total += pending_[part][g].flows.size();
         }
     }
+    const std::size_t words = (shards_.size() + 63) / 64;
+    touched_.assign(words, 0);
     if (edge_groups_.empty()) {
         return;
     }
@@ -327,10 +329,13 @@ void FlowNetwork::admit_all(std::int64_t now, const ParallelFor& parallel) {
     if (chunks_.size() < chunks) {
         chunks_.resize(chunks);
     }
+    const auto shards = static_cast<std::uint64_t>(shards_.size());
     const auto route_chunk = [&](std::uint32_t c) {
         RouteChunk& chunk = chunks_[c];
         chunk.links.clear();
         chunk.bytes.fill(0.0);
+        chunk.touched.assign(words, 0);
+        const auto mark = [&chunk](std::uint32_t k) { chunk.touched[k / 64] |= std::uint64_t{1} << (k % 64); };
         const std::size_t begin = std::size_t{c} * kRouteChunk;
         const std::size_t end = std::min(total, begin + kRouteChunk);
         auto g = std::upper_bound(edge_groups_.begin(), edge_groups_.end(), begin,
@@ -356,8 +361,18 @@ void FlowNetwork::admit_all(std::int64_t now, const ParallelFor& parallel) {
             it.offset = static_cast<std::uint32_t>(chunk.links.size());
             it.count = static_cast<std::uint32_t>(hops.size());
             it.latency = topology::route_latency_ns(*fabric_, hops.data(), hops.size());
+            bool free = false;
             for (const std::uint32_t l : hops) {
                 chunk.bytes[static_cast<std::size_t>(fabric_->kind()[l])] += spec.bytes;
+                const std::uint16_t o = owner_[l]; // placement has not started: no writer
+                if (o == kFree) {
+                    free = true;
+                } else {
+                    mark(o);
+                }
+            }
+            if (free) {
+                mark(static_cast<std::uint32_t>(std::uint64_t{spec.src} * shards / fabric_->chips()));
             }
             chunk.links.insert(chunk.links.end(), hops.begin(), hops.end());
         }
@@ -373,6 +388,18 @@ void FlowNetwork::admit_all(std::int64_t now, const ParallelFor& parallel) {
         for (std::size_t k = 0; k < link_bytes_.size(); ++k) {
             link_bytes_[k] += chunks_[c].bytes[k];
         }
+        for (std::size_t w = 0; w < words; ++w) {
+            touched_[w] |= chunks_[c].touched[w];
+        }
+    }
+}
+
+// Placement of the routed flows, one by one in the order of the groups: on the shard owning
+// their links, on their source's shard when the links are free, components gathered when
+// several shards own some.
+void FlowNetwork::place_all(std::int64_t now) {
+    if (edge_groups_.empty()) {
+        return;
     }
     const auto shards = static_cast<std::uint64_t>(shards_.size());
     for (const EdgeGroup& e : edge_groups_) {
@@ -515,29 +542,54 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
         return std::chrono::duration<double>(to - from).count();
     };
     const Clock::time_point t0 = Clock::now();
-    // Admission, in partition order: routes (on all threads), then shard placement and
-    // moves between shards.
-    admit_all(now, parallel);
+    route_all(parallel);
     const Clock::time_point t1 = Clock::now();
-    // The shards, each on its own.
-    // Only shards with something to do: flows to admit, or a transmission ending by now.
+    // Placement on one thread, beside the shards it cannot touch; then the others. Only shards
+    // with something to do run: flows to admit, or a transmission ending by now. Larger loads
+    // first, so that the last pieces are small.
+    const auto touched = [&](std::uint32_t k) { return (touched_[k / 64] >> (k % 64) & 1U) != 0; };
+    const auto busy = [&](const Shard& s) {
+        return !s.queued.empty() || s.dirty || s.next_finish <= now;
+    };
+    const auto by_load = [&](std::uint32_t a, std::uint32_t b) {
+        const std::size_t la = shards_[a]->load(), lb = shards_[b]->load();
+        return la > lb || (la == lb && a < b);
+    };
+    const auto run = [&](std::uint32_t n, const std::function<void(std::uint32_t)>& work) {
+        if (parallel && n > 1) {
+            parallel(n, work);
+        } else {
+            for (std::uint32_t i = 0; i < n; ++i) {
+                work(i);
+            }
+        }
+    };
+    beside_.clear();
+    for (std::uint32_t k = 0; k < shards_.size(); ++k) {
+        if (!touched(k) && busy(*shards_[k])) {
+            beside_.push_back(k);
+        }
+    }
+    std::sort(beside_.begin(), beside_.end(), by_load);
+    const bool placing = !edge_groups_.empty();
+    run(static_cast<std::uint32_t>(beside_.size()) + (placing ? 1 : 0), [&](std::uint32_t i) {
+        if (placing && i == 0) {
+            place_all(now);
+        } else {
+            resolve_shard(*shards_[beside_[i - (placing ? 1 : 0)]], now);
+        }
+    });
+    const Clock::time_point t2 = Clock::now();
     active_.clear();
     for (std::uint32_t k = 0; k < shards_.size(); ++k) {
-        const Shard& s = *shards_[k];
-        if (!s.queued.empty() || s.dirty || s.next_finish <= now) {
+        if (touched(k) && busy(*shards_[k])) {
             active_.push_back(k);
         }
     }
-    const auto n = static_cast<std::uint32_t>(active_.size());
-    const auto work = [&](std::uint32_t i) { resolve_shard(*shards_[active_[i]], now); };
-    if (parallel && n > 1) {
-        parallel(n, work);
-    } else {
-        for (std::uint32_t i = 0; i < n; ++i) {
-            work(i);
-        }
-    }
-    const Clock::time_point t2 = Clock::now();
+    std::sort(active_.begin(), active_.end(), by_load);
+    run(static_cast<std::uint32_t>(active_.size()),
+        [&](std::uint32_t i) { resolve_shard(*shards_[active_[i]], now); });
+    const Clock::time_point t3 = Clock::now();
     // Arrivals in a fixed order: admission's, then each shard's.
     for (const Arrival& a : arrivals_) {
         arrive(a.group, a.when, now, note);
@@ -559,10 +611,11 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
             wake_at_ = t;
         }
     }
-    const Clock::time_point t3 = Clock::now();
-    edge_times_.admit_s += seconds(t0, t1);
-    edge_times_.shards_s += seconds(t1, t2);
-    edge_times_.arrivals_s += seconds(t2, t3);
+    const Clock::time_point t4 = Clock::now();
+    edge_times_.route_s += seconds(t0, t1);
+    edge_times_.place_s += seconds(t1, t2);
+    edge_times_.shards_s += seconds(t2, t3);
+    edge_times_.arrivals_s += seconds(t3, t4);
     return scheduled;
 }
 

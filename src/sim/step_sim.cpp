@@ -1313,7 +1313,8 @@ StepSimResult StepModel::result(const engine::RunStats& run) const {
     r.stats.fabric_shards = opt_.fabric_shards;
     r.stats.migrations = fabric_net_->migrations();
     r.stats.migrated_flows = fabric_net_->migrated_flows();
-    r.stats.fabric_admit_s = fabric_net_->edge_times().admit_s;
+    r.stats.fabric_route_s = fabric_net_->edge_times().route_s;
+    r.stats.fabric_place_s = fabric_net_->edge_times().place_s;
     r.stats.fabric_shards_s = fabric_net_->edge_times().shards_s;
     r.stats.fabric_arrivals_s = fabric_net_->edge_times().arrivals_s;
     r.stats.fabric_collectives = instances_;

@@ -28,6 +28,13 @@
 // which the model fixes, never the thread count: results are the same on any number of
 // threads.
 //
+// A window edge runs in three steps: the new flows are routed (in chunks, on all threads),
+// noting the shards that own their links or would take them (their source's shard when a link
+// is free); then one thread places the flows on shards, in order, while the other threads
+// update the shards that placement cannot touch; then the remaining shards update on all
+// threads. Placement only reads and writes the links and flows of the shards the routes noted,
+// so the two never share state.
+//
 // Threading: start_group() may be called from handlers of different partitions concurrently
 // (each partition has its own buffer); resolve() runs at a window edge with every partition
 // stopped, the shards on the threads `parallel` offers.
@@ -102,8 +109,9 @@ public:
     std::uint64_t migrated_flows() const { return migrated_flows_; }
     /// Wall-clock seconds spent in resolve(), by part (for benchmarks).
     struct EdgeTimes {
-        double admit_s = 0.0;    ///< routing and placement
-        double shards_s = 0.0;   ///< the shards' releases, updates and reschedules
+        double route_s = 0.0;    ///< routing the new flows
+        double place_s = 0.0;    ///< placement, beside the shards it cannot touch
+        double shards_s = 0.0;   ///< the other shards' releases, updates and reschedules
         double arrivals_s = 0.0; ///< completion events and the next wake
     };
     const EdgeTimes& edge_times() const { return edge_times_; }
@@ -138,9 +146,11 @@ private:
     std::uint32_t new_group(const Pending& p);
     /// One flow (or the group's own admission token) of group `gid` has arrived at `when`.
     void arrive(std::uint32_t gid, std::int64_t when, std::int64_t now, const Schedule& schedule);
-    /// Admits the buffered groups: routes their flows (in chunks, on all threads) and places
-    /// them on shards (in order).
-    void admit_all(std::int64_t now, const ParallelFor& parallel);
+    /// Routes the buffered groups' flows (in chunks, on all threads) and marks in `touched_`
+    /// every shard their placement may read or change.
+    void route_all(const ParallelFor& parallel);
+    /// Places the routed flows on shards, in the order of the groups.
+    void place_all(std::int64_t now);
     /// Queues flow `item` on shard `k`, which owns or may take all its links.
     void queue_item(std::size_t item, std::uint32_t k);
     /// The shard a flow over `route_` joins, moving components between shards if it bridges
@@ -189,13 +199,16 @@ private:
     struct RouteChunk {
         std::vector<std::uint32_t> links;
         std::array<double, topology::kLinkKinds> bytes{};
+        std::vector<std::uint64_t> touched; ///< bit set of shards, as `touched_`
     };
     std::vector<EdgeGroup> edge_groups_;
     std::vector<Item> items_;
     std::vector<RouteChunk> chunks_;
     std::span<const std::uint32_t> route_; ///< the flow being placed
     std::vector<std::uint16_t> owners_seen_;
-    std::vector<std::uint32_t> active_; ///< shards with work at this edge
+    std::vector<std::uint64_t> touched_;  ///< shards placement may touch at this edge (bits)
+    std::vector<std::uint32_t> beside_;   ///< shards updated beside placement
+    std::vector<std::uint32_t> active_;   ///< shards updated after placement
     std::vector<std::uint32_t> bfs_links_;
     std::vector<MaxMinSolver::FlowId> bfs_flows_;
 };

@@ -128,10 +128,12 @@ struct StepSimStats {
     std::uint64_t migrated_flows = 0; ///< their flows
     std::uint64_t fabric_collectives = 0; ///< collective instances between entities
     int threads = 1;
-    /// Wall-clock seconds of the fabric's window-edge work: routing and placement of new
-    /// flows, the shards' updates, completion events. For benchmarks; never written to
-    /// results (they vary from run to run).
-    double fabric_admit_s = 0.0, fabric_shards_s = 0.0, fabric_arrivals_s = 0.0;
+    /// Wall-clock seconds of the fabric's window-edge work (network::FlowNetwork::EdgeTimes):
+    /// routing new flows, placing them beside the shards placement cannot touch, the other
+    /// shards' updates, completion events. For benchmarks; never written to results (they vary
+    /// from run to run).
+    double fabric_route_s = 0.0, fabric_place_s = 0.0, fabric_shards_s = 0.0;
+    double fabric_arrivals_s = 0.0;
 };
 
 struct StepSimResult {
