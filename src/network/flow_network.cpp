@@ -99,6 +99,10 @@ struct FlowNetwork::Shard {
     std::vector<Queued> queued;
     std::vector<std::uint32_t> queued_links;
     bool dirty = false; ///< the solver has flows added since its last update
+    /// Flows left for another shard at this edge: next_finish may be one of theirs, so the
+    /// shard runs at this edge to find its own (a stale one would wake the fabric for nothing
+    /// and make an edge that one solver does not have).
+    bool lost = false;
     std::vector<Arrival> arrivals;
     std::vector<MaxMinSolver::FlowId> leaving;
     std::vector<std::uint8_t> moving; ///< per solver flow: found by migrate()'s search
@@ -230,12 +234,14 @@ std::uint32_t FlowNetwork::place(std::uint32_t home, std::int64_t now) {
 void FlowNetwork::migrate(std::uint32_t from, std::uint32_t to, std::int64_t now) {
     Shard& a = *shards_[from];
     Shard& b = *shards_[to];
-    a.flush(users_); // flows queued this edge are part of the component too
+    a.lost = true;
     if (a.moving.size() < a.flow_of_solver_id.size()) {
         a.moving.resize(a.flow_of_solver_id.size(), 0);
     }
-    // The component: every flow of `a` reachable from the route's links through shared links.
-    // A link is handed to `to` when first reached (its users all move), which also marks it.
+    // The component: every flow of `a` reachable from the route's links through shared links,
+    // among its solver's flows and the flows queued for it this edge (these stay out of the
+    // solver: adding them is the shard's work, on all threads, not placement's). A link is
+    // handed to `to` when first reached (its users all move), which also marks it.
     bfs_links_.clear();
     for (const std::uint32_t l : route_) {
         if (owner_[l] == from) {
@@ -243,25 +249,74 @@ void FlowNetwork::migrate(std::uint32_t from, std::uint32_t to, std::int64_t now
         }
     }
     bfs_flows_.clear();
-    while (!bfs_links_.empty()) {
-        const std::uint32_t l = bfs_links_.back();
-        bfs_links_.pop_back();
-        if (owner_[l] != from) {
-            continue;
-        }
-        owner_[l] = static_cast<std::uint16_t>(to);
-        a.solver.for_each_flow_on(l, [&](MaxMinSolver::FlowId sid) {
-            if (a.moving[sid] == 0) {
-                a.moving[sid] = 1;
-                bfs_flows_.push_back(sid);
-                for (const std::uint32_t next : a.solver.links(sid)) {
-                    if (owner_[next] == from) {
-                        bfs_links_.push_back(next);
+    queued_moving_.assign(a.queued.size(), 0);
+    bool queued_joined = true;
+    while (queued_joined) {
+        while (!bfs_links_.empty()) {
+            const std::uint32_t l = bfs_links_.back();
+            bfs_links_.pop_back();
+            if (owner_[l] != from) {
+                continue;
+            }
+            owner_[l] = static_cast<std::uint16_t>(to);
+            a.solver.for_each_flow_on(l, [&](MaxMinSolver::FlowId sid) {
+                if (a.moving[sid] == 0) {
+                    a.moving[sid] = 1;
+                    bfs_flows_.push_back(sid);
+                    for (const std::uint32_t next : a.solver.links(sid)) {
+                        if (owner_[next] == from) {
+                            bfs_links_.push_back(next);
+                        }
                     }
                 }
+            });
+        }
+        // Queued flows crossing a link just handed over join, and so do their other links.
+        queued_joined = false;
+        for (std::size_t q = 0; q < a.queued.size(); ++q) {
+            if (queued_moving_[q] != 0) {
+                continue;
             }
-        });
+            const Shard::Queued& e = a.queued[q];
+            const std::uint32_t* links = a.queued_links.data() + e.offset;
+            if (std::none_of(links, links + e.count,
+                             [&](std::uint32_t l) { return owner_[l] == to; })) {
+                continue;
+            }
+            queued_moving_[q] = 1;
+            queued_joined = true;
+            for (std::uint32_t j = 0; j < e.count; ++j) {
+                if (owner_[links[j]] == from) {
+                    bfs_links_.push_back(links[j]);
+                }
+            }
+        }
     }
+    // The queued flows of the component go over as they are (not yet counted on their links
+    // if they were not before).
+    std::size_t kept = 0;
+    std::size_t moved_queued = 0;
+    for (std::size_t q = 0; q < a.queued.size(); ++q) {
+        const Shard::Queued e = a.queued[q];
+        if (queued_moving_[q] == 0) {
+            a.queued[kept++] = e;
+            continue;
+        }
+        ++moved_queued;
+        const Shard::Flow f = a.flows[e.slot];
+        a.free_flows.push_back(e.slot);
+        const std::uint32_t slot_b = b.new_slot();
+        Shard::Flow& g = b.flows[slot_b];
+        const std::uint32_t version = g.version; // the slot's: stale finishes in b carry older
+        g = f;
+        g.version = version;
+        b.queued.push_back({slot_b, static_cast<std::uint32_t>(b.queued_links.size()), e.count,
+                            e.weight, e.counted});
+        b.queued_links.insert(b.queued_links.end(), a.queued_links.begin() + e.offset,
+                              a.queued_links.begin() + e.offset + e.count);
+    }
+    a.queued.resize(kept);
+    migrated_flows_ += moved_queued;
     ++migrations_;
     migrated_flows_ += bfs_flows_.size();
     for (const MaxMinSolver::FlowId sid : bfs_flows_) {
@@ -302,13 +357,16 @@ void FlowNetwork::migrate(std::uint32_t from, std::uint32_t to, std::int64_t now
 namespace {
 /// Below this many flows an edge routes them on one thread (a parallel step costs two
 /// barriers).
-constexpr std::size_t kParallelRouting = 1024;
+constexpr std::size_t kParallelRouting = 128;
+/// Placement prefetches the link owners of the flow this many ahead.
+constexpr std::size_t kPlaceAhead = 8;
 } // namespace
 
-// Routing of an edge's buffered groups, in chunks on all threads. Each chunk also notes the
-// shards its flows' placement may involve: the owners of their links and, when a link is free,
-// the source's shard (its "home"). Placement (place_all) reads and changes no other shard.
-void FlowNetwork::route_all(const ParallelFor& parallel) {
+// Routing of an edge's buffered groups, in chunks of kRouteChunk flows. Unless placement
+// runs at the same time, each chunk also notes the shards its flows' placement may involve:
+// the owners of their links and, when a link is free, the source's shard (its "home").
+// Placement (place_all) then reads and changes no other shard.
+std::uint32_t FlowNetwork::prepare_routes() {
     edge_groups_.clear();
     std::size_t total = 0;
     for (std::uint32_t part = 0; part < pending_.size(); ++part) {
@@ -317,11 +375,8 @@ void FlowNetwork::route_all(const ParallelFor& parallel) {
             total += pending_[part][g].flows.size();
         }
     }
-    const std::size_t words = (shards_.size() + 63) / 64;
-    touched_.assign(words, 0);
-    if (edge_groups_.empty()) {
-        return;
-    }
+    edge_total_ = total;
+    touched_.assign((shards_.size() + 63) / 64, 0);
     if (items_.size() < total) {
         items_.resize(total);
     }
@@ -329,41 +384,55 @@ void FlowNetwork::route_all(const ParallelFor& parallel) {
     if (chunks_.size() < chunks) {
         chunks_.resize(chunks);
     }
+    if (chunk_capacity_ < chunks) {
+        chunk_state_ = std::make_unique<std::atomic<std::uint8_t>[]>(chunks);
+        chunk_capacity_ = chunks;
+    }
+    for (std::uint32_t c = 0; c < chunks; ++c) {
+        chunk_state_[c].store(kChunkTodo, std::memory_order_relaxed);
+    }
+    routed_ = 0;
+    return chunks;
+}
+
+void FlowNetwork::route_chunk(std::uint32_t c, bool note_owners) {
+    RouteChunk& chunk = chunks_[c];
+    chunk.links.clear();
+    chunk.bytes.fill(0.0);
+    chunk.touched.assign(touched_.size(), 0);
+    const auto mark = [&chunk](std::uint32_t k) {
+        chunk.touched[k / 64] |= std::uint64_t{1} << (k % 64);
+    };
     const auto shards = static_cast<std::uint64_t>(shards_.size());
-    const auto route_chunk = [&](std::uint32_t c) {
-        RouteChunk& chunk = chunks_[c];
-        chunk.links.clear();
-        chunk.bytes.fill(0.0);
-        chunk.touched.assign(words, 0);
-        const auto mark = [&chunk](std::uint32_t k) { chunk.touched[k / 64] |= std::uint64_t{1} << (k % 64); };
-        const std::size_t begin = std::size_t{c} * kRouteChunk;
-        const std::size_t end = std::min(total, begin + kRouteChunk);
-        auto g = std::upper_bound(edge_groups_.begin(), edge_groups_.end(), begin,
-                                  [](std::size_t i, const EdgeGroup& e) { return i < e.first; }) - 1;
-        std::vector<std::uint32_t> hops;
-        for (std::size_t k = begin; k < end; ++k) {
-            while (k >= g->first + pending_[g->partition][g->index].flows.size()) {
-                ++g;
-            }
-            const auto i = static_cast<std::uint32_t>(k - g->first);
-            const FlowSpec& spec = pending_[g->partition][g->index].flows[i];
-            Item& it = items_[k];
-            it.spec = &spec;
-            it.count = 0;
-            if (spec.src == spec.dst || spec.bytes <= 0.0) {
-                continue; // an on-chip copy: no route
-            }
-            // The salt spreads a group's flows over equal-cost paths. It depends on the flow
-            // alone (its index in the group, with source and destination hashed by the
-            // router), so the same group of flows always takes the same paths.
-            hops.clear();
-            topology::route(*fabric_, spec.src, spec.dst, i, hops);
-            it.offset = static_cast<std::uint32_t>(chunk.links.size());
-            it.count = static_cast<std::uint32_t>(hops.size());
-            it.latency = topology::route_latency_ns(*fabric_, hops.data(), hops.size());
-            bool free = false;
-            for (const std::uint32_t l : hops) {
-                chunk.bytes[static_cast<std::size_t>(fabric_->kind()[l])] += spec.bytes;
+    const std::size_t begin = std::size_t{c} * kRouteChunk;
+    const std::size_t end = std::min(edge_total_, begin + kRouteChunk);
+    auto g = std::upper_bound(edge_groups_.begin(), edge_groups_.end(), begin,
+                              [](std::size_t i, const EdgeGroup& e) { return i < e.first; }) - 1;
+    std::vector<std::uint32_t>& hops = chunk.hops;
+    for (std::size_t k = begin; k < end; ++k) {
+        while (k >= g->first + pending_[g->partition][g->index].flows.size()) {
+            ++g;
+        }
+        const auto i = static_cast<std::uint32_t>(k - g->first);
+        const FlowSpec& spec = pending_[g->partition][g->index].flows[i];
+        Item& it = items_[k];
+        it.spec = &spec;
+        it.count = 0;
+        if (spec.src == spec.dst || spec.bytes <= 0.0) {
+            continue; // an on-chip copy: no route
+        }
+        // The salt spreads a group's flows over equal-cost paths. It depends on the flow alone
+        // (its index in the group, with source and destination hashed by the router), so the
+        // same group of flows always takes the same paths.
+        hops.clear();
+        topology::route(*fabric_, spec.src, spec.dst, i, hops);
+        it.offset = static_cast<std::uint32_t>(chunk.links.size());
+        it.count = static_cast<std::uint32_t>(hops.size());
+        it.latency = topology::route_latency_ns(*fabric_, hops.data(), hops.size());
+        bool free = false;
+        for (const std::uint32_t l : hops) {
+            chunk.bytes[static_cast<std::size_t>(fabric_->kind()[l])] += spec.bytes;
+            if (note_owners) {
                 const std::uint16_t o = owner_[l]; // placement has not started: no writer
                 if (o == kFree) {
                     free = true;
@@ -371,24 +440,30 @@ void FlowNetwork::route_all(const ParallelFor& parallel) {
                     mark(o);
                 }
             }
-            if (free) {
-                mark(static_cast<std::uint32_t>(std::uint64_t{spec.src} * shards / fabric_->chips()));
-            }
-            chunk.links.insert(chunk.links.end(), hops.begin(), hops.end());
         }
-    };
-    if (parallel && total >= kParallelRouting) {
-        parallel(chunks, route_chunk);
-    } else {
-        for (std::uint32_t c = 0; c < chunks; ++c) {
-            route_chunk(c);
+        if (free) {
+            mark(static_cast<std::uint32_t>(std::uint64_t{spec.src} * shards / fabric_->chips()));
         }
+        chunk.links.insert(chunk.links.end(), hops.begin(), hops.end());
     }
+}
+
+bool FlowNetwork::claim_chunk(std::uint32_t c) {
+    std::uint8_t todo = kChunkTodo;
+    if (!chunk_state_[c].compare_exchange_strong(todo, kChunkClaimed, std::memory_order_relaxed)) {
+        return false;
+    }
+    route_chunk(c, false);
+    chunk_state_[c].store(kChunkRouted, std::memory_order_release);
+    return true;
+}
+
+void FlowNetwork::merge_routes(std::uint32_t chunks) {
     for (std::uint32_t c = 0; c < chunks; ++c) {
         for (std::size_t k = 0; k < link_bytes_.size(); ++k) {
             link_bytes_[k] += chunks_[c].bytes[k];
         }
-        for (std::size_t w = 0; w < words; ++w) {
+        for (std::size_t w = 0; w < touched_.size(); ++w) {
             touched_[w] |= chunks_[c].touched[w];
         }
     }
@@ -396,17 +471,34 @@ void FlowNetwork::route_all(const ParallelFor& parallel) {
 
 // Placement of the routed flows, one by one in the order of the groups: on the shard owning
 // their links, on their source's shard when the links are free, components gathered when
-// several shards own some.
-void FlowNetwork::place_all(std::int64_t now) {
+// several shards own some. With `pipelined`, the chunks are being routed by other threads:
+// placement waits for each (or routes it itself if nobody has started it).
+void FlowNetwork::place_all(std::int64_t now, bool pipelined) {
     if (edge_groups_.empty()) {
         return;
     }
+    const auto chunks = static_cast<std::uint32_t>((edge_total_ + kRouteChunk - 1) / kRouteChunk);
+    routed_ = pipelined ? 0 : chunks;
+    const auto ensure_routed = [&](std::size_t item) {
+        const auto c = static_cast<std::uint32_t>(item / kRouteChunk);
+        while (routed_ <= c) {
+            if (!claim_chunk(routed_)) {
+                while (chunk_state_[routed_].load(std::memory_order_acquire) != kChunkRouted) {
+#if defined(__x86_64__) || defined(__i386__)
+                    __builtin_ia32_pause();
+#endif
+                }
+            }
+            ++routed_;
+        }
+    };
     const auto shards = static_cast<std::uint64_t>(shards_.size());
     for (const EdgeGroup& e : edge_groups_) {
         const Pending& p = pending_[e.partition][e.index];
         const std::uint32_t gid = new_group(p);
         for (std::size_t i = 0; i < p.flows.size(); ++i) {
             const std::size_t item = e.first + i;
+            ensure_routed(item);
             Item& it = items_[item];
             const FlowSpec& spec = p.flows[i];
             if (it.count == 0) {
@@ -418,6 +510,16 @@ void FlowNetwork::place_all(std::int64_t now) {
             }
             it.group = gid;
             it.start = p.start;
+            const std::size_t ahead = item + kPlaceAhead;
+            if (ahead < edge_total_ && ahead / kRouteChunk < routed_) {
+                // The owners of a flow's links are scattered over the fabric: fetch those of a
+                // flow a few ahead so that the misses overlap.
+                const std::uint32_t* l =
+                    chunks_[ahead / kRouteChunk].links.data() + items_[ahead].offset;
+                for (std::uint32_t j = 0; j < items_[ahead].count; ++j) {
+                    __builtin_prefetch(&owner_[l[j]], 1);
+                }
+            }
             route_ = std::span<const std::uint32_t>(
                 chunks_[item / kRouteChunk].links.data() + it.offset, it.count);
             const auto home =
@@ -425,6 +527,9 @@ void FlowNetwork::place_all(std::int64_t now) {
             queue_item(item, place(home, now));
         }
         arrivals_.push_back({gid, p.start}); // the admission token
+    }
+    if (edge_total_ > 0) {
+        ensure_routed(edge_total_ - 1); // every chunk, for merge_routes
     }
     for (auto& part : pending_) {
         part.clear();
@@ -456,6 +561,7 @@ void FlowNetwork::resolve_shard(Shard& s, std::int64_t now) {
     s.flush(users_);
     bool changed = s.dirty;
     s.dirty = false;
+    s.lost = false;
     const auto release = [&](MaxMinSolver::FlowId sid) {
         for (const std::uint32_t l : s.solver.links(sid)) {
             if (--users_[l] == 0) {
@@ -541,15 +647,10 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
     const auto seconds = [](Clock::time_point from, Clock::time_point to) {
         return std::chrono::duration<double>(to - from).count();
     };
-    const Clock::time_point t0 = Clock::now();
-    route_all(parallel);
-    const Clock::time_point t1 = Clock::now();
-    // Placement on one thread, beside the shards it cannot touch; then the others. Only shards
-    // with something to do run: flows to admit, or a transmission ending by now. Larger loads
-    // first, so that the last pieces are small.
-    const auto touched = [&](std::uint32_t k) { return (touched_[k / 64] >> (k % 64) & 1U) != 0; };
+    // Only shards with something to do run: flows to admit, or a transmission ending by now.
+    // Larger loads first, so that the last pieces are small.
     const auto busy = [&](const Shard& s) {
-        return !s.queued.empty() || s.dirty || s.next_finish <= now;
+        return !s.queued.empty() || s.dirty || s.lost || s.next_finish <= now;
     };
     const auto by_load = [&](std::uint32_t a, std::uint32_t b) {
         const std::size_t la = shards_[a]->load(), lb = shards_[b]->load();
@@ -564,21 +665,54 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
             }
         }
     };
-    beside_.clear();
-    for (std::uint32_t k = 0; k < shards_.size(); ++k) {
-        if (!touched(k) && busy(*shards_[k])) {
-            beside_.push_back(k);
-        }
-    }
-    std::sort(beside_.begin(), beside_.end(), by_load);
+    const auto touched = [&](std::uint32_t k) { return (touched_[k / 64] >> (k % 64) & 1U) != 0; };
+    const Clock::time_point t0 = Clock::now();
+    const std::uint32_t chunks = prepare_routes();
     const bool placing = !edge_groups_.empty();
-    run(static_cast<std::uint32_t>(beside_.size()) + (placing ? 1 : 0), [&](std::uint32_t i) {
-        if (placing && i == 0) {
-            place_all(now);
+    const bool quiet = std::none_of(shards_.begin(), shards_.end(),
+                                    [&](const std::unique_ptr<Shard>& s) { return busy(*s); });
+    Clock::time_point t1 = t0;
+    if (placing && quiet && parallel && edge_total_ >= kParallelRouting) {
+        // No shard has work yet: placement starts at once and follows the routing threads
+        // chunk by chunk. Every shard counts as noted.
+        run(chunks + 1, [&](std::uint32_t i) {
+            if (i == 0) {
+                place_all(now, true);
+            } else {
+                claim_chunk(i - 1);
+            }
+        });
+        merge_routes(chunks);
+        touched_.assign(touched_.size(), ~std::uint64_t{0});
+    } else {
+        // Routes first, noting the shards placement may touch; then placement on one thread
+        // beside the busy shards it cannot touch.
+        const auto route_piece = [&](std::uint32_t c) { route_chunk(c, true); };
+        if (edge_total_ >= kParallelRouting) {
+            run(chunks, route_piece);
         } else {
-            resolve_shard(*shards_[beside_[i - (placing ? 1 : 0)]], now);
+            for (std::uint32_t c = 0; c < chunks; ++c) {
+                route_piece(c);
+            }
         }
-    });
+        merge_routes(chunks);
+        t1 = Clock::now();
+        beside_.clear();
+        for (std::uint32_t k = 0; k < shards_.size(); ++k) {
+            if (!touched(k) && busy(*shards_[k])) {
+                beside_.push_back(k);
+            }
+        }
+        std::sort(beside_.begin(), beside_.end(), by_load);
+        const std::uint32_t first = placing ? 1 : 0;
+        run(static_cast<std::uint32_t>(beside_.size()) + first, [&](std::uint32_t i) {
+            if (i < first) {
+                place_all(now, false);
+            } else {
+                resolve_shard(*shards_[beside_[i - first]], now);
+            }
+        });
+    }
     const Clock::time_point t2 = Clock::now();
     active_.clear();
     for (std::uint32_t k = 0; k < shards_.size(); ++k) {
@@ -587,20 +721,34 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
         }
     }
     std::sort(active_.begin(), active_.end(), by_load);
-    run(static_cast<std::uint32_t>(active_.size()),
-        [&](std::uint32_t i) { resolve_shard(*shards_[active_[i]], now); });
+    // Arrivals become completion events in a fixed order: admission's, those of the shards no
+    // route noted (shard by shard), then those of the noted shards. The first part runs as one
+    // piece beside the noted shards' updates (it touches neither them nor their arrivals).
+    const auto arrivals_of = [&](bool noted) {
+        for (std::uint32_t k = 0; k < shards_.size(); ++k) {
+            if (touched(k) == noted) {
+                for (const Arrival& a : shards_[k]->arrivals) {
+                    arrive(a.group, a.when, now, note);
+                }
+                shards_[k]->arrivals.clear();
+            }
+        }
+    };
+    run(static_cast<std::uint32_t>(active_.size()) + 1, [&](std::uint32_t i) {
+        if (i == 0) {
+            for (const Arrival& a : arrivals_) {
+                arrive(a.group, a.when, now, note);
+            }
+            arrivals_.clear();
+            arrivals_of(false);
+        } else {
+            resolve_shard(*shards_[active_[i - 1]], now);
+        }
+    });
     const Clock::time_point t3 = Clock::now();
-    // Arrivals in a fixed order: admission's, then each shard's.
-    for (const Arrival& a : arrivals_) {
-        arrive(a.group, a.when, now, note);
-    }
-    arrivals_.clear();
+    arrivals_of(true);
     std::int64_t next = kNoFinish;
     for (const auto& s : shards_) {
-        for (const Arrival& a : s->arrivals) {
-            arrive(a.group, a.when, now, note);
-        }
-        s->arrivals.clear();
         next = std::min(next, s->next_finish);
     }
     // Wake at the next end of transmission.

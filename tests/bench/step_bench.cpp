@@ -77,8 +77,8 @@ void print(const char* label, const config::ScenarioSpec& spec, const Timed& t) 
                 fmt::integer(static_cast<std::int64_t>(s.windows)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.flows)).c_str(), t.wall);
     std::printf("%s:   fabric at window edges (%u shards, %s components moved, %s flows in "
-                "them): routing %.2f s, placement beside untouched shards %.2f s, other shards "
-                "%.2f s, arrivals %.2f s\n",
+                "them): routing %.2f s, placement (beside untouched shards, or overlapping the "
+                "routing) %.2f s, other shards %.2f s, last arrivals %.2f s\n",
                 label, s.fabric_shards, fmt::integer(static_cast<std::int64_t>(s.migrations)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.migrated_flows)).c_str(), s.fabric_route_s,
                 s.fabric_place_s, s.fabric_shards_s, s.fabric_arrivals_s);

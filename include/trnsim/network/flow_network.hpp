@@ -32,8 +32,10 @@
 // noting the shards that own their links or would take them (their source's shard when a link
 // is free); then one thread places the flows on shards, in order, while the other threads
 // update the shards that placement cannot touch; then the remaining shards update on all
-// threads. Placement only reads and writes the links and flows of the shards the routes noted,
-// so the two never share state.
+// threads, beside one piece that turns the first arrivals into events. Placement only reads
+// and writes the links and flows of the shards the routes noted, so the two never share state.
+// When no shard has work before placement (the start of a collective phase everywhere), the
+// first two steps overlap instead: placement follows the routing threads chunk by chunk.
 //
 // Threading: start_group() may be called from handlers of different partitions concurrently
 // (each partition has its own buffer); resolve() runs at a window edge with every partition
@@ -45,6 +47,7 @@
 #include "trnsim/topology/fabric.hpp"
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -109,10 +112,10 @@ public:
     std::uint64_t migrated_flows() const { return migrated_flows_; }
     /// Wall-clock seconds spent in resolve(), by part (for benchmarks).
     struct EdgeTimes {
-        double route_s = 0.0;    ///< routing the new flows
-        double place_s = 0.0;    ///< placement, beside the shards it cannot touch
-        double shards_s = 0.0;   ///< the other shards' releases, updates and reschedules
-        double arrivals_s = 0.0; ///< completion events and the next wake
+        double route_s = 0.0;    ///< routing the new flows (before placement)
+        double place_s = 0.0;    ///< placement, beside the shards it cannot touch or the routing
+        double shards_s = 0.0;   ///< the other shards' updates, beside the first arrivals
+        double arrivals_s = 0.0; ///< the other arrivals' completion events and the next wake
     };
     const EdgeTimes& edge_times() const { return edge_times_; }
     /// Bytes carried by the links of each kind so far (a flow's bytes count once per link of
@@ -146,11 +149,18 @@ private:
     std::uint32_t new_group(const Pending& p);
     /// One flow (or the group's own admission token) of group `gid` has arrived at `when`.
     void arrive(std::uint32_t gid, std::int64_t when, std::int64_t now, const Schedule& schedule);
-    /// Routes the buffered groups' flows (in chunks, on all threads) and marks in `touched_`
-    /// every shard their placement may read or change.
-    void route_all(const ParallelFor& parallel);
-    /// Places the routed flows on shards, in the order of the groups.
-    void place_all(std::int64_t now);
+    /// Lists the buffered groups and their flows for routing; returns the number of chunks.
+    std::uint32_t prepare_routes();
+    /// Routes the flows of chunk `c`; with `note_owners`, notes in the chunk every shard their
+    /// placement may read or change (placement must not be running).
+    void route_chunk(std::uint32_t c, bool note_owners);
+    /// Routes chunk `c` unless another thread has started it; true if this call routed it.
+    bool claim_chunk(std::uint32_t c);
+    /// Adds the routed chunks' bytes to link_bytes_ and their noted shards to `touched_`.
+    void merge_routes(std::uint32_t chunks);
+    /// Places the routed flows on shards, in the order of the groups. `pipelined`: the chunks
+    /// are being routed meanwhile (claim_chunk); it waits for each or routes it itself.
+    void place_all(std::int64_t now, bool pipelined);
     /// Queues flow `item` on shard `k`, which owns or may take all its links.
     void queue_item(std::size_t item, std::uint32_t k);
     /// The shard a flow over `route_` joins, moving components between shards if it bridges
@@ -195,22 +205,29 @@ private:
         std::uint32_t partition, index;
         std::size_t first;
     };
-    static constexpr std::size_t kRouteChunk = 256;
+    static constexpr std::size_t kRouteChunk = 64;
     struct RouteChunk {
         std::vector<std::uint32_t> links;
         std::array<double, topology::kLinkKinds> bytes{};
         std::vector<std::uint64_t> touched; ///< bit set of shards, as `touched_`
+        std::vector<std::uint32_t> hops;    ///< scratch
     };
+    static constexpr std::uint8_t kChunkTodo = 0, kChunkClaimed = 1, kChunkRouted = 2;
     std::vector<EdgeGroup> edge_groups_;
     std::vector<Item> items_;
     std::vector<RouteChunk> chunks_;
+    std::unique_ptr<std::atomic<std::uint8_t>[]> chunk_state_; ///< per chunk: kChunk*
+    std::uint32_t chunk_capacity_ = 0;
+    std::uint32_t routed_ = 0; ///< chunks placement knows to be routed
     std::span<const std::uint32_t> route_; ///< the flow being placed
     std::vector<std::uint16_t> owners_seen_;
+    std::size_t edge_total_ = 0; ///< flows routed at this edge
     std::vector<std::uint64_t> touched_;  ///< shards placement may touch at this edge (bits)
     std::vector<std::uint32_t> beside_;   ///< shards updated beside placement
     std::vector<std::uint32_t> active_;   ///< shards updated after placement
     std::vector<std::uint32_t> bfs_links_;
     std::vector<MaxMinSolver::FlowId> bfs_flows_;
+    std::vector<std::uint8_t> queued_moving_; ///< per queued flow of the shard being left
 };
 
 } // namespace trnsim::network

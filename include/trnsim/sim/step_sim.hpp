@@ -129,8 +129,8 @@ struct StepSimStats {
     std::uint64_t fabric_collectives = 0; ///< collective instances between entities
     int threads = 1;
     /// Wall-clock seconds of the fabric's window-edge work (network::FlowNetwork::EdgeTimes):
-    /// routing new flows, placing them beside the shards placement cannot touch, the other
-    /// shards' updates, completion events. For benchmarks; never written to results (they vary
+    /// routing new flows, placing them (beside the shards placement cannot touch, or overlapping
+    /// the routing), the other shards' updates, the last completion events. For benchmarks; never written to results (they vary
     /// from run to run).
     double fabric_route_s = 0.0, fabric_place_s = 0.0, fabric_shards_s = 0.0;
     double fabric_arrivals_s = 0.0;

@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 #include <thread>
+#include <tuple>
 
 namespace trnsim::network {
 namespace {
@@ -242,27 +243,34 @@ std::map<engine::EntityId, std::int64_t> run_staggered(FlowNetwork& net,
 
 TEST(FlowNetwork, FlowsStartingWhileOthersRunKeepTheirRatesOnShardsAndThreads) {
     // New flows at most edges while earlier ones finish: placement then runs beside the
-    // shards it cannot touch. One solver, 8 shards on one thread and 8 shards on two agree.
+    // shards it cannot touch, and components move with flows queued at the same edge. One
+    // solver, shards on one thread and the same shards on two agree.
     const topology::Fabric f = two_leaf_instances();
     const Bandwidth hbm = Bandwidth::bytes_per_s(2.9e12);
     const Duration step = Duration::from_ns(2000);
-    const auto traffic = staggered_traffic(f.chips(), 600, 17);
-    FlowNetwork one(f, 2, kWakeEntity, kWake, hbm, step, 1);
-    FlowNetwork serial(f, 2, kWakeEntity, kWake, hbm, step, 8);
-    FlowNetwork threaded(f, 2, kWakeEntity, kWake, hbm, step, 8);
-    const auto a = run_staggered(one, traffic);
-    const auto b = run_staggered(serial, traffic);
-    const auto c = run_staggered(threaded, traffic, two_threads);
-    ASSERT_EQ(a.size(), traffic.size());
-    for (const auto& [owner, t] : a) {
-        EXPECT_NEAR(static_cast<double>(b.at(owner)), static_cast<double>(t), 2.0)
-            << "group " << owner;
-        EXPECT_GE(t, traffic[owner].start); // nothing arrives before it starts
+    for (const auto& [shards, groups, seed] :
+         {std::tuple{8u, 600, 17u}, std::tuple{16u, 1500, 5u}, std::tuple{32u, 1500, 23u}}) {
+        const auto traffic = staggered_traffic(f.chips(), groups, seed);
+        FlowNetwork one(f, 2, kWakeEntity, kWake, hbm, step, 1);
+        FlowNetwork serial(f, 2, kWakeEntity, kWake, hbm, step, shards);
+        FlowNetwork threaded(f, 2, kWakeEntity, kWake, hbm, step, shards);
+        const auto a = run_staggered(one, traffic);
+        const auto b = run_staggered(serial, traffic);
+        const auto c = run_staggered(threaded, traffic, two_threads);
+        ASSERT_EQ(a.size(), traffic.size());
+        ASSERT_EQ(b.size(), traffic.size()) << shards << " shards";
+        // A rate change reaches a flow's finish time rounded to the nanosecond, and a moved
+        // flow's bytes are counted at the edge: a few ns apart after a chain of changes.
+        for (const auto& [owner, t] : a) {
+            EXPECT_NEAR(static_cast<double>(b.at(owner)), static_cast<double>(t), 20.0)
+                << "group " << owner << ", " << shards << " shards";
+            EXPECT_GE(t, traffic[owner].start); // nothing arrives before it starts
+        }
+        EXPECT_EQ(b, c) << shards << " shards";
+        EXPECT_GT(serial.migrations(), 0u);
+        EXPECT_EQ(serial.migrations(), threaded.migrations());
+        EXPECT_EQ(serial.solves(), threaded.solves());
     }
-    EXPECT_EQ(b, c);
-    EXPECT_GT(serial.migrations(), 0u);
-    EXPECT_EQ(serial.migrations(), threaded.migrations());
-    EXPECT_EQ(serial.solves(), threaded.solves());
 }
 
 } // namespace
