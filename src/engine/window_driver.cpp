@@ -142,40 +142,55 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
     std::vector<std::exception_ptr> errors(partitions);
     std::exception_ptr edge_error;
     std::atomic<bool> failed{false};
-    std::atomic<std::uint32_t> process_cursor{0};
-    std::atomic<std::uint32_t> deliver_cursor{0};
     std::int64_t window_end = 0;
     bool done = false;
     Barrier barrier(threads);
     Team team(threads, barrier);
 
-    // The order in which threads take partitions to process: the busiest of the last window
-    // first. It only decides which thread runs what, never the results.
-    std::vector<std::uint32_t> order(partitions);
-    std::vector<std::uint64_t> handled(partitions, 0);
-    for (std::uint32_t p = 0; p < partitions; ++p) {
-        order[p] = p;
+    // Each thread has a home block of contiguous partitions, which it processes and delivers
+    // itself window after window (their queues and entities stay in its cache); a thread done
+    // with its own block helps with the others'. Within a block, the busiest partitions of the
+    // last window go first, so that the pieces left to share at the end are small. This only
+    // decides which thread runs what, never the results.
+    struct Block {
+        std::vector<std::uint32_t> order;
+        std::atomic<std::uint32_t> process{0};
+        std::atomic<std::uint32_t> deliver{0};
+    };
+    std::vector<Block> blocks(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t) {
+        const auto tt = static_cast<std::uint64_t>(t);
+        for (auto p = static_cast<std::uint32_t>(tt * partitions / static_cast<std::uint64_t>(threads));
+             p < (tt + 1) * partitions / static_cast<std::uint64_t>(threads); ++p) {
+            blocks[static_cast<std::size_t>(t)].order.push_back(p);
+        }
     }
+    std::vector<std::uint64_t> handled(partitions, 0);
 
-    // Runs `work` for every partition, spreading partitions over the threads as they free up
-    // (in `order` if `ordered`, else in index order).
-    const auto for_each_partition = [&](std::atomic<std::uint32_t>& cursor, bool ordered,
-                                        auto&& work) {
-        for (std::uint32_t i = cursor.fetch_add(1, std::memory_order_relaxed); i < partitions;
-             i = cursor.fetch_add(1, std::memory_order_relaxed)) {
-            const std::uint32_t p = ordered ? order[i] : i;
-            try {
-                work(p);
-            } catch (...) {
-                errors[p] = std::current_exception();
-                failed.store(true, std::memory_order_relaxed);
+    // Runs `work` for every partition: thread `self` takes its own block's partitions, then
+    // those left in the other blocks.
+    const auto for_each_partition = [&](int self, bool processing, auto&& work) {
+        for (int k = 0; k < threads; ++k) {
+            Block& b = blocks[static_cast<std::size_t>((self + k) % threads)];
+            std::atomic<std::uint32_t>& cursor = processing ? b.process : b.deliver;
+            const auto n = static_cast<std::uint32_t>(b.order.size());
+            for (std::uint32_t i = cursor.fetch_add(1, std::memory_order_relaxed); i < n;
+                 i = cursor.fetch_add(1, std::memory_order_relaxed)) {
+                const std::uint32_t p = b.order[i];
+                try {
+                    work(p);
+                } catch (...) {
+                    errors[p] = std::current_exception();
+                    failed.store(true, std::memory_order_relaxed);
+                }
             }
         }
     };
 
     // The window loop of one thread (`leader`: thread 0, which runs the serial steps). The
     // others spend the window edge in team.serve(), whose last barrier starts the next window.
-    const auto work = [&](bool leader) {
+    const auto work = [&](int self) {
+        const bool leader = self == 0;
         barrier.wait(); // everything prepared above happens before the first window
         while (true) {
             if (leader) {
@@ -187,13 +202,17 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
                                      ? config.until_ns
                                      : t_min + config.lookahead_ns;
                     ++stats.windows;
-                    if (threads > 1) {
-                        std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) {
-                            return handled[a] > handled[b] || (handled[a] == handled[b] && a < b);
-                        });
+                    for (Block& b : blocks) {
+                        if (threads > 1) {
+                            std::sort(b.order.begin(), b.order.end(),
+                                      [&](std::uint32_t x, std::uint32_t y) {
+                                          return handled[x] > handled[y] ||
+                                                 (handled[x] == handled[y] && x < y);
+                                      });
+                        }
+                        b.process.store(0, std::memory_order_relaxed);
+                        b.deliver.store(0, std::memory_order_relaxed);
                     }
-                    process_cursor.store(0, std::memory_order_relaxed);
-                    deliver_cursor.store(0, std::memory_order_relaxed);
                 }
                 team.release();
                 barrier.wait();
@@ -203,11 +222,11 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
             if (done) {
                 break;
             }
-            for_each_partition(process_cursor, true, [&](std::uint32_t p) {
+            for_each_partition(self, true, [&](std::uint32_t p) {
                 handled[p] = model.process(p, window_end);
             });
             barrier.wait();
-            for_each_partition(deliver_cursor, false, [&](std::uint32_t p) {
+            for_each_partition(self, false, [&](std::uint32_t p) {
                 next[p] = model.deliver(p);
             });
             barrier.wait();
@@ -228,10 +247,10 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
     };
 
     if (threads == 1) {
-        work(true); // the same algorithm, without an OpenMP region
+        work(0); // the same algorithm, without an OpenMP region
     } else {
 #pragma omp parallel num_threads(threads)
-        work(omp_get_thread_num() == 0);
+        work(omp_get_thread_num());
     }
 
     for (const auto& e : errors) {

@@ -8,9 +8,9 @@
 //                (not at the previous window end) jumps over empty stretches of time.
 //   2. parallel  every partition handles its events with time < window_end. Events for other
 //                partitions go to per-(source, destination) outboxes; the lookahead guarantees
-//                they are not due before window_end. Threads take partitions as they free up,
-//                those that handled the most events in the last window first (a long one
-//                started last would leave the other threads waiting).
+//                they are not due before window_end. Each thread processes a home block of
+//                partitions (the same every window, for its cache), those that handled the most
+//                events in the last window first, then helps with what is left of the others.
 //   3. parallel  every partition takes the events addressed to it from all outboxes into its
 //                queue (the queue's total order makes the insertion order irrelevant) and
 //                reports its next event time.
