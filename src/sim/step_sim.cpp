@@ -749,6 +749,9 @@ private:
     template <class Q>
     void trace(engine::Context<Q>& ctx, std::uint64_t e, int lane, std::int64_t start,
                std::int64_t end, std::uint32_t name) {
+        if (traced_.empty()) {
+            return; // no trace asked for: no lookup per op
+        }
         auto it = traced_.find(e);
         if (it == traced_.end() || end <= start) {
             return;

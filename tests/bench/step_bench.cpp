@@ -106,11 +106,12 @@ bool identical(const sim::StepSimResult& a, const sim::StepSimResult& b) {
 }
 
 void threads_case(const config::ScenarioSpec& spec, const char* label) {
-    // 1, 2, 1, 2, 1, 2 threads, the best of each: the first run also pays for first touches of
-    // memory, and the shared machine's speed drifts from second to second (a 2-thread run
-    // also waits whenever the host takes one of its cores); alternating spreads both over the
-    // two counts, and the best run of each is the one least disturbed.
-    constexpr int kPairs = 3;
+    // 1, 2, 1, 2, ... threads, five of each, the best of each: the first run also pays for
+    // first touches of memory, and the shared machine's speed drifts from second to second (a
+    // 2-thread run also waits whenever the host takes one of its cores); alternating spreads
+    // both over the two counts, and the best run of each is the one least disturbed. The
+    // ratio of the medians is printed too.
+    constexpr int kPairs = 5;
     std::vector<Timed> one, two;
     for (int k = 0; k < kPairs; ++k) {
         one.push_back(run_step(spec, 1));
@@ -138,9 +139,18 @@ void threads_case(const config::ScenarioSpec& spec, const char* label) {
     };
     print(label, spec, best(one));
     print(label, spec, best(two));
-    std::printf("%s: speedup 2 threads vs 1 (best of %d runs each): %.2fx; results of every "
-                "run %s\n",
-                label, kPairs, best(one).wall / best(two).wall, same ? "identical" : "DIFFER");
+    const auto median = [](const std::vector<Timed>& runs) {
+        std::vector<double> w;
+        for (const Timed& t : runs) {
+            w.push_back(t.wall);
+        }
+        std::sort(w.begin(), w.end());
+        return w[w.size() / 2];
+    };
+    std::printf("%s: speedup 2 threads vs 1 (best of %d runs each): %.2fx (medians: %.2fx); "
+                "results of every run %s\n",
+                label, kPairs, best(one).wall / best(two).wall, median(one) / median(two),
+                same ? "identical" : "DIFFER");
 }
 
 void analytic_case() {
