@@ -68,6 +68,22 @@ struct FlowNetwork::Shard {
         flows.push_back({});
         return static_cast<std::uint32_t>(flows.size() - 1);
     }
+    /// Queues a flow for the solver (its slot keeps its version: stale finishes of the slot's
+    /// earlier flows carry older ones). `counted`: its links' users_ include it already.
+    void enqueue(std::uint32_t group, std::int64_t latency, std::int64_t last, double remaining,
+                 std::span<const std::uint32_t> links, double weight, bool counted) {
+        const std::uint32_t slot = new_slot();
+        Flow& f = flows[slot];
+        f.group = group;
+        f.solver_id = kQueued;
+        f.latency = latency;
+        f.last = last;
+        f.remaining = remaining;
+        f.rate = 0.0;
+        queued.push_back({slot, static_cast<std::uint32_t>(queued_links.size()),
+                          static_cast<std::uint32_t>(links.size()), weight, counted});
+        queued_links.insert(queued_links.end(), links.begin(), links.end());
+    }
     /// Puts the queued flows into the solver, counting them as users of their links.
     void flush(std::vector<std::uint32_t>& users) {
         for (const Queued& q : queued) {
@@ -295,28 +311,19 @@ void FlowNetwork::migrate(std::uint32_t from, std::uint32_t to, std::int64_t now
     // The queued flows of the component go over as they are (not yet counted on their links
     // if they were not before).
     std::size_t kept = 0;
-    std::size_t moved_queued = 0;
     for (std::size_t q = 0; q < a.queued.size(); ++q) {
         const Shard::Queued e = a.queued[q];
         if (queued_moving_[q] == 0) {
             a.queued[kept++] = e;
             continue;
         }
-        ++moved_queued;
-        const Shard::Flow f = a.flows[e.slot];
+        const Shard::Flow& f = a.flows[e.slot];
+        b.enqueue(f.group, f.latency, f.last, f.remaining,
+                  std::span(a.queued_links.data() + e.offset, e.count), e.weight, e.counted);
         a.free_flows.push_back(e.slot);
-        const std::uint32_t slot_b = b.new_slot();
-        Shard::Flow& g = b.flows[slot_b];
-        const std::uint32_t version = g.version; // the slot's: stale finishes in b carry older
-        g = f;
-        g.version = version;
-        b.queued.push_back({slot_b, static_cast<std::uint32_t>(b.queued_links.size()), e.count,
-                            e.weight, e.counted});
-        b.queued_links.insert(b.queued_links.end(), a.queued_links.begin() + e.offset,
-                              a.queued_links.begin() + e.offset + e.count);
     }
+    migrated_flows_ += a.queued.size() - kept;
     a.queued.resize(kept);
-    migrated_flows_ += moved_queued;
     ++migrations_;
     migrated_flows_ += bfs_flows_.size();
     for (const MaxMinSolver::FlowId sid : bfs_flows_) {
@@ -338,18 +345,7 @@ void FlowNetwork::migrate(std::uint32_t from, std::uint32_t to, std::int64_t now
             continue;
         }
         f.advance(now);
-        const std::uint32_t slot_b = b.new_slot();
-        Shard::Flow& g = b.flows[slot_b];
-        g.group = f.group;
-        g.solver_id = kQueued;
-        g.latency = f.latency;
-        g.last = f.last;
-        g.remaining = f.remaining;
-        g.rate = 0.0;
-        b.queued.push_back({slot_b, static_cast<std::uint32_t>(b.queued_links.size()),
-                            static_cast<std::uint32_t>(links.size()), a.solver.weight(sid),
-                            true});
-        b.queued_links.insert(b.queued_links.end(), links.begin(), links.end());
+        b.enqueue(f.group, f.latency, f.last, f.remaining, links, a.solver.weight(sid), true);
         a.solver.detach(sid);
     }
 }
@@ -540,17 +536,8 @@ void FlowNetwork::queue_item(std::size_t item, std::uint32_t k) {
     const Item& it = items_[item];
     const std::uint32_t* links = chunks_[item / kRouteChunk].links.data() + it.offset;
     Shard& s = *shards_[k];
-    const std::uint32_t slot = s.new_slot();
-    Shard::Flow& f = s.flows[slot];
-    f.group = it.group;
-    f.solver_id = kQueued;
-    f.latency = it.latency;
-    f.last = it.start;
-    f.remaining = it.spec->bytes;
-    f.rate = 0.0;
-    s.queued.push_back({slot, static_cast<std::uint32_t>(s.queued_links.size()), it.count,
-                        it.spec->weight, false});
-    s.queued_links.insert(s.queued_links.end(), links, links + it.count);
+    s.enqueue(it.group, it.latency, it.start, it.spec->bytes, std::span(links, it.count),
+              it.spec->weight, false);
     for (std::uint32_t j = 0; j < it.count; ++j) {
         owner_[links[j]] = static_cast<std::uint16_t>(k); // its users_ count when the shard runs
     }
