@@ -16,6 +16,9 @@ namespace trnsim::engine {
 
 namespace {
 
+/// Blocks of up to this many partitions are sorted busiest first before every window.
+constexpr std::size_t kSortedBlock = 4096;
+
 /// A reusable barrier on std::atomic: spins briefly, then sleeps in atomic::wait. The last
 /// thread to arrive releases the others by bumping the generation (release); waiters read it
 /// with acquire, so everything written before the barrier is visible after it.
@@ -203,7 +206,9 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
                                      : t_min + config.lookahead_ns;
                     ++stats.windows;
                     for (Block& b : blocks) {
-                        if (threads > 1) {
+                        // (a sort per window stays cheap beside the window's own work up to a
+                        // few thousand partitions a block; beyond, index order)
+                        if (threads > 1 && b.order.size() <= kSortedBlock) {
                             std::sort(b.order.begin(), b.order.end(),
                                       [&](std::uint32_t x, std::uint32_t y) {
                                           return handled[x] > handled[y] ||

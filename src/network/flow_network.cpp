@@ -387,7 +387,6 @@ std::uint32_t FlowNetwork::prepare_routes() {
     for (std::uint32_t c = 0; c < chunks; ++c) {
         chunk_state_[c].store(kChunkTodo, std::memory_order_relaxed);
     }
-    routed_ = 0;
     return chunks;
 }
 
