@@ -79,17 +79,7 @@ public:
 
     template <class Q>
     void window_edge(engine::WindowEdge<Q>& edge) {
-        const std::int64_t now = edge.window_end().ns();
-        const auto wake = static_cast<engine::EntityId>(jobs_.size());
-        fabric_.resolve(
-            now,
-            [&](engine::EntityId target, std::int64_t t, engine::EventType type,
-                std::uint64_t payload) {
-                edge.schedule_at(wake, target, SimTime::from_ns(t), type, payload);
-            },
-            [&](std::uint32_t n, const std::function<void(std::uint32_t)>& work) {
-                edge.parallel_for(n, work);
-            });
+        fabric_.resolve_at(edge, static_cast<engine::EntityId>(jobs_.size()));
     }
 
     std::vector<CollectiveOutcome> outcomes() const {

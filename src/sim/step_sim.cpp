@@ -272,17 +272,7 @@ public:
 
     template <class Q>
     void window_edge(engine::WindowEdge<Q>& edge) {
-        const std::int64_t now = edge.window_end().ns();
-        const engine::EntityId wake = wake_entity();
-        fabric_net_->resolve(
-            now,
-            [&](engine::EntityId target, std::int64_t t, engine::EventType type,
-                std::uint64_t payload) {
-                edge.schedule_at(wake, target, SimTime::from_ns(t), type, payload);
-            },
-            [&](std::uint32_t n, const std::function<void(std::uint32_t)>& work) {
-                edge.parallel_for(n, work);
-            });
+        fabric_net_->resolve_at(edge, wake_entity());
     }
 
     StepSimResult result(const engine::RunStats& run) const;

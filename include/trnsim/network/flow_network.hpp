@@ -102,6 +102,20 @@ public:
     /// next wake and the groups' completion events (all at or after `now`). Returns true when
     /// it scheduled anything. The shards run through `parallel` (one after another without).
     bool resolve(std::int64_t now, const Schedule& schedule, const ParallelFor& parallel = {});
+    /// The same from a model's window-edge hook (an engine::WindowEdge): at its window's end,
+    /// with its threads, the events scheduled from `wake` (the model's wake entity).
+    template <class Edge>
+    bool resolve_at(Edge& edge, engine::EntityId wake) {
+        return resolve(
+            edge.window_end().ns(),
+            [&](engine::EntityId target, std::int64_t t, engine::EventType type,
+                std::uint64_t payload) {
+                edge.schedule_at(wake, target, SimTime::from_ns(t), type, payload);
+            },
+            [&](std::uint32_t n, const std::function<void(std::uint32_t)>& work) {
+                edge.parallel_for(n, work);
+            });
+    }
 
     std::size_t active_flows() const;
     std::uint64_t flows_started() const;

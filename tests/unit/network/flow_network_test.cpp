@@ -25,35 +25,56 @@ topology::Fabric two_leaf_instances() {
     return topology::Fabric::build(s, 8);
 }
 
-/// Drives a FlowNetwork without the engine: resolves at time 0 and then 1 ns after every wake
-/// it asks for (the window edge that follows the wake event with 1 ns windows). Returns the
-/// time of each owner's completion event.
-std::map<engine::EntityId, std::int64_t> run(FlowNetwork& net,
-                                             const FlowNetwork::ParallelFor& parallel = {}) {
+/// Groups of flows that start at `start`.
+struct Timed {
+    std::int64_t start;
+    std::vector<FlowSpec> flows;
+};
+
+/// Drives a FlowNetwork without the engine: resolves at each of `edges` and 1 ns after every
+/// wake it asks for (the window edge that follows the wake event with 1 ns windows). The groups
+/// of `traffic` (in start order) start at the first edge at or after their start, as a model's
+/// handlers would start them during the window before; group i is owned by entity i. Returns
+/// the time of each owner's completion event.
+std::map<engine::EntityId, std::int64_t> drive(FlowNetwork& net, std::set<std::int64_t> edges,
+                                               const std::vector<Timed>& traffic,
+                                               const FlowNetwork::ParallelFor& parallel) {
     std::map<engine::EntityId, std::int64_t> done;
-    std::set<std::int64_t> wakes{0};
-    int edges = 0;
-    while (!wakes.empty()) {
-        const std::int64_t now = *wakes.begin();
-        wakes.erase(wakes.begin());
-        if (++edges > 10000) {
+    std::size_t next = 0;
+    int count = 0;
+    while (!edges.empty()) {
+        const std::int64_t now = *edges.begin();
+        edges.erase(edges.begin());
+        if (++count > 100000) {
             ADD_FAILURE() << "the network keeps asking for edges";
             break;
+        }
+        for (; next < traffic.size() && traffic[next].start <= now; ++next) {
+            net.start_group_view(static_cast<std::uint32_t>(next % 2), traffic[next].start,
+                                 static_cast<engine::EntityId>(next), kDone, 0,
+                                 traffic[next].flows);
         }
         net.resolve(now, [&](engine::EntityId target, std::int64_t t, engine::EventType type,
                              std::uint64_t) {
             EXPECT_GE(t, now);
             if (type == kWake) {
                 EXPECT_EQ(target, kWakeEntity);
-                wakes.insert(t + 1);
+                edges.insert(t + 1);
             } else {
                 EXPECT_EQ(type, kDone);
                 done[target] = t;
             }
         }, parallel);
     }
+    EXPECT_EQ(next, traffic.size());
     EXPECT_TRUE(net.idle());
     return done;
+}
+
+/// The groups already started on `net`, from time 0.
+std::map<engine::EntityId, std::int64_t> run(FlowNetwork& net,
+                                             const FlowNetwork::ParallelFor& parallel = {}) {
+    return drive(net, {0}, {}, parallel);
 }
 
 TEST(FlowNetwork, AWeightedFlowSharesLikeTheFlowsItStandsFor) {
@@ -177,12 +198,8 @@ TEST(FlowNetwork, ThreadsDoNotChangeTheResult) {
     }
 }
 
-/// Groups of random flows between random chips, starting over the first 20 ms: `groups`
-/// (start time, partition, flows), in start order.
-struct Timed {
-    std::int64_t start;
-    std::vector<FlowSpec> flows;
-};
+/// Groups of random flows between random chips, starting over the first 20 ms, in start
+/// order.
 std::vector<Timed> staggered_traffic(std::uint32_t chips, int groups, std::uint64_t seed) {
     std::mt19937_64 rng(seed);
     std::vector<Timed> out;
@@ -201,44 +218,15 @@ std::vector<Timed> staggered_traffic(std::uint32_t chips, int groups, std::uint6
     return out;
 }
 
-/// Like run(), but the groups start at their own times: each at the first edge at or after
-/// its start (edges every 50 us and 1 ns after every wake), as a model's handlers would start
-/// them during the window before.
+/// `traffic` from its groups' start times, with edges every 50 us as well as after wakes.
 std::map<engine::EntityId, std::int64_t> run_staggered(FlowNetwork& net,
                                                        const std::vector<Timed>& traffic,
                                                        const FlowNetwork::ParallelFor& parallel = {}) {
-    std::map<engine::EntityId, std::int64_t> done;
     std::set<std::int64_t> edges;
     for (std::int64_t t = 0; t <= 20'000'000; t += 50'000) {
         edges.insert(t);
     }
-    std::size_t next = 0;
-    int count = 0;
-    while (!edges.empty()) {
-        const std::int64_t now = *edges.begin();
-        edges.erase(edges.begin());
-        if (++count > 100000) {
-            ADD_FAILURE() << "the network keeps asking for edges";
-            break;
-        }
-        for (; next < traffic.size() && traffic[next].start <= now; ++next) {
-            net.start_group_view(static_cast<std::uint32_t>(next % 2), traffic[next].start,
-                                 static_cast<engine::EntityId>(next), kDone, 0,
-                                 traffic[next].flows);
-        }
-        net.resolve(now, [&](engine::EntityId target, std::int64_t t, engine::EventType type,
-                             std::uint64_t) {
-            EXPECT_GE(t, now);
-            if (type == kWake) {
-                edges.insert(t + 1);
-            } else {
-                done[target] = t;
-            }
-        }, parallel);
-    }
-    EXPECT_EQ(next, traffic.size());
-    EXPECT_TRUE(net.idle());
-    return done;
+    return drive(net, std::move(edges), traffic, parallel);
 }
 
 TEST(FlowNetwork, FlowsStartingWhileOthersRunKeepTheirRatesOnShardsAndThreads) {
