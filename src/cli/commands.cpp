@@ -7,6 +7,7 @@
 #include "trnsim/config/study.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/report/run_results.hpp"
 #include "trnsim/engine/window_driver.hpp"
 #include "trnsim/topology/analysis.hpp"
 #include "trnsim/topology/fabric.hpp"
@@ -123,7 +124,7 @@ int cmd_run(const std::vector<std::string>& args) {
         } catch (const InputError& e) {
             throw e.located(spec.sources);
         }
-        results::write_hdf5(spec.output.file, make_collective_results(spec, result, threads));
+        results::write_hdf5(spec.output.file, report::collective_results(spec, result, {TRNSIM_VERSION, threads}));
         if (!quiet) {
             std::cout << "  results    " << spec.output.file << "\n";
         }
@@ -135,9 +136,9 @@ int cmd_run(const std::vector<std::string>& args) {
     } catch (const InputError& e) {
         throw e.located(spec.sources);
     }
-    results::write_hdf5(spec.output.file, make_results(spec, run, threads));
+    results::write_hdf5(spec.output.file, report::run_results(spec, run, {TRNSIM_VERSION, threads}));
     if (run.step_sim && !spec.output.trace.empty()) {
-        results::write_chrome_trace(spec.output.trace, make_trace(spec, *run.step_sim));
+        results::write_chrome_trace(spec.output.trace, report::step_trace(spec, *run.step_sim));
     }
     if (!p.vm.count("quiet")) {
         print_run(std::cout, spec, run);

@@ -1,5 +1,7 @@
 #include "mpi_batch.hpp"
 
+#include "trnsim/report/study_results.hpp"
+
 #include <mpi.h>
 
 #include <atomic>
@@ -80,7 +82,7 @@ void run_distributed(const MpiSession& mpi, const study::Sweep& sweep,
     if (mpi.rank() != 0) {
         RemoteSource source(mpi_lock);
         try {
-            study::execute_all(sweep, points, threads, source, [&](study::RunRecord&& r) {
+            study::execute_all(sweep, points, threads, source, report::batch_run_values, [&](study::RunRecord&& r) {
                 const std::string bytes = study::encode(r);
                 const std::lock_guard<std::mutex> lock(mpi_lock);
                 check(MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, 0, kResult,
@@ -145,7 +147,7 @@ void run_distributed(const MpiSession& mpi, const study::Sweep& sweep,
         }
     });
     try {
-        study::execute_all(sweep, points, threads, source, deliver);
+        study::execute_all(sweep, points, threads, source, report::batch_run_values, deliver);
     } catch (const std::exception& e) {
         std::cerr << "trnsim: internal error on MPI rank 0: " << e.what() << "\n";
         mpi.abort(1);

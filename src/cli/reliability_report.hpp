@@ -1,9 +1,8 @@
-// The run simulation's part of the summary and of the results file (docs/results-schema.md):
-// only present when the scenario has a reliability section.
+// The run simulation's part of the text summary: only present when the scenario has a
+// reliability section.
 #pragma once
 
 #include "trnsim/config/scenario.hpp"
-#include "trnsim/results/hdf5_writer.hpp"
 #include "trnsim/sim/run.hpp"
 
 #include <ostream>
@@ -16,8 +15,5 @@ namespace trnsim::cli {
 /// Summary lines of the run simulation.
 void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
                        const sim::TrainingRun& run);
-
-/// The /run/... tables.
-void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& run);
 
 } // namespace trnsim::cli

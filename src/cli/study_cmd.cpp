@@ -16,6 +16,7 @@
 #include "trnsim/study/batch.hpp"
 #include "trnsim/study/planner.hpp"
 #include "trnsim/study/sweep.hpp"
+#include "trnsim/report/study_results.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -132,7 +133,7 @@ Prepared prepare_batch(const Options& o) {
     p.base = config::load_scenario_with(spec.base, spec.fixed);
     p.sweep = study::expand(spec, p.base.seed, p.base.simulation.replications);
     p.points = study::prepare(p.sweep, o.threads);
-    p.context = batch_context(p.base.resolved_yaml, p.sweep.base_seed);
+    p.context = report::batch_context(p.base.resolved_yaml, p.sweep.base_seed);
     p.output = o.output.value_or(spec.output_file);
     return p;
 }
@@ -140,7 +141,7 @@ Prepared prepare_batch(const Options& o) {
 /// The runs an earlier file holds (--resume).
 void read_resume(const Options& o, Prepared& p) {
     if (o.resume && std::filesystem::exists(p.output)) {
-        p.records = read_batch_records(p.output, p.sweep, p.context);
+        p.records = report::read_batch_records(p.output, p.sweep, p.context);
     }
 }
 
@@ -168,8 +169,8 @@ int finish_batch(const Options& o, Prepared& p, int processes, Run run) {
     const auto save = [&]() {
         std::vector<study::RunRecord> sorted = records;
         study::sort_records(sorted);
-        results::write_hdf5(p.output, make_batch_results(sweep, p.base.resolved_yaml, p.context,
-                                                         sorted, o.threads * processes));
+        results::write_hdf5(p.output, report::batch_results(sweep, p.base.resolved_yaml, p.context,
+                                                            sorted, {TRNSIM_VERSION, o.threads * processes}));
     };
     Progress progress(sweep.runs(), sweep.runs() - static_cast<std::int64_t>(pending.size()),
                       "runs", o.quiet);
@@ -260,7 +261,7 @@ int cmd_batch(const std::vector<std::string>& args) {
     read_resume(o, p);
     return finish_batch(o, p, 1, [&](const std::vector<std::int64_t>& pending, const auto& done) {
         study::ListSource source(pending);
-        study::execute_all(p.sweep, p.points, o.threads, source, done);
+        study::execute_all(p.sweep, p.points, o.threads, source, report::batch_run_values, done);
     });
 }
 
@@ -304,7 +305,7 @@ int cmd_plan(const std::vector<std::string>& args) {
                 std::cerr << "trnsim plan: " << msg << "\n";
             }
         });
-    results::write_hdf5(output, make_plan_results(plan, base, result, o.threads));
+    results::write_hdf5(output, report::plan_results(plan, base, result, {TRNSIM_VERSION, o.threads}));
     if (!o.quiet) {
         print_plan_result(std::cout, plan, base, result);
         std::cout << "  results    " << output << " (" << clock_text(std::chrono::duration<double>(

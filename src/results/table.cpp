@@ -1,5 +1,8 @@
 #include "trnsim/results/table.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <stdexcept>
 
 namespace trnsim::results {
@@ -72,6 +75,51 @@ void Table::add_row(const std::vector<Value>& row) {
         }
     }
     ++rows_;
+}
+
+Table table_from_rows(const std::vector<std::vector<NamedValue>>& rows) {
+    std::vector<std::string> names;
+    std::map<std::string, std::size_t> index;
+    std::vector<std::size_t> kind; // the variant's index: int64, double, string
+    std::vector<int> width;
+    for (const auto& row : rows) {
+        for (const auto& v : row) {
+            const auto [it, added] = index.emplace(v.name, names.size());
+            if (added) {
+                names.push_back(v.name);
+                kind.push_back(v.value.index());
+                width.push_back(1);
+            } else if (kind[it->second] != v.value.index()) {
+                throw std::logic_error("summary column " + v.name + " changes type");
+            }
+            if (const auto* s = std::get_if<std::string>(&v.value)) {
+                width[it->second] = std::max(width[it->second], static_cast<int>(s->size()));
+            }
+        }
+    }
+    Table t;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+        if (kind[i] == 0) {
+            t.add_int(names[i]);
+        } else if (kind[i] == 1) {
+            t.add_float(names[i]);
+        } else {
+            t.add_string(names[i], width[i]);
+        }
+    }
+    for (const auto& row : rows) {
+        std::vector<Table::Value> values(names.size());
+        for (std::size_t i = 0; i < names.size(); ++i) {
+            values[i] = kind[i] == 0   ? Table::Value(std::int64_t{-1})
+                        : kind[i] == 1 ? Table::Value(std::nan(""))
+                                       : Table::Value(std::string());
+        }
+        for (const auto& v : row) {
+            values[index.at(v.name)] = v.value;
+        }
+        t.add_row(values);
+    }
+    return t;
 }
 
 } // namespace trnsim::results

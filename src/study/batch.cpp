@@ -49,7 +49,7 @@ config::ScenarioSpec run_scenario(const config::ScenarioSpec& point, const RunId
     return spec;
 }
 
-RunRecord execute(const config::ScenarioSpec& point, const RunId& id) {
+RunRecord execute(const config::ScenarioSpec& point, const RunId& id, const Summarize& summarize) {
     const config::ScenarioSpec spec = run_scenario(point, id);
     sim::RunOptions options;
     options.record = false;
@@ -58,11 +58,7 @@ RunRecord execute(const config::ScenarioSpec& point, const RunId& id) {
     r.point = id.point;
     r.replicate = id.replicate;
     r.seed = id.seed;
-    for (auto& v : sim::summary_values(run, false)) {
-        if (v.name != "replications") { // always 1 here; the batch has its own
-            r.values.push_back(std::move(v));
-        }
-    }
+    r.values = summarize(run);
     return r;
 }
 
@@ -77,7 +73,8 @@ std::optional<std::int64_t> ListSource::next() {
 }
 
 void execute_all(const Sweep& sweep, const std::vector<config::ScenarioSpec>& points,
-                 int threads, WorkSource& source, const std::function<void(RunRecord&&)>& done) {
+                 int threads, WorkSource& source, const Summarize& summarize,
+                 const std::function<void(RunRecord&&)>& done) {
     std::mutex mutex;
     std::atomic<bool> stop{false};
     std::int64_t failed_run = -1;
@@ -103,7 +100,7 @@ void execute_all(const Sweep& sweep, const std::vector<config::ScenarioSpec>& po
             }
             const RunId id = sweep.run(*next);
             try {
-                RunRecord r = execute(points.at(static_cast<std::size_t>(id.point)), id);
+                RunRecord r = execute(points.at(static_cast<std::size_t>(id.point)), id, summarize);
                 const std::lock_guard<std::mutex> lock(mutex);
                 done(std::move(r));
             } catch (...) {
@@ -309,7 +306,7 @@ RunRecord decode(std::string_view in) {
         if (in.size() < len) {
             throw std::runtime_error("batch: truncated run record");
         }
-        sim::SummaryValue v;
+        results::NamedValue v;
         v.name = std::string(in.substr(0, len));
         in.remove_prefix(len);
         const auto tag = get<std::uint8_t>(in);

@@ -18,6 +18,7 @@
 #include "trnsim/config/load.hpp"
 #include "trnsim/config/study.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/report/study_results.hpp"
 #include "trnsim/study/batch.hpp"
 #include "trnsim/study/planner.hpp"
 #include "trnsim/study/sweep.hpp"
@@ -73,7 +74,7 @@ SweepTiming run_sweep(const config::SweepSpec& spec, int threads) {
     t.prepare_s = since(start);
     const auto ran = Clock::now();
     study::ListSource source(order);
-    study::execute_all(t.sweep, specs, threads, source,
+    study::execute_all(t.sweep, specs, threads, source, report::batch_run_values,
                        [&](study::RunRecord&& r) { t.records.push_back(std::move(r)); });
     study::sort_records(t.records);
     (void)study::point_statistics(t.records);

@@ -46,4 +46,16 @@ private:
     std::size_t rows_ = 0;
 };
 
+/// One named value of a row ("step_time_s" = 16.8): what a run's figures are before they
+/// become a column of a table. The name's suffix names the unit (_s, _bytes, _usd).
+struct NamedValue {
+    std::string name;
+    Table::Value value;
+};
+
+/// A table from rows of named values: the union of the rows' columns in first-seen order; a
+/// column missing from a row holds NaN (-1 in an integer column, "" in a string column).
+/// std::logic_error when a column's type differs between rows.
+Table table_from_rows(const std::vector<std::vector<NamedValue>>& rows);
+
 } // namespace trnsim::results

@@ -8,7 +8,8 @@
 
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/reliability/statistics.hpp"
-#include "trnsim/sim/summary.hpp"
+#include "trnsim/results/table.hpp"
+#include "trnsim/sim/run.hpp"
 #include "trnsim/study/sweep.hpp"
 
 #include <cstdint>
@@ -20,14 +21,17 @@
 
 namespace trnsim::study {
 
-/// The outcome of one run: its /summary values (those of `trnsim run` with one replication,
-/// without the ci95_ and replications columns).
+/// The outcome of one run: the values a Summarize function kept of it (a batch keeps the
+/// /summary values of `trnsim run` with one replication: report::batch_run_values).
 struct RunRecord {
     std::int64_t point = 0;
     int replicate = 0;
     std::int64_t seed = 0;
-    std::vector<sim::SummaryValue> values;
+    std::vector<results::NamedValue> values;
 };
+
+/// What a run's record keeps of the finished run. Called from several threads at once.
+using Summarize = std::function<std::vector<results::NamedValue>(const sim::TrainingRun&)>;
 
 bool operator==(const RunRecord& a, const RunRecord& b);
 
@@ -36,7 +40,7 @@ bool operator==(const RunRecord& a, const RunRecord& b);
 config::ScenarioSpec run_scenario(const config::ScenarioSpec& point, const RunId& id);
 
 /// Runs one run of a point whose scenario `point` was built by prepare().
-RunRecord execute(const config::ScenarioSpec& point, const RunId& id);
+RunRecord execute(const config::ScenarioSpec& point, const RunId& id, const Summarize& summarize);
 
 /// Hands out run indices (Sweep::run). Called from several threads at once.
 class WorkSource {
@@ -61,7 +65,8 @@ private:
 /// once per finished run, never concurrently (calls are serialised). An exception in a run
 /// stops the others from taking new work and is rethrown here (the lowest run index first).
 void execute_all(const Sweep& sweep, const std::vector<config::ScenarioSpec>& points,
-                 int threads, WorkSource& source, const std::function<void(RunRecord&&)>& done);
+                 int threads, WorkSource& source, const Summarize& summarize,
+                 const std::function<void(RunRecord&&)>& done);
 
 /// Every run not in `done`, in run order.
 std::vector<std::int64_t> pending_runs(const Sweep& sweep, const std::vector<RunRecord>& done);

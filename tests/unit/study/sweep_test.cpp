@@ -1,6 +1,7 @@
 // Sweeps: the points an expansion makes, the derived seeds, the validation of every point, and
 // the runs: the same records whatever the thread count, each reproducible with `trnsim run`.
 #include "trnsim/config/load.hpp"
+#include "trnsim/report/study_results.hpp"
 #include "trnsim/study/batch.hpp"
 #include "trnsim/study/sweep.hpp"
 
@@ -172,7 +173,7 @@ std::vector<RunRecord> run_all(const Sweep& s, int threads) {
     const auto specs = prepare(s, threads);
     std::vector<RunRecord> out;
     ListSource source(pending_runs(s, {}));
-    execute_all(s, specs, threads, source, [&](RunRecord&& r) { out.push_back(std::move(r)); });
+    execute_all(s, specs, threads, source, report::batch_run_values, [&](RunRecord&& r) { out.push_back(std::move(r)); });
     sort_records(out);
     return out;
 }
@@ -211,12 +212,12 @@ TEST(SweepRuns, EachRunIsTheScenarioWithItsSeed) {
     const Sweep s = sweep_of(kShort, "llama3-405b-reliability.yaml");
     const auto specs = prepare(s, 2);
     const RunId id = s.run(7); // point 2, replicate 1
-    const RunRecord r = execute(specs[2], id);
+    const RunRecord r = execute(specs[2], id, report::batch_run_values);
     std::vector<config::Override> o = s.overrides(s.points[2]);
     o.push_back({"seed", std::to_string(id.seed), {}});
     o.push_back({"simulation.replications", "1", {}});
     const auto spec = config::load_scenario_with(kDir + "llama3-405b-reliability.yaml", o);
-    const auto expected = sim::summary_values(sim::run_training(spec), false);
+    const auto expected = report::summary_values(sim::run_training(spec), false);
     ASSERT_EQ(r.values.size() + 1, expected.size()); // without "replications"
     std::size_t j = 0;
     for (const auto& v : expected) {

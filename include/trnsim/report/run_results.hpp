@@ -1,0 +1,50 @@
+// What goes into the results file of one scenario (docs/results-schema.md): the /summary
+// columns of a training run, its /step, /plan and /run tables, the collective benchmark's
+// tables and the step simulation's timeline. This module is the one owner of results-file
+// content; `results` writes the files (HDF5, trace JSON) and `cli` only prints and decides
+// where files go.
+#pragma once
+
+#include "trnsim/config/scenario.hpp"
+#include "trnsim/results/hdf5_writer.hpp"
+#include "trnsim/results/table.hpp"
+#include "trnsim/results/trace.hpp"
+#include "trnsim/sim/collective_bench.hpp"
+#include "trnsim/sim/run.hpp"
+#include "trnsim/sim/step_sim.hpp"
+
+#include <string>
+#include <vector>
+
+namespace trnsim::report {
+
+/// What /meta records about the program that wrote a file.
+struct Writer {
+    std::string version; ///< trnsim's version string
+    int threads = 1;     ///< threads the run used
+};
+
+/// Every /summary column of `run` in order (docs/results-schema.md defines each): the plan
+/// and step figures, then with a run simulation its figures (means over the replications)
+/// and, when `intervals`, the ci95_ half-widths. `trnsim run` writes them as one row;
+/// `trnsim batch` and `trnsim plan` write one row per run.
+std::vector<results::NamedValue> summary_values(const sim::TrainingRun& run,
+                                                bool intervals = true);
+
+/// /meta of a file written for `spec`.
+results::Meta meta(const config::ScenarioSpec& spec, const Writer& writer);
+
+/// The results file of a training run: /summary, /step/..., /plan/memory and, with a
+/// reliability section, /run/....
+results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::TrainingRun& run,
+                                 const Writer& writer);
+
+/// The results file of a collective scenario: /summary (one row) and /collective (per size).
+results::ResultsFile collective_results(const config::ScenarioSpec& spec,
+                                        const sim::CollectiveBenchResult& result,
+                                        const Writer& writer);
+
+/// The timeline of a step simulation, for results::write_chrome_trace.
+results::TraceData step_trace(const config::ScenarioSpec& spec, const sim::StepSimResult& step);
+
+} // namespace trnsim::report

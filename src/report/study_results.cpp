@@ -1,0 +1,303 @@
+#include "trnsim/report/study_results.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <stdexcept>
+
+namespace trnsim::report {
+
+namespace {
+
+using results::Table;
+
+int string_width(const std::vector<std::string>& values) {
+    std::size_t w = 1;
+    for (const auto& v : values) {
+        w = std::max(w, v.size());
+    }
+    return static_cast<int>(w);
+}
+
+} // namespace
+
+std::vector<results::NamedValue> batch_run_values(const sim::TrainingRun& run) {
+    std::vector<results::NamedValue> out;
+    for (auto& v : summary_values(run, false)) {
+        if (v.name != "replications") { // always 1 here; the batch has its own
+            out.push_back(std::move(v));
+        }
+    }
+    return out;
+}
+
+std::string batch_context(const std::string& base_resolved_yaml, std::int64_t base_seed) {
+    return "# base scenario with the sweep's set applied\n" + base_resolved_yaml +
+           "# base seed of the derived seeds\nbase_seed: " + std::to_string(base_seed) + "\n";
+}
+
+results::ResultsFile batch_results(const study::Sweep& sweep,
+                                   const std::string& base_resolved_yaml,
+                                   const std::string& context,
+                                   const std::vector<study::RunRecord>& records,
+                                   const Writer& writer) {
+    results::ResultsFile f;
+    f.meta.trnsim_version = writer.version;
+    f.meta.name = sweep.spec.name;
+    f.meta.scenario_yaml = base_resolved_yaml;
+    f.meta.seed = sweep.base_seed;
+    f.meta.threads = writer.threads;
+
+    std::vector<std::vector<results::NamedValue>> rows;
+    rows.reserve(records.size());
+    for (const auto& r : records) {
+        std::vector<results::NamedValue> row = {{"point", r.point},
+                                              {"replicate", std::int64_t{r.replicate}},
+                                              {"seed", r.seed}};
+        row.insert(row.end(), r.values.begin(), r.values.end());
+        rows.push_back(std::move(row));
+    }
+    f.summary = results::table_from_rows(rows);
+    if (records.empty()) {
+        f.summary.add_int("point");
+        f.summary.add_int("replicate");
+        f.summary.add_int("seed");
+    }
+
+    // /batch/points: the swept values, numbers in SI units when every point's value is one.
+    Table points;
+    points.add_int("point");
+    points.add_int("replicates");
+    std::vector<std::string> keys;
+    for (const auto& p : sweep.points) {
+        keys.push_back(p.key);
+    }
+    points.add_string("key", string_width(keys));
+    const std::size_t nkeys = sweep.keys.size();
+    std::vector<bool> numeric(nkeys, true);
+    std::vector<std::vector<std::string>> texts(nkeys);
+    for (const auto& p : sweep.points) {
+        for (std::size_t k = 0; k < nkeys; ++k) {
+            texts[k].push_back(p.swept[k].value);
+            numeric[k] =
+                numeric[k] && config::numeric_value(sweep.keys[k], p.swept[k].value).has_value();
+        }
+    }
+    for (std::size_t k = 0; k < nkeys; ++k) {
+        if (numeric[k]) {
+            points.add_float(sweep.keys[k]);
+        } else {
+            points.add_string(sweep.keys[k], string_width(texts[k]));
+        }
+    }
+    std::vector<std::int64_t> have(sweep.points.size(), 0);
+    for (const auto& r : records) {
+        ++have[static_cast<std::size_t>(r.point)];
+    }
+    for (const auto& p : sweep.points) {
+        std::vector<Table::Value> row = {p.index, have[static_cast<std::size_t>(p.index)], p.key};
+        for (std::size_t k = 0; k < nkeys; ++k) {
+            if (numeric[k]) {
+                row.emplace_back(*config::numeric_value(sweep.keys[k], p.swept[k].value));
+            } else {
+                row.emplace_back(p.swept[k].value);
+            }
+        }
+        points.add_row(row);
+    }
+    f.tables.emplace_back("/batch/points", std::move(points));
+
+    // /batch/mean: per point, the mean and 95% interval of every float value.
+    std::vector<std::vector<results::NamedValue>> means;
+    for (const auto& s : study::point_statistics(records)) {
+        std::vector<results::NamedValue> row = {{"point", s.point},
+                                              {"replicates", std::int64_t{s.replicates}}};
+        for (std::size_t i = 0; i < s.names.size(); ++i) {
+            row.push_back({s.names[i], s.estimates[i].mean});
+        }
+        for (std::size_t i = 0; i < s.names.size(); ++i) {
+            row.push_back({"ci95_" + s.names[i], s.estimates[i].half_width});
+        }
+        means.push_back(std::move(row));
+    }
+    Table mean = results::table_from_rows(means);
+    if (means.empty()) {
+        mean.add_int("point");
+        mean.add_int("replicates");
+    }
+    f.tables.emplace_back("/batch/mean", std::move(mean));
+    f.texts.emplace_back("/batch/sweep", sweep.spec.text);
+    f.texts.emplace_back("/batch/context", context);
+    return f;
+}
+
+std::vector<study::RunRecord> read_batch_records(const std::string& path,
+                                                 const study::Sweep& sweep,
+                                                 const std::string& context) {
+    const SourceLocation at{path, 0, 0};
+    std::optional<std::string> old_context;
+    Table points, summary;
+    try {
+        old_context = results::read_text(path, "/batch/context");
+        if (old_context) {
+            points = results::read_table(path, "/batch/points");
+            summary = results::read_summary(path);
+        }
+    } catch (const std::runtime_error& e) {
+        throw InputError("", std::string("--resume: cannot read the results: ") + e.what(), at);
+    }
+    if (!old_context) {
+        throw InputError("", "--resume: not the results of a sweep (no /batch/context)", at);
+    }
+    if (*old_context != context) {
+        throw InputError("", "--resume: the file holds a sweep of another base scenario, `set` "
+                             "or seed; run without --resume to replace it, or write elsewhere "
+                             "with -o",
+                         at);
+    }
+    std::map<std::string, std::int64_t> by_key;
+    for (const auto& p : sweep.points) {
+        by_key.emplace(p.key, p.index);
+    }
+    const auto column = [&](const Table& t, const char* name) -> const Table::Column& {
+        const int i = t.find(name);
+        if (i < 0) {
+            throw InputError("", std::string("--resume: the file has no column ") + name, at);
+        }
+        return t.columns()[static_cast<std::size_t>(i)];
+    };
+    const auto& old_index = column(points, "point");
+    const auto& old_key = column(points, "key");
+    std::map<std::int64_t, std::int64_t> renumber; // old point -> new point
+    for (std::size_t r = 0; r < points.rows(); ++r) {
+        if (const auto it = by_key.find(old_key.strings[r]); it != by_key.end()) {
+            renumber[old_index.ints[r]] = it->second;
+        }
+    }
+    const auto& point = column(summary, "point");
+    const auto& replicate = column(summary, "replicate");
+    const auto& seed = column(summary, "seed");
+    std::vector<study::RunRecord> out;
+    for (std::size_t r = 0; r < summary.rows(); ++r) {
+        const auto it = renumber.find(point.ints[r]);
+        if (it == renumber.end() || replicate.ints[r] >= sweep.replications) {
+            continue;
+        }
+        study::RunRecord rec;
+        rec.point = it->second;
+        rec.replicate = static_cast<int>(replicate.ints[r]);
+        rec.seed = seed.ints[r];
+        if (rec.seed != sweep.run(rec.point * sweep.replications + rec.replicate).seed) {
+            throw InputError("", "--resume: run " + std::to_string(r) +
+                                     " of the file has another seed than this sweep gives it",
+                             at);
+        }
+        for (const auto& c : summary.columns()) {
+            if (c.name == "point" || c.name == "replicate" || c.name == "seed") {
+                continue;
+            }
+            if (c.type == Table::Type::int64) {
+                rec.values.push_back({c.name, c.ints[r]});
+            } else if (c.type == Table::Type::float64) {
+                rec.values.push_back({c.name, c.floats[r]});
+            } else {
+                rec.values.push_back({c.name, c.strings[r]});
+            }
+        }
+        out.push_back(std::move(rec));
+    }
+    study::sort_records(out);
+    return out;
+}
+
+results::ResultsFile plan_results(const config::PlanSpec& plan, const config::ScenarioSpec& base,
+                                  const study::PlanResult& result, const Writer& writer) {
+    results::ResultsFile f;
+    if (!result.finalists.empty()) {
+        // The best plan's own tables, as `trnsim run` writes them.
+        const auto& best = result.finalists.front();
+        f = run_results(best.spec, best.run, writer);
+    } else {
+        f.meta = meta(base, writer);
+    }
+    f.meta.name = plan.name;
+
+    std::vector<std::vector<results::NamedValue>> rows;
+    for (const auto& fin : result.finalists) {
+        const auto& c = result.candidates[static_cast<std::size_t>(fin.candidate)];
+        const auto& x = result.estimates[static_cast<std::size_t>(fin.candidate)];
+        std::vector<results::NamedValue> row = {
+            {"rank", std::int64_t{fin.rank}},
+            {"candidate", fin.candidate},
+            {"meets_constraints", std::int64_t{fin.meets ? 1 : 0}},
+            {"frontier", std::int64_t{fin.frontier ? 1 : 0}},
+            {"by_objective", std::int64_t{fin.by_objective ? 1 : 0}},
+            {"global_batch", c.global_batch},
+            {"zero", std::int64_t{c.zero}},
+            {"microbatch", std::int64_t{c.microbatch}},
+            {"recompute", std::string(workload::to_string(c.recompute))},
+            {"est_step_time_s", x.step_s},
+            {"est_time_to_train_s", x.time_to_train_s},
+            {"est_cost_usd", x.cost_usd},
+            {"est_ettr", x.ettr},
+            {"sim_ettr", fin.ettr},
+            {"sim_goodput", fin.goodput},
+        };
+        for (auto& v : summary_values(fin.run)) {
+            row.push_back(std::move(v));
+        }
+        rows.push_back(std::move(row));
+    }
+    f.summary = results::table_from_rows(rows);
+    if (rows.empty()) {
+        f.summary.add_int("rank");
+    }
+
+    Table t;
+    t.add_int("candidate");
+    t.add_int(base.cluster.ultraservers > 0 ? "ultraservers" : "instances");
+    t.add_int("spares");
+    t.add_int("chips");
+    t.add_int("global_batch");
+    for (const char* c : {"tp", "cp", "pp", "dp", "ep", "zero", "microbatch"}) {
+        t.add_int(c);
+    }
+    t.add_string("recompute", 9);
+    t.add_string("verdict", 8);
+    for (const char* c : {"checkpoint_interval_s", "step_time_s", "memory_fraction", "ettr",
+                          "time_to_train_s", "cost_usd", "goodput"}) {
+        t.add_float(c);
+    }
+    t.add_int("frontier");
+    t.add_int("finalist");
+    for (std::size_t i = 0; i < result.candidates.size(); ++i) {
+        const auto& c = result.candidates[i];
+        const auto& x = result.estimates[i];
+        t.add_row({static_cast<std::int64_t>(i), c.domains, c.spares, x.chips, c.global_batch,
+                   std::int64_t{c.tp}, std::int64_t{c.cp}, std::int64_t{c.pp},
+                   std::int64_t{x.dp > 0 ? x.dp : c.dp},
+                   std::int64_t{c.ep}, std::int64_t{c.zero}, std::int64_t{c.microbatch},
+                   std::string(workload::to_string(c.recompute)),
+                   std::string(study::to_string(x.verdict)), x.checkpoint_interval_s, x.step_s,
+                   x.memory_fraction, x.ettr, x.time_to_train_s, x.cost_usd, x.goodput,
+                   std::int64_t{x.frontier ? 1 : 0}, std::int64_t{x.finalist ? 1 : 0}});
+    }
+    f.tables.emplace_back("/plan/candidates", std::move(t));
+
+    Table limits;
+    for (const char* c : {"deadline_s", "budget_usd", "max_chips", "min_ettr", "hbm_headroom"}) {
+        limits.add_float(c);
+    }
+    limits.add_string("objective", 12);
+    limits.add_row({plan.deadline ? plan.deadline->seconds() : HUGE_VAL,
+                    plan.budget ? plan.budget->usd() : HUGE_VAL,
+                    plan.max_chips ? static_cast<double>(*plan.max_chips) : HUGE_VAL,
+                    plan.min_ettr.value_or(0.0), plan.hbm_headroom,
+                    std::string(config::to_string(plan.objective))});
+    f.tables.emplace_back("/plan/constraints", std::move(limits));
+    f.texts.emplace_back("/plan/file", plan.text);
+    return f;
+}
+
+} // namespace trnsim::report
