@@ -753,22 +753,49 @@ std::vector<Override> command_line_overrides(const std::vector<std::string>& tex
 
 std::string to_string(const Override& o) { return o.path + "=" + o.value; }
 
-ScenarioSpec load_scenario_with(const std::string& path, const std::vector<Override>& overrides) {
+struct ScenarioBase::Parsed {
+    std::string path;
+    /// The file's text, checked to be YAML. Each scenario parses it again: applying overrides
+    /// edits the tree, and yaml-cpp's copy of a tree (YAML::Clone) drops the source positions
+    /// that error messages point at.
+    std::string text;
+};
+
+ScenarioBase ScenarioBase::read(const std::string& path) {
     std::ifstream in(path);
     if (!in) {
         throw InputError("", "cannot read scenario file '" + path + "'", {path, 0, 0});
     }
     std::stringstream buf;
     buf << in.rdbuf();
-    YAML::Node root;
+    auto parsed = std::make_shared<Parsed>();
+    parsed->path = path;
+    parsed->text = buf.str();
     try {
-        root = YAML::Load(buf.str());
+        (void)YAML::Load(parsed->text);
     } catch (const YAML::ParserException& e) {
         throw InputError("", "YAML syntax error: " + e.msg,
                          {path, e.mark.line + 1, e.mark.column + 1});
     }
-    const fs::path p(path);
-    return load_root(root, path, p.parent_path(), p.stem().string(), overrides);
+    ScenarioBase b;
+    b.parsed_ = std::move(parsed);
+    return b;
+}
+
+const std::string& ScenarioBase::path() const {
+    static const std::string none;
+    return parsed_ ? parsed_->path : none;
+}
+
+ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides) {
+    const ScenarioBase::Parsed& parsed = base.parsed();
+    const YAML::Node root = YAML::Load(parsed.text); // checked by read()
+    const fs::path p(parsed.path);
+    return load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides);
+}
+
+ScenarioSpec load_scenario_with(const std::string& path, const std::vector<Override>& overrides) {
+    return load_scenario_with(ScenarioBase::read(path), overrides);
 }
 
 ScenarioSpec load_scenario(const std::string& path, const std::vector<std::string>& overrides) {

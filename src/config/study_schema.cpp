@@ -635,24 +635,29 @@ using PL = PlanSpec;
 /// The values of one searched key: a single value, a list, or (integer keys) a range
 /// {from: A, to: B, factor: F} or {from: A, to: B, step: S}. Each value is checked with the
 /// scenario's own rule for `scenario_key`.
+template <class T>
 Entry<PL> search_entry(const std::string& key, const std::string& scenario_key,
-                       SearchKey PL::*member, bool ranges, const std::string& doc) {
+                       SearchKey<T> PL::*member, T (*read)(const ScenarioSpec&), bool ranges,
+                       const std::string& doc) {
     auto e = detail::make_entry<PL>("search." + key,
                                     ranges ? "list, value or range" : "list or value", "",
                                     "values of " + scenario_key, doc);
     e.default_doc = "the base scenario's";
-    e.apply = [scenario_key, member, ranges](PL& out, const YAML::Node& n, const std::string& p,
-                                             const SourceLocation& loc, const Context& ctx) {
+    e.apply = [scenario_key, member, read, ranges](PL& out, const YAML::Node& n,
+                                                   const std::string& p,
+                                                   const SourceLocation& loc, const Context& ctx) {
         const Entry<ScenarioSpec>* rule = detail::scenario_schema().find(scenario_key);
-        SearchKey& k = out.*member;
+        SearchKey<T>& k = out.*member;
         k.given = true;
         k.origin = loc;
         k.values.clear();
+        k.written.clear();
         const auto check = [&](const YAML::Node& v, const std::string& vp,
                                const SourceLocation& vl) {
             ScenarioSpec scratch;
             rule->apply(scratch, v, vp, vl, ctx);
-            k.values.push_back({flow_text(v), vl});
+            k.values.push_back(read(scratch));
+            k.written.push_back({flow_text(v), vl});
         };
         if (n.IsMap()) {
             if (!ranges) {
@@ -694,7 +699,7 @@ Entry<PL> search_entry(const std::string& key, const std::string& scenario_key,
                                  where(ctx, p + ".from", from, loc));
             }
             for (std::int64_t v = a; v <= b; v = factor.IsDefined() ? v * by : v + by) {
-                if (k.values.size() >= 10000) {
+                if (k.written.size() >= 10000) {
                     throw InputError(p, "the range has more than 10,000 values", loc);
                 }
                 check(YAML::Node(std::to_string(v)), p, where(ctx, p, n, loc));
@@ -778,39 +783,60 @@ Schema<PL> build_plan() {
     s.section("search", "The search space: each key a list of values (or one value; integer "
                         "keys also a range {from: 64, to: 1024, factor: 2}). Absent keys keep "
                         "the base scenario's value. Every combination is a candidate.");
-    s.field(search_entry("ultraservers", "cluster.ultraservers", &PL::ultraservers, true,
-                         "UltraServers of the job (a base scenario counting UltraServers)."));
-    s.field(search_entry("instances", "cluster.instances", &PL::instances, true,
-                         "Instances of the job (a base scenario counting instances)."));
-    s.field(search_entry("global_batch", "workload.global_batch", &PL::global_batch, true,
-                         "Global batches in sequences per step. With workload.tokens the "
-                         "token count stays the base's and the steps follow the batch (with "
-                         "workload.steps the steps stay and the tokens follow). A larger batch "
-                         "allows more data parallelism; whether the model still converges in "
-                         "the same tokens is outside trnsim."));
-    s.field(search_entry("tp", "workload.parallelism.tp", &PL::tp, true,
-                         "Tensor parallel degrees."));
-    s.field(search_entry("cp", "workload.parallelism.cp", &PL::cp, true,
-                         "Context parallel degrees (ring attention): each sequence split "
-                         "over cp ranks, so the same chips need cp times fewer data-parallel "
-                         "replicas; 2 x cp must divide the sequence length."));
-    s.field(search_entry("pp", "workload.parallelism.pp", &PL::pp, true, "Pipeline stages."));
-    s.field(search_entry("dp", "workload.parallelism.dp", &PL::dp, true,
-                         "Data parallel degrees (auto: the ranks left)."));
-    s.field(search_entry("ep", "workload.parallelism.ep", &PL::ep, true,
-                         "Expert parallel degrees (MoE)."));
-    s.field(search_entry("zero", "workload.parallelism.zero", &PL::zero, true, "ZeRO stages."));
-    s.field(search_entry("microbatch", "workload.parallelism.microbatch", &PL::microbatch, true,
-                         "Sequences per microbatch."));
-    s.field(search_entry("recompute", "workload.parallelism.recompute", &PL::recompute, false,
-                         "Activation recomputation: none, selective, full."));
-    s.field(search_entry("checkpoint_interval", "reliability.checkpoint.interval",
-                         &PL::checkpoint_interval, false,
-                         "Checkpoint intervals (durations or auto); needs a reliability "
-                         "section in the base scenario."));
-    s.field(search_entry("spares", "reliability.spares.ultraservers", &PL::spares, true,
-                         "Spare domains (UltraServers or instances, as the cluster counts); "
-                         "needs a reliability section in the base scenario."));
+    s.field(search_entry<std::int64_t>(
+        "ultraservers", "cluster.ultraservers", &PL::ultraservers,
+        [](const ScenarioSpec& x) { return x.cluster.ultraservers; }, true,
+        "UltraServers of the job (a base scenario counting UltraServers)."));
+    s.field(search_entry<std::int64_t>(
+        "instances", "cluster.instances", &PL::instances,
+        [](const ScenarioSpec& x) { return x.cluster.instances; }, true,
+        "Instances of the job (a base scenario counting instances)."));
+    s.field(search_entry<std::int64_t>(
+        "global_batch", "workload.global_batch", &PL::global_batch,
+        [](const ScenarioSpec& x) { return x.training.global_batch; }, true,
+        "Global batches in sequences per step. With workload.tokens the token count stays the "
+        "base's and the steps follow the batch (with workload.steps the steps stay and the "
+        "tokens follow). A larger batch allows more data parallelism; whether the model still "
+        "converges in the same tokens is outside trnsim."));
+    s.field(search_entry<int>("tp", "workload.parallelism.tp", &PL::tp,
+                              [](const ScenarioSpec& x) { return x.training.parallelism.tp; },
+                              true, "Tensor parallel degrees."));
+    s.field(search_entry<int>("cp", "workload.parallelism.cp", &PL::cp,
+                              [](const ScenarioSpec& x) { return x.training.parallelism.cp; },
+                              true,
+                              "Context parallel degrees (ring attention): each sequence split "
+                              "over cp ranks, so the same chips need cp times fewer data-parallel "
+                              "replicas; 2 x cp must divide the sequence length."));
+    s.field(search_entry<int>("pp", "workload.parallelism.pp", &PL::pp,
+                              [](const ScenarioSpec& x) { return x.training.parallelism.pp; },
+                              true, "Pipeline stages."));
+    s.field(search_entry<int>("dp", "workload.parallelism.dp", &PL::dp,
+                              [](const ScenarioSpec& x) { return x.training.parallelism.dp; },
+                              true, "Data parallel degrees (auto: the ranks left)."));
+    s.field(search_entry<int>("ep", "workload.parallelism.ep", &PL::ep,
+                              [](const ScenarioSpec& x) { return x.training.parallelism.ep; },
+                              true, "Expert parallel degrees (MoE)."));
+    s.field(search_entry<int>("zero", "workload.parallelism.zero", &PL::zero,
+                              [](const ScenarioSpec& x) { return x.training.parallelism.zero; },
+                              true, "ZeRO stages."));
+    s.field(search_entry<int>(
+        "microbatch", "workload.parallelism.microbatch", &PL::microbatch,
+        [](const ScenarioSpec& x) { return x.training.parallelism.microbatch; }, true,
+        "Sequences per microbatch."));
+    s.field(search_entry<workload::Recompute>(
+        "recompute", "workload.parallelism.recompute", &PL::recompute,
+        [](const ScenarioSpec& x) { return x.training.parallelism.recompute; }, false,
+        "Activation recomputation: none, selective, full."));
+    s.field(search_entry<Duration>(
+        "checkpoint_interval", "reliability.checkpoint.interval", &PL::checkpoint_interval,
+        [](const ScenarioSpec& x) { return x.reliability.checkpoint.interval; }, false,
+        "Checkpoint intervals (durations or auto); needs a reliability section in the base "
+        "scenario."));
+    s.field(search_entry<std::int64_t>(
+        "spares", "reliability.spares.ultraservers", &PL::spares,
+        [](const ScenarioSpec& x) { return x.reliability.spares.ultraservers; }, true,
+        "Spare domains (UltraServers or instances, as the cluster counts); needs a reliability "
+        "section in the base scenario."));
     s.field(detail::integer<PL>("finalists", [](PL& x) -> int& { return x.finalists; }, "8", 1,
                                 1000,
                                 "Best candidates by the objective (analytic estimate) that are "

@@ -1,7 +1,5 @@
 #include "trnsim/study/planner.hpp"
 
-#include "trnsim/config/load.hpp"
-#include "trnsim/config/units.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/reliability/expectation.hpp"
 #include "trnsim/sim/analytic.hpp"
@@ -56,31 +54,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool counts_ultraservers(const config::ScenarioSpec& base) { return base.cluster.ultraservers > 0; }
 
-std::int64_t integer_value(const config::SweepValue& v) {
-    return v.yaml == "auto" ? 0 : config::parse_count(v.yaml);
-}
-
-workload::Recompute recompute_value(const std::string& text) {
-    if (text == "none") {
-        return workload::Recompute::none;
-    }
-    return text == "full" ? workload::Recompute::full : workload::Recompute::selective;
-}
-
-Duration interval_value(const std::string& text) {
-    return text == "auto" ? Duration::zero() : config::parse_duration(text);
-}
-
-template <class T, class F>
-std::vector<T> values_of(const config::SearchKey& k, T base, F convert) {
-    if (!k.given) {
-        return {base};
-    }
-    std::vector<T> out;
-    for (const auto& v : k.values) {
-        out.push_back(convert(v));
-    }
-    return out;
+/// The candidate values of a key: the searched ones, else the base scenario's.
+template <class T>
+std::vector<T> values_of(const config::SearchKey<T>& k, T base) {
+    return k.given ? k.values : std::vector<T>{base};
 }
 
 void apply(config::ScenarioSpec& s, const Candidate& c) {
@@ -233,7 +210,7 @@ std::vector<config::Override> candidate_overrides(const config::PlanSpec& plan,
                                                   const Candidate& c) {
     const bool us = counts_ultraservers(base);
     std::vector<config::Override> o;
-    const auto add = [&](const char* path, std::string value, const config::SearchKey& k) {
+    const auto add = [&](const char* path, std::string value, const auto& k) {
         o.push_back({path, std::move(value), k.origin});
     };
     add(us ? "cluster.ultraservers" : "cluster.instances", std::to_string(c.domains),
@@ -277,35 +254,31 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
                          plan.ultraservers.origin);
     }
     if (!base.reliability.enabled) {
-        for (const auto* k : {&plan.checkpoint_interval, &plan.spares}) {
-            if (k->given) {
-                throw InputError(k == &plan.spares ? "search.spares" : "search.checkpoint_interval",
-                                 "needs a reliability section in the base scenario", k->origin);
+        const std::pair<const char*, const SourceLocation*> keys[] = {
+            {"search.checkpoint_interval",
+             plan.checkpoint_interval.given ? &plan.checkpoint_interval.origin : nullptr},
+            {"search.spares", plan.spares.given ? &plan.spares.origin : nullptr}};
+        for (const auto& [key, origin] : keys) {
+            if (origin != nullptr) {
+                throw InputError(key, "needs a reliability section in the base scenario",
+                                 *origin);
             }
         }
     }
     const auto& par = base.training.parallelism;
-    const auto as_int = [](const config::SweepValue& v) { return static_cast<int>(integer_value(v)); };
-    const auto domains = values_of<std::int64_t>(
-        us ? plan.ultraservers : plan.instances,
-        us ? base.cluster.ultraservers : base.cluster.instances, integer_value);
-    const auto batch =
-        values_of<std::int64_t>(plan.global_batch, base.training.global_batch, integer_value);
-    const auto tp = values_of<int>(plan.tp, par.tp, as_int);
-    const auto cp = values_of<int>(plan.cp, par.cp, as_int);
-    const auto pp = values_of<int>(plan.pp, par.pp, as_int);
-    const auto dp = values_of<int>(plan.dp, par.dp, as_int);
-    const auto ep = values_of<int>(plan.ep, par.ep, as_int);
-    const auto zero = values_of<int>(plan.zero, par.zero, as_int);
-    const auto micro = values_of<int>(plan.microbatch, par.microbatch, as_int);
-    const auto recompute = values_of<workload::Recompute>(
-        plan.recompute, par.recompute,
-        [](const config::SweepValue& v) { return recompute_value(v.yaml); });
-    const auto interval = values_of<Duration>(
-        plan.checkpoint_interval, base.reliability.checkpoint.interval,
-        [](const config::SweepValue& v) { return interval_value(v.yaml); });
-    const auto spares = values_of<std::int64_t>(
-        plan.spares, base.reliability.spares.count(), integer_value);
+    const auto domains = values_of(us ? plan.ultraservers : plan.instances,
+                                   us ? base.cluster.ultraservers : base.cluster.instances);
+    const auto batch = values_of(plan.global_batch, base.training.global_batch);
+    const auto tp = values_of(plan.tp, par.tp);
+    const auto cp = values_of(plan.cp, par.cp);
+    const auto pp = values_of(plan.pp, par.pp);
+    const auto dp = values_of(plan.dp, par.dp);
+    const auto ep = values_of(plan.ep, par.ep);
+    const auto zero = values_of(plan.zero, par.zero);
+    const auto micro = values_of(plan.microbatch, par.microbatch);
+    const auto recompute = values_of(plan.recompute, par.recompute);
+    const auto interval = values_of(plan.checkpoint_interval, base.reliability.checkpoint.interval);
+    const auto spares = values_of(plan.spares, base.reliability.spares.count());
     const double total = static_cast<double>(domains.size()) * static_cast<double>(batch.size()) *
                          static_cast<double>(tp.size()) * static_cast<double>(cp.size()) *
                          static_cast<double>(pp.size()) *
@@ -468,6 +441,7 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
         extra.push_back({"simulation.replications", std::to_string(*plan.replications), {}});
     }
     std::vector<std::exception_ptr> errors(chosen.size());
+    const config::ScenarioBase file = config::ScenarioBase::read(plan.base);
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (std::size_t f = 0; f < chosen.size(); ++f) {
         try {
@@ -476,7 +450,7 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
             fin.by_objective = f < by_objective;
             std::vector<config::Override> o = candidate_overrides(plan, base, cands[chosen[f]]);
             o.insert(o.end(), extra.begin(), extra.end());
-            fin.spec = config::load_scenario_with(plan.base, o);
+            fin.spec = config::load_scenario_with(file, o);
             fin.spec.simulation.threads = 1; // finalists run side by side
             try {
                 fin.run = sim::run_training(fin.spec);

@@ -1,6 +1,5 @@
 #include "trnsim/study/sweep.hpp"
 
-#include "trnsim/config/load.hpp"
 #include "trnsim/engine/rng.hpp"
 #include "trnsim/reliability/run.hpp"
 #include "trnsim/sim/run.hpp"
@@ -158,8 +157,11 @@ Sweep expand(const config::SweepSpec& spec, std::int64_t base_seed, int base_rep
 }
 
 Sweep load(const config::SweepSpec& spec) {
-    const config::ScenarioSpec base = config::load_scenario_with(spec.base, spec.fixed);
-    return expand(spec, base.seed, base.simulation.replications);
+    config::ScenarioBase file = config::ScenarioBase::read(spec.base);
+    const config::ScenarioSpec base = config::load_scenario_with(file, spec.fixed);
+    Sweep s = expand(spec, base.seed, base.simulation.replications);
+    s.base = std::move(file);
+    return s;
 }
 
 std::string describe(const Sweep& sweep, const Point& p) {
@@ -197,13 +199,15 @@ std::vector<config::ScenarioSpec> prepare(const Sweep& sweep, int threads) {
     std::vector<config::ScenarioSpec> specs(static_cast<std::size_t>(n));
     std::vector<std::optional<InputError>> errors(static_cast<std::size_t>(n));
     std::vector<std::exception_ptr> crashes(static_cast<std::size_t>(n));
+    const config::ScenarioBase base =
+        sweep.base ? sweep.base : config::ScenarioBase::read(sweep.spec.base);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(std::max(1, threads))
     for (std::int64_t i = 0; i < n; ++i) {
         const auto u = static_cast<std::size_t>(i);
         const Point& p = sweep.points[u];
         bool loaded = false;
         try {
-            specs[u] = config::load_scenario_with(sweep.spec.base, sweep.overrides(p));
+            specs[u] = config::load_scenario_with(base, sweep.overrides(p));
             loaded = true;
             if (specs[u].workload_type != config::WorkloadType::training) {
                 throw InputError("workload.type",

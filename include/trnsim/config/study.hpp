@@ -31,8 +31,10 @@
 
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/units.hpp"
+#include "trnsim/workload/training_spec.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,9 +53,32 @@ struct Override {
 /// "path=value" (for messages and tables).
 std::string to_string(const Override& o);
 
-/// Reads the scenario at `path` and applies `overrides` in order, with the validation of
-/// `--set`: an error about an overridden key (or a key below it) points at the override's
-/// origin. Throws InputError.
+/// A scenario file read and checked once, to build many scenarios from (the points of a
+/// sweep, a plan's finalists) without reading the file again; a file that changes while a
+/// sweep is prepared cannot give its points different bases. Copies share the text; safe to
+/// use from several threads at once.
+class ScenarioBase {
+public:
+    ScenarioBase() = default;
+    /// Reads the file at `path`. Throws InputError when it cannot be read or is not YAML.
+    static ScenarioBase read(const std::string& path);
+    /// The file as given; empty for a default-constructed base.
+    const std::string& path() const;
+    explicit operator bool() const { return parsed_ != nullptr; }
+
+    struct Parsed; ///< defined where yaml-cpp is (src/config/)
+    const Parsed& parsed() const { return *parsed_; }
+
+private:
+    std::shared_ptr<const Parsed> parsed_;
+};
+
+/// The scenario of `base` with `overrides` applied in order, with the validation of `--set`:
+/// an error about an overridden key (or a key below it) points at the override's origin.
+/// Throws InputError.
+ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides);
+
+/// The same for the file at `path` (read and parsed for this one scenario).
 ScenarioSpec load_scenario_with(const std::string& path, const std::vector<Override>& overrides);
 
 /// How values of a scenario key are written, from the schema tables: the unit decides how
@@ -142,10 +167,14 @@ SweepSpec load_sweep_text(const std::string& text, const std::string& name);
 enum class Objective { min_time, min_cost, max_goodput };
 const char* to_string(Objective o);
 
-/// One searched scenario key: its candidate values (YAML texts) in order.
+/// One searched scenario key: its candidate values in order, as the scenario key's own rule
+/// reads them (so `auto` is already what the scenario stores for it: 0 for dp, a zero
+/// duration for checkpoint_interval) and as they were written (for messages).
+template <class T>
 struct SearchKey {
-    std::vector<SweepValue> values;
-    bool given = false; ///< false: the base scenario's value only
+    std::vector<T> values;
+    std::vector<SweepValue> written; ///< the same values as YAML text, with their origins
+    bool given = false;              ///< false: the base scenario's value only
     SourceLocation origin;
 };
 
@@ -165,12 +194,13 @@ struct PlanSpec {
     std::optional<double> min_ettr;       ///< expected ETTR at least
     double hbm_headroom = 0.0;            ///< fraction of each rank's HBM kept free
 
-    // Search space: scenario values as YAML text, each checked by the scenario's own rule.
-    // Give ultraservers or instances as the base scenario counts them; spares count the same
-    // kind. checkpoint_interval values are durations or auto. global_batch (sequences per
-    // step) changes the steps a token count takes, not the tokens.
-    SearchKey ultraservers, instances, global_batch, tp, cp, pp, dp, ep, zero, microbatch,
-        recompute, checkpoint_interval, spares;
+    // Search space, each value checked and read by the scenario key's own rule. Give
+    // ultraservers or instances as the base scenario counts them; spares count the same kind.
+    // global_batch (sequences per step) changes the steps a token count takes, not the tokens.
+    SearchKey<std::int64_t> ultraservers, instances, global_batch, spares;
+    SearchKey<int> tp, cp, pp, dp, ep, zero, microbatch;
+    SearchKey<workload::Recompute> recompute;
+    SearchKey<Duration> checkpoint_interval; ///< zero: auto
 
     int finalists = 8;                 ///< best candidates by the objective, simulated in full
     int frontier = 8;                  ///< further cost/time Pareto points, simulated in full

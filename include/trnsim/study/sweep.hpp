@@ -40,6 +40,8 @@ struct RunId {
 
 struct Sweep {
     config::SweepSpec spec;
+    /// The base scenario, read once (load() sets it; prepare() reads it when it is empty).
+    config::ScenarioBase base;
     std::vector<std::string> keys; ///< swept key paths: grid keys, zip keys, random keys
     std::vector<Point> points;
     int replications = 1;

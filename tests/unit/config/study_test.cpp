@@ -254,25 +254,31 @@ frontier: 2
     EXPECT_EQ(p.min_ettr.value(), 0.9);
     EXPECT_EQ(p.hbm_headroom, 0.1);
     ASSERT_EQ(p.ultraservers.values.size(), 4u); // 8, 16, 32, 64
-    EXPECT_EQ(p.ultraservers.values[3].yaml, "64");
+    EXPECT_EQ(p.ultraservers.values[3], 64);
+    EXPECT_EQ(p.ultraservers.written[3].yaml, "64");
     EXPECT_EQ(p.pp.values.size(), 4u);
     EXPECT_TRUE(p.zero.given);
     EXPECT_EQ(p.zero.values.size(), 1u);
     EXPECT_FALSE(p.dp.given);
     EXPECT_FALSE(load_plan_text("base: " + kBase + "\nsearch: {tp: [8]}\n", "q.yaml").cp.given);
     EXPECT_FALSE(p.instances.given);
-    EXPECT_EQ(p.checkpoint_interval.values[0].yaml, "auto");
-    EXPECT_EQ(p.checkpoint_interval.values[1].origin.str(), "p.yaml:11:31");
+    // Read by reliability.checkpoint.interval's own rule: auto is a zero duration.
+    EXPECT_EQ(p.checkpoint_interval.written[0].yaml, "auto");
+    EXPECT_EQ(p.checkpoint_interval.values[0], Duration::zero());
+    EXPECT_EQ(p.checkpoint_interval.values[1], Duration::from_ns(3'600'000'000'000));
+    EXPECT_EQ(p.checkpoint_interval.written[1].origin.str(), "p.yaml:11:31");
+    EXPECT_EQ(p.recompute.values, (std::vector<workload::Recompute>{
+                                      workload::Recompute::selective, workload::Recompute::full}));
     // cp: a range by factor, 1, 2, 4, 8 (each checked by workload.parallelism.cp's rule).
     ASSERT_TRUE(p.cp.given);
     ASSERT_EQ(p.cp.values.size(), 4u);
-    EXPECT_EQ(p.cp.values[0].yaml, "1");
-    EXPECT_EQ(p.cp.values[3].yaml, "8");
+    EXPECT_EQ(p.cp.values, (std::vector<int>{1, 2, 4, 8}));
+    EXPECT_EQ(p.cp.written[3].yaml, "8");
     EXPECT_EQ(p.cp.origin.str(), "p.yaml:7:7");
     ASSERT_TRUE(p.global_batch.given);
     ASSERT_EQ(p.global_batch.values.size(), 3u); // 1024, 2048, 4096
-    EXPECT_EQ(p.global_batch.values[0].yaml, "1024");
-    EXPECT_EQ(p.global_batch.values[2].yaml, "4096");
+    EXPECT_EQ(p.global_batch.values, (std::vector<std::int64_t>{1024, 2048, 4096}));
+    EXPECT_EQ(p.global_batch.written[2].yaml, "4096");
     EXPECT_EQ(p.finalists, 3);
     EXPECT_EQ(p.frontier, 2);
 }
