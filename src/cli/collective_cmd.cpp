@@ -43,14 +43,15 @@ int cmd_collective(const std::vector<std::string>& args) {
         return 0;
     }
     sim::CollectiveBenchSpec spec;
-    const auto op = network::collective_from_string(vm["op"].as<std::string>());
+    const auto op = enum_from_name<network::CollectiveOp>(vm["op"].as<std::string>());
     if (!op) {
-        throw UsageError("--op: unknown collective '" + vm["op"].as<std::string>() + "'");
+        throw UsageError("--op: unknown collective '" + vm["op"].as<std::string>() + "' (" +
+                         enum_name_list<network::CollectiveOp>() + ")");
     }
-    const auto algorithm = network::algorithm_from_string(vm["algorithm"].as<std::string>());
+    const auto algorithm = enum_from_name<network::Algorithm>(vm["algorithm"].as<std::string>());
     if (!algorithm) {
         throw UsageError("--algorithm: unknown algorithm '" + vm["algorithm"].as<std::string>() +
-                         "'");
+                         "' (" + enum_name_list<network::Algorithm>() + ")");
     }
     spec.op = *op;
     spec.algorithm = *algorithm;

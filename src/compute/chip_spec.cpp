@@ -2,18 +2,6 @@
 
 namespace trnsim::compute {
 
-const char* to_string(Precision p) {
-    switch (p) {
-    case Precision::fp8:
-        return "fp8";
-    case Precision::bf16:
-        return "bf16";
-    case Precision::fp32:
-        return "fp32";
-    }
-    return "?";
-}
-
 int element_bytes(Precision p) {
     switch (p) {
     case Precision::fp8:
@@ -56,30 +44,6 @@ FlopRate ChipSpec::tensor_peak_per_core(Precision p) const {
 } // namespace trnsim::compute
 
 namespace trnsim::compute {
-
-const char* to_string(KernelClass c) {
-    switch (c) {
-    case KernelClass::matmul:
-        return "matmul";
-    case KernelClass::attention:
-        return "attention";
-    case KernelClass::elementwise:
-        return "elementwise";
-    case KernelClass::softmax:
-        return "softmax";
-    case KernelClass::rms_norm:
-        return "rms_norm";
-    case KernelClass::layer_norm:
-        return "layer_norm";
-    case KernelClass::gather:
-        return "gather";
-    case KernelClass::adamw:
-        return "adamw";
-    case KernelClass::reduce:
-        return "reduce";
-    }
-    return "?";
-}
 
 const std::array<KernelClass, kKernelClassCount>& all_kernel_classes() {
     static constexpr std::array<KernelClass, kKernelClassCount> kAll{

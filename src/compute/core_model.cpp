@@ -386,22 +386,6 @@ private:
 
 } // namespace
 
-const char* to_string(EngineKind e) {
-    switch (e) {
-    case EngineKind::tensor:
-        return "TensorE";
-    case EngineKind::vector:
-        return "VectorE";
-    case EngineKind::scalar:
-        return "ScalarE";
-    case EngineKind::gpsimd:
-        return "GpSimdE";
-    case EngineKind::dma:
-        return "DMA";
-    }
-    return "?";
-}
-
 EngineKind CoreRun::bottleneck() const {
     std::size_t best = 0;
     for (std::size_t i = 1; i < kEngineKinds; ++i) {

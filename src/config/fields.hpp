@@ -4,6 +4,7 @@
 #pragma once
 
 #include "trnsim/config/units.hpp"
+#include "trnsim/core/enum_names.hpp"
 
 #include "schema.hpp"
 
@@ -172,6 +173,17 @@ Entry<T> choice(std::string path, Ref<T, E> ref, std::string def,
                          loc);
     };
     return e;
+}
+
+/// A choice among an enum's names (core/enum_names.hpp), listed in the table's order.
+template <class T, class E>
+    requires NamedEnum<E>
+Entry<T> choice(std::string path, Ref<T, E> ref, std::string def, std::string doc) {
+    std::vector<std::pair<std::string, E>> options;
+    for (const auto& n : enum_names(E{})) {
+        options.emplace_back(n.name, n.value);
+    }
+    return choice<T, E>(std::move(path), ref, std::move(def), std::move(options), std::move(doc));
 }
 
 /// An integer or `auto` (stored as 0).

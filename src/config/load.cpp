@@ -24,16 +24,6 @@ namespace trnsim::config {
 namespace fs = std::filesystem;
 using detail::Context;
 
-const char* to_string(Fidelity f) {
-    switch (f) {
-    case Fidelity::analytic:
-        return "analytic";
-    case Fidelity::step:
-        return "step";
-    }
-    return "?";
-}
-
 fs::path data_dir() {
     if (const char* env = std::getenv("TRNSIM_DATA_DIR"); env != nullptr && *env != '\0') {
         return fs::path(env);

@@ -58,22 +58,16 @@ Schema<M> build() {
         "required (unless preset: gives it)"));
     s.field(computed_default(
         choice<M, workload::MlpKind>("mlp", [](M& m) -> workload::MlpKind& { return m.mlp; }, "",
-                                     {{"swiglu", workload::MlpKind::swiglu},
-                                      {"gelu", workload::MlpKind::gelu}},
                                      "MLP type: SwiGLU (gate, up, down) or GELU (up, down)."),
         "swiglu"));
     s.field(computed_default(
         choice<M, workload::NormKind>("norm",
                                       [](M& m) -> workload::NormKind& { return m.norm; }, "",
-                                      {{"rmsnorm", workload::NormKind::rmsnorm},
-                                       {"layernorm", workload::NormKind::layernorm}},
                                       "Normalisation layers."),
         "rmsnorm"));
     s.field(computed_default(
         choice<M, workload::PositionKind>(
             "position", [](M& m) -> workload::PositionKind& { return m.position; }, "",
-            {{"rope", workload::PositionKind::rope},
-             {"learned", workload::PositionKind::learned}},
             "Position encoding: rotary, or a learned table of max_positions rows."),
         "rope"));
     s.field(computed_default(
@@ -90,7 +84,6 @@ Schema<M> build() {
     s.field(computed_default(
         choice<M, workload::AttentionKind>(
             "attention", [](M& m) -> workload::AttentionKind& { return m.attention; }, "",
-            {{"gqa", workload::AttentionKind::gqa}, {"mla", workload::AttentionKind::mla}},
             "Grouped-query (also plain multi-head) or multi-head latent attention."),
         "gqa"));
     s.section("mla", "Multi-head latent attention dimensions (attention: mla).");

@@ -19,14 +19,6 @@ namespace fs = std::filesystem;
 
 reliability::ReliabilitySpec& rel(S& x) { return x.reliability; }
 
-std::vector<std::pair<std::string, ComponentClass>> class_options() {
-    std::vector<std::pair<std::string, ComponentClass>> options;
-    for (ComponentClass c : reliability::kAllClasses) {
-        options.emplace_back(reliability::to_string(c), c);
-    }
-    return options;
-}
-
 std::vector<std::string> class_names() {
     std::vector<std::string> names;
     for (ComponentClass c : reliability::kAllClasses) {
@@ -129,7 +121,7 @@ Schema<FailureSpec> build_failure() {
     using F = FailureSpec;
     Schema<F> s("Failure process");
     s.field(required(choice<F, ComponentClass>(
-        "component", [](F& f) -> ComponentClass& { return f.component; }, "", class_options(),
+        "component", [](F& f) -> ComponentClass& { return f.component; }, "",
         "The component class that fails; every component of the class runs this process.")));
     {
         auto e = make_entry<F>("mtbf", "duration", "", "> 0 (may exceed 292 years)",
@@ -161,9 +153,6 @@ Schema<FailureSpec> build_failure() {
                     1e6, "1 to 1e6", "How many times as often a bad component fails."));
     s.field(choice<F, reliability::Effect>(
         "effect", [](F& f) -> reliability::Effect& { return f.effect; }, "auto",
-        {{"auto", reliability::Effect::automatic},
-         {"interrupt", reliability::Effect::interrupt},
-         {"degrade", reliability::Effect::degrade}},
         "What the failure does to the job: auto (the blast-radius rules), interrupt, or degrade "
         "(network elements only: route around it, slower until repaired)."));
     return s;
@@ -235,7 +224,7 @@ reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
         if (f.time < Duration::zero()) {
             throw InputError(p, "a failure time cannot be negative", at(fields[0].second));
         }
-        const auto cls = reliability::class_from_string(fields[1].first);
+        const auto cls = enum_from_name<ComponentClass>(fields[1].first);
         if (!cls) {
             std::string names;
             for (const auto& n : class_names()) {
@@ -331,7 +320,7 @@ void add_reliability_keys(Schema<S>& s) {
         "the checkpoint."));
     s.field(choice<S, RecoveryScope>(
         "reliability.recovery.scope", [](S& x) -> RecoveryScope& { return rel(x).recovery.scope; },
-        "job", {{"job", RecoveryScope::job}, {"replica", RecoveryScope::replica}},
+        "job",
         "job: restart everything from the checkpoint; replica: restart only the data-parallel "
         "replicas on the failed domain while the others keep training."));
     s.field(boolean<S>("reliability.recovery.run_degraded",
@@ -367,7 +356,6 @@ void add_reliability_keys(Schema<S>& s) {
     s.field(choice<S, RepairDistribution>(
         "reliability.repair.distribution",
         [](S& x) -> RepairDistribution& { return rel(x).repair.distribution; }, "fixed",
-        {{"fixed", RepairDistribution::fixed}, {"exponential", RepairDistribution::exponential}},
         "Repair times: exactly the values above, or exponential with those means."));
 
     using reliability::CheckpointMode;
@@ -380,9 +368,6 @@ void add_reliability_keys(Schema<S>& s) {
     s.field(choice<S, CheckpointMode>(
         "reliability.checkpoint.mode",
         [](S& x) -> CheckpointMode& { return rel(x).checkpoint.mode; }, "sync",
-        {{"sync", CheckpointMode::sync},
-         {"async", CheckpointMode::async},
-         {"memory", CheckpointMode::memory}},
         "sync: stall while writing to storage; async: stall for a snapshot to host memory, "
         "upload in the background; memory: snapshot copied to a peer's host memory."));
     {

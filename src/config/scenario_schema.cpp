@@ -105,7 +105,6 @@ Schema<S> build() {
     s.section("workload", "What runs on the cluster.");
     s.field(choice<S, WorkloadType>(
         "workload.type", [](S& x) -> WorkloadType& { return x.workload_type; }, "training",
-        {{"training", WorkloadType::training}, {"collective", WorkloadType::collective}},
         "training: train a model; collective: time one collective per message size "
         "(workload.collective)."));
     {
@@ -145,12 +144,6 @@ Schema<S> build() {
     s.field(choice<S, network::CollectiveOp>(
         "workload.collective.op", [](S& x) -> network::CollectiveOp& { return x.collective.op; },
         "all_reduce",
-        {{"all_reduce", network::CollectiveOp::all_reduce},
-         {"reduce_scatter", network::CollectiveOp::reduce_scatter},
-         {"all_gather", network::CollectiveOp::all_gather},
-         {"all_to_all", network::CollectiveOp::all_to_all},
-         {"broadcast", network::CollectiveOp::broadcast},
-         {"send_recv", network::CollectiveOp::send_recv}},
         "The collective."));
     {
         auto e = make_entry<S>("workload.collective.sizes", "sizes", "1KiB:1GiB",
@@ -172,20 +165,10 @@ Schema<S> build() {
     s.field(choice<S, network::Algorithm>(
         "workload.collective.algorithm",
         [](S& x) -> network::Algorithm& { return x.collective.algorithm; }, "auto",
-        {{"auto", network::Algorithm::automatic},
-         {"hierarchical", network::Algorithm::hierarchical},
-         {"ring", network::Algorithm::ring},
-         {"bidirectional_ring", network::Algorithm::bidirectional_ring},
-         {"mesh", network::Algorithm::mesh},
-         {"rdh", network::Algorithm::rdh},
-         {"torus_rings", network::Algorithm::torus_rings}},
         "Collective algorithm (auto: by size and group shape, as the Neuron runtime)."));
     s.field(choice<S, compute::Precision>(
         "workload.precision", [](S& x) -> compute::Precision& { return x.training.precision; },
         "bf16",
-        {{"bf16", compute::Precision::bf16},
-         {"fp8", compute::Precision::fp8},
-         {"fp32", compute::Precision::fp32}},
         "Matmul precision (optimizer state stays FP32)."));
 
     s.field(real<S>("workload.moe_imbalance",
@@ -221,7 +204,6 @@ Schema<S> build() {
     s.field(choice<S, workload::Schedule>(
         "workload.parallelism.schedule", [](S& x) -> workload::Schedule& { return par(x).schedule; },
         "1f1b",
-        {{"1f1b", workload::Schedule::one_f_one_b}, {"interleaved", workload::Schedule::interleaved}},
         "Pipeline schedule."));
     s.field(integer<S>("workload.parallelism.virtual_stages",
                        [](S& x) -> int& { return par(x).virtual_stages; }, "1", 1, 1024,
@@ -229,9 +211,6 @@ Schema<S> build() {
     s.field(choice<S, workload::Recompute>(
         "workload.parallelism.recompute",
         [](S& x) -> workload::Recompute& { return par(x).recompute; }, "selective",
-        {{"none", workload::Recompute::none},
-         {"selective", workload::Recompute::selective},
-         {"full", workload::Recompute::full}},
         "Activation recomputation: none, the attention core, or whole layers."));
     s.field(boolean<S>("workload.parallelism.sequence_parallel",
                        [](S& x) -> bool& { return par(x).sequence_parallel; }, "true",
@@ -249,20 +228,17 @@ Schema<S> build() {
     s.section("simulation", "How the run is simulated.");
     s.field(choice<S, Fidelity>("simulation.fidelity",
                                 [](S& x) -> Fidelity& { return x.simulation.fidelity; }, "analytic",
-                                {{"analytic", Fidelity::analytic}, {"step", Fidelity::step}},
                                 "analytic: closed-form step model; step: one step simulated on "
                                 "the event engine with flow-level communication "
                                 "(docs/workload.md)."));
     s.field(choice<S, StepEntityMode>(
         "simulation.step_entities",
         [](S& x) -> StepEntityMode& { return x.simulation.step_entities; }, "tp_group",
-        {{"tp_group", StepEntityMode::tp_group}, {"rank", StepEntityMode::rank}},
         "Step fidelity: one entity per tensor-parallel group (its ranks move in lockstep) or "
         "one per rank (same result, slower)."));
     s.field(choice<S, FabricCollectiveMode>(
         "simulation.fabric_collectives",
         [](S& x) -> FabricCollectiveMode& { return x.simulation.fabric_collectives; }, "flows",
-        {{"flows", FabricCollectiveMode::flows}, {"closed_form", FabricCollectiveMode::closed_form}},
         "Step fidelity: collectives between replicas (data, expert parallel) as flows with "
         "max-min sharing, or at their uncongested closed-form cost."));
     s.field(integer_or_auto<S>("simulation.threads",

@@ -21,30 +21,6 @@ using detail::Context;
 using detail::Entry;
 using detail::Schema;
 
-const char* to_string(Distribution d) {
-    switch (d) {
-    case Distribution::uniform:
-        return "uniform";
-    case Distribution::log_uniform:
-        return "log_uniform";
-    case Distribution::choice:
-        return "choice";
-    }
-    return "?";
-}
-
-const char* to_string(Objective o) {
-    switch (o) {
-    case Objective::min_time:
-        return "min_time";
-    case Objective::min_cost:
-        return "min_cost";
-    case Objective::max_goodput:
-        return "max_goodput";
-    }
-    return "?";
-}
-
 namespace {
 
 constexpr const char* kModelPrefix = "workload.model.";
@@ -741,9 +717,6 @@ Schema<PL> build_plan() {
     s.field(study_name<PL>());
     s.field(detail::choice<PL, Objective>(
         "objective", [](PL& x) -> Objective& { return x.objective; }, "min_cost",
-        {{"min_time", Objective::min_time},
-         {"min_cost", Objective::min_cost},
-         {"max_goodput", Objective::max_goodput}},
         "What the ranking minimises or maximises: the expected time to train, the expected "
         "cost, or the goodput (tokens kept per second)."));
     s.section("constraints", "Limits a plan must meet (each optional).");

@@ -4,38 +4,6 @@
 
 namespace trnsim::network {
 
-const char* to_string(CollectiveOp op) {
-    switch (op) {
-    case CollectiveOp::all_reduce:
-        return "all_reduce";
-    case CollectiveOp::reduce_scatter:
-        return "reduce_scatter";
-    case CollectiveOp::all_gather:
-        return "all_gather";
-    case CollectiveOp::all_to_all:
-        return "all_to_all";
-    case CollectiveOp::broadcast:
-        return "broadcast";
-    case CollectiveOp::send_recv:
-        return "send_recv";
-    }
-    return "?";
-}
-
-const char* to_string(LinkClass c) {
-    switch (c) {
-    case LinkClass::on_chip:
-        return "on_chip";
-    case LinkClass::neuronlink:
-        return "neuronlink";
-    case LinkClass::neuronlink_z:
-        return "neuronlink_z";
-    case LinkClass::efa:
-        return "efa";
-    }
-    return "?";
-}
-
 long long GroupShape::size() const {
     long long n = 1;
     for (const auto& l : levels) {

@@ -7,48 +7,6 @@
 
 namespace trnsim::network {
 
-const char* to_string(Algorithm a) {
-    switch (a) {
-    case Algorithm::automatic:
-        return "auto";
-    case Algorithm::ring:
-        return "ring";
-    case Algorithm::bidirectional_ring:
-        return "bidirectional_ring";
-    case Algorithm::mesh:
-        return "mesh";
-    case Algorithm::rdh:
-        return "rdh";
-    case Algorithm::torus_rings:
-        return "torus_rings";
-    case Algorithm::hierarchical:
-        return "hierarchical";
-    }
-    return "?";
-}
-
-std::optional<Algorithm> algorithm_from_string(std::string_view s) {
-    for (Algorithm a : {Algorithm::automatic, Algorithm::ring, Algorithm::bidirectional_ring,
-                        Algorithm::mesh, Algorithm::rdh, Algorithm::torus_rings,
-                        Algorithm::hierarchical}) {
-        if (s == to_string(a)) {
-            return a;
-        }
-    }
-    return std::nullopt;
-}
-
-std::optional<CollectiveOp> collective_from_string(std::string_view s) {
-    for (CollectiveOp op : {CollectiveOp::all_reduce, CollectiveOp::reduce_scatter,
-                            CollectiveOp::all_gather, CollectiveOp::all_to_all,
-                            CollectiveOp::broadcast, CollectiveOp::send_recv}) {
-        if (s == to_string(op)) {
-            return op;
-        }
-    }
-    return std::nullopt;
-}
-
 std::size_t CollectivePlan::total_phases() const {
     std::size_t n = 0;
     for (const auto& p : phases) {

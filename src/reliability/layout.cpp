@@ -16,22 +16,6 @@ constexpr std::uint32_t kMaxPowerPartitions = 64;
 
 } // namespace
 
-const char* to_string(Impact i) {
-    switch (i) {
-    case Impact::replace_domain:
-        return "replace_domain";
-    case Impact::restart_only:
-        return "restart_only";
-    case Impact::power:
-        return "power";
-    case Impact::fabric_interrupt:
-        return "fabric_interrupt";
-    case Impact::fabric_degrade:
-        return "fabric_degrade";
-    }
-    return "?";
-}
-
 bool Layout::domain_class(ComponentClass c) {
     return c != ComponentClass::power && !is_switch(c);
 }

@@ -15,52 +15,6 @@
 
 namespace trnsim::reliability {
 
-const char* to_string(JobState s) {
-    switch (s) {
-    case JobState::running:
-        return "running";
-    case JobState::running_degraded:
-        return "running_degraded";
-    case JobState::checkpointing:
-        return "checkpointing";
-    case JobState::detecting:
-        return "detecting";
-    case JobState::restarting:
-        return "restarting";
-    case JobState::loading:
-        return "loading";
-    case JobState::waiting_for_spare:
-        return "waiting_for_spare";
-    case JobState::done:
-        return "done";
-    }
-    return "?";
-}
-
-const char* to_string(EventKind k) {
-    switch (k) {
-    case EventKind::failure:
-        return "failure";
-    case EventKind::interruption:
-        return "interruption";
-    case EventKind::repaired:
-        return "repaired";
-    case EventKind::spare_assigned:
-        return "spare_assigned";
-    case EventKind::checkpoint:
-        return "checkpoint";
-    case EventKind::checkpoint_lost:
-        return "checkpoint_lost";
-    case EventKind::degraded:
-        return "degraded";
-    case EventKind::restored:
-        return "restored";
-    case EventKind::done:
-        return "done";
-    }
-    return "?";
-}
-
 const std::vector<std::pair<const char*, double Metrics::*>>& metric_fields() {
     static const std::vector<std::pair<const char*, double Metrics::*>> fields = {
         {"wall_time_s", &Metrics::wall_time_s},

@@ -15,26 +15,6 @@
 
 namespace trnsim::study {
 
-const char* to_string(Verdict v) {
-    switch (v) {
-    case Verdict::ok:
-        return "ok";
-    case Verdict::invalid:
-        return "invalid";
-    case Verdict::hbm:
-        return "hbm";
-    case Verdict::chips:
-        return "chips";
-    case Verdict::ettr:
-        return "ettr";
-    case Verdict::deadline:
-        return "deadline";
-    case Verdict::budget:
-        return "budget";
-    }
-    return "?";
-}
-
 double objective_value(config::Objective o, double time_s, double cost_usd, double goodput) {
     switch (o) {
     case config::Objective::min_time:

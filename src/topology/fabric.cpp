@@ -7,40 +7,6 @@
 
 namespace trnsim::topology {
 
-const char* to_string(LinkKind k) {
-    switch (k) {
-    case LinkKind::neuronlink:
-        return "neuronlink";
-    case LinkKind::neuronlink_z:
-        return "neuronlink_z";
-    case LinkKind::host:
-        return "host";
-    case LinkKind::efa_nic:
-        return "efa_nic";
-    case LinkKind::leaf_spine:
-        return "leaf_spine";
-    case LinkKind::spine_core:
-        return "spine_core";
-    }
-    return "?";
-}
-
-const char* to_string(NodeKind k) {
-    switch (k) {
-    case NodeKind::chip:
-        return "chip";
-    case NodeKind::nic:
-        return "nic";
-    case NodeKind::leaf:
-        return "leaf";
-    case NodeKind::spine:
-        return "spine";
-    case NodeKind::core:
-        return "core";
-    }
-    return "?";
-}
-
 int FabricSpec::chips_per_instance() const {
     int n = 1;
     for (int d : scale_up.instance_torus) {

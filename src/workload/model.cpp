@@ -2,10 +2,6 @@
 
 namespace trnsim::workload {
 
-const char* to_string(MlpKind k) { return k == MlpKind::swiglu ? "swiglu" : "gelu"; }
-const char* to_string(NormKind k) { return k == NormKind::rmsnorm ? "rmsnorm" : "layernorm"; }
-const char* to_string(PositionKind k) { return k == PositionKind::rope ? "rope" : "learned"; }
-const char* to_string(AttentionKind k) { return k == AttentionKind::gqa ? "gqa" : "mla"; }
 
 std::int64_t ModelSpec::qk_dim() const {
     return attention == AttentionKind::mla ? mla.qk_nope_head_dim + mla.qk_rope_head_dim

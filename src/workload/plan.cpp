@@ -8,37 +8,6 @@
 
 namespace trnsim::workload {
 
-const char* to_string(Schedule s) { return s == Schedule::one_f_one_b ? "1f1b" : "interleaved"; }
-
-const char* to_string(Recompute r) {
-    switch (r) {
-    case Recompute::none:
-        return "none";
-    case Recompute::selective:
-        return "selective";
-    case Recompute::full:
-        return "full";
-    }
-    return "?";
-}
-
-const char* to_string(CommGroup g) {
-    switch (g) {
-    case CommGroup::tp:
-        return "tp";
-    case CommGroup::cp:
-        return "cp";
-    case CommGroup::dp:
-        return "dp";
-    case CommGroup::ep:
-        return "ep";
-    case CommGroup::expert_dp:
-        return "expert_dp";
-    case CommGroup::pp:
-        return "pp";
-    }
-    return "?";
-}
 
 namespace {
 

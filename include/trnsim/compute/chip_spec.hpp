@@ -7,8 +7,10 @@
 #pragma once
 
 #include "trnsim/compute/kernel_model_spec.hpp"
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,7 +21,14 @@ namespace trnsim::compute {
 /// optimizer master weights and moments are always FP32.
 enum class Precision { fp8, bf16, fp32 };
 
-const char* to_string(Precision p);
+constexpr std::array<EnumName<Precision>, 3> enum_names(Precision) {
+    return {{
+        {Precision::bf16, "bf16"},
+        {Precision::fp8, "fp8"},
+        {Precision::fp32, "fp32"},
+    }};
+}
+inline const char* to_string(Precision v) { return enum_name(v); }
 /// Bytes per element of activations and weights at this precision (fp8: 1, bf16: 2, fp32: 4).
 int element_bytes(Precision p);
 

@@ -43,6 +43,7 @@
 
 #include "trnsim/compute/chip_spec.hpp"
 #include "trnsim/compute/core_program.hpp"
+#include "trnsim/core/enum_names.hpp"
 
 #include <array>
 #include <cstdint>
@@ -53,7 +54,16 @@ namespace trnsim::compute {
 /// Engines reported separately; DMA aggregates the core's DMA engines.
 enum class EngineKind { tensor, vector, scalar, gpsimd, dma };
 inline constexpr std::size_t kEngineKinds = 5;
-const char* to_string(EngineKind e);
+constexpr std::array<EnumName<EngineKind>, 5> enum_names(EngineKind) {
+    return {{
+        {EngineKind::tensor, "TensorE"},
+        {EngineKind::vector, "VectorE"},
+        {EngineKind::scalar, "ScalarE"},
+        {EngineKind::gpsimd, "GpSimdE"},
+        {EngineKind::dma, "DMA"},
+    }};
+}
+inline const char* to_string(EngineKind v) { return enum_name(v); }
 
 /// The outcome of running one Program.
 struct CoreRun {

@@ -7,6 +7,8 @@
 // data file (section `kernel_model`); docs/compute.md describes the features of each class.
 #pragma once
 
+#include "trnsim/core/enum_names.hpp"
+
 #include <array>
 #include <cstddef>
 #include <vector>
@@ -27,7 +29,20 @@ enum class KernelClass {
 };
 inline constexpr std::size_t kKernelClassCount = 9;
 
-const char* to_string(KernelClass c);
+constexpr std::array<EnumName<KernelClass>, 9> enum_names(KernelClass) {
+    return {{
+        {KernelClass::matmul, "matmul"},
+        {KernelClass::attention, "attention"},
+        {KernelClass::elementwise, "elementwise"},
+        {KernelClass::softmax, "softmax"},
+        {KernelClass::rms_norm, "rms_norm"},
+        {KernelClass::layer_norm, "layer_norm"},
+        {KernelClass::gather, "gather"},
+        {KernelClass::adamw, "adamw"},
+        {KernelClass::reduce, "reduce"},
+    }};
+}
+inline const char* to_string(KernelClass v) { return enum_name(v); }
 /// Every class, in declaration order.
 const std::array<KernelClass, kKernelClassCount>& all_kernel_classes();
 

@@ -6,7 +6,8 @@
 #pragma once
 
 #include "trnsim/compute/chip_spec.hpp"
-#include "trnsim/network/collectives.hpp"
+#include "trnsim/core/enum_names.hpp"
+#include "trnsim/network/collective_spec.hpp"
 #include "trnsim/topology/fabric_spec.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/units.hpp"
@@ -14,6 +15,7 @@
 #include "trnsim/topology/cluster.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,7 +30,37 @@ enum class StepEntityMode { tp_group, rank };
 /// simulation.fabric_collectives: collectives between replicas as flows or in closed form.
 enum class FabricCollectiveMode { flows, closed_form };
 
-const char* to_string(Fidelity f);
+constexpr std::array<EnumName<WorkloadType>, 2> enum_names(WorkloadType) {
+    return {{
+        {WorkloadType::training, "training"},
+        {WorkloadType::collective, "collective"},
+    }};
+}
+inline const char* to_string(WorkloadType v) { return enum_name(v); }
+
+constexpr std::array<EnumName<StepEntityMode>, 2> enum_names(StepEntityMode) {
+    return {{
+        {StepEntityMode::tp_group, "tp_group"},
+        {StepEntityMode::rank, "rank"},
+    }};
+}
+inline const char* to_string(StepEntityMode v) { return enum_name(v); }
+
+constexpr std::array<EnumName<FabricCollectiveMode>, 2> enum_names(FabricCollectiveMode) {
+    return {{
+        {FabricCollectiveMode::flows, "flows"},
+        {FabricCollectiveMode::closed_form, "closed_form"},
+    }};
+}
+inline const char* to_string(FabricCollectiveMode v) { return enum_name(v); }
+
+constexpr std::array<EnumName<Fidelity>, 2> enum_names(Fidelity) {
+    return {{
+        {Fidelity::analytic, "analytic"},
+        {Fidelity::step, "step"},
+    }};
+}
+inline const char* to_string(Fidelity v) { return enum_name(v); }
 
 /// One chip's speed factor (hardware.speed.chips).
 struct ChipSpeed {

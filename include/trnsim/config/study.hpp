@@ -29,10 +29,12 @@
 // search key is a list of candidate values (or a single value, or a range for counts).
 #pragma once
 
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/units.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -122,7 +124,14 @@ struct SweepAxis {
 };
 
 enum class Distribution { uniform, log_uniform, choice };
-const char* to_string(Distribution d);
+constexpr std::array<EnumName<Distribution>, 3> enum_names(Distribution) {
+    return {{
+        {Distribution::uniform, "uniform"},
+        {Distribution::log_uniform, "log_uniform"},
+        {Distribution::choice, "choice"},
+    }};
+}
+inline const char* to_string(Distribution v) { return enum_name(v); }
 
 /// A randomly drawn key (sweep.random.keys).
 struct RandomKey {
@@ -165,7 +174,14 @@ SweepSpec load_sweep_text(const std::string& text, const std::string& name);
 // Plans
 
 enum class Objective { min_time, min_cost, max_goodput };
-const char* to_string(Objective o);
+constexpr std::array<EnumName<Objective>, 3> enum_names(Objective) {
+    return {{
+        {Objective::min_time, "min_time"},
+        {Objective::min_cost, "min_cost"},
+        {Objective::max_goodput, "max_goodput"},
+    }};
+}
+inline const char* to_string(Objective v) { return enum_name(v); }
 
 /// One searched scenario key: its candidate values in order, as the scenario key's own rule
 /// reads them (so `auto` is already what the scenario stores for it: 0 for dp, a zero

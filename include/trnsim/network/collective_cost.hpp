@@ -20,26 +20,20 @@
 // paid. Broadcast is a pipelined chain (B / slowest bw + (g - 1) steps of latency). Point-to-point
 // is one level: B / bw + a.
 //
-// This is the first estimate of the network (uncongested, algorithm fixed to rings); the flow
-// model with max-min sharing and size-based algorithm selection (docs/network.md) replaces it
-// behind the same call.
+// This is the uncongested closed form of the analytic step estimate (algorithm fixed to
+// rings). The step and collective simulations do not use it for traffic between replicas:
+// they run collectives as flows with max-min sharing and size-based algorithm selection
+// (collectives.hpp, docs/network.md); the step simulation still costs tensor-parallel
+// collectives with it.
 #pragma once
 
 #include "trnsim/core/units.hpp"
+#include "trnsim/network/collective_spec.hpp"
 
 #include <string>
 #include <vector>
 
 namespace trnsim::network {
-
-enum class CollectiveOp { all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv };
-
-const char* to_string(CollectiveOp op);
-
-/// The link class a group level crosses.
-enum class LinkClass { on_chip, neuronlink, neuronlink_z, efa };
-
-const char* to_string(LinkClass c);
 
 struct GroupLevel {
     LinkClass link = LinkClass::on_chip;

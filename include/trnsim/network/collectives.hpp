@@ -30,6 +30,7 @@
 #pragma once
 
 #include "trnsim/network/collective_cost.hpp"
+#include "trnsim/network/collective_spec.hpp"
 #include "trnsim/network/flow_network.hpp"
 #include "trnsim/topology/fabric.hpp"
 
@@ -40,12 +41,6 @@
 #include <vector>
 
 namespace trnsim::network {
-
-enum class Algorithm { automatic, ring, bidirectional_ring, mesh, rdh, torus_rings, hierarchical };
-
-const char* to_string(Algorithm a);
-std::optional<Algorithm> algorithm_from_string(std::string_view s);
-std::optional<CollectiveOp> collective_from_string(std::string_view s);
 
 struct CollectiveRequest {
     CollectiveOp op = CollectiveOp::all_reduce;

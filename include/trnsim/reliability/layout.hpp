@@ -37,6 +37,7 @@
 // away from it).
 #pragma once
 
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
 #include "trnsim/engine/event.hpp"
 #include "trnsim/reliability/spec.hpp"
@@ -64,7 +65,16 @@ enum class Impact : std::uint8_t {
     fabric_degrade,   ///< no interruption; bandwidth lost until repaired in place
 };
 
-const char* to_string(Impact i);
+constexpr std::array<EnumName<Impact>, 5> enum_names(Impact) {
+    return {{
+        {Impact::replace_domain, "replace_domain"},
+        {Impact::restart_only, "restart_only"},
+        {Impact::power, "power"},
+        {Impact::fabric_interrupt, "fabric_interrupt"},
+        {Impact::fabric_degrade, "fabric_degrade"},
+    }};
+}
+inline const char* to_string(Impact v) { return enum_name(v); }
 
 /// What a run simulation entity is.
 enum class EntityKind : std::uint8_t { controller, power, domain, component };

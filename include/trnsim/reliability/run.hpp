@@ -29,6 +29,7 @@
 // Results are a function of (scenario, seed, replication) only: identical for any thread count.
 #pragma once
 
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
 #include "trnsim/reliability/failure_model.hpp"
 #include "trnsim/reliability/layout.hpp"
@@ -87,7 +88,19 @@ enum class JobState : std::uint8_t {
     done,
 };
 inline constexpr std::size_t kTimedStates = 7; ///< all but done
-const char* to_string(JobState s);
+constexpr std::array<EnumName<JobState>, 8> enum_names(JobState) {
+    return {{
+        {JobState::running, "running"},
+        {JobState::running_degraded, "running_degraded"},
+        {JobState::checkpointing, "checkpointing"},
+        {JobState::detecting, "detecting"},
+        {JobState::restarting, "restarting"},
+        {JobState::loading, "loading"},
+        {JobState::waiting_for_spare, "waiting_for_spare"},
+        {JobState::done, "done"},
+    }};
+}
+inline const char* to_string(JobState v) { return enum_name(v); }
 
 enum class EventKind : std::uint8_t {
     failure,         ///< a component failed (anywhere in the cluster)
@@ -100,7 +113,20 @@ enum class EventKind : std::uint8_t {
     restored,        ///< the element was repaired
     done,            ///< the job finished
 };
-const char* to_string(EventKind k);
+constexpr std::array<EnumName<EventKind>, 9> enum_names(EventKind) {
+    return {{
+        {EventKind::failure, "failure"},
+        {EventKind::interruption, "interruption"},
+        {EventKind::repaired, "repaired"},
+        {EventKind::spare_assigned, "spare_assigned"},
+        {EventKind::checkpoint, "checkpoint"},
+        {EventKind::checkpoint_lost, "checkpoint_lost"},
+        {EventKind::degraded, "degraded"},
+        {EventKind::restored, "restored"},
+        {EventKind::done, "done"},
+    }};
+}
+inline const char* to_string(EventKind v) { return enum_name(v); }
 
 struct RunEvent {
     std::int64_t time_ns = 0;

@@ -7,6 +7,7 @@
 // shared/reference/reliability.md (cited below as "reliability.md §N").
 #pragma once
 
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
 
 #include <array>
@@ -39,9 +40,21 @@ inline constexpr std::array<ComponentClass, kClassCount> kAllClasses = {
     ComponentClass::spine, ComponentClass::core,  ComponentClass::power,
     ComponentClass::software};
 
-const char* to_string(ComponentClass c);
-/// The class named `name`, or nothing.
-std::optional<ComponentClass> class_from_string(std::string_view name);
+constexpr std::array<EnumName<ComponentClass>, 10> enum_names(ComponentClass) {
+    return {{
+        {ComponentClass::chip, "chip"},
+        {ComponentClass::hbm, "hbm"},
+        {ComponentClass::host, "host"},
+        {ComponentClass::neuronlink, "neuronlink"},
+        {ComponentClass::nic, "nic"},
+        {ComponentClass::leaf, "leaf"},
+        {ComponentClass::spine, "spine"},
+        {ComponentClass::core, "core"},
+        {ComponentClass::power, "power"},
+        {ComponentClass::software, "software"},
+    }};
+}
+inline const char* to_string(ComponentClass v) { return enum_name(v); }
 
 /// Switches of the EFA fabric: repaired in place, never replaced with an instance.
 inline bool is_switch(ComponentClass c) {
@@ -162,10 +175,43 @@ struct ReliabilitySpec {
     FabricSpec fabric;
 };
 
-const char* to_string(LifetimeKind k);
-const char* to_string(Effect e);
-const char* to_string(RecoveryScope s);
-const char* to_string(CheckpointMode m);
-const char* to_string(RepairDistribution d);
+constexpr std::array<EnumName<LifetimeKind>, 3> enum_names(LifetimeKind) {
+    return {{
+        {LifetimeKind::exponential, "exponential"},
+        {LifetimeKind::weibull, "weibull"},
+        {LifetimeKind::lognormal, "lognormal"},
+    }};
+}
+inline const char* to_string(LifetimeKind v) { return enum_name(v); }
+constexpr std::array<EnumName<Effect>, 3> enum_names(Effect) {
+    return {{
+        {Effect::automatic, "auto"},
+        {Effect::interrupt, "interrupt"},
+        {Effect::degrade, "degrade"},
+    }};
+}
+inline const char* to_string(Effect v) { return enum_name(v); }
+constexpr std::array<EnumName<RecoveryScope>, 2> enum_names(RecoveryScope) {
+    return {{
+        {RecoveryScope::job, "job"},
+        {RecoveryScope::replica, "replica"},
+    }};
+}
+inline const char* to_string(RecoveryScope v) { return enum_name(v); }
+constexpr std::array<EnumName<CheckpointMode>, 3> enum_names(CheckpointMode) {
+    return {{
+        {CheckpointMode::sync, "sync"},
+        {CheckpointMode::async, "async"},
+        {CheckpointMode::memory, "memory"},
+    }};
+}
+inline const char* to_string(CheckpointMode v) { return enum_name(v); }
+constexpr std::array<EnumName<RepairDistribution>, 2> enum_names(RepairDistribution) {
+    return {{
+        {RepairDistribution::fixed, "fixed"},
+        {RepairDistribution::exponential, "exponential"},
+    }};
+}
+inline const char* to_string(RepairDistribution v) { return enum_name(v); }
 
 } // namespace trnsim::reliability

@@ -24,8 +24,10 @@
 
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/config/study.hpp"
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/sim/run.hpp"
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -46,7 +48,18 @@ struct Candidate {
 
 /// Why a candidate was rejected (the first failing check, in this order), or ok.
 enum class Verdict { ok, invalid, hbm, chips, ettr, deadline, budget };
-const char* to_string(Verdict v);
+constexpr std::array<EnumName<Verdict>, 7> enum_names(Verdict) {
+    return {{
+        {Verdict::ok, "ok"},
+        {Verdict::invalid, "invalid"},
+        {Verdict::hbm, "hbm"},
+        {Verdict::chips, "chips"},
+        {Verdict::ettr, "ettr"},
+        {Verdict::deadline, "deadline"},
+        {Verdict::budget, "budget"},
+    }};
+}
+inline const char* to_string(Verdict v) { return enum_name(v); }
 
 /// The analytic estimate of a candidate.
 struct CandidateEstimate {

@@ -15,8 +15,10 @@
 // Memory: about 24 bytes per directed link; a 524,288-chip Trn2 UltraCluster has ~7 million.
 #pragma once
 
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/topology/fabric_spec.hpp"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -27,8 +29,27 @@ enum class NodeKind : std::uint8_t { chip, nic, leaf, spine, core };
 enum class LinkKind : std::uint8_t { neuronlink, neuronlink_z, host, efa_nic, leaf_spine, spine_core };
 
 inline constexpr int kLinkKinds = 6;
-const char* to_string(LinkKind k);
-const char* to_string(NodeKind k);
+constexpr std::array<EnumName<LinkKind>, 6> enum_names(LinkKind) {
+    return {{
+        {LinkKind::neuronlink, "neuronlink"},
+        {LinkKind::neuronlink_z, "neuronlink_z"},
+        {LinkKind::host, "host"},
+        {LinkKind::efa_nic, "efa_nic"},
+        {LinkKind::leaf_spine, "leaf_spine"},
+        {LinkKind::spine_core, "spine_core"},
+    }};
+}
+inline const char* to_string(LinkKind v) { return enum_name(v); }
+constexpr std::array<EnumName<NodeKind>, 5> enum_names(NodeKind) {
+    return {{
+        {NodeKind::chip, "chip"},
+        {NodeKind::nic, "nic"},
+        {NodeKind::leaf, "leaf"},
+        {NodeKind::spine, "spine"},
+        {NodeKind::core, "core"},
+    }};
+}
+inline const char* to_string(NodeKind v) { return enum_name(v); }
 
 class Fabric {
 public:

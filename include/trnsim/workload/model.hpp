@@ -19,9 +19,13 @@
 // 12 L d S term is 6 L S heads (qk_dim + v_dim). No causal-mask discount is applied.
 #pragma once
 
+#include "trnsim/core/enum_names.hpp"
+
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+
 
 namespace trnsim::workload {
 
@@ -30,10 +34,34 @@ enum class NormKind { rmsnorm, layernorm };
 enum class PositionKind { rope, learned };
 enum class AttentionKind { gqa, mla };
 
-const char* to_string(MlpKind k);
-const char* to_string(NormKind k);
-const char* to_string(PositionKind k);
-const char* to_string(AttentionKind k);
+constexpr std::array<EnumName<MlpKind>, 2> enum_names(MlpKind) {
+    return {{
+        {MlpKind::swiglu, "swiglu"},
+        {MlpKind::gelu, "gelu"},
+    }};
+}
+inline const char* to_string(MlpKind v) { return enum_name(v); }
+constexpr std::array<EnumName<NormKind>, 2> enum_names(NormKind) {
+    return {{
+        {NormKind::rmsnorm, "rmsnorm"},
+        {NormKind::layernorm, "layernorm"},
+    }};
+}
+inline const char* to_string(NormKind v) { return enum_name(v); }
+constexpr std::array<EnumName<PositionKind>, 2> enum_names(PositionKind) {
+    return {{
+        {PositionKind::rope, "rope"},
+        {PositionKind::learned, "learned"},
+    }};
+}
+inline const char* to_string(PositionKind v) { return enum_name(v); }
+constexpr std::array<EnumName<AttentionKind>, 2> enum_names(AttentionKind) {
+    return {{
+        {AttentionKind::gqa, "gqa"},
+        {AttentionKind::mla, "mla"},
+    }};
+}
+inline const char* to_string(AttentionKind v) { return enum_name(v); }
 
 /// Multi-head latent attention (DeepSeek-V2/V3): queries and keys/values pass through low-rank
 /// projections; the rope part of each key is shared by all heads.

@@ -50,12 +50,14 @@
 #pragma once
 
 #include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
 #include "trnsim/network/collective_cost.hpp"
 #include "trnsim/topology/cluster.hpp"
 #include "trnsim/workload/model.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -69,7 +71,17 @@ inline constexpr CommGroup kAllCommGroups[kCommGroups] = {
     CommGroup::tp, CommGroup::cp, CommGroup::dp, CommGroup::ep, CommGroup::expert_dp,
     CommGroup::pp};
 
-const char* to_string(CommGroup g);
+constexpr std::array<EnumName<CommGroup>, 6> enum_names(CommGroup) {
+    return {{
+        {CommGroup::tp, "tp"},
+        {CommGroup::cp, "cp"},
+        {CommGroup::dp, "dp"},
+        {CommGroup::ep, "ep"},
+        {CommGroup::expert_dp, "expert_dp"},
+        {CommGroup::pp, "pp"},
+    }};
+}
+inline const char* to_string(CommGroup v) { return enum_name(v); }
 
 /// Where the members of a group sit in rank numbering: the group that holds rank r0 is
 /// { r0 + i * inner_stride + j * outer_stride : i < inner_size, j < outer_size }, in

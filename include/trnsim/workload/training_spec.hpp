@@ -2,9 +2,11 @@
 #pragma once
 
 #include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
 #include "trnsim/workload/model.hpp"
 
+#include <array>
 #include <cstdint>
 
 namespace trnsim::workload {
@@ -12,8 +14,21 @@ namespace trnsim::workload {
 enum class Schedule { one_f_one_b, interleaved };
 enum class Recompute { none, selective, full };
 
-const char* to_string(Schedule s);
-const char* to_string(Recompute r);
+constexpr std::array<EnumName<Schedule>, 2> enum_names(Schedule) {
+    return {{
+        {Schedule::one_f_one_b, "1f1b"},
+        {Schedule::interleaved, "interleaved"},
+    }};
+}
+inline const char* to_string(Schedule v) { return enum_name(v); }
+constexpr std::array<EnumName<Recompute>, 3> enum_names(Recompute) {
+    return {{
+        {Recompute::none, "none"},
+        {Recompute::selective, "selective"},
+        {Recompute::full, "full"},
+    }};
+}
+inline const char* to_string(Recompute v) { return enum_name(v); }
 
 struct ParallelismSpec {
     int tp = 1;               ///< tensor parallel degree
