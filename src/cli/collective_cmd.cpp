@@ -7,6 +7,7 @@
 #include "trnsim/config/load.hpp"
 #include "trnsim/config/units.hpp"
 #include "trnsim/core/error.hpp"
+#include "trnsim/network/collective_spec.hpp"
 
 #include <boost/program_options.hpp>
 

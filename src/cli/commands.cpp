@@ -9,6 +9,8 @@
 #include "trnsim/core/format.hpp"
 #include "trnsim/report/run_results.hpp"
 #include "trnsim/engine/window_driver.hpp"
+#include "trnsim/results/hdf5_writer.hpp"
+#include "trnsim/results/trace.hpp"
 #include "trnsim/topology/analysis.hpp"
 #include "trnsim/topology/fabric.hpp"
 #include "trnsim/sim/run.hpp"

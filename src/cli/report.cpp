@@ -3,6 +3,7 @@
 #include "reliability_report.hpp"
 
 #include "trnsim/core/format.hpp"
+#include "trnsim/network/collective_spec.hpp"
 
 #include <algorithm>
 #include <cstdio>

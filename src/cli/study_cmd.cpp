@@ -13,6 +13,7 @@
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/engine/window_driver.hpp"
+#include "trnsim/results/hdf5_writer.hpp"
 #include "trnsim/study/batch.hpp"
 #include "trnsim/study/planner.hpp"
 #include "trnsim/study/sweep.hpp"

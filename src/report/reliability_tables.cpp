@@ -1,4 +1,5 @@
 #include "tables.hpp"
+#include "trnsim/reliability/run.hpp"
 
 #include <cstddef>
 #include <string>

@@ -1,4 +1,6 @@
+#include "trnsim/core/error.hpp"
 #include "trnsim/report/study_results.hpp"
+#include "trnsim/workload/training_spec.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -3,6 +3,7 @@
 #include "trnsim/reliability/expectation.hpp"
 #include "trnsim/sim/analytic.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/workload/plan.hpp"
 
 #include <omp.h>
 

@@ -3,6 +3,8 @@
 #include "trnsim/core/format.hpp"
 #include "trnsim/reliability/expectation.hpp"
 #include "trnsim/sim/analytic.hpp"
+#include "trnsim/workload/plan.hpp"
+#include "trnsim/workload/training_spec.hpp"
 
 #include <omp.h>
 

@@ -3,6 +3,7 @@
 #include "trnsim/engine/rng.hpp"
 #include "trnsim/reliability/run.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/workload/plan.hpp"
 
 #include <omp.h>
 

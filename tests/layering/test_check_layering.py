@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""The layering check itself: on a small tree it passes when the includes, the table and the
+CMake lists agree, and names the file and edge of each kind of violation."""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+CHECK = os.path.join(os.path.dirname(os.path.abspath(__file__)), "check_layering.py")
+
+TABLE = """# Architecture
+
+## Modules
+
+| module | what it holds now | may include |
+|---|---|---|
+| core | units | — |
+| engine | events | core |
+| config | specs | core, engine (event.hpp) |
+
+## Next
+"""
+
+
+def tree(root, files):
+    for path, text in files.items():
+        p = os.path.join(root, path)
+        os.makedirs(os.path.dirname(p), exist_ok=True)
+        with open(p, "w", encoding="utf-8") as f:
+            f.write(text)
+
+
+def run(files):
+    with tempfile.TemporaryDirectory() as root:
+        base = {
+            "docs/architecture.md": TABLE,
+            "src/core/CMakeLists.txt": "trnsim_add_module(core SOURCES a.cpp)\n",
+            "src/core/a.cpp": "",
+            "src/engine/CMakeLists.txt": "trnsim_add_module(engine PUBLIC_DEPS trnsim::core)\n",
+            "include/trnsim/engine/event.hpp": '#include "trnsim/core/units.hpp"\n',
+            "src/config/CMakeLists.txt":
+                "trnsim_add_module(config PUBLIC_DEPS trnsim::core trnsim::engine)\n",
+            "src/config/load.cpp":
+                '#include "trnsim/core/units.hpp"\n#include "trnsim/engine/event.hpp"\n',
+        }
+        base.update(files)
+        tree(root, base)
+        r = subprocess.run([sys.executable, CHECK, root], capture_output=True, text=True)
+        return r.returncode, r.stdout
+
+
+class LayeringCheck(unittest.TestCase):
+    def test_a_consistent_tree_passes(self):
+        code, out = run({})
+        self.assertEqual(code, 0, out)
+        self.assertIn("3 modules, 0 problem(s)", out)
+
+    def test_an_edge_the_table_forbids(self):
+        code, out = run({"src/engine/queue.cpp": '#include "trnsim/config/load.hpp"\n'})
+        self.assertEqual(code, 1)
+        self.assertIn("src/engine/queue.cpp: engine includes trnsim/config/load.hpp", out)
+
+    def test_a_header_outside_the_allowed_ones(self):
+        code, out = run({"src/config/x.cpp": '#include "trnsim/engine/simulator.hpp"\n'})
+        self.assertEqual(code, 1)
+        self.assertIn("may include only event.hpp of engine", out)
+
+    def test_cmake_lists_must_match_the_includes(self):
+        code, out = run({"src/config/CMakeLists.txt":
+                         "trnsim_add_module(config PUBLIC_DEPS trnsim::engine)\n"})
+        self.assertEqual(code, 1)
+        self.assertIn("config includes core headers but does not list trnsim::core", out)
+        code, out = run({"src/core/CMakeLists.txt":
+                         "trnsim_add_module(core PUBLIC_DEPS trnsim::engine)\n"})
+        self.assertIn("lists trnsim::engine, which core does not include", out)
+
+    def test_a_cycle_in_the_table(self):
+        code, out = run({"docs/architecture.md": TABLE.replace("| core | units | — |",
+                                                               "| core | units | config |")})
+        self.assertEqual(code, 1)
+        self.assertIn("the table allows a cycle", out)
+
+    def test_a_module_missing_from_the_table(self):
+        code, out = run({"src/extra/CMakeLists.txt": "trnsim_add_module(extra)\n"})
+        self.assertEqual(code, 1)
+        self.assertIn("src/extra: module missing from the table", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
