@@ -21,9 +21,9 @@
 // dp x cp TP groups of a stage: gradient buckets, ZeRO-3 gathers, parameter all-gather) and
 // expert-parallel ones (MoE all-to-all, expert gradients) are planned by
 // network/collectives.hpp and their phases run as flows with max-min sharing, so that they
-// contend with each other and with pipeline traffic. During the last microbatch's backward pass, each chunk's gradients go
-// out in buckets of `grad_bucket` bytes as soon as their layers are done; the optimizer waits
-// for all of them.
+// contend with each other and with pipeline traffic. During the last microbatch's backward
+// pass, each chunk's gradients go out in buckets of `grad_bucket` bytes as soon as their
+// layers are done; the optimizer waits for all of them.
 //
 // A collective between entities starts one control latency after its last member reaches it
 // and its members learn of its end one control latency after it (a notification crossing the
@@ -36,6 +36,8 @@
 // (after its own end until the slowest entity's end); they sum to the step time.
 //
 // Determinism: the result does not depend on the thread count.
+//
+// The implementation is private to src/sim/ (step_layout.hpp lists its parts).
 #pragma once
 
 #include "trnsim/sim/analytic.hpp"
@@ -130,8 +132,8 @@ struct StepSimStats {
     int threads = 1;
     /// Wall-clock seconds of the fabric's window-edge work (network::FlowNetwork::EdgeTimes):
     /// routing new flows, placing them (beside the shards placement cannot touch, or overlapping
-    /// the routing), the other shards' updates, the last completion events. For benchmarks; never written to results (they vary
-    /// from run to run).
+    /// the routing), the other shards' updates, the last completion events. For benchmarks;
+    /// never written to results (they vary from run to run).
     double fabric_route_s = 0.0, fabric_place_s = 0.0, fabric_shards_s = 0.0;
     double fabric_arrivals_s = 0.0;
 };

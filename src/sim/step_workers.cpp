@@ -1,0 +1,425 @@
+#include "step_workers.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+
+namespace trnsim::sim::detail {
+
+using workload::CommGroup;
+
+// ------------------------------------------------------------------------------------------
+// Construction
+
+StepWorkers::StepWorkers(const workload::Plan& plan, const StepLayout& layout,
+                         const StepPrograms& programs, const StepFamilies& families,
+                         const StepSimOptions& options)
+    : plan_(plan), layout_(layout), programs_(programs) {
+    workers_.resize(layout.workers);
+    input_parts_.assign(layout.workers * layout.input_slots, 0);
+    if (!options.chip_speed.empty() &&
+        options.chip_speed.size() != static_cast<std::size_t>(plan.cluster.chips)) {
+        throw std::invalid_argument("step simulation: chip_speed needs one factor per chip");
+    }
+    for (std::uint64_t e = 0; e < layout.workers; ++e) {
+        Worker& w = workers_[e];
+        const std::int64_t g = layout.tp_group_of(e);
+        w.stage = static_cast<int>(g / layout.groups_per_stage);
+        for (const CommGroup group : workload::kAllCommGroups) {
+            w.family[index_of(group)] = families.family_of(group, g);
+        }
+        w.speed = speed_of(e, options);
+    }
+    if (layout.per_rank) {
+        tp_barriers_.assign(static_cast<std::size_t>(layout.tp_groups), TpBarrier{});
+    }
+    add_traced(options);
+    spans_.resize(layout.partitions());
+}
+
+double StepWorkers::speed_of(std::uint64_t worker, const StepSimOptions& options) const {
+    if (options.chip_speed.empty()) {
+        return 1.0;
+    }
+    // The slowest chip of a TP group, never above nominal; in rank mode its own chip's,
+    // uncapped (so the two modes differ when every chip of a group is faster than nominal).
+    double speed = 1.0;
+    if (layout_.per_rank) {
+        speed = options.chip_speed[static_cast<std::size_t>(static_cast<std::int64_t>(worker) /
+                                                            layout_.ranks_per_chip)];
+    } else {
+        const std::uint32_t first = layout_.first_chip_of(layout_.tp_group_of(worker));
+        for (int k = 0; k < layout_.chips_per_group; ++k) {
+            speed = std::min(speed, options.chip_speed[first + static_cast<std::uint32_t>(k)]);
+        }
+    }
+    if (!(speed > 0.0)) {
+        throw std::invalid_argument("step simulation: chip speed factors must be > 0");
+    }
+    return speed;
+}
+
+void StepWorkers::add_traced(const StepSimOptions& options) {
+    for (const std::int64_t r : options.trace_ranks) {
+        if (r < 0 || r >= plan_.ranks) {
+            throw std::invalid_argument("step simulation: no rank " + std::to_string(r) +
+                                        " to trace");
+        }
+        const std::uint64_t e = layout_.per_rank ? static_cast<std::uint64_t>(r)
+                                                 : static_cast<std::uint64_t>(r / layout_.tp);
+        auto& t = traced_[e];
+        if (std::find(t.ranks.begin(), t.ranks.end(), r) == t.ranks.end()) {
+            t.ranks.push_back(r);
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Events
+
+void StepWorkers::handle(StepContext& ctx, const engine::Event& e, StepFabric& fabric) {
+    Worker& w = workers_[ctx.self()];
+    switch (e.type) {
+    case kWorkerStart:
+        w.clock_ns = ctx.now_ns();
+        run(ctx, w, fabric);
+        return;
+    case kWorkerResume:
+        w.waiting = Worker::Waiting::nothing;
+        run(ctx, w, fabric);
+        return;
+    case kPipelineInput:
+        on_input(ctx, w, static_cast<std::size_t>(e.payload), fabric);
+        return;
+    case kCollectiveDone:
+        on_collective_done(ctx, w, static_cast<CommGroup>(e.payload), fabric);
+        return;
+    case kTpBarrierDone:
+        if (w.waiting == Worker::Waiting::tp_barrier) {
+            w.comm_ns += ctx.now_ns() - w.wait_since_ns;
+            trace(ctx, ctx.self(), 1, w.wait_since_ns, ctx.now_ns(), w.wait_name);
+            resume(ctx, w, fabric);
+        }
+        return;
+    default:
+        return;
+    }
+}
+
+void StepWorkers::on_input(StepContext& ctx, Worker& w, std::size_t slot, StepFabric& fabric) {
+    const std::uint64_t self = ctx.self();
+    const std::uint16_t arrived = ++input_parts_[self * layout_.input_slots + slot];
+    if (w.waiting == Worker::Waiting::input && w.wait_target == slot &&
+        arrived == layout_.input_parts()) {
+        w.bubble_ns += ctx.now_ns() - w.wait_since_ns;
+        trace(ctx, self, 0, w.wait_since_ns, ctx.now_ns(), programs_.wait_input_name());
+        resume(ctx, w, fabric);
+    }
+}
+
+void StepWorkers::on_collective_done(StepContext& ctx, Worker& w, CommGroup group,
+                                     StepFabric& fabric) {
+    const std::uint64_t self = ctx.self();
+    const std::size_t g = index_of(group);
+    ++w.completed[g];
+    if (auto it = traced_.find(self); it != traced_.end()) {
+        TracedWorker& t = it->second;
+        if (t.next_end[g] < t.issued[g].size()) {
+            const auto [start, collective] = t.issued[g][t.next_end[g]++];
+            trace(ctx, self, 1, start, ctx.now_ns(), programs_.collective(collective).name);
+        }
+    }
+    if (w.waiting == Worker::Waiting::collective && w.wait_group == group &&
+        w.completed[g] >= w.wait_target) {
+        w.comm_ns += ctx.now_ns() - w.wait_since_ns;
+        resume(ctx, w, fabric);
+    }
+}
+
+void StepWorkers::resume(StepContext& ctx, Worker& w, StepFabric& fabric) {
+    w.clock_ns = ctx.now_ns();
+    w.waiting = Worker::Waiting::nothing;
+    run(ctx, w, fabric);
+}
+
+// ------------------------------------------------------------------------------------------
+// Walking the schedule
+
+void StepWorkers::run(StepContext& ctx, Worker& w, StepFabric& fabric) {
+    while (w.mode != Worker::Mode::finished) {
+        if (w.mode == Worker::Mode::before_task) {
+            if (!begin_task(ctx, w)) {
+                return;
+            }
+            continue;
+        }
+        const auto& tasks = programs_.schedule(w.stage);
+        const workload::PipelineTask* task =
+            w.mode == Worker::Mode::in_task ? &tasks[static_cast<std::size_t>(w.task)] : nullptr;
+        const Program& p = task != nullptr ? programs_.task_program(w.stage, *task)
+                                           : programs_.final_program(w.stage);
+        const bool more = w.action == p.actions.size() ? end_program(ctx, w, p, task, fabric)
+                                                       : perform(ctx, w, p, p.actions[w.action]);
+        if (!more) {
+            return;
+        }
+    }
+}
+
+bool StepWorkers::begin_task(StepContext& ctx, Worker& w) {
+    const auto& tasks = programs_.schedule(w.stage);
+    if (static_cast<std::size_t>(w.task) == tasks.size()) {
+        w.pipeline_end_ns = w.clock_ns;
+        w.mode = Worker::Mode::final_program;
+        w.action = 0;
+        return true;
+    }
+    const workload::PipelineTask& t = tasks[static_cast<std::size_t>(w.task)];
+    const int vs = workload::virtual_stage(layout_.pp, w.stage, t.chunk);
+    const bool needs_input = t.forward ? vs > 0 : vs < layout_.pp * layout_.virtual_stages - 1;
+    if (needs_input) {
+        const std::size_t s = layout_.input_slot(t.forward, t.microbatch, t.chunk);
+        if (input_parts_[ctx.self() * layout_.input_slots + s] < layout_.input_parts()) {
+            if (!sync(ctx, w)) {
+                return false;
+            }
+            w.waiting = Worker::Waiting::input;
+            w.wait_target = static_cast<std::uint32_t>(s);
+            w.wait_since_ns = w.clock_ns;
+            return false;
+        }
+    }
+    w.mode = Worker::Mode::in_task;
+    w.action = 0;
+    w.task_start_ns = w.clock_ns;
+    return true;
+}
+
+bool StepWorkers::end_program(StepContext& ctx, Worker& w, const Program& p,
+                              const workload::PipelineTask* task, StepFabric& fabric) {
+    // Known overcount: a worker that sleeps before its send (sync) comes back here and adds
+    // these bytes again (the default scenario's NeuronLink bytes come out 1.7x too high).
+    // Adding them after a successful send fixes it, but changes /step/links.
+    fabric.add_tp_link_bytes(ctx.partition(), p.tp_link_bytes);
+    if (task == nullptr) {
+        w.mode = Worker::Mode::finished;
+        w.end_ns = w.clock_ns;
+        return false;
+    }
+    if (!send(ctx, w, *task, fabric)) {
+        return false;
+    }
+    trace(ctx, ctx.self(), 2, w.task_start_ns, w.clock_ns, programs_.task_name(*task));
+    ++w.task;
+    w.mode = Worker::Mode::before_task;
+    return true;
+}
+
+bool StepWorkers::perform(StepContext& ctx, Worker& w, const Program& p, const Action& a) {
+    switch (a.kind) {
+    case Action::run_local:
+        run_local(ctx, w, p, a);
+        ++w.action;
+        return true;
+    case Action::tp_barrier:
+        if (sync(ctx, w)) {
+            enter_tp_barrier(ctx, w, a);
+        }
+        return false;
+    case Action::issue:
+        issue(ctx, w, a.group, a.collective);
+        ++w.action;
+        return true;
+    case Action::blocking:
+        issue(ctx, w, a.group, a.collective);
+        ++w.action;
+        wait_for_collectives(w, a.group);
+        return false;
+    case Action::wait:
+        if (w.completed[index_of(a.group)] >= w.issued[index_of(a.group)]) {
+            ++w.action;
+            return true;
+        }
+        if (sync(ctx, w)) {
+            ++w.action;
+            wait_for_collectives(w, a.group);
+        }
+        return false;
+    }
+    return false;
+}
+
+void StepWorkers::run_local(StepContext& ctx, Worker& w, const Program& p, const Action& a) {
+    for (std::uint32_t i = a.ops_begin; i < a.ops_end; ++i) {
+        const LocalOp& op = p.local_ops[i];
+        const std::int64_t d = op.tp_collective || w.speed == 1.0
+                                   ? op.ns
+                                   : std::llround(static_cast<double>(op.ns) / w.speed);
+        trace(ctx, ctx.self(), op.tp_collective ? 1 : 0, w.clock_ns, w.clock_ns + d, op.name);
+        w.clock_ns += d;
+        (op.tp_collective ? w.comm_ns : w.compute_ns) += d;
+    }
+}
+
+void StepWorkers::enter_tp_barrier(StepContext& ctx, Worker& w, const Action& a) {
+    const std::int64_t g = layout_.tp_group_of(ctx.self());
+    TpBarrier& b = tp_barriers_[static_cast<std::size_t>(g)];
+    b.latest_ns = std::max(b.latest_ns, w.clock_ns);
+    ++w.action;
+    w.waiting = Worker::Waiting::tp_barrier;
+    w.wait_since_ns = w.clock_ns;
+    w.wait_name = a.barrier_name;
+    if (++b.arrived == layout_.tp) {
+        // The collective runs from the last rank's arrival.
+        const std::int64_t at = b.latest_ns + a.barrier_ns;
+        for (int r = 0; r < layout_.tp; ++r) {
+            ctx.schedule_at_ns(static_cast<engine::EntityId>(g * layout_.tp + r), at,
+                               kTpBarrierDone);
+        }
+        b = TpBarrier{};
+    }
+}
+
+void StepWorkers::wait_for_collectives(Worker& w, CommGroup group) {
+    w.waiting = Worker::Waiting::collective;
+    w.wait_group = group;
+    w.wait_target = w.issued[index_of(group)];
+    w.wait_since_ns = w.clock_ns;
+}
+
+bool StepWorkers::send(StepContext& ctx, Worker& w, const workload::PipelineTask& t,
+                       StepFabric& fabric) {
+    const int vs = workload::virtual_stage(layout_.pp, w.stage, t.chunk);
+    const int to = t.forward ? vs + 1 : vs - 1;
+    if (to < 0 || to >= layout_.pp * layout_.virtual_stages) {
+        return true;
+    }
+    if (!sync(ctx, w)) {
+        return false;
+    }
+    const int to_stage = to % layout_.pp;
+    const int to_chunk = to / layout_.pp;
+    const auto self = static_cast<std::int64_t>(ctx.self());
+    // To the same CP index of the same replica in the other stage.
+    const std::int64_t delta = std::int64_t{to_stage - w.stage} * layout_.groups_per_stage;
+    const std::size_t s = layout_.input_slot(t.forward, t.microbatch, to_chunk);
+    const double bytes = programs_.pipeline_send_bytes();
+    if (layout_.per_rank) {
+        const std::int64_t to_rank = self + delta * layout_.tp;
+        const network::FlowSpec f{static_cast<std::uint32_t>(self / layout_.ranks_per_chip),
+                                  static_cast<std::uint32_t>(to_rank / layout_.ranks_per_chip),
+                                  bytes};
+        fabric.start_transfer(ctx.partition(), w.clock_ns, static_cast<engine::EntityId>(to_rank),
+                              s, f);
+        return true;
+    }
+    // One flow per chip for the group's ranks on it, weighted by their number.
+    const int ranks = layout_.group_ranks_per_chip();
+    for (int k = 0; k < layout_.chips_per_group; ++k) {
+        const network::FlowSpec f{layout_.first_chip_of(self) + static_cast<std::uint32_t>(k),
+                                  layout_.first_chip_of(self + delta) +
+                                      static_cast<std::uint32_t>(k),
+                                  bytes * ranks, static_cast<double>(ranks)};
+        fabric.start_transfer(ctx.partition(), w.clock_ns,
+                              static_cast<engine::EntityId>(self + delta), s, f);
+    }
+    return true;
+}
+
+bool StepWorkers::sync(StepContext& ctx, Worker& w) {
+    if (w.clock_ns > ctx.now_ns()) {
+        w.waiting = Worker::Waiting::own_clock;
+        ctx.schedule_at_ns(ctx.self(), w.clock_ns, kWorkerResume);
+        return false;
+    }
+    return true;
+}
+
+void StepWorkers::issue(StepContext& ctx, Worker& w, CommGroup group, std::uint32_t collective) {
+    const std::int32_t family = w.family[index_of(group)];
+    if (family < 0) {
+        throw std::logic_error("step simulation: collective without a family");
+    }
+    const std::uint64_t sequence = w.issued[index_of(group)]++;
+    ctx.schedule_at_ns(layout_.family_entity(static_cast<std::size_t>(family)),
+                       w.clock_ns + layout_.lookahead_ns, kMemberArrived,
+                       (sequence << 32) | collective);
+    if (auto it = traced_.find(ctx.self()); it != traced_.end()) {
+        it->second.issued[index_of(group)].push_back({w.clock_ns, collective});
+    }
+}
+
+void StepWorkers::trace(StepContext& ctx, std::uint64_t worker, int lane, std::int64_t start,
+                        std::int64_t end, std::uint32_t name) {
+    if (traced_.empty()) {
+        return; // no trace asked for: no lookup per op
+    }
+    auto it = traced_.find(worker);
+    if (it == traced_.end() || end <= start) {
+        return;
+    }
+    for (const std::int64_t r : it->second.ranks) {
+        spans_[ctx.partition()].push_back({r, lane, start, end - start, name});
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// Results
+
+StepEnd StepWorkers::step_end() const {
+    StepEnd end;
+    for (std::uint64_t e = 0; e < workers_.size(); ++e) {
+        const Worker& w = workers_[e];
+        if (w.mode != Worker::Mode::finished) {
+            throw std::logic_error("step simulation: entity " + std::to_string(e) +
+                                   " did not finish its step (a dependency was never met)");
+        }
+        end.step_ns = std::max(end.step_ns, w.end_ns);
+        end.pipeline_ns = std::max(end.pipeline_ns, w.pipeline_end_ns);
+    }
+    for (const Worker& w : workers_) {
+        if (w.end_ns == end.step_ns) {
+            end.critical = &w;
+            break;
+        }
+    }
+    return end;
+}
+
+std::vector<EntityTimes> StepWorkers::entity_times(std::int64_t step_ns) const {
+    std::vector<EntityTimes> out;
+    out.reserve(workers_.size());
+    for (std::uint64_t e = 0; e < workers_.size(); ++e) {
+        const Worker& w = workers_[e];
+        const std::int64_t g = layout_.tp_group_of(e);
+        EntityTimes t;
+        t.first_rank = layout_.per_rank ? static_cast<std::int64_t>(e) : g * layout_.tp;
+        t.ranks = layout_.per_rank ? 1 : layout_.tp;
+        t.stage = w.stage;
+        t.replica = g % layout_.groups_per_stage / layout_.cp;
+        t.speed = w.speed;
+        t.compute_s = static_cast<double>(w.compute_ns) * 1e-9;
+        t.comm_s = static_cast<double>(w.comm_ns) * 1e-9;
+        t.bubble_s = static_cast<double>(w.bubble_ns) * 1e-9;
+        t.idle_s = static_cast<double>(step_ns - w.end_ns) * 1e-9;
+        t.end_s = static_cast<double>(w.end_ns) * 1e-9;
+        out.push_back(t);
+    }
+    return out;
+}
+
+std::vector<TraceSpan> StepWorkers::trace_spans() const {
+    std::vector<TraceSpan> out;
+    for (const auto& part : spans_) {
+        out.insert(out.end(), part.begin(), part.end());
+    }
+    std::sort(out.begin(), out.end(), [](const TraceSpan& a, const TraceSpan& b) {
+        return std::tie(a.rank, a.lane, a.start_ns, a.duration_ns, a.name) <
+               std::tie(b.rank, b.lane, b.start_ns, b.duration_ns, b.name);
+    });
+    return out;
+}
+
+} // namespace trnsim::sim::detail
