@@ -199,11 +199,10 @@ bool StepWorkers::begin_task(StepContext& ctx, Worker& w) {
 
 bool StepWorkers::end_program(StepContext& ctx, Worker& w, const Program& p,
                               const workload::PipelineTask* task, StepFabric& fabric) {
-    // Known overcount: a worker that sleeps before its send (sync) comes back here and adds
-    // these bytes again (the default scenario's NeuronLink bytes come out 1.7x too high).
-    // Adding them after a successful send fixes it, but changes /step/links.
-    fabric.add_tp_link_bytes(ctx.partition(), p.tp_link_bytes);
+    // A worker that must sleep before its send comes back here: the program's TP bytes are
+    // counted once, when the program is really done (after the send).
     if (task == nullptr) {
+        fabric.add_tp_link_bytes(ctx.partition(), p.tp_link_bytes);
         w.mode = Worker::Mode::finished;
         w.end_ns = w.clock_ns;
         return false;
@@ -211,6 +210,7 @@ bool StepWorkers::end_program(StepContext& ctx, Worker& w, const Program& p,
     if (!send(ctx, w, *task, fabric)) {
         return false;
     }
+    fabric.add_tp_link_bytes(ctx.partition(), p.tp_link_bytes);
     trace(ctx, ctx.self(), 2, w.task_start_ns, w.clock_ns, programs_.task_name(*task));
     ++w.task;
     w.mode = Worker::Mode::before_task;

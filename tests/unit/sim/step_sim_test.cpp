@@ -334,5 +334,22 @@ TEST(StepSim, BadOptionsAreInputErrors) {
     }
 }
 
+TEST(StepSim, TensorParallelBytesDoNotDependOnWhoWaits) {
+    // tp 8 spans two chips, so every TP collective crosses NeuronLink. A slow chip changes
+    // which entities wait for their pipeline neighbours before sending, not the bytes any
+    // program moves: the link-class bytes must be the same with and without it.
+    const std::vector<std::string> base = {"workload.parallelism={tp: 8, pp: 4, zero: 1}",
+                                           "simulation.fabric_collectives=closed_form"};
+    std::vector<std::string> slow = base;
+    slow.push_back("hardware.speed.chips=[{chip: 3, speed: 0.5}, {chip: 70, speed: 0.7}]");
+    const StepSimResult even = simulate(base);
+    const StepSimResult uneven = simulate(slow);
+    ASSERT_GT(uneven.estimate.step_s, even.estimate.step_s);
+    ASSERT_EQ(even.links.size(), uneven.links.size());
+    for (std::size_t k = 0; k < even.links.size(); ++k) {
+        EXPECT_DOUBLE_EQ(even.links[k].bytes, uneven.links[k].bytes) << even.links[k].kind;
+    }
+}
+
 } // namespace
 } // namespace trnsim::sim
