@@ -99,7 +99,7 @@ private:
     };
 
     static std::int64_t local_ns(const Phase& p) {
-        return static_cast<std::int64_t>(std::ceil(p.local_seconds * 1e9));
+        return Duration::from_seconds_ceil(p.local_seconds).ns();
     }
 
     template <class Q>

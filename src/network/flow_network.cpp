@@ -31,7 +31,7 @@ struct FlowNetwork::Shard {
 
         /// End of transmission at the current rate (which must be positive).
         std::int64_t finish() const {
-            return last + static_cast<std::int64_t>(std::ceil(remaining / rate * 1e9));
+            return last + Duration::from_seconds_ceil(remaining / rate).ns();
         }
         /// Counts the bytes sent at the current rate until `now`. A new flow has no rate yet:
         /// it keeps its start, from which its first rate applies.

@@ -106,7 +106,7 @@ void StepFamilies::on_flows_done(StepContext& ctx, Family& f, std::uint32_t chip
     const ChipGroupProgress& p = f.progress[chip_group];
     const network::Phase& ph = p.plan->plan.phases[p.phase];
     // The phase's on-chip work (reductions) overlaps its transfers.
-    const auto local = static_cast<std::int64_t>(std::ceil(ph.local_seconds * 1e9));
+    const std::int64_t local = Duration::from_seconds_ceil(ph.local_seconds).ns();
     std::int64_t at = std::max(ctx.now_ns(), p.phase_start_ns + local);
     if (merge_repeats_ && ph.repeat > 1) {
         // The repeats ran as one transfer of all their bytes; each further repeat adds its

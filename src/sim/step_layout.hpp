@@ -61,10 +61,9 @@ inline std::size_t index_of(workload::CommGroup group) {
     return static_cast<std::size_t>(group);
 }
 
-/// Seconds to the model's unit, whole nanoseconds (nearest).
-inline std::int64_t to_ns(double seconds) {
-    return std::llround(seconds * 1e9);
-}
+/// Seconds to the model's unit, whole nanoseconds, by the project's one rounding rule (up:
+/// Duration::from_seconds_ceil).
+inline std::int64_t to_ns(double seconds) { return Duration::from_seconds_ceil(seconds).ns(); }
 
 /// The plan's shape as the simulation uses it. Fixed at construction.
 ///

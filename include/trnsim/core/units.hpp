@@ -32,7 +32,16 @@ public:
     /// The single rounding rule from real seconds to ticks: round up, so a modelled completion is
     /// never earlier than the exact value. Saturates at max() (and asserts nothing: callers that
     /// can overflow check is_max()).
-    static Duration from_seconds_ceil(double seconds);
+    static Duration from_seconds_ceil(double seconds) {
+        const double ns = std::ceil(seconds * 1e9);
+        if (!(ns < 9.2e18)) { // also catches NaN and +inf
+            return max();
+        }
+        if (ns <= -9.2e18) {
+            return Duration(std::numeric_limits<std::int64_t>::min());
+        }
+        return Duration(static_cast<std::int64_t>(ns));
+    }
     static constexpr Duration zero() { return Duration(0); }
     static constexpr Duration max() { return Duration(std::numeric_limits<std::int64_t>::max()); }
 
