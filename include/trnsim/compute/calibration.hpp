@@ -36,8 +36,8 @@ struct CalibrationPoint {
     KernelClass cls = KernelClass::matmul;
     bool held_out = false;
     Kernel kernel; ///< one core's piece
-    double detailed_s = 0.0;
-    double analytic_s = 0.0;
+    double detailed_s = 0.0; ///< seconds, the detailed core model
+    double analytic_s = 0.0; ///< seconds, the fitted analytic model
 
     double relative_error() const { return (analytic_s - detailed_s) / detailed_s; }
 };

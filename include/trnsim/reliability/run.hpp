@@ -166,17 +166,19 @@ struct ReplicationResult {
     std::uint64_t engine_events = 0;
 };
 
-/// Per replication metrics in SI units; the summary and the HDF5 files use these names.
+/// Per replication metrics in SI units; the summary and the HDF5 files use these names. All
+/// doubles (seconds for _s): they are averaged over replications, and a job that never
+/// finishes has an infinite time to train.
 struct Metrics {
-    double wall_time_s = 0.0;
+    double wall_time_s = 0.0;     ///< simulated time the replication ran
     double time_to_train_s = 0.0; ///< wall time when done, else projected: work / ETTR
     double ettr = 0.0;            ///< kept progress / wall time
     double goodput = 0.0;         ///< tokens kept per second of wall time
     double interruptions = 0.0;
     double failures = 0.0;
-    double lost_work_s = 0.0;
+    double lost_work_s = 0.0;     ///< progress redone after interruptions
     double downtime_s = 0.0;      ///< detecting + restarting + loading + waiting for spares
-    double checkpoint_overhead_s = 0.0;
+    double checkpoint_overhead_s = 0.0; ///< training stalled for checkpoints
     double checkpoints = 0.0;
     double cost_usd = 0.0;        ///< (job + spare instances) x time to train x price
     double done = 0.0;            ///< 1 when the job finished within the run
@@ -185,7 +187,9 @@ struct Metrics {
 /// The metric names in table order, with a member pointer each.
 const std::vector<std::pair<const char*, double Metrics::*>>& metric_fields();
 
-/// Fixed facts of a run, the same for every replication.
+/// Fixed facts of a run, the same for every replication. Times in seconds as doubles: the
+/// closed forms they come from (checkpoint.hpp, theory.hpp) work in real seconds and use
+/// +inf for "never".
 struct RunFacts {
     std::int64_t job_domains = 0;
     std::int64_t spare_domains = 0;
@@ -194,10 +198,10 @@ struct RunFacts {
     std::array<std::int64_t, kClassCount> components{}; ///< with failure processes
     double job_failure_rate = 0.0;     ///< per second, full job (sum of component rates)
     double checkpoint_interval_s = 0.0; ///< on the full job; +inf: no periodic checkpoint
-    double checkpoint_stall_s = 0.0;
+    double checkpoint_stall_s = 0.0;      ///< training stalls per checkpoint
     double checkpoint_background_s = 0.0; ///< async upload or memory peer copy
-    double restore_s = 0.0;
-    double replica_restore_s = 0.0;
+    double restore_s = 0.0;               ///< reload of the whole job's checkpoint
+    double replica_restore_s = 0.0;       ///< reload of one replica's share (scope: replica)
     Bytes checkpoint_size;
     double work_s = 0.0; ///< failure-free training time (steps x step time)
 };

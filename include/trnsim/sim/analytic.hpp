@@ -35,23 +35,26 @@ struct OpTime {
     double seconds = 0.0; ///< per step, on the slowest stage's critical path
 };
 
+/// The step of a plan. Times are real seconds held as doubles, not engine ticks: each is a sum
+/// of up to millions of analytic kernel and collective costs kept at full precision; the run
+/// simulation turns the step time into ticks once (Duration::from_seconds_ceil).
 struct StepEstimate {
-    double step_s = 0.0;
+    double step_s = 0.0;         ///< one training step, seconds
     double forward_s = 0.0;      ///< one microbatch forward on the slowest stage
     double backward_s = 0.0;     ///< one microbatch backward on the slowest stage
     double pipeline_s = 0.0;     ///< all microbatches through the pipeline
-    double bubble_s = 0.0;
-    double grad_sync_exposed_s = 0.0;
-    double optimizer_s = 0.0;
-    double param_gather_s = 0.0;
-    double exposed_comm_s = 0.0;
+    double bubble_s = 0.0;       ///< pipeline fill and drain, seconds per step
+    double grad_sync_exposed_s = 0.0; ///< gradient reduction not hidden by the backward pass
+    double optimizer_s = 0.0;    ///< the optimizer update, seconds per step
+    double param_gather_s = 0.0; ///< ZeRO parameter all-gather, seconds per step
+    double exposed_comm_s = 0.0; ///< communication not overlapped with compute, seconds per step
     int slowest_stage = 0;
 
     double model_flops = 0.0;    ///< per step, whole cluster (6 N + attention convention)
     double hardware_flops = 0.0; ///< model FLOPs plus recomputation
     double hbm_bytes_per_rank = 0.0;
 
-    double tokens_per_s = 0.0;
+    double tokens_per_s = 0.0;   ///< tokens per second of step time
     double mfu = 0.0;
     double hfu = 0.0;
     double mbu = 0.0;

@@ -12,6 +12,8 @@
 
 namespace trnsim::sim {
 
+/// A training run's outcome. Times in seconds as doubles (with failures they are means over
+/// replications, +inf when the job never finishes).
 struct TrainingRun {
     workload::Plan plan;
     StepEstimate step;
@@ -24,7 +26,7 @@ struct TrainingRun {
     std::optional<reliability::RunSummary> reliability;
     /// The step simulation (simulation.fidelity: step).
     std::optional<StepSimResult> step_sim;
-    double step_sim_wall_s = 0.0;
+    double step_sim_wall_s = 0.0; ///< host (wall-clock) seconds the step simulation took
 };
 
 /// Speed factor of every chip from hardware.speed and the seed (all 1 without stragglers).

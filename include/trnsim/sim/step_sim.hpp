@@ -80,18 +80,19 @@ struct StepSimOptions {
     std::vector<std::int64_t> trace_ranks;
 };
 
-/// One entity's step.
+/// One entity's step. Times in seconds (the engine's nanoseconds converted for output); the
+/// four parts sum to the step time.
 struct EntityTimes {
     std::int64_t first_rank = 0;
     std::int32_t ranks = 0;
     std::int32_t stage = 0;
     std::int64_t replica = 0; ///< data-parallel index
     double speed = 1.0;
-    double compute_s = 0.0;
+    double compute_s = 0.0; ///< kernels
     double comm_s = 0.0;   ///< exposed communication
     double bubble_s = 0.0; ///< waiting for pipeline input
     double idle_s = 0.0;   ///< after its own end
-    double end_s = 0.0;
+    double end_s = 0.0;    ///< when its last task ended, from the step's start
 };
 
 /// Traffic of one link kind over the step.

@@ -70,7 +70,7 @@ struct CandidateEstimate {
     double step_s = NAN;          ///< NaN when not estimated (here and below)
     double memory_fraction = NAN; ///< of each rank's HBM the busiest rank needs
     double ettr = NAN;
-    double time_to_train_s = NAN;
+    double time_to_train_s = NAN; ///< expected, seconds (inf: never done)
     double cost_usd = NAN;
     double goodput = NAN;         ///< tokens kept per second
     double checkpoint_interval_s = NAN; ///< resolved (inf: none)
