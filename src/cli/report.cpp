@@ -125,10 +125,7 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
              ? std::string("step: simulated on the event engine; calibrated kernel costs, TP "
                            "collectives in closed form, pipeline, context-, data- and "
                            "expert-parallel traffic as flows (") +
-                   sim::to_string(run.step_sim->stats.entities == static_cast<std::uint64_t>(
-                                                                     run.plan.ranks)
-                                      ? sim::StepEntities::rank
-                                      : sim::StepEntities::tp_group) +
+                   config::to_string(spec.simulation.step_entities) +
                    " entities)"
              : std::string("analytic: closed form; calibrated kernel costs, uncongested "
                            "collectives"));
@@ -137,9 +134,7 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
         const auto& st = run.step_sim->stats;
         line(out, "simulated",
              grouped(static_cast<std::int64_t>(st.entities)) + " entities (" +
-                 sim::to_string(spec.simulation.step_entities == config::StepEntityMode::rank
-                                    ? sim::StepEntities::rank
-                                    : sim::StepEntities::tp_group) +
+                 config::to_string(spec.simulation.step_entities) +
                  ") in " + grouped(st.partitions) + " partitions; " +
                  grouped(static_cast<std::int64_t>(st.events)) + " events, " +
                  grouped(static_cast<std::int64_t>(st.windows)) + " windows, " +

@@ -96,12 +96,8 @@ StepSimOptions step_options(const config::ScenarioSpec& spec, const workload::Pl
     StepSimOptions o;
     o.threads = spec.simulation.threads > 0 ? spec.simulation.threads
                                             : engine::default_thread_count();
-    o.entities = spec.simulation.step_entities == config::StepEntityMode::rank
-                     ? StepEntities::rank
-                     : StepEntities::tp_group;
-    o.collectives = spec.simulation.fabric_collectives == config::FabricCollectiveMode::closed_form
-                        ? FabricCollectives::closed_form
-                        : FabricCollectives::flows;
+    o.entities = spec.simulation.step_entities;
+    o.collectives = spec.simulation.fabric_collectives;
     o.grad_bucket = plan.training.parallelism.grad_bucket.as_double();
     if (spec.hardware.speed.any()) {
         o.chip_speed = chip_speeds(spec, plan.cluster.chips);

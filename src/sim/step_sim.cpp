@@ -10,13 +10,6 @@
 
 namespace trnsim::sim {
 
-const char* to_string(StepEntities e) {
-    return e == StepEntities::tp_group ? "tp_group" : "rank";
-}
-const char* to_string(FabricCollectives c) {
-    return c == FabricCollectives::flows ? "flows" : "closed_form";
-}
-
 StepSimResult simulate_step(const workload::Plan& plan, const topology::Fabric& fabric,
                             const StepSimOptions& options) {
     detail::StepModel model(plan, fabric, options);

@@ -40,6 +40,7 @@
 // The implementation is private to src/sim/ (step_layout.hpp lists its parts).
 #pragma once
 
+#include "trnsim/config/scenario.hpp"
 #include "trnsim/sim/analytic.hpp"
 #include "trnsim/topology/fabric.hpp"
 #include "trnsim/workload/plan.hpp"
@@ -51,11 +52,11 @@
 
 namespace trnsim::sim {
 
-enum class StepEntities { tp_group, rank };
-enum class FabricCollectives { flows, closed_form };
-
-const char* to_string(StepEntities e);
-const char* to_string(FabricCollectives c);
+/// One entity per tensor-parallel group or per rank (simulation.step_entities); collectives
+/// between replicas as flows or in closed form (simulation.fabric_collectives). The scenario's
+/// own enums, so that one spelling serves the schema, the options and the summary.
+using StepEntities = config::StepEntityMode;
+using FabricCollectives = config::FabricCollectiveMode;
 
 struct StepSimOptions {
     int threads = 1;
