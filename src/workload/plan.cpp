@@ -214,18 +214,13 @@ std::int64_t Plan::tokens_per_rank() const {
     return training.parallelism.microbatch * training.sequence_length / cp;
 }
 
-network::GroupShape Plan::group_shape(CommGroup g) const {
-    return shapes_.at(static_cast<std::size_t>(g));
-}
-
-namespace {
-
-/// Decomposes a group (its members in increasing rank order) over the levels of the cluster.
-network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ranks) {
-    const std::int64_t rpc = p.ranks_per_chip;
-    const std::int64_t cpi = p.cluster.chips_per_instance;
-    const std::int64_t ipu = p.cluster.instances_per_ultraserver;
-    const bool has_ultraserver = p.cluster.ultraservers > 0;
+network::GroupShape group_shape_of(const compute::ChipSpec& chip_spec, int ranks_per_chip,
+                                   const topology::ClusterShape& cluster,
+                                   const std::vector<std::int64_t>& ranks) {
+    const std::int64_t rpc = ranks_per_chip;
+    const std::int64_t cpi = cluster.chips_per_instance;
+    const std::int64_t ipu = cluster.instances_per_ultraserver;
+    const bool has_ultraserver = cluster.ultraservers > 0;
     const auto size = static_cast<std::int64_t>(ranks.size());
     std::int64_t chips = 0, instances = 0, domains = 0;
     std::int64_t last_chip = -1, last_instance = -1, last_domain = -1;
@@ -241,7 +236,7 @@ network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ra
         last_instance = instance;
         last_domain = domain;
     }
-    const auto& c = p.chip;
+    const auto& c = chip_spec;
     const double r = static_cast<double>(rpc);
     const auto members = [](std::int64_t outer, std::int64_t inner) {
         return static_cast<int>(ceil_div(outer, std::max<std::int64_t>(inner, 1)));
@@ -261,6 +256,17 @@ network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ra
     s.levels.push_back({network::LinkClass::efa, static_cast<int>(domains),
                         c.efa_bandwidth_per_chip() / r, c.efa_latency});
     return s;
+}
+
+network::GroupShape Plan::group_shape(CommGroup g) const {
+    return shapes_.at(static_cast<std::size_t>(g));
+}
+
+namespace {
+
+/// Decomposes a group (its members in increasing rank order) over the levels of the cluster.
+network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ranks) {
+    return group_shape_of(p.chip, p.ranks_per_chip, p.cluster, ranks);
 }
 
 /// Pipeline neighbours: one level, the link class that separates a rank from the same rank of
