@@ -548,6 +548,11 @@ Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int
         fail("cluster.ultraservers",
              chip.name + " is not sold in UltraServers; give cluster.instances instead");
     }
+    if (chip.instance.efa_bandwidth.bytes_per_s() <= 0.0 &&
+        cluster_spec.ultraservers + cluster_spec.instances > 1) {
+        fail(cluster_spec.ultraservers > 0 ? "cluster.ultraservers" : "cluster.instances",
+             chip.instance.name + " has no EFA to join instances: a job runs on one instance");
+    }
     const std::int64_t ipu = chip.ultraserver ? chip.ultraserver->instances : 0;
     p.cluster = topology::make_cluster_shape(cluster_spec, chip.instance.chips, ipu);
     p.ranks_per_chip = chip.ranks_per_chip(lnc);

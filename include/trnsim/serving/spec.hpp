@@ -58,6 +58,15 @@ struct ServingSpec {
     std::optional<SpeculativeSpec> speculative;
     DisaggregationSpec disaggregated;
     RouterPolicy router = RouterPolicy::least_loaded;
+    // ---- appended by the iteration cost model (docs/serving.md) ----
+    /// Sequences per compiled context-encoding graph. 1: each prompt is its own prefill graph
+    /// (NxD Inference and vLLM continuous batching); max_batch: the prompts of a static batch
+    /// are prefilled together (Transformers NeuronX static batching). 0 = max_batch.
+    int prefill_batch = 1;
+    /// Attention as separate operators over a materialised score matrix (Q K^T, mask,
+    /// softmax, times V, each through HBM), as Transformers NeuronX compiled it up to Neuron
+    /// SDK 2.18; false: a fused flash-attention kernel (SDK 2.19 and later, NxD Inference).
+    bool materialized_attention = false;
 };
 
 /// A size (tokens) drawn per request.
