@@ -524,6 +524,15 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
         members.push_back(placement.first_rank + i);
     }
     tp_group_ = workload::group_shape_of(chip, rpc, placement.cluster, members);
+    for (const auto& level : tp_group_.levels) {
+        if (level.link == network::LinkClass::efa && level.members > 1 &&
+            chip.instance.efa_bandwidth.bytes_per_s() <= 0.0) {
+            fail(std::string(kServing) + ".tp",
+                 "tp = " + str(s.tp) + " spans " + str(level.members) + " " +
+                     chip.instance.name + " instances, which have no EFA to join them (at most " +
+                     str(std::int64_t{rpc} * chip.instance.chips) + " ranks per replica)");
+        }
+    }
     impl->tp = tp_group_;
     std::vector<std::int64_t> ep_members;
     for (int j = 0; j < s.ep; ++j) {
