@@ -59,7 +59,7 @@ void engine(Schema<C>& s, const std::string& name, Ref<C, compute::VectorEngineS
 Schema<C> build() {
     Schema<C> s("Chip");
     s.field(required(text<C>("name", [](C& c) -> std::string& { return c.name; }, "",
-                             "Preset name (trn2, trn1).")));
+                             "Preset name (trn2, trn1, inf2).")));
     s.field(text<C>("description", [](C& c) -> std::string& { return c.description; }, "\"\"",
                     "One line shown by describe chip."));
 
