@@ -112,7 +112,8 @@ RankParams rank_params(const Dims& d) {
                        static_cast<double>(mlp_matrices(d)) * h * static_cast<double>(d.shared_ffn);
     RankParams p;
     p.matmul = static_cast<double>(d.layers()) * attn +
-               static_cast<double>(d.dense_layers) * dense + static_cast<double>(d.moe_layers) * moe;
+               static_cast<double>(d.dense_layers) * dense +
+               static_cast<double>(d.moe_layers) * moe;
     p.other = static_cast<double>(d.layers()) * 2.0 * h + h                  // norms
               + static_cast<double>(d.vocab_padded * d.embed_cols)           // embedding
               + h * static_cast<double>(d.vocab);                            // LM head

@@ -146,7 +146,8 @@ TEST(ServingAccuracy, PublishedRows) {
         const double e_tpot = r.tpot_p50_s * 1e3 / row.tpot_p50_ms - 1.0;
         const double e_tps = r.output_tokens_per_s / row.output_tok_s - 1.0;
         const bool held_out = !fitted(row);
-        std::printf("%-3s %-58s %6.1f %6.1f %+4.0f%%  %6.2f %6.2f %+4.0f%%  %7.1f %7.1f %+4.0f%%%s\n",
+        std::printf("%-3s %-58s %6.1f %6.1f %+4.0f%%  %6.2f %6.2f %+4.0f%%  %7.1f %7.1f "
+                    "%+4.0f%%%s\n",
                     held_out ? "" : "*", row.label().c_str(), row.ttft_p50_ms,
                     r.ttft_p50_s * 1e3, 100.0 * e_ttft, row.tpot_p50_ms, r.tpot_p50_s * 1e3,
                     100.0 * e_tpot, row.output_tok_s, r.output_tokens_per_s, 100.0 * e_tps,
