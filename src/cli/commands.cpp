@@ -255,10 +255,13 @@ void describe_chip(const std::string& name) {
                                                " to the other instances of the UltraServer"
                                          : std::string()) +
                           "; " + fmt::duration(c.neuronlink_hop_latency) + " per step");
-    row("EFA", fmt::bandwidth(c.efa_bandwidth_per_chip()) + " per chip (" +
-                   fmt::fixed(c.instance.efa_bandwidth.bits_per_s() / 1e9, 0) +
-                   " Gbps per instance over " + std::to_string(c.instance.efa_interfaces) +
-                   " interfaces); " + fmt::duration(c.efa_latency) + " per message");
+    row("EFA", c.instance.efa_bandwidth.bytes_per_s() <= 0.0
+                   ? std::string("none (one instance per job)")
+                   : fmt::bandwidth(c.efa_bandwidth_per_chip()) + " per chip (" +
+                         fmt::fixed(c.instance.efa_bandwidth.bits_per_s() / 1e9, 0) +
+                         " Gbps per instance over " +
+                         std::to_string(c.instance.efa_interfaces) + " interfaces); " +
+                         fmt::duration(c.efa_latency) + " per message");
     std::string torus;
     for (int d : c.instance.torus) {
         torus += (torus.empty() ? "" : "x") + std::to_string(d);
@@ -270,6 +273,10 @@ void describe_chip(const std::string& name) {
     row("UltraServer", c.ultraserver ? std::to_string(c.ultraserver->instances) + " instances = " +
                                            std::to_string(c.chips_per_ultraserver()) + " chips"
                                      : "none");
+    row("serving", "per graph " + fmt::duration(c.serving.iteration_overhead) + ", per kernel " +
+                       fmt::duration(c.serving.kernel_overhead) + "; prefill at most " +
+                       fmt::fixed(100.0 * c.serving.prefill_efficiency, 1) +
+                       "% of TensorE peak (docs/serving.md)");
 }
 
 void describe_model(const std::string& name) {

@@ -59,7 +59,7 @@ void engine(Schema<C>& s, const std::string& name, Ref<C, compute::VectorEngineS
 Schema<C> build() {
     Schema<C> s("Chip");
     s.field(required(text<C>("name", [](C& c) -> std::string& { return c.name; }, "",
-                             "Preset name (trn2, trn1).")));
+                             "Preset name (trn2, trn1, inf2).")));
     s.field(text<C>("description", [](C& c) -> std::string& { return c.description; }, "\"\"",
                     "One line shown by describe chip."));
 
@@ -169,9 +169,9 @@ Schema<C> build() {
     s.field(required(duration("interconnect.on_chip_latency",
                               [](C& c) -> Duration& { return c.on_chip_latency; }, "",
                               "Latency of one collective step between ranks of one chip.")));
-    s.field(required(duration("interconnect.efa_latency",
-                              [](C& c) -> Duration& { return c.efa_latency; }, "",
-                              "HBM-to-HBM latency of one message over EFA.")));
+    s.field(duration("interconnect.efa_latency",
+                     [](C& c) -> Duration& { return c.efa_latency; }, "0ns",
+                     "HBM-to-HBM latency of one message over EFA (unused without EFA)."));
 
     s.section("training", "How training workloads run on the chip.");
     s.field(real<C>("training.kernel_efficiency",
@@ -179,6 +179,23 @@ Schema<C> build() {
                     "0.01 to 1",
                     "Fraction of the calibrated kernel speed that kernels reach inside a "
                     "compiled training graph (fitted to a published run; docs/validation.md)."));
+
+    s.section("serving",
+              "Fixed costs of compiled inference graphs besides their kernels and collectives "
+              "(docs/serving.md; absent: none). Fitted to published serving runs.");
+    s.field(duration("serving.kernel_overhead",
+                     [](C& c) -> Duration& { return c.serving.kernel_overhead; }, "0ns",
+                     "Per kernel of a compiled inference graph: synchronisation and issue "
+                     "between fused operators."));
+    s.field(duration("serving.iteration_overhead",
+                     [](C& c) -> Duration& { return c.serving.iteration_overhead; }, "0ns",
+                     "Per graph execution (a prefill, a decode step, a draft step): host "
+                     "dispatch, inputs, logits and sampling."));
+    s.field(real<C>("serving.prefill_efficiency",
+                    [](C& c) -> double& { return c.serving.prefill_efficiency; }, "1", 0.01, 1.0,
+                    "0.01 to 1",
+                    "Fraction of the TensorE peak that matmuls and attention reach at most "
+                    "inside a compiled context-encoding (prefill) graph."));
 
     s.section("instance", "The instance type that holds the chips.");
     s.field(required(text<C>("instance.name", [](C& c) -> std::string& { return c.instance.name; },
@@ -194,9 +211,11 @@ Schema<C> build() {
                                [](C& c) -> Bytes& { return c.instance.host_memory; }, parse_bytes,
                                "bytes", "0B", Bytes(0), Bytes(kMaxBytes), false, ">= 0",
                                "Host memory."));
-    s.field(required(bandwidth("instance.efa_bandwidth",
-                               [](C& c) -> Bandwidth& { return c.instance.efa_bandwidth; }, "",
-                               "Total EFA bandwidth of the instance.")));
+    s.field(bandwidth("instance.efa_bandwidth",
+                      [](C& c) -> Bandwidth& { return c.instance.efa_bandwidth; }, "0B/s",
+                      "Total EFA bandwidth of the instance (0: no EFA, one instance per job, "
+                      "as inf2).",
+                      true));
     s.field(integer<C>("instance.efa_interfaces",
                        [](C& c) -> int& { return c.instance.efa_interfaces; }, "1", 1, 4096,
                        "EFA interfaces the bandwidth is split over."));

@@ -252,6 +252,11 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
                              at("cores.lnc_allowed"));
         }
     }
+    if (c.instance.efa_bandwidth.bytes_per_s() > 0.0 && c.efa_latency == Duration::zero()) {
+        throw InputError("interconnect.efa_latency",
+                         "required when the instance has EFA (instance.efa_bandwidth > 0)",
+                         at("interconnect.efa_latency"));
+    }
     if (product(c.instance.torus) != c.instance.chips) {
         throw InputError("instance.torus", "the torus shape must multiply to instance.chips = " +
                                                std::to_string(c.instance.chips),

@@ -41,7 +41,7 @@ Schema<S> build() {
     {
         auto e = make_entry<S>("hardware.chip", "preset or file", "trn2",
                                "a preset in topologies/chips/ or a .yaml file",
-                               "Chip preset (trn2, trn1) or a chip file path.");
+                               "Chip preset (trn2, trn1, inf2) or a chip file path.");
         e.apply = [](S& x, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
                      const Context& ctx) {
             x.hardware.chip_ref = scalar_text(n, p, loc);

@@ -1,6 +1,8 @@
 #include "trnsim/network/collective_cost.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 
 namespace trnsim::network {
 
@@ -28,7 +30,42 @@ std::string GroupShape::describe() const {
 
 namespace {
 
-/// Hierarchical ring reduce-scatter (or, by symmetry, all-gather) of `bytes` per member.
+constexpr double kMiB = 1024.0 * 1024.0;
+
+/// The algorithm of one level, chosen by size as the Neuron runtime does and as the flow
+/// model's `automatic` does (network/collectives.cpp): inside a chip and a NeuronLink domain
+/// (CCI) mesh below 1 MiB, recursive halving-doubling up to 56 MiB, rings above; across EFA
+/// (CCX) rings for pairs and large messages, mesh for groups of up to 32 with small messages,
+/// RDH in between. `bytes` is the buffer that selects (the collective's size per rank inside
+/// a domain, the shard that crosses the fabric at the EFA level).
+enum class LevelAlgorithm { ring, mesh, rdh };
+
+LevelAlgorithm pick(const GroupLevel& l, double bytes) {
+    if (l.link == LinkClass::efa) {
+        if (l.members <= 2) {
+            return LevelAlgorithm::ring;
+        }
+        if (bytes < kMiB && l.members <= 32) {
+            return LevelAlgorithm::mesh;
+        }
+        return bytes <= 56.0 * kMiB ? LevelAlgorithm::rdh : LevelAlgorithm::ring;
+    }
+    if (bytes < kMiB) {
+        return LevelAlgorithm::mesh;
+    }
+    return bytes <= 56.0 * kMiB ? LevelAlgorithm::rdh : LevelAlgorithm::ring;
+}
+
+/// Hierarchical reduce-scatter (or, by symmetry, all-gather) of `bytes` per member: level 0
+/// over the whole buffer, then each level over the 1/g shard the members now own. Per level
+/// of g members, shard s, bandwidth bw and step latency a:
+///   ring  (g - 1) / g * s / bw + (g - 1) a
+///   mesh  (g - 1) / g * s / bw + a            (every member writes every other directly)
+///   rdh   (q - 1) / q * s / bw + log2(q) a     (q: the largest power of two <= g), and when
+///         g != q the g - q extra members first fold their whole shard into a partner:
+///         + s / bw + a
+/// Mesh and RDH move the ring's bytes; the link over-subscription of their routed traffic
+/// (CCI) is not modelled, which matters only near the upper end of their size ranges.
 double ring_scatter_seconds(double bytes, const GroupShape& group) {
     double t = 0.0;
     double shard = bytes;
@@ -37,8 +74,24 @@ double ring_scatter_seconds(double bytes, const GroupShape& group) {
             continue;
         }
         const double g = l.members;
-        t += (g - 1.0) / g * transfer_seconds(shard, l.bandwidth) +
-             (g - 1.0) * l.step_latency.seconds();
+        const double a = l.step_latency.seconds();
+        const double selecting = l.link == LinkClass::efa ? shard : bytes;
+        switch (pick(l, selecting)) {
+        case LevelAlgorithm::ring:
+            t += (g - 1.0) / g * transfer_seconds(shard, l.bandwidth) + (g - 1.0) * a;
+            break;
+        case LevelAlgorithm::mesh:
+            t += (g - 1.0) / g * transfer_seconds(shard, l.bandwidth) + a;
+            break;
+        case LevelAlgorithm::rdh: {
+            const auto q = static_cast<double>(std::bit_floor(static_cast<unsigned>(l.members)));
+            t += (q - 1.0) / q * transfer_seconds(shard, l.bandwidth) + std::log2(q) * a;
+            if (q != g) {
+                t += transfer_seconds(shard, l.bandwidth) + a;
+            }
+            break;
+        }
+        }
         shard /= g;
     }
     return t;

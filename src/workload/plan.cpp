@@ -183,18 +183,13 @@ std::int64_t Plan::tokens_per_rank() const {
     return training.parallelism.microbatch * training.sequence_length / cp;
 }
 
-network::GroupShape Plan::group_shape(CommGroup g) const {
-    return shapes_.at(static_cast<std::size_t>(g));
-}
-
-namespace {
-
-/// Decomposes a group (its members in increasing rank order) over the levels of the cluster.
-network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ranks) {
-    const std::int64_t rpc = p.ranks_per_chip;
-    const std::int64_t cpi = p.cluster.chips_per_instance;
-    const std::int64_t ipu = p.cluster.instances_per_ultraserver;
-    const bool has_ultraserver = p.cluster.ultraservers > 0;
+network::GroupShape group_shape_of(const compute::ChipSpec& chip_spec, int ranks_per_chip,
+                                   const topology::ClusterShape& cluster,
+                                   const std::vector<std::int64_t>& ranks) {
+    const std::int64_t rpc = ranks_per_chip;
+    const std::int64_t cpi = cluster.chips_per_instance;
+    const std::int64_t ipu = cluster.instances_per_ultraserver;
+    const bool has_ultraserver = cluster.ultraservers > 0;
     const auto size = static_cast<std::int64_t>(ranks.size());
     std::int64_t chips = 0, instances = 0, domains = 0;
     std::int64_t last_chip = -1, last_instance = -1, last_domain = -1;
@@ -210,7 +205,7 @@ network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ra
         last_instance = instance;
         last_domain = domain;
     }
-    const auto& c = p.chip;
+    const auto& c = chip_spec;
     const double r = static_cast<double>(rpc);
     const auto members = [](std::int64_t outer, std::int64_t inner) {
         return static_cast<int>(ceil_div(outer, std::max<std::int64_t>(inner, 1)));
@@ -230,6 +225,17 @@ network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ra
     s.levels.push_back({network::LinkClass::efa, static_cast<int>(domains),
                         c.efa_bandwidth_per_chip() / r, c.efa_latency});
     return s;
+}
+
+network::GroupShape Plan::group_shape(CommGroup g) const {
+    return shapes_.at(static_cast<std::size_t>(g));
+}
+
+namespace {
+
+/// Decomposes a group (its members in increasing rank order) over the levels of the cluster.
+network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ranks) {
+    return group_shape_of(p.chip, p.ranks_per_chip, p.cluster, ranks);
 }
 
 /// Pipeline neighbours: one level, the link class that separates a rank from the same rank of
@@ -510,6 +516,11 @@ Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int
     if (cluster_spec.ultraservers > 0 && !chip.ultraserver) {
         fail("cluster.ultraservers",
              chip.name + " is not sold in UltraServers; give cluster.instances instead");
+    }
+    if (chip.instance.efa_bandwidth.bytes_per_s() <= 0.0 &&
+        cluster_spec.ultraservers + cluster_spec.instances > 1) {
+        fail(cluster_spec.ultraservers > 0 ? "cluster.ultraservers" : "cluster.instances",
+             chip.instance.name + " has no EFA to join instances: a job runs on one instance");
     }
     const std::int64_t ipu = chip.ultraserver ? chip.ultraserver->instances : 0;
     p.cluster = topology::make_cluster_shape(cluster_spec, chip.instance.chips, ipu);

@@ -178,7 +178,7 @@ TEST_P(CheckedInCalibration, IsWhatCalibrateWritesToday) {
     fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Chips, CheckedInCalibration, ::testing::Values("trn2", "trn1"));
+INSTANTIATE_TEST_SUITE_P(Chips, CheckedInCalibration, ::testing::Values("trn2", "trn1", "inf2"));
 
 } // namespace
 } // namespace trnsim::test

@@ -113,6 +113,25 @@ struct UltraServerSpec {
     int instances = 4;
 };
 
+/// What a compiled inference graph costs besides its kernels and collectives (the chip file's
+/// `serving` section; docs/serving.md): fixed costs that the calibrated kernel model does not
+/// see. Zero (and efficiency 1) when a chip file has no `serving` section. The values in the
+/// presets are fitted by serving::fit_serving_costs to named published rows.
+struct ServingCosts {
+    /// Per kernel of a compiled inference graph: the semaphore wait, instruction fetch and issue
+    /// between one fused operator and the next (each kernel already pays its own DMA latencies
+    /// in the kernel model).
+    Duration kernel_overhead;
+    /// Per graph execution (one context-encoding or token-generation graph, or one draft step):
+    /// host-side dispatch, copying the step's inputs, reading back and sampling the logits.
+    Duration iteration_overhead;
+    /// Fraction of the rank's TensorE peak that the matmuls and attention of a compiled
+    /// context-encoding (prefill) graph reach at most: a prefill kernel costs at least its
+    /// useful FLOPs / (prefill_efficiency x peak). Weight-bound prefills of a few tokens are
+    /// unaffected; long prompts are compute-bound at this fraction.
+    double prefill_efficiency = 1.0;
+};
+
 struct ChipSpec {
     std::string name;
     std::string description;
@@ -152,6 +171,9 @@ struct ChipSpec {
     /// hand; a framework's compiled graph adds layout changes, synchronisation and launch gaps
     /// that it does not see. Fitted once to a published run (docs/validation.md).
     double training_kernel_efficiency = 1.0;
+
+    /// Fixed costs of compiled inference graphs (serving section).
+    ServingCosts serving;
 
     /// Coefficients of the analytic kernel model (written by `trnsim calibrate`).
     KernelModelSpec kernel_model;

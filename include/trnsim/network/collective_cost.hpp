@@ -7,24 +7,36 @@
 // divides the chip's link bandwidth among its ranks) and the latency of one algorithm step.
 //
 // Collectives run hierarchically, as the Neuron runtime composes them (CCX): a reduce-scatter
-// runs a ring at level 0 over the whole buffer, then a ring at level 1 over the 1/g0 shard each
-// member now owns, and so on outward; an all-gather is the mirror image; an all-reduce is a
-// reduce-scatter followed by an all-gather. For a ring of g members over a buffer of B bytes at
-// bandwidth bw and step latency a:
+// runs at level 0 over the whole buffer, then at level 1 over the 1/g0 shard each member now
+// owns, and so on outward; an all-gather is the mirror image; an all-reduce is a
+// reduce-scatter followed by an all-gather. Each level picks its algorithm by size as the
+// runtime does (and as the flow model's `automatic` does, docs/network.md): inside a chip and
+// a NeuronLink domain (CCI) mesh below 1 MiB, recursive halving-doubling (RDH) up to 56 MiB,
+// rings above; across EFA (CCX) mesh for groups of up to 32 below 1 MiB, RDH up to 56 MiB,
+// rings above and for pairs. The selecting size is the collective's buffer per rank inside a
+// domain and the shard that crosses the fabric at the EFA level. For a level of g members
+// over a shard of B bytes at bandwidth bw and step latency a, a reduce-scatter or all-gather
+// costs
 //
-//   reduce-scatter / all-gather:  (g - 1) / g * B / bw + (g - 1) * a
-//   all-reduce:                   2 (g - 1) / g * B / bw + 2 (g - 1) * a
+//   ring  (g - 1) / g * B / bw + (g - 1) * a
+//   mesh  (g - 1) / g * B / bw + a
+//   rdh   (q - 1) / q * B / bw + log2(q) * a, q the largest power of two <= g, plus a fold
+//         step B / bw + a when g != q (the extra members hand their buffer to a partner)
+//
+// and an all-reduce twice that. Small messages are latency-bound: an all-reduce of 16 KB over
+// 32 ranks of 16 Trainium1 chips is 4 steps (mesh on chip and over NeuronLink, twice), not the
+// 62 of a flat ring. Mesh and RDH move the ring's bytes; their link over-subscription (routed
+// traffic, CCI) is not modelled.
 //
 // All-to-all is direct: each member sends B/g to every member; the traffic leaving a level-l
 // unit uses that level's links, all levels run concurrently, and one outermost step latency is
 // paid. Broadcast is a pipelined chain (B / slowest bw + (g - 1) steps of latency). Point-to-point
 // is one level: B / bw + a.
 //
-// This is the uncongested closed form of the analytic step estimate (algorithm fixed to
-// rings). The step and collective simulations do not use it for traffic between replicas:
-// they run collectives as flows with max-min sharing and size-based algorithm selection
-// (collectives.hpp, docs/network.md); the step simulation still costs tensor-parallel
-// collectives with it.
+// This is the uncongested closed form (the analytic step estimate, the step simulation's
+// tensor-parallel collectives, serving's iteration cost). Collectives between replicas in the
+// step and collective simulations run as flows with max-min sharing instead (collectives.hpp,
+// docs/network.md), over the same algorithms phase by phase.
 #pragma once
 
 #include "trnsim/core/units.hpp"

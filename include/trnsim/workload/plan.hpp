@@ -170,6 +170,17 @@ private:
 Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int lnc,
                 const topology::ClusterSpec& cluster, Bytes hbm_reserve_per_chip);
 
+/// The hierarchy of a group of ranks over chip, instance, UltraServer and fabric, shaped as a
+/// plan's groups are (Plan::group_shape): ranks are numbered so that consecutive ranks fill a
+/// chip, chips fill an instance and instances an UltraServer (`cluster` counts them; plain
+/// instances when cluster.ultraservers is 0); `ranks` are the members in increasing order.
+/// Each level's bandwidth is the chip's link bandwidth divided among its `ranks_per_chip`
+/// ranks (every rank of a chip communicating at once), its step latency the link's. Used by
+/// build_plan and by serving replicas (a replica's tensor-parallel group).
+network::GroupShape group_shape_of(const compute::ChipSpec& chip, int ranks_per_chip,
+                                   const topology::ClusterShape& cluster,
+                                   const std::vector<std::int64_t>& ranks);
+
 /// Bytes of the keys and values of `tokens` tokens on one rank (its kv heads after the TP split,
 /// or every head's up-projected keys and values for MLA): the block a context-parallel rank
 /// passes around the ring.

@@ -37,6 +37,26 @@ TEST(ChipPresets, Trn1MatchesTheReference) {
     EXPECT_NEAR(c.tensor_peak_per_core(compute::Precision::bf16).per_s(), 91.75e12, 0.01e12);
 }
 
+TEST(ChipPresets, Inf2MatchesTheReference) {
+    // INF2, INF2I: 12 chips of 2 NeuronCore-v2, 32 GiB each, 192 GiB/s of NeuronLink per chip
+    // in a ring, no EFA; the cores are Trainium1's.
+    const compute::ChipSpec c = load_chip("inf2");
+    const compute::ChipSpec t = load_chip("trn1");
+    EXPECT_EQ(c.instance.name, "inf2.48xlarge");
+    EXPECT_EQ(c.instance.chips, 12);
+    EXPECT_EQ(c.instance.torus, std::vector<int>{12});
+    EXPECT_EQ(c.ranks_per_chip(1), 2);
+    EXPECT_EQ(c.hbm_capacity.count(), std::int64_t{32} << 30);
+    EXPECT_DOUBLE_EQ(c.neuronlink_intra_instance.bytes_per_s(), 192.0 * (1 << 30));
+    EXPECT_DOUBLE_EQ(c.instance.efa_bandwidth.bytes_per_s(), 0.0);
+    EXPECT_FALSE(c.ultraserver.has_value());
+    EXPECT_DOUBLE_EQ(c.instance.price_per_hour.usd(), 12.98);
+    EXPECT_DOUBLE_EQ(c.tensor_peak_per_core(compute::Precision::bf16).per_s(),
+                     t.tensor_peak_per_core(compute::Precision::bf16).per_s());
+    EXPECT_EQ(c.kernel_model.fit(compute::KernelClass::matmul).coefficients,
+              t.kernel_model.fit(compute::KernelClass::matmul).coefficients);
+}
+
 TEST(ChipPresets, EveryPresetLoads) {
     const auto names = chip_presets();
     EXPECT_GE(names.size(), 2u);
@@ -47,8 +67,10 @@ TEST(ChipPresets, EveryPresetLoads) {
 
 TEST(ModelPresets, EveryPresetLoads) {
     const auto names = model_presets();
-    for (const char* required : {"llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b",
-                                 "mixtral-8x7b", "deepseek-v3"}) {
+    for (const char* required :
+         {"llama3-8b", "llama3-70b", "llama3-405b", "gpt3-175b", "mixtral-8x7b", "deepseek-v3",
+          "llama3.3-70b", "llama3.2-1b", "qwen3-32b", "llama2-7b", "llama2-13b", "llama2-70b",
+          "mistral-7b", "codellama-13b", "llama3.1-8b-eagle3"}) {
         EXPECT_NE(std::find(names.begin(), names.end(), required), names.end()) << required;
     }
     for (const auto& n : names) {

@@ -221,7 +221,7 @@ TEST(Scenario, UnknownPresetsSuggestAndList) {
         << model.what();
     const InputError chip = load_error(std::string(kMinimal) + "hardware: {chip: trn3}\n");
     EXPECT_EQ(chip.key_path(), "hardware.chip");
-    EXPECT_NE(chip.message().find("presets: trn1, trn2"), std::string::npos) << chip.what();
+    EXPECT_NE(chip.message().find("presets: inf2, trn1, trn2"), std::string::npos) << chip.what();
 }
 
 TEST(Scenario, ContextParallelDefaultsToOne) {

@@ -25,13 +25,45 @@ TEST(AlphaBeta, HierarchicalLevelsWorkOnShrinkingShards) {
     const GroupShape g{{level(LinkClass::on_chip, 4, 500.0, 1.0),
                         level(LinkClass::efa, 8, 25.0, 15.0)}};
     const double n = 64e6;
-    // Level 0 reduce-scatters the whole buffer; level 1 the quarter each member owns.
+    // Level 0 reduce-scatters the whole buffer (64 MB = 61 MiB: a ring); level 1 the quarter
+    // each member owns (16 MB = 15.3 MiB crosses EFA: RDH over 8 = 2^3 members, 3 steps).
     const double rs = 3.0 / 4.0 * n / 500e9 + 3.0 * 1e-6 + 7.0 / 8.0 * (n / 4.0) / 25e9 +
-                      7.0 * 15e-6;
+                      3.0 * 15e-6;
     EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::reduce_scatter, n, g), rs);
     EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, n, g), 2.0 * rs);
     EXPECT_EQ(g.size(), 32);
     EXPECT_EQ(g.describe(), "4 on_chip x 8 efa");
+}
+
+TEST(AlphaBeta, SmallMessagesTakeOneMeshStepPerLevel) {
+    // A decode step's all-reduce on one trn1.32xlarge: 32 ranks = 2 per chip x 16 chips,
+    // 16 KB (one token of hidden 8192 in BF16). Below 1 MiB every level is a mesh (CCI): one
+    // step each, so a reduce-scatter is 2 steps and the all-reduce 4, against 2 x (1 + 15) = 32
+    // ring steps.
+    const GroupShape g{{level(LinkClass::on_chip, 2, 410.0, 2.0),
+                        level(LinkClass::neuronlink, 16, 206.0, 2.0)}};
+    const double n = 16384.0;
+    const double rs = 1.0 / 2.0 * n / 410e9 + 2e-6 + 15.0 / 16.0 * (n / 2.0) / 206e9 + 2e-6;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::reduce_scatter, n, g), rs);
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, n, g), 2.0 * rs);
+    EXPECT_NEAR(collective_seconds(CollectiveOp::all_reduce, n, g), 8.0e-6, 0.2e-6);
+}
+
+TEST(AlphaBeta, MidSizeMessagesUseRecursiveHalvingDoubling) {
+    // 4 MB over 12 members (1 to 56 MiB: RDH). q = 8: 3 halving steps over the 8, plus the
+    // fold of the 4 extra members' whole buffers (one step at full size).
+    const GroupShape g{{level(LinkClass::neuronlink, 12, 100.0, 2.0)}};
+    const double n = 4e6;
+    const double rs = 7.0 / 8.0 * n / 100e9 + 3.0 * 2e-6 + n / 100e9 + 2e-6;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::reduce_scatter, n, g), rs);
+    // A power of two has no fold: 16 members, log2 16 = 4 steps.
+    const GroupShape p2{{level(LinkClass::neuronlink, 16, 100.0, 2.0)}};
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_gather, n, p2),
+                     15.0 / 16.0 * n / 100e9 + 4.0 * 2e-6);
+    // EFA pairs always ring (one step); above 56 MiB everything rings.
+    const GroupShape pair{{level(LinkClass::efa, 2, 25.0, 15.0)}};
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::reduce_scatter, 1e3, pair),
+                     0.5 * 1e3 / 25e9 + 15e-6);
 }
 
 TEST(AlphaBeta, SingleMemberLevelsCostNothing) {

@@ -18,6 +18,15 @@ TEST(ModelStats, LlamaCountsAreExact) {
     EXPECT_EQ(stats("llama3-70b").total, 70'553'706'496);
     EXPECT_EQ(stats("llama3-405b").total, 405'853'388'800);
     EXPECT_EQ(stats("llama2-7b").total, 6'738'415'616);
+    // The serving presets (safetensors metadata of the released checkpoints).
+    EXPECT_EQ(stats("llama2-13b").total, 13'015'864'320);
+    EXPECT_EQ(stats("llama2-70b").total, 68'976'648'192);
+    EXPECT_EQ(stats("codellama-13b").total, 13'016'028'160);
+    EXPECT_EQ(stats("mistral-7b").total, 7'241'732'096);
+    EXPECT_EQ(stats("llama3.2-1b").total, 1'235'814'400);
+    EXPECT_EQ(stats("llama3.3-70b").total, 70'553'706'496);
+    // Qwen3-32B: 32,762,123,264 with its QK-norm weights (64 layers x 2 x 128), not modelled.
+    EXPECT_EQ(stats("qwen3-32b").total, 32'762'123'264 - 64 * 2 * 128);
 }
 
 TEST(ModelStats, MatchesPublishedTotals) {

@@ -111,6 +111,21 @@ TEST(Plan, Trn1HasNoUltraServers) {
     EXPECT_NE(e.message().find("cluster.instances"), std::string::npos);
 }
 
+TEST(Plan, ChipsWithoutEfaRunOnOneInstance) {
+    // inf2 has no EFA (instance.efa_bandwidth 0): two instances cannot form one job.
+    const compute::ChipSpec inf2 = config::load_chip("inf2");
+    const auto s = scenario();
+    topology::ClusterSpec two;
+    two.instances = 2;
+    try {
+        build_plan(s.training, inf2, 1, two, inf2.hbm_runtime_reserve);
+        ADD_FAILURE() << "expected a plan error";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "cluster.instances");
+        EXPECT_NE(e.message().find("no EFA"), std::string::npos);
+    }
+}
+
 TEST(Plan, MemoryThatDoesNotFitSaysWhatToChange) {
     const InputError e = plan_error({"workload.model=llama3-405b", "cluster.ultraservers=1",
                                      "workload.parallelism.tp=64", "workload.parallelism.pp=2",

@@ -1,0 +1,88 @@
+// The published Neuron serving measurements (tests/data/inference/neuron-published.csv,
+// source keys INF-T1 and INF-T2 of shared/reference/inference.md), the replica and benchmark
+// client each row describes, and the fit of a chip's serving coefficients to named rows.
+//
+// The fit (fit_serving_costs): for a given prefill efficiency every benchmark figure the
+// driver predicts is linear in the other two coefficients,
+//     kernel_s + collective_s + kernels x kernel_overhead + graphs x iteration_overhead
+// (IterationBreakdown); for each efficiency the two are the non-negative least-squares
+// minimiser of the squared relative errors of TTFT p50 and TPOT p50 over the rows given
+// (solved exactly on every set of active constraints), and the efficiency is searched on a
+// fixed grid from 0.05 to 1 refined to 0.001. Deterministic: the same chip data and rows give
+// the same coefficients to the last bit.
+#pragma once
+
+#include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/serving/benchmark.hpp"
+#include "trnsim/serving/spec.hpp"
+#include "trnsim/workload/model.hpp"
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trnsim::serving {
+
+struct PublishedRow {
+    std::string key;          ///< INF-T1, INF-T2
+    std::string table;        ///< latency, throughput, vllm
+    std::string model;        ///< as published
+    std::string preset;       ///< scenarios/models/ preset
+    std::string chip;         ///< chip preset
+    int lnc = 1;
+    int tp = 1;
+    int batch = 1;            ///< static batch, or concurrency with requests > 0
+    std::int64_t max_context = 0;
+    std::int64_t input = 0;
+    std::int64_t output = 0;
+    int weight_bytes = 2;
+    std::string stack;        ///< tnx-2.18 or vllm-nxdi-2.32
+    int requests = 0;         ///< > 0: closed-loop client
+    std::string draft;        ///< draft preset (speculative decoding)
+    int speculative_k = 0;
+    double acceptance_length = 1.0;
+    double ttft_p50_ms = 0.0, ttft_p99_ms = 0.0, tpot_p50_ms = 0.0, tpot_p99_ms = 0.0;
+    double output_tok_s = 0.0;
+    std::string note;
+
+    /// "INF-T1 latency Llama-2-70b 128+128 @256 b1".
+    std::string label() const;
+    /// The published output tokens/s disagrees by more than 10% with the published TTFT and
+    /// TPOT p50 (batch x output / (TTFT + (output - 1) TPOT)).
+    bool throughput_inconsistent() const;
+};
+
+/// Reads the CSV (lines starting with '#' are comments). Throws InputError naming the file.
+std::vector<PublishedRow> read_published_rows(const std::filesystem::path& file);
+
+/// The replica a row ran: tp, lnc, max_batch = batch, max_context, default buckets, BF16
+/// compute, the row's weight storage; the stack decides prefill batching and attention
+/// (tnx-2.18: the static batch prefilled together, materialised attention; otherwise one
+/// prompt per prefill graph, fused attention), and the draft when the row speculates.
+ServingSpec serving_spec_for(const PublishedRow& row,
+                             const std::optional<workload::ModelSpec>& draft);
+
+/// The row's benchmark on a replica built by the caller from serving_spec_for.
+BenchmarkResult run_published_row(const PublishedRow& row, const IterationCostModel& model);
+
+/// One row's predicted p50 terms and its published figures.
+struct FitPoint {
+    IterationBreakdown ttft;
+    IterationBreakdown tpot;
+    double ttft_s = 0.0;      ///< published
+    double tpot_s = 0.0;      ///< published
+};
+
+/// The fit above. `points(efficiency)` returns the fit rows' terms with the replicas built at
+/// that prefill efficiency. Throws std::invalid_argument when it returns no points. The
+/// result is rounded as a chip file stores it (efficiency to 0.001, durations to 10 ns).
+compute::ServingCosts fit_serving_costs(
+    const std::function<std::vector<FitPoint>(double prefill_efficiency)>& points);
+
+/// The relative squared error sum of `points` under `c` (what the fit minimises).
+double fit_residual(const std::vector<FitPoint>& points, const compute::ServingCosts& c);
+
+} // namespace trnsim::serving

@@ -1,0 +1,117 @@
+// What a serving scenario asks for, as plain validated values: the model and how one replica
+// holds it (serving), the request stream (requests) and the latency objective (slo). The
+// config module builds these from `workload.type: inference` (docs/scenario-schema.md); the
+// serving module and the fleet simulation receive only these values, never YAML.
+//
+// Terms, as in the Neuron serving stack (NxD Inference, vLLM on Neuron):
+//   replica   one copy of the model on `tp` ranks (logical NeuronCores), serving its own batch;
+//   bucket    a compiled sequence length: Neuron graphs have static shapes, so a prompt or a
+//             context is padded up to the smallest bucket that holds it;
+//   max_batch the compiled batch of the decode graph: sequences decoded together per iteration.
+#pragma once
+
+#include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/core/units.hpp"
+#include "trnsim/workload/model.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace trnsim::serving {
+
+enum class RouterPolicy { round_robin, least_loaded, prefix_affinity };
+
+/// Speculative decoding: a draft model proposes `k` tokens, the target model verifies them in
+/// one iteration. acceptance[i] is the probability that draft token i is accepted given that
+/// tokens 0..i-1 were (per-position acceptance, as vLLM reports it).
+struct SpeculativeSpec {
+    std::string draft_ref;            ///< preset name or file as written
+    workload::ModelSpec draft;        ///< the draft model's dimensions
+    int k = 0;                        ///< draft tokens per iteration (0: no speculation)
+    std::vector<double> acceptance;   ///< k values in [0, 1]
+};
+
+/// Prefill and decode on separate replicas; the KV cache of a prompt moves from its prefill
+/// replica to a decode replica as a flow over NeuronLink or EFA.
+struct DisaggregationSpec {
+    int prefill_replicas = 0; ///< 0: not disaggregated (every replica does both)
+};
+
+/// How one replica holds and runs the model (workload.serving).
+struct ServingSpec {
+    int tp = 1;                        ///< ranks per replica
+    int ep = 1;                        ///< expert parallel degree inside the replica (MoE)
+    int replicas = 0;                  ///< 0 = auto: as many as the cluster holds
+    int max_batch = 1;                 ///< compiled decode batch (concurrent sequences)
+    std::int64_t max_context = 0;      ///< compiled maximum sequence length (prompt + output)
+    /// Compiled sequence-length buckets, ascending, the last == max_context. Empty = auto
+    /// (the Neuron default: powers of two from 128 up to max_context).
+    std::vector<std::int64_t> buckets;
+    std::int64_t prefill_chunk = 0;    ///< chunked prefill tokens per iteration (0: whole prompt)
+    std::int64_t kv_block = 32;        ///< paged KV cache block, tokens
+    bool prefix_caching = false;
+    compute::Precision precision = compute::Precision::bf16; ///< activations and matmuls
+    /// Storage of the weights: bf16, fp8 or int8 (1 byte, dequantised to `precision`).
+    int weight_bytes = 2;
+    std::optional<SpeculativeSpec> speculative;
+    DisaggregationSpec disaggregated;
+    RouterPolicy router = RouterPolicy::least_loaded;
+    // ---- appended by the iteration cost model (docs/serving.md) ----
+    /// Sequences per compiled context-encoding graph. 1: each prompt is its own prefill graph
+    /// (NxD Inference and vLLM continuous batching); max_batch: the prompts of a static batch
+    /// are prefilled together (Transformers NeuronX static batching). 0 = max_batch.
+    int prefill_batch = 1;
+    /// Attention as separate operators over a materialised score matrix (Q K^T, mask,
+    /// softmax, times V, each through HBM), as Transformers NeuronX compiled it up to Neuron
+    /// SDK 2.18; false: a fused flash-attention kernel (SDK 2.19 and later, NxD Inference).
+    bool materialized_attention = false;
+};
+
+/// A size (tokens) drawn per request.
+struct TokenDistribution {
+    enum class Kind { fixed, normal, lognormal, uniform, empirical, trace };
+    Kind kind = Kind::fixed;
+    double a = 0.0;              ///< fixed value; normal/lognormal mean (of the tokens); uniform low
+    double b = 0.0;              ///< normal/lognormal standard deviation; uniform high
+    std::int64_t min = 1;        ///< draws are clamped to [min, max]
+    std::int64_t max = 0;        ///< 0: max_context
+    std::vector<std::int64_t> values; ///< empirical: values drawn with equal weight
+};
+
+/// How requests arrive.
+struct ArrivalSpec {
+    enum class Kind { closed_loop, poisson, gamma, trace };
+    Kind kind = Kind::closed_loop;
+    int concurrency = 1;         ///< closed_loop: requests in flight (a benchmark client)
+    double rate_per_s = 0.0;     ///< poisson, gamma: mean arrivals per second
+    double gamma_cv = 1.0;       ///< gamma: coefficient of variation of inter-arrival times
+    std::string trace_file;      ///< trace: an Azure LLM inference trace CSV (resolved path)
+    double speedup = 1.0;        ///< trace: timestamps divided by this
+};
+
+/// workload.requests
+struct RequestSpec {
+    TokenDistribution input;
+    TokenDistribution output;
+    ArrivalSpec arrival;
+    std::int64_t count = 0;      ///< requests to issue (0 when `duration` is given)
+    Duration duration;           ///< arrivals stop after this (zero when `count` is given)
+};
+
+/// workload.slo: a request meets the SLO when both hold (a zero value is not allowed).
+struct SloSpec {
+    Duration ttft;               ///< time to first token
+    Duration tpot;               ///< time per output token after the first (mean over the request)
+};
+
+/// The whole inference workload.
+struct InferenceSpec {
+    workload::ModelSpec model;
+    ServingSpec serving;
+    RequestSpec requests;
+    SloSpec slo;
+};
+
+} // namespace trnsim::serving

@@ -1,0 +1,373 @@
+#include "trnsim/config/load.hpp"
+#include "trnsim/serving/benchmark.hpp"
+#include "trnsim/serving/iteration_cost.hpp"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+
+namespace trnsim::serving {
+namespace {
+
+struct Replica {
+    compute::ChipSpec chip;
+    std::unique_ptr<IterationCostModel> model;
+};
+
+Replica make(const char* chip_name, const workload::ModelSpec& m, ServingSpec s, int lnc = 0) {
+    Replica r{config::load_chip(chip_name), nullptr};
+    const int l = lnc > 0 ? lnc : r.chip.lnc_default;
+    r.model = std::make_unique<IterationCostModel>(m, r.chip, l, s,
+                                                   ReplicaPlacement::single(r.chip, l, s.tp),
+                                                   r.chip.hbm_runtime_reserve);
+    return r;
+}
+
+ServingSpec spec(int tp, int max_batch, std::int64_t max_context) {
+    ServingSpec s;
+    s.tp = tp;
+    s.max_batch = max_batch;
+    s.max_context = max_context;
+    return s;
+}
+
+IterationShape decode(std::int64_t sequences, std::int64_t context, int k = 0) {
+    IterationShape s;
+    s.decode_sequences = sequences;
+    s.decode_context_tokens = sequences * context;
+    s.decode_max_context = context;
+    s.speculative_k = k;
+    return s;
+}
+
+IterationShape prefill(std::int64_t sequences, std::int64_t tokens) {
+    IterationShape s;
+    s.prefill_sequences = sequences;
+    s.prefill_tokens = sequences * tokens;
+    s.prefill_max_tokens = tokens;
+    s.prefill_max_context = tokens;
+    return s;
+}
+
+/// A small dense model: 2 layers, hidden 256, 4 heads of 64 (MHA), MLP 512, vocabulary 1024.
+workload::ModelSpec tiny() {
+    workload::ModelSpec m;
+    m.name = "tiny";
+    m.layers = 2;
+    m.hidden = 256;
+    m.heads = 4;
+    m.kv_heads = 4;
+    m.head_dim = 64;
+    m.ffn_hidden = 512;
+    m.vocab = 1024;
+    return m;
+}
+
+TEST(Buckets, NeuronDefaultsArePowersOfTwoUpToMaxContext) {
+    EXPECT_EQ(default_buckets(1152), (std::vector<std::int64_t>{128, 256, 512, 1024, 1152}));
+    EXPECT_EQ(default_buckets(4096),
+              (std::vector<std::int64_t>{128, 256, 512, 1024, 2048, 4096}));
+    EXPECT_EQ(default_buckets(100), (std::vector<std::int64_t>{100}));
+    const Replica r = make("trn1", tiny(), spec(2, 1, 1152));
+    EXPECT_EQ(r.model->bucket_end(1), 128);
+    EXPECT_EQ(r.model->bucket_end(128), 128);
+    EXPECT_EQ(r.model->bucket_end(129), 256);
+    EXPECT_EQ(r.model->bucket_end(1025), 1152);
+    EXPECT_EQ(r.model->bucket_end(1152), 1152);
+    // Static shapes: every context of a bucket costs the same.
+    EXPECT_EQ(r.model->time(decode(1, 129)), r.model->time(decode(1, 256)));
+    EXPECT_EQ(r.model->time(prefill(1, 300)), r.model->time(prefill(1, 512)));
+}
+
+TEST(Memory, WeightsAndKvCacheOfLlama3_70BOnTrn1) {
+    const auto m = config::load_model("llama3-70b");
+    const Replica r = make("trn1", m, spec(32, 1, 4096));
+    const ReplicaMemory& mem = r.model->memory();
+    // KV of one token: 2 (K, V) x 80 layers x 8 kv heads x 128 x 2 bytes.
+    EXPECT_EQ(mem.kv_per_token.count(), 2 * 80 * 8 * 128 * 2);
+    EXPECT_EQ(mem.kv_per_token.count(), 327'680);
+    // tp 32 > 8 kv heads: each rank holds one (replicated) kv head: 2 x 80 x 1 x 128 x 2.
+    EXPECT_EQ(r.model->kv_heads_per_rank(), 1);
+    EXPECT_EQ(r.model->heads_per_rank(), 2);
+    EXPECT_EQ(mem.kv_per_token_per_rank.count(), 40'960);
+    // Weights per rank, BF16. Per layer: QKV 8192 x (2 + 2 x 1) x 128 = 4,194,304; O
+    // 256 x 8192 = 2,097,152; MLP 3 x 8192 x 896 = 22,020,096 (28,672 / 32 = 896): 28,311,552
+    // x 80 layers = 2,264,924,160. Replicated norms 80 x 2 x 8192 + 8192 = 1,318,912;
+    // embedding 128,256 x 256 (hidden / 32) = 32,833,536; LM head 8192 x 4008 (128,256 / 32)
+    // = 32,833,536. Total 2,331,910,144 parameters x 2 bytes.
+    EXPECT_EQ(mem.weights_per_rank.count(), 4'663'820'288);
+    // 16 GiB per rank - 512 MiB reserve (1 GiB per chip) - weights - workspace.
+    EXPECT_EQ(mem.capacity_per_rank.count(), std::int64_t{16} << 30);
+    EXPECT_EQ(mem.reserve_per_rank.count(), std::int64_t{512} << 20);
+    EXPECT_EQ(mem.kv_free_per_rank.count(),
+              mem.capacity_per_rank.count() - mem.reserve_per_rank.count() -
+                  mem.weights_per_rank.count() - mem.workspace_per_rank.count());
+    EXPECT_EQ(mem.kv_capacity_tokens, mem.kv_free_per_rank.count() / 40'960);
+    EXPECT_GT(mem.kv_capacity_tokens, 250'000);
+}
+
+TEST(Memory, HeadsArePaddedWhenTpDoesNotDivideThem) {
+    // Llama-2-13b: 40 heads (MHA) on 32 ranks pad to 64: 2 query and 2 kv heads per rank.
+    const Replica r = make("trn1", config::load_model("llama2-13b"), spec(32, 1, 8192));
+    EXPECT_EQ(r.model->heads_per_rank(), 2);
+    EXPECT_EQ(r.model->kv_heads_per_rank(), 2);
+    EXPECT_EQ(r.model->memory().kv_per_token_per_rank.count(), 2 * 40 * 2 * 128 * 2);
+    // Int8 storage halves the matmul weights (norms, embedding and LM head stay BF16).
+    ServingSpec s = spec(32, 1, 8192);
+    const Replica bf16 = make("trn1", config::load_model("llama3-8b"), s);
+    s.weight_bytes = 1;
+    const Replica int8 = make("trn1", config::load_model("llama3-8b"), s);
+    const double ratio = int8.model->memory().weights_per_rank.as_double() /
+                         bf16.model->memory().weights_per_rank.as_double();
+    EXPECT_GT(ratio, 0.5);
+    EXPECT_LT(ratio, 0.65);
+}
+
+TEST(Groups, TensorParallelGroupsFollowThePlacement) {
+    const auto m = config::load_model("llama3-70b");
+    EXPECT_EQ(make("trn1", m, spec(32, 1, 4096)).model->tp_group().describe(),
+              "2 on_chip x 16 neuronlink");
+    EXPECT_EQ(make("trn2", config::load_model("llama3-8b"), spec(8, 2, 2048), 2)
+                  .model->tp_group()
+                  .describe(),
+              "4 on_chip x 2 neuronlink");
+    EXPECT_EQ(make("inf2", config::load_model("llama3-8b"), spec(24, 1, 4096))
+                  .model->tp_group()
+                  .describe(),
+              "2 on_chip x 12 neuronlink");
+    // 128 ranks at LNC 2 = 32 chips: two instances of one UltraServer, joined by NeuronLink.
+    EXPECT_EQ(make("trn2", config::load_model("llama3-405b"), spec(128, 1, 4096), 2)
+                  .model->tp_group()
+                  .describe(),
+              "4 on_chip x 16 neuronlink x 2 neuronlink_z");
+}
+
+TEST(DecodeStep, TinyModelCountsAndCollectivesByHand) {
+    // trn1, tp 2 = the two cores of one chip; one sequence, context 100 (bucket 128).
+    const Replica r = make("trn1", tiny(), spec(2, 1, 512));
+    const IterationBreakdown b = r.model->breakdown(decode(1, 100));
+    // Fused attention: 13 kernels per layer (norm, QKV, rotary, KV write, attention, O,
+    // residual, norm, gate/up, SiLU, product, down, residual) + embedding gather, final norm,
+    // LM head; 2 all-reduces per layer + the embedding and logits all-gathers; one graph.
+    EXPECT_DOUBLE_EQ(b.kernels, 13.0 * 2 + 3);
+    EXPECT_DOUBLE_EQ(b.collectives, 2.0 * 2 + 2);
+    EXPECT_DOUBLE_EQ(b.graphs, 1.0);
+    // Collectives by hand (one level: 2 ranks on one chip, HBM 820 GB/s / 2, 2 us per step;
+    // below 1 MiB one mesh step): all-reduce of 256 x 2 B = 512 B: 2 x (1/2 x 512 / 410e9 + 2e-6);
+    // all-gathers of 512 B and of the logits 1024 x 4 B: 1/2 x bytes / 410e9 + 2e-6 each.
+    const double hbm = 410e9;
+    const double ar = 2.0 * (0.5 * 512.0 / hbm + 2e-6);
+    const double ag = [&](double bytes) { return 0.5 * bytes / hbm + 2e-6; }(512.0) +
+                      (0.5 * 4096.0 / hbm + 2e-6);
+    EXPECT_NEAR(b.collective_s, 2 * 2 * ar + ag, 1e-12);
+    // Matmuls read every weight once: at least the weight bytes over the rank's DMA rate
+    // (16 engines x 17 GB/s, DMAG), per layer (256 x 768 + 256 x 256 + 3 x 256 x 256) x 2 B,
+    // plus the LM head 256 x 512 x 2 B; and each matmul pays at least one DMA setup (1.3 us).
+    const double weight_bytes = 2.0 * (2.0 * (256 * 768 + 256 * 256 + 3 * 256 * 256) + 256 * 512);
+    EXPECT_GT(b.matmul_s, weight_bytes / (16 * 17e9));
+    EXPECT_GT(b.matmul_s, 9 * 1.3e-6);
+    // Materialised attention: four operators instead of one.
+    ServingSpec s = spec(2, 1, 512);
+    s.materialized_attention = true;
+    EXPECT_DOUBLE_EQ(make("trn1", tiny(), s).model->breakdown(decode(1, 100)).kernels,
+                     16.0 * 2 + 3);
+}
+
+TEST(DecodeStep, Llama3_70BDecodeIsHbmBound) {
+    // Weights per rank 4.66 GB (above) over the core's DMA rate of 16 x 17 GB/s: 17.1 ms is
+    // the floor of the matmuls; the kernel model streams a large M = 1 matmul at 80-95% of it.
+    const Replica r = make("trn1", config::load_model("llama3-70b"), spec(32, 1, 4096));
+    const IterationBreakdown b = r.model->breakdown(decode(1, 256));
+    const double floor = 2.0 * (2'264'924'160.0 + 32'833'536.0) / (16 * 17e9);
+    EXPECT_GT(b.matmul_s, floor);
+    EXPECT_LT(b.matmul_s, floor / 0.75);
+    // The iteration: kernels + collectives + the chip's fixed costs.
+    EXPECT_NEAR(r.model->seconds(decode(1, 256)), b.seconds(r.chip.serving), 1e-12);
+    EXPECT_NEAR(b.seconds(r.chip.serving) - b.seconds(compute::ServingCosts{}),
+                r.chip.serving.iteration_overhead.seconds() +
+                    b.kernels * r.chip.serving.kernel_overhead.seconds(),
+                1e-12);
+}
+
+TEST(Monotonicity, LongerContextsAndPromptsNeverCostLess) {
+    for (const char* chip : {"trn1", "trn2", "inf2"}) {
+        const auto m = config::load_model("llama3-8b");
+        ServingSpec s = spec(chip == std::string("trn2") ? 8 : 16, 4, 8192);
+        for (const bool materialized : {false, true}) {
+            s.materialized_attention = materialized;
+            const Replica r = make(chip, m, s);
+            double prev_decode = 0.0;
+            double prev_prefill = 0.0;
+            for (std::int64_t c = 1; c <= 8192; c = c * 3 / 2 + 1) {
+                const double d = r.model->seconds(decode(4, c));
+                const double p = r.model->seconds(prefill(1, c));
+                EXPECT_GE(d, prev_decode) << chip << " decode " << c;
+                EXPECT_GE(p, prev_prefill) << chip << " prefill " << c;
+                prev_decode = d;
+                prev_prefill = p;
+            }
+            // More prompts in one iteration never cost less.
+            EXPECT_GT(r.model->seconds(prefill(2, 512)), r.model->seconds(prefill(1, 512)));
+        }
+    }
+}
+
+TEST(Speculation, DraftStepsPlusVerificationCostMoreThanOneDecode) {
+    ServingSpec s = spec(8, 2, 2048);
+    SpeculativeSpec sp;
+    sp.draft_ref = "llama3.2-1b";
+    sp.draft = config::load_model("llama3.2-1b");
+    sp.k = 3;
+    sp.acceptance = {0.8, 0.7, 0.6};
+    s.speculative = sp;
+    const Replica r = make("trn2", config::load_model("llama3-8b"), s, 2);
+    const double plain = r.model->seconds(decode(2, 600, 0));
+    const double spec3 = r.model->seconds(decode(2, 600, 3));
+    EXPECT_GT(spec3, plain);
+    // k draft graphs and one verification graph.
+    EXPECT_DOUBLE_EQ(r.model->breakdown(decode(2, 600, 3)).graphs, 4.0);
+    EXPECT_DOUBLE_EQ(r.model->breakdown(decode(2, 600, 0)).graphs, 1.0);
+    // Each draft step is a decode of the (smaller) draft model, below a target decode, so the
+    // speculative iteration is less than 1 + k target decodes.
+    EXPECT_LT(spec3, 4.0 * plain);
+    // The draft's weights and KV cache take HBM too.
+    const Replica target_only = make("trn2", config::load_model("llama3-8b"), spec(8, 2, 2048), 2);
+    EXPECT_GT(r.model->memory().weights_per_rank, target_only.model->memory().weights_per_rank);
+}
+
+TEST(Memoisation, TablesEqualRecomputation) {
+    ServingSpec s = spec(32, 4, 4096);
+    s.materialized_attention = true;
+    s.prefill_batch = 0;
+    const Replica r = make("trn1", config::load_model("llama2-70b"), s);
+    for (std::int64_t c : {1, 100, 128, 129, 1000, 2048, 3000, 4096}) {
+        EXPECT_DOUBLE_EQ(r.model->seconds(decode(4, c)),
+                         r.model->breakdown(decode(4, c)).seconds(r.chip.serving))
+            << c;
+        EXPECT_DOUBLE_EQ(r.model->seconds(prefill(3, c)),
+                         r.model->breakdown(prefill(3, c)).seconds(r.chip.serving))
+            << c;
+        IterationShape both = prefill(1, c);
+        both.decode_sequences = 2;
+        both.decode_max_context = 4096;
+        EXPECT_DOUBLE_EQ(r.model->seconds(both),
+                         r.model->seconds(prefill(1, c)) + r.model->seconds(decode(2, 4096)));
+    }
+    // Static batching pads a prefill to the compiled batch: 1 or 4 prompts cost the same.
+    EXPECT_DOUBLE_EQ(r.model->seconds(prefill(1, 512)), r.model->seconds(prefill(4, 512)));
+}
+
+TEST(Memoisation, TimeIsATableLookup) {
+    const Replica r = make("trn1", config::load_model("llama3-70b"), spec(32, 8, 8192));
+    const int n = 2'000'000;
+    std::int64_t sink = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+        sink += r.model->time(decode(8, 1 + (i & 8191))).ns();
+    }
+    const double ns = std::chrono::duration<double, std::nano>(
+                          std::chrono::steady_clock::now() - t0)
+                          .count() /
+                      n;
+    std::printf("IterationCostModel::time: %.1f ns per call (decode shapes over all buckets)\n",
+                ns);
+    EXPECT_GT(sink, 0);
+    EXPECT_LT(ns, 1000.0);
+}
+
+TEST(Moe, RoutedExpertsReadOnlyTheExpertsTokensReach) {
+    // Mixtral 8x7B, top-2 of 8: one decode token touches 2 experts, so the expert matmuls of
+    // a layer are 8 x p = 2 expert MLPs with p = 1 - (1 - 2/8)^1 = 1/4; with 64 tokens almost
+    // every expert (p = 1 - 0.75^64) is read.
+    const auto m = config::load_model("mixtral-8x7b");
+    const Replica one = make("trn2", m, spec(16, 1, 4096), 2);
+    const Replica many = make("trn2", m, spec(16, 64, 4096), 2);
+    const double k1 = one.model->breakdown(decode(1, 128)).matmul_s;
+    const double k64 = many.model->breakdown(decode(64, 128)).matmul_s;
+    EXPECT_GT(k64, 2.5 * k1);
+    // Expert parallelism adds the dispatch and combine all-to-alls per MoE layer.
+    ServingSpec s = spec(16, 1, 4096);
+    s.ep = 4;
+    const Replica ep = make("trn2", m, s, 2);
+    EXPECT_DOUBLE_EQ(ep.model->breakdown(decode(1, 128)).collectives,
+                     one.model->breakdown(decode(1, 128)).collectives + 2.0 * 32);
+}
+
+void expect_error(const char* chip, const workload::ModelSpec& m, const ServingSpec& s,
+                  const std::string& key) {
+    const compute::ChipSpec c = config::load_chip(chip);
+    try {
+        IterationCostModel x(m, c, c.lnc_default, s, ReplicaPlacement::single(c, c.lnc_default,
+                                                                               s.tp),
+                             c.hbm_runtime_reserve);
+        ADD_FAILURE() << "expected an InputError at " << key;
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), key) << e.what();
+    }
+}
+
+TEST(Errors, BadReplicasNameTheirKey) {
+    const auto l70 = config::load_model("llama3-70b");
+    // 70B on 2 trn1 ranks: 141 GB of weights in 32 GiB.
+    expect_error("trn1", l70, spec(2, 1, 4096), "workload.serving");
+    // Fits the weights on 32 ranks, not the KV cache of 64 x 128k tokens.
+    expect_error("trn1", l70, spec(32, 64, 131072), "workload.serving");
+    // tp 3 neither divides nor is a multiple of a trn1 chip's 2 ranks.
+    expect_error("trn1", l70, spec(3, 1, 4096), "workload.serving.tp");
+    // tp 12 and 8 kv heads: kv heads cannot be split or replicated evenly.
+    expect_error("trn2", l70, spec(12, 1, 4096), "workload.serving.tp");
+    // More ranks than heads.
+    expect_error("trn2", config::load_model("llama3.2-1b"), spec(64, 1, 4096),
+                 "workload.serving.tp");
+    ServingSpec s = spec(32, 1, 4096);
+    s.ep = 2;
+    expect_error("trn1", l70, s, "workload.serving.ep");
+    s = spec(32, 1, 4096);
+    s.buckets = {128, 1024};
+    expect_error("trn1", l70, s, "workload.serving.buckets");
+    s.buckets = {1024, 512, 4096};
+    expect_error("trn1", l70, s, "workload.serving.buckets");
+    s = spec(32, 1, 4096);
+    s.weight_bytes = 3;
+    expect_error("trn1", l70, s, "workload.serving.weight_bytes");
+    expect_error("trn1", config::load_model("deepseek-v3"), spec(32, 1, 4096), "workload.model");
+    // inf2 has no EFA: a replica larger than one instance cannot be joined.
+    expect_error("inf2", config::load_model("llama3-405b"), spec(48, 1, 4096),
+                 "workload.serving.tp");
+}
+
+TEST(Benchmarks, StaticBatchPercentilesFollowTheBuckets) {
+    // 128 + 8064 tokens at max_context 8192: decode steps at contexts 129 .. 8191 fall in the
+    // buckets 256 (128 steps), 512, 1024, 2048, 4096 (2048 steps) and 8192 (4095 steps): the
+    // median step (rank 4032 of 8063) is in the 8192 bucket, as for 4096 + 4096.
+    ServingSpec s = spec(32, 1, 8192);
+    s.weight_bytes = 1;
+    const Replica r = make("trn1", config::load_model("llama3-8b"), s);
+    const BenchmarkResult a = static_batch_benchmark(*r.model, 1, 128, 8064);
+    const BenchmarkResult b = static_batch_benchmark(*r.model, 1, 4096, 4096);
+    EXPECT_DOUBLE_EQ(a.tpot_p50_s, r.model->seconds(decode(1, 8192)));
+    EXPECT_DOUBLE_EQ(b.tpot_p50_s, a.tpot_p50_s);
+    EXPECT_LT(a.tpot_mean_s, b.tpot_mean_s);
+    EXPECT_DOUBLE_EQ(a.ttft_p50_s, r.model->seconds(prefill(1, 128)));
+    EXPECT_DOUBLE_EQ(a.ttft_p99_s, a.ttft_p50_s);
+    // Throughput: output tokens over the whole request.
+    EXPECT_NEAR(a.output_tokens_per_s, 8064.0 / (a.ttft_p50_s + 8063.0 * a.tpot_mean_s), 1e-6);
+}
+
+TEST(Benchmarks, ClosedLoopWithOneClientIsPrefillThenDecodes) {
+    // One client, one sequence slot: every request is a prefill iteration, then output - 1
+    // decode iterations alone on the replica.
+    const Replica r = make("trn2", config::load_model("llama3-8b"), spec(8, 1, 2048), 2);
+    const BenchmarkResult b = closed_loop_benchmark(*r.model, 1, 5, 512, 128);
+    EXPECT_NEAR(b.ttft_p50_s, r.model->seconds(prefill(1, 512)), 1e-12);
+    double decode_s = 0.0;
+    for (std::int64_t g = 1; g < 128; ++g) {
+        decode_s += r.model->seconds(decode(1, 512 + g));
+    }
+    EXPECT_NEAR(b.tpot_p50_s, decode_s / 127.0, 1e-12);
+    EXPECT_NEAR(b.output_tokens_per_s, 5.0 * 128.0 / (5.0 * (b.ttft_p50_s + decode_s)), 1e-6);
+}
+
+} // namespace
+} // namespace trnsim::serving
