@@ -221,4 +221,12 @@ results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::Tr
     return f;
 }
 
+results::ResultsFile scenario_results(const config::ScenarioSpec& spec,
+                                      const sim::ScenarioOutcome& outcome, const Writer& writer) {
+    if (const auto* run = std::get_if<sim::TrainingRun>(&outcome)) {
+        return run_results(spec, *run, writer);
+    }
+    return collective_results(spec, std::get<sim::CollectiveBenchResult>(outcome), writer);
+}
+
 } // namespace trnsim::report
