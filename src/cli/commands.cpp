@@ -274,7 +274,8 @@ void describe_chip(const std::string& name) {
                                            std::to_string(c.chips_per_ultraserver()) + " chips"
                                      : "none");
     row("serving", "per graph " + fmt::duration(c.serving.iteration_overhead) + ", per kernel " +
-                       fmt::duration(c.serving.kernel_overhead) + "; prefill at most " +
+                       fmt::duration(c.serving.kernel_overhead) + ", per prefill graph " +
+                       fmt::duration(c.serving.prefill_graph_overhead) + "; prefill at most " +
                        fmt::fixed(100.0 * c.serving.prefill_efficiency, 1) +
                        "% of TensorE peak (docs/serving.md)");
 }

@@ -196,6 +196,10 @@ Schema<C> build() {
                     "0.01 to 1",
                     "Fraction of the TensorE peak that matmuls and attention reach at most "
                     "inside a compiled context-encoding (prefill) graph."));
+    s.field(duration("serving.prefill_graph_overhead",
+                     [](C& c) -> Duration& { return c.serving.prefill_graph_overhead; }, "0ns",
+                     "Per context-encoding graph beyond iteration_overhead: switching the cores "
+                     "to the prefill executable and preparing the prompt on the host."));
 
     s.section("instance", "The instance type that holds the chips.");
     s.field(required(text<C>("instance.name", [](C& c) -> std::string& { return c.instance.name; },

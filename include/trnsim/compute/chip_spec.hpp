@@ -130,6 +130,12 @@ struct ServingCosts {
     /// useful FLOPs / (prefill_efficiency x peak). Weight-bound prefills of a few tokens are
     /// unaffected; long prompts are compute-bound at this fraction.
     double prefill_efficiency = 1.0;
+    /// Per context-encoding (prefill) graph, beyond iteration_overhead: the NeuronCores switch
+    /// from the token-generation executable to the context-encoding one (the bucket-switching
+    /// latency of the Transformers NeuronX developer guide, the profiler's model-switch event)
+    /// and the host prepares the prompt (embedding on the host, the hidden states written to
+    /// every rank). A decode step repeats the executable of the step before it and pays none.
+    Duration prefill_graph_overhead;
 };
 
 struct ChipSpec {

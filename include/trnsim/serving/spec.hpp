@@ -67,6 +67,15 @@ struct ServingSpec {
     /// softmax, times V, each through HBM), as Transformers NeuronX compiled it up to Neuron
     /// SDK 2.18; false: a fused flash-attention kernel (SDK 2.19 and later, NxD Inference).
     bool materialized_attention = false;
+    // ---- appended for the Transformers NeuronX context buckets (docs/serving.md) ----
+    /// Compiled context-encoding buckets, ascending, each at most max_context. Empty: prefill
+    /// graphs use `buckets` and attend to the bucket holding cached + new tokens (NxD Inference,
+    /// vLLM). Given: Transformers NeuronX context encoding (transformers_neuronx/bucket.py
+    /// context_sizes, base.py context): a prompt pads to the smallest of these that holds it
+    /// and its graph attends only to its own tokens; a prompt longer than the largest is
+    /// encoded up to the largest and its remaining tokens run one by one through the decode
+    /// graph. TNx's default is half of each token-generation bucket.
+    std::vector<std::int64_t> prefill_buckets;
 };
 
 /// A size (tokens) drawn per request.
