@@ -19,7 +19,7 @@ dense grid of values.
 import math
 
 __all__ = ["fixed", "count", "integer", "bytes", "bandwidth", "flop_rate", "seconds",
-           "money", "percent"]
+           "money", "percent", "column", "interval", "swept"]
 
 _SECONDS_PER_HOUR = 3600.0
 _SECONDS_PER_DAY = 86400.0
@@ -151,3 +151,113 @@ def money(usd):
 def percent(fraction):
     """43.2% of a fraction 0.432."""
     return fixed(float(fraction) * 100.0, 1) + "%"
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns of the results files (docs/results-schema.md): the unit follows from the name.
+
+#: Columns holding a fraction 0..1, shown as a percentage.
+FRACTIONS = frozenset({"mfu", "hfu", "mbu", "ettr", "est_ettr", "sim_ettr", "bubble_fraction",
+                       "memory_fraction", "done", "min_ettr", "hbm_headroom"})
+#: Token rates (tokens per second), shown as a count with "tokens/s".
+TOKEN_RATES = frozenset({"tokens_per_s", "goodput", "sim_goodput", "est_goodput"})
+#: Counts large enough to read best with an SI suffix (70.6B parameters).
+LARGE_COUNTS = frozenset({"parameters", "active_parameters", "tokens_per_step"})
+
+
+def column_format(name):
+    """(format, suffix) for a numeric column: format(v) gives the number (with its unit where
+    the unit is part of the number, as 12.3 ms), the suffix is appended once after a value and
+    its interval ("936K +- 3.87K tokens/s")."""
+    if name in TOKEN_RATES:
+        return count, " tokens/s"
+    if name in FRACTIONS:
+        return percent, ""
+    if name.endswith("_bytes_per_s"):
+        return bandwidth, ""
+    if name.endswith("_bytes"):
+        return bytes, ""
+    if name.endswith("_usd"):
+        return money, ""
+    if name.endswith("_s"):
+        return seconds, ""
+    if name == "instance_hours":
+        return lambda v: integer(int(v)) if math.isfinite(v) else fixed(v, 0), ""
+    return None, ""
+
+
+def column(name, v):
+    """A cell of column `name`: human units by the schema's naming (_s seconds, _bytes bytes,
+    _usd dollars, fractions as percentages, token rates), integers with separators, other
+    numbers as counts (never scientific notation); "-" for a missing value (NaN, None, an
+    empty string), "never" for an infinite duration and "none" for an infinite interval."""
+    if name.startswith("ci95_"):  # an interval's half-width, in its metric's unit
+        name = name[len("ci95_"):]
+    if v is None:
+        return "-"
+    if isinstance(v, str):
+        return v if v else "-"
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, float) and math.isnan(v):
+        return "-"
+    if isinstance(v, float) and math.isinf(v) and name.endswith("_s"):
+        return "none" if name.endswith("interval_s") else ("never" if v > 0 else "-never")
+    form, suffix = column_format(name)
+    if form is not None:
+        return form(v) + suffix
+    if isinstance(v, int):
+        return count(v) if name in LARGE_COUNTS else integer(v)
+    return count(v)
+
+
+def _at_least(text):
+    """'<0.1%' for a nonzero value that prints as '0.0%': the smallest step of the same
+    format, prefixed with '<'."""
+    digits = [i for i, ch in enumerate(text) if ch.isdigit()]
+    if not digits or any(text[i] != "0" for i in digits):
+        return text
+    last = digits[-1]
+    return "<" + text[:last] + "1" + text[last + 1:]
+
+
+def interval(name, mean, half, replicated=True, pm="\u00b1"):
+    """`mean` pm `half` (a 95% half-width) in column `name`'s unit, the same way in every cell:
+    with replications, every finite mean has its interval ('99.1% \u00b1 0.2%', '99.9% \u00b1 0',
+    '100.0% \u00b1 <0.1%' for a nonzero half-width below the format's last digit); without,
+    the mean alone. An unknown (NaN) half-width leaves the mean alone. The command line
+    writes pm as '+-'."""
+    text = column(name, mean)
+    if not replicated or not isinstance(mean, (int, float)) or not math.isfinite(mean):
+        return text
+    if half is None or not isinstance(half, (int, float)) or math.isnan(half):
+        return text
+    form, suffix = column_format(name)
+    form = form or count
+    body = form(mean)
+    if half == 0:
+        return f"{body} {pm} 0{suffix}"
+    return f"{body} {pm} {_at_least(form(abs(half)))}{suffix}"
+
+
+#: Formatters of the units of /batch/keys.
+_KEY_UNITS = {"s": seconds, "bytes": bytes, "B/s": bandwidth, "USD": money,
+              "integer": lambda v: integer(int(round(v))), "real": count}
+
+
+def swept(unit, v):
+    """A swept value of /batch/points in its key's unit (/batch/keys `unit`)."""
+    if isinstance(v, str):
+        return v
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and math.isnan(v):
+        return "-"
+    form = _KEY_UNITS.get(unit)
+    if form is None:
+        return integer(v) if isinstance(v, int) or float(v).is_integer() else count(v)
+    if isinstance(v, float) and math.isinf(v):
+        return "none" if unit == "s" else fixed(v, 0)
+    return form(v)
