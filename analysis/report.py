@@ -40,7 +40,6 @@ import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
 import trnsim_format as fmt  # noqa: E402
 import trnsim_results  # noqa: E402
@@ -844,11 +843,12 @@ def report_batch(path, directory):
         shown = [", ".join(fmt.swept(units.get(k), x) for k, x in zip(g, v))
                  for v in values[:8]]
         more = f", ... ({fmt.integer(len(values))} values)" if len(values) > 8 else ""
-        kind = " (random samples)" if len(values) > 8 else ""
+        kind = " (random samples)" if kinds.get(g[0]) == "random" else ""
         described.append(f"<li><code>{esc(', '.join(g))}</code>{kind}: "
                          f"{esc('; '.join(shown))}{esc(more)}</li>")
-    intro = (f"<p>{fmt.integer(len(frame))} points, {fmt.integer(runs)} runs"
-             f"{' (' + fmt.integer(int(reps)) + ' per point; mean &plusmn; 95% interval)' if reps > 1 else ''}. "
+    per_point = (f" ({fmt.integer(int(reps))} per point; mean &plusmn; 95% interval)"
+                 if reps > 1 else "")
+    intro = (f"<p>{fmt.integer(len(frame))} points, {fmt.integer(runs)} runs{per_point}. "
              f"Swept axes:</p><ul>{''.join(described)}</ul>")
     table = intro + html_table([r for _, r in frame.iterrows()], cols, sticky=1,
                                scroll=len(frame) > 25)

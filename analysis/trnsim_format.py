@@ -188,9 +188,10 @@ def column_format(name):
 
 def column(name, v):
     """A cell of column `name`: human units by the schema's naming (_s seconds, _bytes bytes,
-    _usd dollars, fractions as percentages, token rates), integers with separators, other
-    numbers as counts (never scientific notation); "-" for a missing value (NaN, None, an
-    empty string), "never" for an infinite duration and "none" for an infinite interval."""
+    _usd dollars, fractions as percentages, token rates), whole numbers below a million with
+    separators, other numbers as counts (1.23M; never scientific notation); "-" for a
+    missing value (NaN, None, an empty string), "never" for an infinite duration and "none"
+    for an infinite interval. A ci95_X column is in X's unit."""
     if name.startswith("ci95_"):  # an interval's half-width, in its metric's unit
         name = name[len("ci95_"):]
     if v is None:
@@ -208,8 +209,12 @@ def column(name, v):
     form, suffix = column_format(name)
     if form is not None:
         return form(v) + suffix
-    if isinstance(v, int):
-        return count(v) if name in LARGE_COUNTS else integer(v)
+    if name in LARGE_COUNTS:
+        return count(v)
+    # Whole numbers (a chip count, or a mean over a sweep point's runs that is one) below a
+    # million with separators; others with three significant digits.
+    if isinstance(v, int) or (math.isfinite(v) and v == math.floor(v) and abs(v) < 1e6):
+        return integer(int(v))
     return count(v)
 
 

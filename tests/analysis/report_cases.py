@@ -2,6 +2,7 @@
 few seconds, and helpers to run trnsim and report.py. Imported by test_report.py and
 test_browser.py (unittest discover puts this directory on sys.path)."""
 
+import html.parser
 import os
 import re
 import subprocess
@@ -108,3 +109,46 @@ def cli_line(stdout, label):
         if m:
             return m.group(1)
     raise AssertionError(f"no '{label}' line in:\n{stdout}")
+
+
+class Tables(html.parser.HTMLParser):
+    """The page's tables as lists of rows of cell texts (header rows included), and the text
+    of the page outside <style> and <title>."""
+
+    def __init__(self, page):
+        super().__init__()
+        self.tables, self.text, self._skip, self._cell = [], [], 0, None
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        if tag in ("style", "title"):
+            self._skip += 1
+        elif tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("style", "title"):
+            self._skip -= 1
+        elif tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._skip:
+            return
+        self.text.append(data)
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def page_text(self):
+        return re.sub(r"\s+", " ", " ".join(self.text))
+
+
+#: A number in scientific notation (5e+05, 1.2E-3), which no cell may show.
+SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
+#: An integer of a million or more without a unit (a raw byte count, 16,296,521,472).
+RAW_LARGE = re.compile(r"(?<![$\d,.])(\d{7,}|\d{1,3}(,\d{3}){2,})(?![\d,.]| ?[A-Za-z%])")

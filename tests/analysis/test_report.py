@@ -11,7 +11,6 @@ Run from the repository root:
 Environment: TRNSIM_SOURCE_DIR, TRNSIM_BIN, TRNSIM_BUILD_DIR as for test_summary.py.
 """
 
-import html.parser
 import re
 import struct
 import sys
@@ -25,8 +24,9 @@ matplotlib.use("Agg")
 import matplotlib.image  # noqa: E402
 import numpy as np  # noqa: E402
 
-from report_cases import (BATCH_PLAN, LATE_PLAN, MULTI_SWEEP, PLAN, RELIABILITY,  # noqa: E402
-                          SOURCE_DIR, SWEEP, cli_line, run_report, trnsim)
+from report_cases import (BATCH_PLAN, LATE_PLAN, MULTI_SWEEP, PLAN, RAW_LARGE,  # noqa: E402
+                          RELIABILITY, SCIENTIFIC, SOURCE_DIR, SWEEP, Tables, cli_line,
+                          run_report, trnsim)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -57,49 +57,6 @@ def series_pixels(path):
         rgb = np.array(matplotlib.colors.to_rgb(color))
         count += int((np.abs(image - rgb).max(axis=-1) < 0.06).sum())
     return count
-
-
-class Tables(html.parser.HTMLParser):
-    """The page's tables as lists of rows of cell texts (header rows included), and the text
-    of the page outside <style> and <title>."""
-
-    def __init__(self, page):
-        super().__init__()
-        self.tables, self.text, self._skip, self._cell = [], [], 0, None
-        self.feed(page)
-
-    def handle_starttag(self, tag, attrs):
-        if tag in ("style", "title"):
-            self._skip += 1
-        elif tag == "table":
-            self.tables.append([])
-        elif tag == "tr":
-            self.tables[-1].append([])
-        elif tag in ("td", "th"):
-            self._cell = []
-
-    def handle_endtag(self, tag):
-        if tag in ("style", "title"):
-            self._skip -= 1
-        elif tag in ("td", "th") and self._cell is not None:
-            self.tables[-1][-1].append("".join(self._cell).strip())
-            self._cell = None
-
-    def handle_data(self, data):
-        if self._skip:
-            return
-        self.text.append(data)
-        if self._cell is not None:
-            self._cell.append(data)
-
-    def page_text(self):
-        return re.sub(r"\s+", " ", " ".join(self.text))
-
-
-#: A number in scientific notation (5e+05, 1.2E-3), which no cell may show.
-SCIENTIFIC = re.compile(r"\d[eE][+-]?\d")
-#: An integer of a million or more without a unit (a raw byte count, 16,296,521,472).
-RAW_LARGE = re.compile(r"(?<![$\d,.])(\d{7,}|\d{1,3}(,\d{3}){2,})(?![\d,.]| ?[A-Za-z%])")
 
 
 def check_cells(test, page):
@@ -203,7 +160,8 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(facet, ["workload.parallelism.zero", "reliability.recovery.detection"])
         self.assertEqual(lines, [["cluster.ultraservers"]])
         # /batch/keys: the zip group is one axis.
-        self.assertEqual(axes_of["workload.parallelism.zero"], axes_of["reliability.recovery.detection"])
+        self.assertEqual(axes_of["workload.parallelism.zero"],
+                         axes_of["reliability.recovery.detection"])
         self.assertEqual(units["reliability.checkpoint.interval"], "s")
 
     def test_plan_report(self):
