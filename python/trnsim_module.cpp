@@ -7,11 +7,15 @@
 //     r.summary["step_time_s"]            # the /summary row as a dict
 //     r.tables["/step/breakdown"]         # every table as a pandas DataFrame
 //
+// trnsim.fmt holds the command line's formatters (src/core/format.cpp): trnsim.fmt.seconds(2.1e6)
+// is "24.3 d" as in the summary; analysis/trnsim_format.py is tested equal to them.
+//
 // Bad input raises trnsim.InputError (a ValueError) with the attributes file, line, column
 // and key_path, before anything runs. Simulations release the GIL.
 #include "trnsim/config/load.hpp"
 #include "trnsim/config/study.hpp"
 #include "trnsim/core/error.hpp"
+#include "trnsim/core/format.hpp"
 #include "trnsim/engine/window_driver.hpp"
 #include "trnsim/report/run_results.hpp"
 #include "trnsim/report/study_results.hpp"
@@ -288,6 +292,21 @@ PYBIND11_MODULE(trnsim, m) {
           py::arg("output") = py::none(), "Runs every point of a sweep file.");
     m.def("plan", &plan, py::arg("plan"), py::arg("threads") = py::none(),
           py::arg("output") = py::none(), "Runs a plan file's search.");
+    py::module_ f = m.def_submodule(
+        "fmt", "The command line's formatters of quantities (src/core/format.cpp).");
+    f.def("fixed", &fmt::fixed, py::arg("v"), py::arg("decimals"), "printf %.*f, C locale");
+    f.def("count", &fmt::count, py::arg("v"), "8.03B, 15.0T, 512, 1.23M");
+    f.def("integer", &fmt::integer, py::arg("v"), "1,024 (an int64)");
+    f.def("bytes", py::overload_cast<double>(&fmt::bytes), py::arg("b"), "512 B, 24.0 GiB");
+    f.def("bandwidth", [](double v) { return fmt::bandwidth(Bandwidth::bytes_per_s(v)); },
+          py::arg("bytes_per_s"), "25.0 GB/s, 2.90 TB/s");
+    f.def("flop_rate", [](double v) { return fmt::flop_rate(FlopRate::per_s(v)); },
+          py::arg("per_s"), "667 TFLOP/s");
+    f.def("seconds", &fmt::seconds, py::arg("s"), "850 ns, 4.56 ms, 12.5 min, 61.2 d");
+    f.def("money", [](double v) { return fmt::money(Money::usd(v)); }, py::arg("usd"),
+          "$1,234,567 (cents below $1,000)");
+    f.def("percent", &fmt::percent, py::arg("fraction"), "43.2% of 0.432");
+
     m.def("validate", &validate, py::arg("file"), py::arg("overrides") = py::none(),
           "Checks a scenario, sweep or plan file without running it; returns what it found.");
 }

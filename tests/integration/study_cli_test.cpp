@@ -110,6 +110,18 @@ TEST(Batch, OneFileWhateverTheThreadCount) {
     const auto& interval =
         points.columns()[static_cast<std::size_t>(column(points, "reliability.checkpoint.interval"))];
     EXPECT_EQ(interval.floats, (std::vector<double>{1200, 1200, 7200, 7200})); // SI seconds
+    // /batch/keys: two grid keys, two axes, the interval in seconds, the spares a count.
+    const auto keys = results::read_table((d / "one.h5").string(), "/batch/keys");
+    ASSERT_EQ(keys.rows(), 2u);
+    const auto key_column = [&](const char* name) -> const auto& {
+        return keys.columns()[static_cast<std::size_t>(column(keys, name))];
+    };
+    EXPECT_EQ(key_column("key").strings, (std::vector<std::string>{
+                                             "reliability.checkpoint.interval",
+                                             "reliability.spares.ultraservers"}));
+    EXPECT_EQ(key_column("axis").ints, (std::vector<std::int64_t>{0, 1}));
+    EXPECT_EQ(key_column("kind").strings, (std::vector<std::string>{"list", "list"}));
+    EXPECT_EQ(key_column("unit").strings, (std::vector<std::string>{"s", "integer"}));
     const auto mean = results::read_table((d / "one.h5").string(), "/batch/mean");
     EXPECT_EQ(mean.rows(), 4u);
     EXPECT_GE(mean.find("ci95_ettr"), 0);
@@ -260,6 +272,28 @@ replications: 2
               std::string::npos)
         << late.out;
     EXPECT_NE(late.out.find("(estimate, misses deadline)"), std::string::npos) << late.out;
+    // The same closest misses in the file, for the HTML report: candidate 1 (64 UltraServers)
+    // is the fastest; both miss the deadline of 1 day (default.yaml takes weeks).
+    const auto search = results::read_table((d / "l.h5").string(), "/plan/search");
+    ASSERT_EQ(search.rows(), 1u);
+    const auto cell = [&](const results::Table& t, const char* name) -> const auto& {
+        return t.columns()[static_cast<std::size_t>(column(t, name))];
+    };
+    EXPECT_EQ(cell(search, "candidates").ints[0], 2);
+    EXPECT_EQ(cell(search, "feasible").ints[0], 0);
+    EXPECT_EQ(cell(search, "fastest").ints[0], 1);
+    const std::int64_t cheapest = cell(search, "cheapest").ints[0];
+    ASSERT_TRUE(cheapest == 0 || cheapest == 1);
+    const auto late_candidates = results::read_table((d / "l.h5").string(), "/plan/candidates");
+    const auto& cost = cell(late_candidates, "cost_usd").floats;
+    const auto other = static_cast<std::size_t>(1 - cheapest);
+    EXPECT_LE(cost[static_cast<std::size_t>(cheapest)], cost[other]);
+    // 64 UltraServers of 64 chips, no spares: job chips equal chips.
+    EXPECT_EQ(cell(late_candidates, "job_chips").ints[1], 4096);
+    const auto verdicts = results::read_table((d / "l.h5").string(), "/plan/verdicts");
+    ASSERT_EQ(verdicts.rows(), 1u);
+    EXPECT_EQ(cell(verdicts, "verdict").strings[0], "deadline");
+    EXPECT_EQ(cell(verdicts, "candidates").ints[0], 2);
     fs::remove_all(d);
 }
 
