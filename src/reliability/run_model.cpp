@@ -68,7 +68,8 @@ CheckpointCosts Setup::costs(std::int64_t domains) const {
 
 Duration Setup::interval(std::int64_t domains) const {
     return checkpoint_interval(input.spec.checkpoint, costs(domains), job_failure_rate(domains),
-                               input.job.step_s);
+                               input.job.step_s)
+        .every;
 }
 
 std::optional<double> Setup::step_time(std::int64_t domains, double f) const {
@@ -100,9 +101,12 @@ RunFacts Setup::facts() const {
     }
     f.job_failure_rate = job_failure_rate(jobs);
     const CheckpointCosts c = costs(jobs);
-    const Duration every = interval(jobs);
-    f.checkpoint_interval_s =
-        every.is_max() ? std::numeric_limits<double>::infinity() : every.seconds();
+    const CheckpointInterval chosen = checkpoint_interval(
+        input.spec.checkpoint, c, job_failure_rate(jobs), input.job.step_s);
+    f.checkpoint_interval_s = chosen.every.is_max() ? std::numeric_limits<double>::infinity()
+                                                    : chosen.every.seconds();
+    f.checkpoint_interval_reason = chosen.reason;
+    f.checkpoint_daly_s = chosen.daly.seconds();
     f.checkpoint_stall_s = c.stall.seconds();
     f.checkpoint_background_s = c.background.seconds();
     f.restore_s = c.restore.seconds();

@@ -51,6 +51,8 @@ std::vector<results::NamedValue> summary_values(const sim::TrainingRun& run, boo
                           {"job_mtbf_s",
                            f.job_failure_rate > 0 ? 1.0 / f.job_failure_rate : HUGE_VAL},
                           {"checkpoint_interval_s", f.checkpoint_interval_s},
+                          {"checkpoint_interval_reason",
+                           std::string(reliability::to_string(f.checkpoint_interval_reason))},
                           {"checkpoint_bytes", f.checkpoint_size.count()},
                       });
     const auto& fields = reliability::metric_fields();

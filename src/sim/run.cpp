@@ -28,6 +28,7 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
     in.hardware.instance_torus = chip.instance.torus;
     in.hardware.efa_interfaces = chip.instance.efa_interfaces;
     in.hardware.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
+    in.hardware.host_memory = chip.instance.host_memory;
     reliability::JobModel& job = in.job;
     job.steps = plan.steps;
     job.step_s = step.step_s;

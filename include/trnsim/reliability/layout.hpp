@@ -55,6 +55,7 @@ struct HardwareFacts {
     std::vector<int> instance_torus{4, 4}; ///< dimensions of the NeuronLink torus per instance
     int efa_interfaces = 1;                ///< per instance
     Bandwidth efa_bandwidth_per_instance;
+    Bytes host_memory; ///< per instance (zero: unknown, not checked)
 };
 
 enum class Impact : std::uint8_t {

@@ -31,6 +31,7 @@
 
 #include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
+#include "trnsim/reliability/checkpoint.hpp"
 #include "trnsim/reliability/failure_model.hpp"
 #include "trnsim/reliability/layout.hpp"
 #include "trnsim/reliability/spec.hpp"
@@ -198,6 +199,8 @@ struct RunFacts {
     std::array<std::int64_t, kClassCount> components{}; ///< with failure processes
     double job_failure_rate = 0.0;     ///< per second, full job (sum of component rates)
     double checkpoint_interval_s = 0.0; ///< on the full job; +inf: no periodic checkpoint
+    IntervalReason checkpoint_interval_reason = IntervalReason::fixed; ///< what set it
+    double checkpoint_daly_s = 0.0;     ///< auto: Daly's optimum before the bounds
     double checkpoint_stall_s = 0.0;      ///< training stalls per checkpoint
     double checkpoint_background_s = 0.0; ///< async upload or memory peer copy
     double restore_s = 0.0;               ///< reload of the whole job's checkpoint
