@@ -152,7 +152,7 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
     line(out, "training",
          grouped(run.plan.steps) + " steps in " + fmt::seconds(run.time_to_train_s) + "; " +
              grouped(static_cast<std::int64_t>(run.instance_hours)) + " instance-hours x " +
-             fmt::money(spec.cost.instance_hour) + " = " +
+             fmt::money(spec.cost.instance_hour) + " (" + spec.cost.origin + ") = " +
              fmt::money(Money::usd(run.cost_usd)));
     if (run.reliability) {
         print_reliability(out, spec, run);

@@ -200,6 +200,21 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
     return best;
 }
 
+namespace {
+
+/// Whether `p` names an existing file; a name the file system cannot hold (too long, an
+/// unreadable directory on the way) is an InputError at `path`, never a filesystem_error.
+bool present(const fs::path& p, const std::string& path, const SourceLocation& loc) {
+    std::error_code ec;
+    const bool there = fs::exists(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+        throw InputError(path, "cannot look up '" + p.string() + "': " + ec.message(), loc);
+    }
+    return there;
+}
+
+} // namespace
+
 fs::path find_preset(const std::string& ref, const char* kind_dir, const char* kind_name,
                      const Context& ctx, const std::string& path, const SourceLocation& loc) {
     if (ref.empty()) {
@@ -209,18 +224,18 @@ fs::path find_preset(const std::string& ref, const char* kind_dir, const char* k
         fs::path p(ref);
         if (p.is_relative()) {
             const fs::path beside = ctx.base_dir / p;
-            if (fs::exists(beside)) {
+            if (present(beside, path, loc)) {
                 return beside;
             }
         }
-        if (fs::exists(p)) {
+        if (present(p, path, loc)) {
             return p;
         }
         throw InputError(path, std::string(kind_name) + " file '" + ref + "' not found", loc);
     }
     const fs::path dir = ctx.data_dir / kind_dir;
     const fs::path file = dir / (ref + ".yaml");
-    if (fs::exists(file)) {
+    if (present(file, path, loc)) {
         return file;
     }
     const auto names = presets_in(dir);
@@ -705,7 +720,22 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
         spec.hardware.hbm_reserve = chip.hbm_runtime_reserve;
     }
     if (spec.cost.instance_hour < Money::usd(0.0)) {
-        spec.cost.instance_hour = chip.instance.price_per_hour;
+        const auto& in = chip.instance;
+        const Money prices[] = {in.price_per_hour, in.price_reserved_1y, in.price_reserved_3y,
+                                in.price_capacity_block};
+        const Money price = prices[static_cast<std::size_t>(spec.cost.pricing)];
+        if (spec.cost.pricing != Pricing::on_demand && !(price > Money::usd(0.0))) {
+            throw InputError("cost.pricing",
+                             std::string("the chip file of ") + chip.name + " has no " +
+                                 to_string(spec.cost.pricing) +
+                                 " price; give cost.instance_hour or another cost.pricing",
+                             spec.sources.find("cost.pricing"));
+        }
+        spec.cost.instance_hour = price;
+        spec.cost.origin = in.name + " " + to_string(spec.cost.pricing) + ", chip file " +
+                           spec.hardware.chip_ref;
+    } else {
+        spec.cost.origin = "cost.instance_hour";
     }
     if (spec.output.file.empty()) {
         spec.output.file = "results/" + spec.name + ".h5";

@@ -171,7 +171,8 @@ std::string trim(const std::string& t) {
 reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
                                   const SourceLocation& loc, const Context& ctx) {
     fs::path file(ref);
-    if (file.is_relative() && fs::exists(ctx.base_dir / file)) {
+    std::error_code ec;
+    if (file.is_relative() && fs::exists(ctx.base_dir / file, ec)) {
         file = ctx.base_dir / file;
     }
     std::ifstream in(file);

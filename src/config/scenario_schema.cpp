@@ -247,13 +247,19 @@ Schema<S> build() {
                                "depend on it."));
     add_run_keys(s);
 
-    s.section("cost", "Prices.");
+    s.section("cost", "Prices: the chip file's instance prices, unless the scenario gives one.");
+    s.field(choice<S, Pricing>(
+        "cost.pricing", [](S& x) -> Pricing& { return x.cost.pricing; }, "on_demand",
+        "Which of the chip file's prices applies: instance.price (on_demand), "
+        "instance.price_reserved_1y, instance.price_reserved_3y or "
+        "instance.price_capacity_block; an error when the chip file has none sourced."));
     s.field(computed_default(
         quantity<S, Money>("cost.instance_hour",
                            [](S& x) -> Money& { return x.cost.instance_hour; }, parse_money,
                            "money", "", Money::usd(0.0), Money::usd(1e9), false, ">= 0",
-                           "Price of one instance-hour."),
-        "the chip's instance.price"));
+                           "Price of one instance-hour: an explicit override of the chip "
+                           "file's price (the summary says which applied)."),
+        "the chip file's price for cost.pricing"));
 
     s.section("output", "Where results go.");
     s.field(computed_default(text<S>("output.file", [](S& x) -> std::string& { return x.output.file; },

@@ -106,6 +106,11 @@ struct InstanceSpec {
     int efa_interfaces = 1;
     /// On-demand price, USD per instance-hour.
     Money price_per_hour;
+    /// Other published prices per instance-hour (zero: none sourced): the effective hourly
+    /// rate of a 1-year and a 3-year reservation, and an EC2 Capacity Block.
+    Money price_reserved_1y;
+    Money price_reserved_3y;
+    Money price_capacity_block;
 };
 
 /// A group of instances joined by NeuronLink (Trn2 UltraServer: 4 instances, 4x4x4 torus).

@@ -106,8 +106,27 @@ struct SimulationSpec {
     int replications = 1;
 };
 
+/// cost.pricing: which of the chip file's instance prices applies.
+enum class Pricing { on_demand, reserved_1y, reserved_3y, capacity_block };
+
+constexpr std::array<EnumName<Pricing>, 4> enum_names(Pricing) {
+    return {{
+        {Pricing::on_demand, "on_demand"},
+        {Pricing::reserved_1y, "reserved_1y"},
+        {Pricing::reserved_3y, "reserved_3y"},
+        {Pricing::capacity_block, "capacity_block"},
+    }};
+}
+inline const char* to_string(Pricing v) { return enum_name(v); }
+
 struct CostSpec {
-    Money instance_hour; ///< USD per instance-hour (default: the chip's on-demand price)
+    Pricing pricing = Pricing::on_demand;
+    /// USD per instance-hour: the chip file's price for `pricing`, unless the scenario gives
+    /// cost.instance_hour, which overrides it.
+    Money instance_hour;
+    /// Where instance_hour came from, for the summary: "trn1.32xlarge on_demand, chip trn1"
+    /// or "cost.instance_hour".
+    std::string origin;
 };
 
 struct OutputSpec {

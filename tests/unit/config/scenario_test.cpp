@@ -274,5 +274,38 @@ workload: {model: llama3-8b, sequence_length: 4096, global_batch: 64, steps: 10}
     EXPECT_EQ(s.hardware.hbm_reserve.count(), std::int64_t{1} << 30);
 }
 
+TEST(Scenario, PricesComeFromTheChipFileWithTheirOrigin) {
+    const std::string text = R"(hardware: {chip: trn1}
+cluster: {instances: 4}
+workload: {model: llama3-8b, sequence_length: 4096, global_batch: 64, steps: 10}
+)";
+    // trn1.yaml: on-demand $21.50, 1-year reservation $13.23, Capacity Block $15.49.
+    const ScenarioSpec od = load_scenario_text(text, "t.yaml");
+    EXPECT_EQ(od.cost.origin, "trn1.32xlarge on_demand, chip file trn1");
+    const ScenarioSpec ri = load_scenario_text(text, "t.yaml", {"cost.pricing=reserved_1y"});
+    EXPECT_DOUBLE_EQ(ri.cost.instance_hour.usd(), 13.23);
+    const ScenarioSpec cb = load_scenario_text(text, "t.yaml", {"cost.pricing=capacity_block"});
+    EXPECT_DOUBLE_EQ(cb.cost.instance_hour.usd(), 15.49);
+    // A price the scenario gives wins, and says so.
+    const ScenarioSpec given = load_scenario_text(
+        text, "t.yaml", {"cost.pricing=reserved_1y", "cost.instance_hour=10USD"});
+    EXPECT_DOUBLE_EQ(given.cost.instance_hour.usd(), 10.0);
+    EXPECT_EQ(given.cost.origin, "cost.instance_hour");
+    // Switching the chip switches the price (no price written in the scenario).
+    const ScenarioSpec trn2 = load_scenario_text(
+        "hardware: {chip: trn2}\ncluster: {ultraservers: 1}\n"
+        "workload: {model: llama3-8b, sequence_length: 4096, global_batch: 64, steps: 10}\n",
+        "t.yaml");
+    EXPECT_DOUBLE_EQ(trn2.cost.instance_hour.usd(), 35.76);
+    // A pricing the chip file has no source for is an error at its key.
+    try {
+        (void)load_scenario_text(text, "t.yaml", {"cost.pricing=reserved_3y"});
+        FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "cost.pricing");
+        EXPECT_NE(e.message().find("no reserved_3y price"), std::string::npos);
+    }
+}
+
 } // namespace
 } // namespace trnsim::config
