@@ -58,6 +58,13 @@ struct ServingSpec {
     std::optional<SpeculativeSpec> speculative;
     DisaggregationSpec disaggregated;
     RouterPolicy router = RouterPolicy::least_loaded;
+    /// Whole-prompt prefill (prefill_chunk 0): prompts per context-encoding iteration (NxD
+    /// Inference's context-encoding batch, 1 by default there).
+    int prefill_batch = 1;
+    /// One-way latency of a request from the router to a replica, and of a replica's report
+    /// back to the router (a network hop through the serving front end). The fleet simulation
+    /// uses it as its lookahead.
+    Duration router_latency = Duration::from_ns(1'000'000);
 };
 
 /// A size (tokens) drawn per request.
@@ -82,6 +89,15 @@ struct ArrivalSpec {
     double speedup = 1.0;        ///< trace: timestamps divided by this
 };
 
+/// Shared prompt prefixes (a system prompt or few-shot header reused by many requests):
+/// `groups` distinct prefixes of `tokens` tokens each; a `fraction` of the requests start with
+/// one of them, chosen uniformly. The prefix goes in front of the drawn input tokens.
+struct PrefixSpec {
+    int groups = 0;            ///< 0: no shared prefixes
+    std::int64_t tokens = 0;   ///< tokens of each prefix
+    double fraction = 1.0;     ///< of the requests, in [0, 1]
+};
+
 /// workload.requests
 struct RequestSpec {
     TokenDistribution input;
@@ -89,6 +105,7 @@ struct RequestSpec {
     ArrivalSpec arrival;
     std::int64_t count = 0;      ///< requests to issue (0 when `duration` is given)
     Duration duration;           ///< arrivals stop after this (zero when `count` is given)
+    PrefixSpec prefix;           ///< shared prefixes (none by default)
 };
 
 /// workload.slo: a request meets the SLO when both hold (a zero value is not allowed).
