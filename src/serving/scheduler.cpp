@@ -413,11 +413,14 @@ std::int64_t ReplicaScheduler::demand(std::int64_t iterations) const {
     if (iterations <= 0 || decoding_ == 0) {
         return 0;
     }
-    const std::int64_t g0 = step_.g0;
     std::int64_t d = (iterations / block_) * decoding_;
     const std::int64_t rem = iterations % block_;
+    std::int64_t k = step_.g0 % block_;
     for (std::int64_t j = 0; j < rem; ++j) {
-        d += by_key_[static_cast<std::size_t>((g0 + j) % block_)];
+        d += by_key_[static_cast<std::size_t>(k)];
+        if (++k == block_) {
+            k = 0;
+        }
     }
     return d;
 }
@@ -601,21 +604,29 @@ std::int64_t ReplicaScheduler::begin(std::int64_t now) {
         const std::int64_t n_finish = next_finish() - g_ + 1;
         const std::int64_t ctx = sh.decode_max_context;
         const std::int64_t n_bucket = std::max<std::int64_t>(cost_.bucket_end(ctx) - ctx + 1, 1);
-        // The most iterations whose blocks fit: whole cycles of kv_block iterations take one
-        // block per sequence, then the partial cycle sequence by key.
-        const std::int64_t avail = pool_ + idle_cached_;
-        std::int64_t n_kv = (avail / decoding_) * block_;
-        std::int64_t left = avail - (avail / decoding_) * decoding_;
-        for (std::int64_t j = 0; j < block_; ++j) {
-            const std::int64_t h = by_key_[static_cast<std::size_t>((g_ + j) % block_)];
-            if (h > left) {
-                break;
-            }
-            left -= h;
-            ++n_kv;
-        }
-        n = std::min({n_finish, n_bucket, n_kv, kMaxStepIterations,
+        n = std::min({n_finish, n_bucket, kMaxStepIterations,
                       std::numeric_limits<std::int64_t>::max() / 4 / d});
+        const std::int64_t avail = pool_ + idle_cached_;
+        if (((n + block_ - 1) / block_) * decoding_ > avail) {
+            // The blocks may not last: the most iterations whose blocks fit. Whole cycles of
+            // kv_block iterations take one block per sequence, then the partial cycle takes
+            // them sequence by key.
+            std::int64_t n_kv = (avail / decoding_) * block_;
+            std::int64_t left = avail - (avail / decoding_) * decoding_;
+            std::int64_t k = g_ % block_;
+            for (std::int64_t j = 0; j < block_; ++j) {
+                const std::int64_t h = by_key_[static_cast<std::size_t>(k)];
+                if (h > left) {
+                    break;
+                }
+                left -= h;
+                ++n_kv;
+                if (++k == block_) {
+                    k = 0;
+                }
+            }
+            n = std::min(n, n_kv);
+        }
         n = std::max<std::int64_t>(n, 1);
     }
     step_.active = true;
@@ -753,7 +764,8 @@ const std::vector<Completion>& ReplicaScheduler::end() {
     }
 
     // Decode: the blocks of the iterations that ran, then the tokens.
-    std::vector<std::uint32_t> spec_done;
+    std::vector<std::uint32_t>& spec_done = scratch_[0];
+    spec_done.clear();
     if (sh.decode_sequences > 0) {
         if (spec_k_ == 0) {
             take(demand(n));
@@ -774,9 +786,10 @@ const std::vector<Completion>& ReplicaScheduler::end() {
 
     // Prefill progress (chunks, or whole prompts).
     if (!prefilling_.empty()) {
-        std::vector<std::uint32_t> still;
-        still.reserve(prefilling_.size());
-        std::vector<std::uint32_t> done_now;
+        std::vector<std::uint32_t>& still = scratch_[1];
+        std::vector<std::uint32_t>& done_now = scratch_[2];
+        still.clear();
+        done_now.clear();
         for (std::uint32_t s : prefilling_) {
             Seq& q = seqs_[s];
             q.done += q.chunk;

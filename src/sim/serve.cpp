@@ -94,6 +94,7 @@ struct Placement {
     std::uint32_t per_unit = 0;
     std::uint32_t units = 0;
     bool unit_is_ultraserver = false;
+    std::int64_t chips_per_domain = 0; ///< an UltraServer's when the cluster has them
     std::int64_t instances = 0;
     std::int64_t chips = 0;
 };
@@ -116,6 +117,7 @@ Placement place(const ServeInput& in, int lnc) {
     Placement p;
     p.instances = shape.instances;
     p.chips = shape.chips;
+    p.chips_per_domain = cpi * shape.instances_per_ultraserver;
     std::int64_t chips_per_replica = 1, per_chip = 1, unit_chips = cpi;
     if (tp <= rpc) {
         if (rpc % tp != 0) {
@@ -182,6 +184,7 @@ Placement place(const ServeInput& in, int lnc) {
         rp.first_chip = static_cast<std::uint32_t>(unit * unit_chips +
                                                    (slot / per_chip) * chips_per_replica);
         rp.chips = static_cast<std::uint32_t>(chips_per_replica);
+        rp.domain = static_cast<std::uint32_t>(rp.first_chip / p.chips_per_domain);
         // Prefill replicas spread evenly: r is one when floor((r + 1) p / n) > floor(r p / n).
         rp.prefill = prefill > 0 && ((r + 1) * prefill) / replicas > (r * prefill) / replicas;
     }
@@ -276,6 +279,17 @@ private:
     std::uint64_t clock_ = 0;
 };
 
+/// The engine delay of the events between router and replicas, W = max(router_window,
+/// router_latency L), which is the lookahead. The router works at the requests' arrival times;
+/// the replicas run W - L behind it in engine time, so a request sent at its arrival t reaches
+/// its replica at engine t + W, replica time t + L. W = L is exact; with W > L the router
+/// decides each request as it arrives but hears of a finish 2W - L after it (instead of L),
+/// and a closed-loop client sends its next request then.
+std::int64_t hop_ns(const ServeInput& in) {
+    const std::int64_t l = std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1);
+    return std::max(l, in.options.router_window.ns());
+}
+
 // ------------------------------------------------------------------------------------------
 // The engine model
 
@@ -283,8 +297,8 @@ class ServeModel {
 public:
     ServeModel(const ServeInput& in, const Placement& pl, const serving::RequestSource& source,
                const topology::Fabric* fabric, std::uint32_t partitions)
-        : in_(in), pl_(pl), source_(source), latency_(std::max<std::int64_t>(
-                                                  in.spec.serving.router_latency.ns(), 1)),
+        : in_(in), pl_(pl), source_(source), hop_(hop_ns(in)),
+          off_(hop_ - std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1)),
           sample_ns_(in.options.kv_sample.ns()) {
         const serving::ServingSpec& sv = in.spec.serving;
         disaggregated_ = sv.disaggregated.prefill_replicas > 0;
@@ -302,11 +316,8 @@ public:
             const ReplicaRole role = !disaggregated_ ? ReplicaRole::unified
                                      : is_prefill    ? ReplicaRole::prefill
                                                      : ReplicaRole::decode;
-            Replica rep;
-            rep.sched = std::make_unique<ReplicaScheduler>(sv, *kind.cost, kind.kv_blocks,
-                                                           in.seed, role,
-                                                           in.options.fast_forward);
-            reps_.push_back(std::move(rep));
+            reps_.emplace_back(sv, *kind.cost, kind.kv_blocks, in.seed, role,
+                               in.options.fast_forward);
             Pool& pool = is_prefill ? prefill_pool_ : main_pool_;
             pool_of_[r] = static_cast<std::uint32_t>(pool.size());
             pool.add(static_cast<std::uint32_t>(r));
@@ -327,6 +338,18 @@ public:
             router(ctx, e);
         } else if (self >= kFirstReplica) {
             replica(ctx, self - kFirstReplica, e);
+        }
+    }
+
+    /// The engine calls this for the entity of the next event: its replica's state.
+    void prefetch(engine::EntityId e) const {
+        if (e >= kFirstReplica) {
+            // The replica's scheduler object (about 1 KiB; its vectors' contents are one more
+            // load away and are left to the handler).
+            const char* p = reinterpret_cast<const char*>(&reps_[e - kFirstReplica]);
+            for (std::size_t off = 0; off < sizeof(Replica); off += 64) {
+                __builtin_prefetch(p + off, 1);
+            }
         }
     }
 
@@ -355,7 +378,7 @@ public:
         for (std::size_t r = 0; r < reps_.size(); ++r) {
             Replica& rep = reps_[r];
             sample_until(rep, end + 1);
-            const ReplicaScheduler& s = *rep.sched;
+            const ReplicaScheduler& s = rep.sched;
             capacity += s.capacity_blocks();
             const serving::SchedulerStats& st = s.stats();
             out.replica_kv_peak_fraction[r] = static_cast<double>(st.peak_used_blocks) /
@@ -386,7 +409,10 @@ public:
 
 private:
     struct Replica {
-        std::unique_ptr<ReplicaScheduler> sched;
+        Replica(const serving::ServingSpec& sv, const serving::IterationCost& cost,
+                std::int64_t blocks, std::uint64_t seed, ReplicaRole role, bool fast)
+            : sched(sv, cost, blocks, seed, role, fast) {}
+        ReplicaScheduler sched;
         std::uint64_t generation = 0;
         std::int64_t pending = -1; ///< time of the valid step event, -1 when none
         std::int64_t next_sample = 0;
@@ -479,7 +505,7 @@ private:
         } else {
             target = main_pool_.member(main_pool_.choose(policy_, r.prefix_id, slack_));
         }
-        ctx.schedule_at_ns(entity(target), now + latency_, kRequest, id);
+        ctx.schedule_at_ns(entity(target), now + hop_, kRequest, id);
         return true;
     }
 
@@ -489,7 +515,7 @@ private:
             return;
         }
         while (rep.next_sample < t) {
-            rep.samples.push_back(static_cast<std::int32_t>(rep.sched->used_blocks_at(rep.next_sample)));
+            rep.samples.push_back(static_cast<std::int32_t>(rep.sched.used_blocks_at(rep.next_sample)));
             rep.next_sample += sample_ns_;
         }
     }
@@ -497,29 +523,29 @@ private:
     template <class Q>
     void replica(engine::Context<Q>& ctx, std::uint32_t r, const engine::Event& e) {
         Replica& rep = reps_[r];
-        const std::int64_t now = ctx.now_ns();
+        const std::int64_t now = ctx.now_ns() - off_; // the replicas' time (see hop_ns)
         sample_until(rep, now);
         rep.last_event = now;
         switch (e.type) {
         case kRequest: {
             Slot& s = table_.at(e.payload);
             s.rec.prefill_replica = r;
-            rep.sched->add(request_of(s));
+            rep.sched.add(request_of(s));
             poke(ctx, r, now);
             break;
         }
         case kKvArrived: {
             Slot& s = table_.at(e.payload);
-            rep.sched->add_transferred(request_of(s), s.rec.first_token_ns, s.rec.preemptions);
+            rep.sched.add_transferred(request_of(s), s.rec.first_token_ns, s.rec.preemptions);
             ++rep.transfers;
             rep.transfer_bytes += kv_bytes(s);
-            ctx.schedule_at_ns(entity(s.rec.prefill_replica), now + latency_, kRelease,
+            ctx.schedule_at_ns(entity(s.rec.prefill_replica), ctx.now_ns() + hop_, kRelease,
                                s.handoff);
             poke(ctx, r, now);
             break;
         }
         case kRelease:
-            rep.sched->release(static_cast<std::uint32_t>(e.payload));
+            rep.sched.release(static_cast<std::uint32_t>(e.payload));
             poke(ctx, r, now);
             break;
         case kStep:
@@ -527,12 +553,12 @@ private:
                 return; // superseded by a shorter step
             }
             rep.pending = -1;
-            if (rep.sched->busy()) {
-                for (const Completion& c : rep.sched->end()) {
-                    completed(ctx, r, c, now);
+            if (rep.sched.busy()) {
+                for (const Completion& c : rep.sched.end()) {
+                    completed(ctx, r, c);
                 }
             }
-            if (const std::int64_t end = rep.sched->begin(now); end >= 0) {
+            if (const std::int64_t end = rep.sched.begin(now); end >= 0) {
                 schedule_step(ctx, r, end);
             }
             break;
@@ -546,7 +572,7 @@ private:
         Replica& rep = reps_[r];
         ++rep.generation;
         rep.pending = at;
-        ctx.schedule_at_ns(entity(r), at, kStep, rep.generation, 0, kStepPriority);
+        ctx.schedule_at_ns(entity(r), at + off_, kStep, rep.generation, 0, kStepPriority);
     }
 
     /// Something arrived: cut a fast-forwarded step at the next boundary, or wake an idle
@@ -554,8 +580,8 @@ private:
     template <class Q>
     void poke(engine::Context<Q>& ctx, std::uint32_t r, std::int64_t now) {
         Replica& rep = reps_[r];
-        if (rep.sched->busy()) {
-            const std::int64_t end = rep.sched->interrupt(now);
+        if (rep.sched.busy()) {
+            const std::int64_t end = rep.sched.interrupt(now);
             if (end != rep.pending) {
                 schedule_step(ctx, r, end);
             }
@@ -570,8 +596,7 @@ private:
     }
 
     template <class Q>
-    void completed(engine::Context<Q>& ctx, std::uint32_t r, const Completion& c,
-                   std::int64_t now) {
+    void completed(engine::Context<Q>& ctx, std::uint32_t r, const Completion& c) {
         Slot& s = table_.at(c.request);
         s.rec.first_token_ns = c.first_token_ns;
         s.rec.preemptions = c.preemptions;
@@ -579,7 +604,7 @@ private:
             s.rec.finish_ns = c.time_ns;
             s.rec.replica = r;
             if (reports_) {
-                ctx.schedule_at_ns(kRouter, now + latency_, kReport, r, kFinished);
+                ctx.schedule_at_ns(kRouter, ctx.now_ns() + hop_, kReport, r, kFinished);
             }
             return;
         }
@@ -593,15 +618,16 @@ private:
         for (std::uint32_t j = 0; j < pairs; ++j) {
             flows[j] = {from.first_chip + j, to.first_chip + j, bytes, 1.0};
         }
-        fabric_net_->start_group(ctx.partition(), now, entity(s.decode_replica), kKvArrived,
-                                 c.request, std::move(flows));
-        ctx.schedule_at_ns(kRouter, now + latency_, kReport, r, kPrefilled);
+        fabric_net_->start_group(ctx.partition(), ctx.now_ns(), entity(s.decode_replica),
+                                 kKvArrived, c.request, std::move(flows));
+        ctx.schedule_at_ns(kRouter, ctx.now_ns() + hop_, kReport, r, kPrefilled);
     }
 
     const ServeInput& in_;
     const Placement& pl_;
     const serving::RequestSource& source_;
-    const std::int64_t latency_;
+    const std::int64_t hop_; ///< engine delay of every router-replica event: the lookahead
+    const std::int64_t off_; ///< replica time = engine time - off_ (router: engine time)
     const std::int64_t sample_ns_;
     bool disaggregated_ = false;
     bool reports_ = true;
@@ -668,11 +694,12 @@ ServingRun simulate_serving(const ServeInput& in) {
     const serving::RequestSource source(in.spec.requests, in.spec.serving.max_context, in.seed,
                                         trace);
 
-    // Partition 0: router and wake entity; partition 1 + u: the replicas of unit u.
+    // Partition 0: router and wake entity; then one partition per NeuronLink domain with
+    // replicas.
     const auto replicas = static_cast<std::uint32_t>(pl.replicas.size());
     std::vector<std::uint32_t> starts = {0};
     for (std::uint32_t r = 0; r < replicas; ++r) {
-        if (r == 0 || pl.replicas[r].unit != pl.replicas[r - 1].unit) {
+        if (r == 0 || pl.replicas[r].domain != pl.replicas[r - 1].domain) {
             starts.push_back(kFirstReplica + r);
         }
     }
@@ -680,9 +707,10 @@ ServingRun simulate_serving(const ServeInput& in) {
         engine::PartitionMap::from_starts(kFirstReplica + replicas, starts);
 
     ServeModel model(in, pl, source, fabric ? &*fabric : nullptr, map.partitions());
-    const Duration lookahead =
-        Duration::from_ns(std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1));
-    engine::Simulator<ServeModel> sim(model, map, lookahead);
+    const Duration lookahead = Duration::from_ns(hop_ns(in));
+    // Few pending events per partition (a step end per replica, requests in flight): a heap
+    // beats the calendar queue's bucket scans here.
+    engine::Simulator<ServeModel, engine::QuaternaryHeap> sim(model, map, lookahead);
     sim.schedule(kRouter, SimTime::zero(), kStart);
     const int threads = in.threads > 0 ? in.threads : engine::default_thread_count();
     const engine::RunStats run = sim.run(SimTime::max(), threads);

@@ -75,6 +75,7 @@
 #include "trnsim/serving/request.hpp"
 #include "trnsim/serving/spec.hpp"
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <vector>
@@ -296,6 +297,7 @@ private:
 
     Step step_;
     std::vector<Completion> out_;
+    std::array<std::vector<std::uint32_t>, 3> scratch_; ///< end()'s lists, kept to reuse
     SchedulerStats stats_;
 };
 

@@ -2,9 +2,10 @@
 // router that sends them requests, and (disaggregated) KV-cache transfers over the fabric.
 //
 // Entities. Entity 0 is the router, entity 1 the fabric's wake-up entity (both in partition
-// 0); entities 2.. are the replicas, each running a serving::ReplicaScheduler. Partition 1 + u
-// holds the replicas of placement unit u: an instance when a replica fits in one, else an
-// UltraServer (placement below). Partitions never depend on the thread count.
+// 0); entities 2.. are the replicas, each running a serving::ReplicaScheduler. Partition 1 + d
+// holds the replicas of NeuronLink domain d: an UltraServer when the cluster is made of them,
+// else an instance (as the reliability model's domains). Partitions never depend on the
+// thread count.
 //
 // Placement (from the chip: ranks per chip = physical cores / LNC). A replica of tp ranks
 // takes tp / ranks_per_chip whole chips of one instance (several replicas share a chip when
@@ -28,6 +29,18 @@
 // time 0, and a new one each time the router learns that one finished (L after it finished).
 // Arrivals stop at requests.count or requests.duration; the run ends when every issued request
 // has finished.
+//
+// Router window. The router latency is the lookahead, and with a fleet's dense stream of
+// events (a 1,024-replica fleet has an event every few microseconds) windows of 1 ms hold few
+// events each and the engine's per-window costs (a call per partition, three barriers)
+// dominate. ServeOptions::router_window W > L trades exactness of the router's information
+// for longer windows, as the fabric's rates are resolved at window edges (docs/adr/0001): the
+// replicas run W - L behind the router in engine time, requests still reach their replica L
+// after they were sent and every replica-side time is unchanged, but the router (and the
+// closed-loop clients at it) hear of a finish 2W - L after it happened instead of L, and a
+// prefill replica frees a transferred KV cache W after it arrived instead of L. So
+// least-loaded counts include requests finished in the last 2W - L. W = L is exact; the
+// benchmark measures the error (docs/performance.md).
 //
 // A replica hands each arriving request to its scheduler; when the scheduler runs several
 // identical decode iterations as one step, an arrival cuts the step at the next iteration
@@ -84,6 +97,10 @@ struct ReplicaKind {
 
 struct ServeOptions {
     Duration kv_sample = Duration::from_ns(1'000'000'000); ///< 0: no KV time series
+    /// The router's view window W (see "Router window" above): zero or at most the router
+    /// latency L is exact (lookahead L); a longer W is the lookahead, and the router hears of
+    /// finishes 2W - L after them instead of L.
+    Duration router_window = Duration::zero();
     bool fast_forward = true;          ///< run identical decode iterations as one step
     std::uint32_t fabric_shards = 16;  ///< FlowNetwork shards (fixed, never the threads)
     bool keep_records = true;          ///< false: summary only (records are still summarised)
@@ -108,7 +125,8 @@ struct ServeInput {
 };
 
 struct ReplicaPlacement {
-    std::uint32_t unit = 0;       ///< instance or UltraServer (the partition's unit)
+    std::uint32_t unit = 0;       ///< instance or UltraServer holding all its chips
+    std::uint32_t domain = 0;     ///< NeuronLink domain (UltraServer, else instance): partition
     std::uint32_t first_chip = 0; ///< fabric chip index
     std::uint32_t chips = 0;
     bool prefill = false;         ///< disaggregated prefill replica

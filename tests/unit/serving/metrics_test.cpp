@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace trnsim::serving {
 namespace {
 
@@ -52,6 +54,26 @@ TEST(Summary, HandCase) {
     EXPECT_NEAR(s.output_tokens_per_s, 33 / 2.9, 1e-9);
     EXPECT_NEAR(s.goodput_requests_per_s, 2 / 2.9, 1e-12);
     EXPECT_NEAR(s.slo_attainment, 2.0 / 3.0, 1e-12);
+}
+
+// The summary selects order statistics without sorting: the same values as percentile_sorted
+// over the sorted latencies (random TTFTs with many ties).
+TEST(Summary, SelectionEqualsSorting) {
+    std::vector<RequestRecord> rs;
+    std::vector<double> ttft;
+    std::uint64_t x = 12345;
+    for (int i = 0; i < 5001; ++i) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const auto ms = static_cast<std::int64_t>((x >> 33) % 700);
+        rs.push_back(rec(0, ms, ms + 10, 2));
+        ttft.push_back(rs.back().ttft_s());
+    }
+    std::sort(ttft.begin(), ttft.end());
+    const ServingSummary s = summarize(rs, SloSpec{});
+    EXPECT_EQ(s.ttft_p50_s, percentile_sorted(ttft, 0.50));
+    EXPECT_EQ(s.ttft_p90_s, percentile_sorted(ttft, 0.90));
+    EXPECT_EQ(s.ttft_p99_s, percentile_sorted(ttft, 0.99));
+    EXPECT_EQ(s.met_slo, 5001u); // zero bounds: no bound
 }
 
 } // namespace

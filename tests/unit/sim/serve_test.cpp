@@ -65,8 +65,8 @@ void random_requests(ServeInput& in, std::int64_t count, double rate) {
 }
 
 // trn2 at LNC 2: 4 ranks per chip, 16 chips per instance, 4 instances per UltraServer.
-//   tp 16: 4 chips, 4 replicas per instance; 2 UltraServers = 8 instances = 32 replicas in 8
-//   partitions (+ the router's). tp 2: 2 replicas per chip, 32 per instance. tp 128: 32 chips,
+//   tp 16: 4 chips, 4 replicas per instance; 2 UltraServers = 8 instances = 32 replicas in 2
+//   partitions, one per UltraServer (+ the router's). tp 2: 2 replicas per chip, 32 per instance. tp 128: 32 chips,
 //   2 per UltraServer (partition = UltraServer). tp 48 (12 chips) divides neither.
 TEST(ServeFleet, PlacementFromTheChip) {
     ServeInput in = fleet(2, 16, 0);
@@ -75,7 +75,8 @@ TEST(ServeFleet, PlacementFromTheChip) {
     EXPECT_EQ(r.stats.replicas, 32u);
     EXPECT_EQ(r.stats.replicas_per_unit, 4u);
     EXPECT_FALSE(r.stats.unit_is_ultraserver);
-    EXPECT_EQ(r.stats.partitions, 9u);
+    EXPECT_EQ(r.stats.partitions, 3u);
+    EXPECT_EQ(r.placement[17].domain, 1u);
     EXPECT_EQ(r.placement[5].first_chip, 16u + 4u); // instance 1, second replica
     EXPECT_EQ(r.placement[5].chips, 4u);
 
@@ -224,6 +225,7 @@ TEST(ServeFleet, SameResultsOnOneAndTwoThreads) {
         // A long router latency keeps the windows few (each costs barriers, slow on a loaded
         // machine); determinism does not depend on it.
         in.spec.serving.router_latency = Duration::from_ns(10 * kMs);
+        in.options.router_window = Duration::from_ns(disaggregated ? 15 * kMs : 0);
         random_requests(in, 3000, 400.0);
         if (disaggregated) {
             in.fabric = config::load_fabric("trn2-ultracluster");
@@ -277,6 +279,42 @@ TEST(ServeFleet, FastForwardEqualsStepwise) {
     }
     EXPECT_EQ(fast.stats.iterations, slow.stats.iterations);
     EXPECT_LT(fast.stats.steps * 2, slow.stats.steps);
+}
+
+// The router window W > L shifts the replicas W - L behind the router in engine time without
+// changing any replica-side time: with round robin and open-loop arrivals the router uses no
+// report, so every record equals the exact run's. With least-loaded routing only the router's
+// information is older (finishes heard 2W - L late): the figures stay close.
+TEST(ServeFleet, RouterWindowChangesOnlyTheRoutersInformation) {
+    ServeInput in = fleet(1, 16, 0);
+    random_requests(in, 1500, 150.0);
+    const ServingRun exact = simulate_serving(in);
+    in.options.router_window = Duration::from_ns(20 * kMs);
+    const ServingRun w = simulate_serving(in);
+    EXPECT_EQ(w.stats.lookahead_ns, 20 * kMs);
+    EXPECT_LT(w.stats.windows * 4, exact.stats.windows);
+    ASSERT_EQ(exact.requests.size(), w.requests.size());
+    for (std::size_t i = 0; i < w.requests.size(); ++i) {
+        ASSERT_EQ(exact.requests[i].arrival_ns, w.requests[i].arrival_ns) << i;
+        ASSERT_EQ(exact.requests[i].first_token_ns, w.requests[i].first_token_ns) << i;
+        ASSERT_EQ(exact.requests[i].finish_ns, w.requests[i].finish_ns) << i;
+    }
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    in.options.router_window = Duration::zero();
+    const ServingRun ll = simulate_serving(in);
+    in.options.router_window = Duration::from_ns(20 * kMs);
+    const ServingRun llw = simulate_serving(in);
+    EXPECT_NEAR(llw.summary.ttft_p50_s, ll.summary.ttft_p50_s, 0.05 * ll.summary.ttft_p50_s);
+    EXPECT_NEAR(llw.summary.e2e_p50_s, ll.summary.e2e_p50_s, 0.05 * ll.summary.e2e_p50_s);
+    // Closed loop: a client hears of its finish 2W - L = 39 ms after it instead of 1 ms, so
+    // requests follow each other 38 ms later than in the exact case (5.01 ms apart there).
+    ServeInput c = fleet(1, 16, 1);
+    fixed_requests(c, 3, 1.0, 100, 2);
+    c.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
+    c.options.router_window = Duration::from_ns(20 * kMs);
+    const ServingRun cl = simulate_serving(c);
+    EXPECT_EQ(cl.requests[1].arrival_ns, 5 * kMs + 10 * kUs + 38 * kMs);
+    EXPECT_EQ(cl.requests[1].finish_ns - cl.requests[1].arrival_ns, 4 * kMs + 10 * kUs);
 }
 
 TEST(ServeFleet, DisaggregationNeedsAFabric) {
