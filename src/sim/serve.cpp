@@ -740,6 +740,7 @@ ServingRun simulate_serving(const ServeInput& in) {
     st.remote_events = run.remote_events;
     st.windows = run.windows;
     st.lookahead_ns = lookahead.ns();
+    st.router_latency_ns = std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1);
     st.threads = run.threads;
     st.end_s = static_cast<double>(end) * 1e-9;
     return out;

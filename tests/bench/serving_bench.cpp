@@ -1,7 +1,7 @@
 // Serving benchmark: the fleet simulation (sim/serve.hpp) on the Azure conversation trace.
 //
-//   serving_bench [--case all|single|fleet|smoke] [--threads N] [--replicas R] [--speedup S]
-//                 [--hours H] [--latency-ms L]
+//   serving_bench [--case all|single|window|fleet|smoke] [--threads N] [--replicas R]
+//                 [--speedup S] [--hours H] [--latency-ms L] [--window-ms W]
 //
 // Cases (docs/performance.md):
 //   single  one replica (tp 64, one trn2 instance) serving the whole conversation trace
@@ -9,7 +9,11 @@
 //   fleet   1,024 replicas (tp 16: 64 Trn2 UltraServers) serving the trace's requests at 500x
 //           its rate (the trace repeats) for one simulated hour, about 10 million requests, on
 //           1 thread and on N threads (default 2): target <= 60 s, <= 4 GiB, N threads >= 1.6x
-//           faster than 1, identical results
+//           faster than 1, identical results. Router latency 1 ms, router window 10 ms
+//           (ServeOptions::router_window: the engine's windows are 10 ms; `window` measures
+//           what that changes)
+//   window  the router window's error: the fleet for 3 simulated minutes, exact (1 ms windows)
+//           and with the fleet's router window (10 ms), on 1 thread
 //   smoke   8 replicas for 20 simulated seconds on 1 and 2 threads (the ctest smoke test)
 //
 // THE ITERATION COST IS A STAND-IN. Until serving::IterationCostModel lands, iterations are
@@ -116,7 +120,7 @@ struct Case {
     double speedup = 500.0;
     double hours = 1.0; ///< 0: the trace once
     double latency_ms = 1.0;
-    double window_ms = 0.0; ///< ServeOptions::router_window (0: exact)
+    double window_ms = 10.0; ///< ServeOptions::router_window (0: exact)
 };
 
 /// A hash of every request record (FNV-1a over the fields), to compare runs.
@@ -195,10 +199,12 @@ Measured run_case(const Case& c, int threads, bool keep) {
 void print_run(const char* label, const Measured& m) {
     const sim::ServingRun& r = m.run;
     const sim::ServingRunStats& s = r.stats;
-    std::printf("%s: %u replicas (%u per %s), %s requests, %s simulated; %d thread%s: wall %.2f s\n",
+    std::printf("%s: %u replicas (%u per %s), %s requests, %s simulated, router latency %s, "
+                "window %s; %d thread%s: wall %.2f s\n",
                 label, s.replicas, s.replicas_per_unit, s.unit_is_ultraserver ? "UltraServer" : "instance",
                 fmt::integer(static_cast<std::int64_t>(r.summary.requests)).c_str(),
-                fmt::seconds(s.end_s).c_str(), s.threads, s.threads == 1 ? "" : "s", m.wall_s);
+                fmt::seconds(s.end_s).c_str(), fmt::seconds(static_cast<double>(s.router_latency_ns) * 1e-9).c_str(),
+                fmt::seconds(static_cast<double>(s.lookahead_ns) * 1e-9).c_str(), s.threads, s.threads == 1 ? "" : "s", m.wall_s);
     std::printf("%s:   %s events (%s remote) in %s windows of %s (%.1f events/window), %u partitions; "
                 "%s iterations in %s scheduler steps (%.1f per step); %s preemptions\n",
                 label, fmt::integer(static_cast<std::int64_t>(s.events)).c_str(),
@@ -218,6 +224,30 @@ void print_run(const char* label, const Measured& m) {
                 fmt::count(r.summary.output_tokens_per_s).c_str(),
                 fmt::percent(r.summary.slo_attainment).c_str(),
                 fmt::percent(r.kv_cache_peak_fraction).c_str());
+}
+
+/// The router window's error: the same fleet for `hours` exact and with the window.
+void window_error(Case c) {
+    const double w = c.window_ms;
+    c.window_ms = 0.0;
+    const Measured exact = run_case(c, 1, false);
+    c.window_ms = w;
+    const Measured win = run_case(c, 1, false);
+    const serving::ServingSummary &a = exact.run.summary, &b = win.run.summary;
+    const auto rel = [](double x, double y) { return y == 0.0 ? 0.0 : (x - y) / y * 100.0; };
+    std::printf("window: router window %.0f ms vs exact (1 ms windows), %s requests, %.2f h of "
+                "arrivals: windows %s vs %s, wall %.2f s vs %.2f s\n",
+                w, fmt::integer(static_cast<std::int64_t>(a.requests)).c_str(), c.hours,
+                fmt::integer(static_cast<std::int64_t>(win.run.stats.windows)).c_str(),
+                fmt::integer(static_cast<std::int64_t>(exact.run.stats.windows)).c_str(),
+                win.wall_s, exact.wall_s);
+    std::printf("window:   TTFT p50 %+.2f%% p90 %+.2f%% p99 %+.2f%%; TPOT p50 %+.2f%% p99 %+.2f%%; "
+                "E2E p50 %+.2f%% p99 %+.2f%%; output tokens/s %+.3f%%\n",
+                rel(b.ttft_p50_s, a.ttft_p50_s), rel(b.ttft_p90_s, a.ttft_p90_s),
+                rel(b.ttft_p99_s, a.ttft_p99_s), rel(b.tpot_p50_s, a.tpot_p50_s),
+                rel(b.tpot_p99_s, a.tpot_p99_s), rel(b.e2e_p50_s, a.e2e_p50_s),
+                rel(b.e2e_p99_s, a.e2e_p99_s),
+                rel(b.output_tokens_per_s, a.output_tokens_per_s));
 }
 
 bool compare_threads(const char* label, const Case& c, int threads) {
@@ -264,8 +294,9 @@ int main(int argc, char** argv) {
             fleet.window_ms = std::stod(next());
         } else {
             std::fprintf(stderr,
-                         "usage: serving_bench [--case all|single|fleet|smoke] [--threads N] "
-                         "[--replicas R] [--speedup S] [--hours H] [--latency-ms L]\n");
+                         "usage: serving_bench [--case all|single|window|fleet|smoke] [--threads N] "
+                         "[--replicas R] [--speedup S] [--hours H] [--latency-ms L] "
+                         "[--window-ms W]\n");
             return 2;
         }
     }
@@ -288,10 +319,16 @@ int main(int argc, char** argv) {
         c.ultraservers = 1;
         c.speedup = 1.0;
         c.hours = 0.0;
+        c.window_ms = 0.0;
         const Measured m = run_case(c, 1, false);
         print_run("single", m);
         std::printf("single: whole conversation trace on one replica in %.3f s wall (target <= 1 s)\n",
                     m.wall_s);
+    }
+    if (which == "all" || which == "window") {
+        Case c = fleet;
+        c.hours = 0.05;
+        window_error(c);
     }
     if (which == "all" || which == "fleet") {
         ok = compare_threads("fleet", fleet, threads) && ok;

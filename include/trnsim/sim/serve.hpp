@@ -146,7 +146,8 @@ struct ServingRunStats {
     std::uint64_t events = 0;
     std::uint64_t remote_events = 0;
     std::uint64_t windows = 0;
-    std::int64_t lookahead_ns = 0;
+    std::int64_t lookahead_ns = 0;     ///< the router window (at least the router latency)
+    std::int64_t router_latency_ns = 0;
     int threads = 1;
     std::uint64_t steps = 0;        ///< scheduler steps over all replicas
     std::uint64_t iterations = 0;   ///< model iterations over all replicas
