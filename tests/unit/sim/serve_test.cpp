@@ -213,9 +213,10 @@ TEST(ServeFleet, DisaggregatedKvTransferOverNeuronLink) {
 }
 
 // The same fleet on 1 and 2 threads: identical per-request records and figures. Two
-// UltraServers (8 instance partitions, 32 replicas of tp 16), gamma arrivals, prefix caching
-// and least-loaded routing; then disaggregated with 8 prefill replicas over the UltraCluster
-// fabric (EFA between the UltraServers).
+// UltraServers (2 partitions, 32 replicas of tp 16), gamma arrivals, prefix caching,
+// least-loaded routing and speculative decoding; then disaggregated with 8 prefill replicas
+// and chunked prefill over the UltraCluster fabric (EFA between the UltraServers), with a
+// router window.
 TEST(ServeFleet, SameResultsOnOneAndTwoThreads) {
     for (bool disaggregated : {false, true}) {
         ServeInput in = fleet(2, 16, 0);
@@ -227,7 +228,13 @@ TEST(ServeFleet, SameResultsOnOneAndTwoThreads) {
         in.spec.serving.router_latency = Duration::from_ns(10 * kMs);
         in.options.router_window = Duration::from_ns(disaggregated ? 15 * kMs : 0);
         random_requests(in, 3000, 400.0);
-        if (disaggregated) {
+        if (!disaggregated) {
+            serving::SpeculativeSpec sp;
+            sp.k = 2;
+            sp.acceptance = {0.7, 0.5};
+            in.spec.serving.speculative = sp;
+        } else {
+            in.spec.serving.prefill_chunk = 256;
             in.fabric = config::load_fabric("trn2-ultracluster");
             in.spec.serving.disaggregated.prefill_replicas = 8;
             in.kv_bytes_per_token = Bytes(327'680);
@@ -256,7 +263,12 @@ TEST(ServeFleet, SameResultsOnOneAndTwoThreads) {
         }
         EXPECT_GT(a.kv_cache_peak_fraction, 0.0);
         if (disaggregated) {
-            EXPECT_EQ(a.stats.kv_transfers, 3000u - 0u);
+            std::uint64_t multi = 0; // one-token requests finish on their prefill replica
+            for (const serving::RequestRecord& q : a.requests) {
+                multi += q.output_tokens > 1 ? 1 : 0;
+                EXPECT_EQ(q.output_tokens > 1, q.replica != q.prefill_replica);
+            }
+            EXPECT_EQ(a.stats.kv_transfers, multi);
             EXPECT_EQ(a.stats.prefill_replicas, 8u);
         }
     }
