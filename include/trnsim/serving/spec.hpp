@@ -76,6 +76,10 @@ struct ServingSpec {
     /// encoded up to the largest and its remaining tokens run one by one through the decode
     /// graph. TNx's default is half of each token-generation bucket.
     std::vector<std::int64_t> prefill_buckets;
+    /// One-way latency of a request from the router to a replica, and of a replica's report
+    /// back to the router (a network hop through the serving front end). The fleet simulation
+    /// uses it as its lookahead.
+    Duration router_latency = Duration::from_ns(1'000'000);
 };
 
 /// A size (tokens) drawn per request.
@@ -100,6 +104,15 @@ struct ArrivalSpec {
     double speedup = 1.0;        ///< trace: timestamps divided by this
 };
 
+/// Shared prompt prefixes (a system prompt or few-shot header reused by many requests):
+/// `groups` distinct prefixes of `tokens` tokens each; a `fraction` of the requests start with
+/// one of them, chosen uniformly. The prefix goes in front of the drawn input tokens.
+struct PrefixSpec {
+    int groups = 0;            ///< 0: no shared prefixes
+    std::int64_t tokens = 0;   ///< tokens of each prefix
+    double fraction = 1.0;     ///< of the requests, in [0, 1]
+};
+
 /// workload.requests
 struct RequestSpec {
     TokenDistribution input;
@@ -107,6 +120,7 @@ struct RequestSpec {
     ArrivalSpec arrival;
     std::int64_t count = 0;      ///< requests to issue (0 when `duration` is given)
     Duration duration;           ///< arrivals stop after this (zero when `count` is given)
+    PrefixSpec prefix;           ///< shared prefixes (none by default)
 };
 
 /// workload.slo: a request meets the SLO when both hold (a zero value is not allowed).
