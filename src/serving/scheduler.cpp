@@ -54,10 +54,18 @@ ReplicaScheduler::ReplicaScheduler(const ServingSpec& spec, const IterationCost&
             throw InputError("workload.serving.speculative.acceptance",
                              "needs one value per draft token (k = " + std::to_string(sp.k) + ")");
         }
-        for (double a : sp.acceptance) {
+        for (std::size_t i = 0; i < sp.acceptance.size(); ++i) {
+            const double a = sp.acceptance[i];
             if (!(a >= 0.0 && a <= 1.0)) {
                 throw InputError("workload.serving.speculative.acceptance",
                                  "values must be in [0, 1]");
+            }
+            if (i > 0 && a > sp.acceptance[i - 1]) {
+                throw InputError("workload.serving.speculative.acceptance",
+                                 "position " + std::to_string(i) + " cannot be accepted more "
+                                 "often than position " + std::to_string(i - 1) +
+                                 " (a draft is only accepted after every earlier one): the "
+                                 "values must not increase");
             }
         }
         spec_k_ = sp.k;
@@ -725,20 +733,15 @@ void ReplicaScheduler::finish_prefill(std::uint32_t s, std::int64_t t) {
 
 void ReplicaScheduler::speculate(std::uint32_t s) {
     Seq& q = seqs_[s];
-    const std::uint32_t per = static_cast<std::uint32_t>((spec_k_ + 3) / 4);
+    // One uniform per sequence-iteration: the drafts accepted are the positions whose
+    // (non-increasing) acceptance rate exceeds it, so position i is accepted with probability
+    // acceptance[i] and only after every earlier position.
+    const std::array<std::uint32_t, 4> w =
+        engine::philox_block(seed_, stream_kind(ServingStream::speculation),
+                             static_cast<std::uint32_t>(q.req.id), q.spec_iterations);
+    const double u = static_cast<double>(w[0]) * 0x1.0p-32;
     std::int64_t accepted = 0;
-    std::array<std::uint32_t, 4> w{};
-    for (int i = 0; i < spec_k_; ++i) {
-        if (i % 4 == 0) { // one Philox block for drafts i .. i + 3
-            w = engine::philox_block(seed_, stream_kind(ServingStream::speculation),
-                                     static_cast<std::uint32_t>(q.req.id),
-                                     std::uint64_t{q.spec_iterations} * per +
-                                         static_cast<std::uint32_t>(i / 4));
-        }
-        const double u = static_cast<double>(w[static_cast<std::size_t>(i % 4)]) * 0x1.0p-32;
-        if (!(u < acceptance_[static_cast<std::size_t>(i)])) {
-            break;
-        }
+    while (accepted < spec_k_ && u < acceptance_[static_cast<std::size_t>(accepted)]) {
         ++accepted;
     }
     ++q.spec_iterations;

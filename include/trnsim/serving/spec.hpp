@@ -24,8 +24,9 @@ namespace trnsim::serving {
 enum class RouterPolicy { round_robin, least_loaded, prefix_affinity };
 
 /// Speculative decoding: a draft model proposes `k` tokens, the target model verifies them in
-/// one iteration. acceptance[i] is the probability that draft token i is accepted given that
-/// tokens 0..i-1 were (per-position acceptance, as vLLM reports it).
+/// one iteration. acceptance[i] is the fraction of iterations in which draft position i is
+/// accepted (vLLM's per-position acceptance rate; non-increasing, since a position is only
+/// accepted after every earlier one): the mean acceptance length is 1 + sum_i acceptance[i].
 struct SpeculativeSpec {
     std::string draft_ref;            ///< preset name or file as written
     workload::ModelSpec draft;        ///< the draft model's dimensions

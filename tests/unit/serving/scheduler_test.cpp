@@ -287,8 +287,9 @@ TEST(Scheduler, SpeculativeHandCases) {
 }
 
 // The mean gain per speculative iteration converges to 1 + sum_i prod_{j<=i} a_j:
-// a = (0.8, 0.6, 0.5): 1 + 0.8 + 0.48 + 0.24 = 2.52. Each gain is 1..4 (variance below 1.3),
-// so over ~100,000 sequence-iterations the standard error is ~0.0036; the bound is 5 of them.
+// a = (0.8, 0.6, 0.5) as per-position rates: 1 + 0.8 + 0.6 + 0.5 = 2.9 (P(gain >= i + 2) =
+// a_i). Each gain is 1..4 (variance 1.19), so over ~88,000 sequence-iterations the standard
+// error is ~0.0037; the bound is 5 of them.
 // The mean draws are those before the cap at the tokens left.
 TEST(Scheduler, SpeculativeAcceptanceConvergesToClosedForm) {
     InferenceSpec s = base_spec();
@@ -302,10 +303,10 @@ TEST(Scheduler, SpeculativeAcceptanceConvergesToClosedForm) {
         rs.push_back(req(i, static_cast<std::int64_t>(i) * kMs, 20, 640));
     }
     const ReplicaRun r = run(s, rs, 20000);
-    ASSERT_GT(r.stats.speculative_steps, 90000u);
+    ASSERT_GT(r.stats.speculative_steps, 80000u);
     const double mean = 1.0 + static_cast<double>(r.stats.speculative_accepted) /
                                   static_cast<double>(r.stats.speculative_steps);
-    EXPECT_NEAR(mean, 2.52, 0.018);
+    EXPECT_NEAR(mean, 2.9, 0.018);
     // Generated tokens per sequence-iteration, with the cap: a little below the mean.
     const double gained = static_cast<double>(r.stats.decode_tokens) /
                           static_cast<double>(r.stats.speculative_steps);
