@@ -3,6 +3,7 @@
 
 #include "trnsim/compute/cost_model.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/core/input_file.hpp"
 
 #include "tables.hpp"
 
@@ -11,9 +12,10 @@
 #include <cmath>
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
 #include <numeric>
 #include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 
 #ifndef TRNSIM_DEFAULT_DATA_DIR
 #define TRNSIM_DEFAULT_DATA_DIR "."
@@ -127,27 +129,79 @@ std::vector<std::string> presets_in(const fs::path& dir) {
 namespace {
 
 /// Reads a YAML file; syntax errors become InputErrors at the offending position.
-YAML::Node read_yaml_file(const fs::path& file, const std::string& path,
+YAML::Node read_yaml_file(const fs::path& file, const std::string& what, const std::string& path,
                           const SourceLocation& referenced_at) {
-    std::ifstream in(file);
-    if (!in) {
-        throw InputError(path, "cannot read file '" + file.string() + "'", referenced_at);
-    }
-    std::stringstream buf;
-    buf << in.rdbuf();
-    try {
-        return YAML::Load(buf.str());
-    } catch (const YAML::ParserException& e) {
-        throw InputError("", "YAML syntax error: " + e.msg,
-                         {file.string(), e.mark.line + 1, e.mark.column + 1});
-    }
+    return parse_yaml(read_input_file(file, what, path, referenced_at), file.string());
 }
 
 } // namespace
 
-YAML::Node read_yaml(const fs::path& file, const std::string& path,
+namespace {
+
+/// Records where each document of a YAML stream starts (yaml-cpp's events, nothing built).
+class DocumentStarts : public YAML::EventHandler {
+public:
+    std::vector<YAML::Mark> starts;
+    void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+};
+
+} // namespace
+
+YamlDocument load_one_document(const std::string& text) {
+    YamlDocument d;
+    try {
+        d.node = YAML::Load(text);
+        // YAML::Load keeps the first document and drops the others without a word: count
+        // them. (Not with YAML::LoadAll: on a stray ',' it returns empty documents forever.)
+        std::istringstream in(text);
+        YAML::Parser parser(in);
+        DocumentStarts docs;
+        if (parser.HandleNextDocument(docs) && parser.HandleNextDocument(docs) &&
+            docs.starts.size() > 1) {
+            d.mark = docs.starts[1];
+            if (docs.starts[1].pos == docs.starts[0].pos) {
+                // The parser did not move: a character no document can start with.
+                const auto at = static_cast<std::size_t>(std::max(0, d.mark.pos));
+                d.error = "YAML syntax error: unexpected '" +
+                          (at < text.size() ? std::string(1, text[at]) : std::string()) + "'";
+            } else {
+                d.error = "holds more than one YAML document (a second one begins with ---); "
+                          "trnsim reads exactly one";
+            }
+            d.node = YAML::Node();
+        }
+    } catch (const YAML::ParserException& e) {
+        d.error = "YAML syntax error: " + e.msg;
+        d.mark = e.mark;
+        d.node = YAML::Node();
+    }
+    return d;
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& file) {
+    YamlDocument d = load_one_document(text);
+    if (!d.error.empty()) {
+        const bool marked = !d.mark.is_null();
+        throw InputError("", d.error.rfind("holds", 0) == 0 ? "the file " + d.error : d.error,
+                         {file, marked ? d.mark.line + 1 : 1, marked ? d.mark.column + 1 : 1});
+    }
+    return d.node;
+}
+
+YAML::Node read_yaml(const fs::path& file, const std::string& what, const std::string& path,
                      const SourceLocation& referenced_at) {
-    return read_yaml_file(file, path, referenced_at);
+    return read_yaml_file(file, what, path, referenced_at);
 }
 
 namespace {
@@ -291,7 +345,7 @@ Spec load_ref(const std::string& ref, const char* dir, const char* kind, const S
               Check check, const Context& ctx, const std::string& path,
               const SourceLocation& loc) {
     const fs::path file = find_preset(ref, dir, kind, ctx, path, loc);
-    const YAML::Node root = read_yaml_file(file, path, loc);
+    const YAML::Node root = read_yaml_file(file, kind, path, loc);
     SourceMap sources;
     Context c;
     c.file = file.string();
@@ -501,7 +555,7 @@ workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& p
     if (node.IsScalar()) {
         const std::string ref = node.Scalar();
         const fs::path file = find_preset(ref, "scenarios/models", "model", ctx, path, loc);
-        const YAML::Node root = read_yaml_file(file, path, loc);
+        const YAML::Node root = read_yaml_file(file, "model", path, loc);
         SourceMap model_sources;
         Context c;
         c.file = file.string();
@@ -550,11 +604,11 @@ ParsedOverride parse_override(const Override& o) {
     ParsedOverride p;
     p.path = o.path;
     p.origin = o.origin;
-    try {
-        p.value = YAML::Load(o.value);
-    } catch (const YAML::ParserException& e) {
-        throw InputError(o.path, "the value is not valid YAML: " + e.msg, o.origin);
+    detail::YamlDocument d = detail::load_one_document(o.value);
+    if (!d.error.empty()) {
+        throw InputError(o.path, "the value " + d.error, o.origin);
     }
+    p.value = d.node;
     return p;
 }
 
@@ -757,21 +811,10 @@ struct ScenarioBase::Parsed {
 };
 
 ScenarioBase ScenarioBase::read(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) {
-        throw InputError("", "cannot read scenario file '" + path + "'", {path, 0, 0});
-    }
-    std::stringstream buf;
-    buf << in.rdbuf();
     auto parsed = std::make_shared<Parsed>();
     parsed->path = path;
-    parsed->text = buf.str();
-    try {
-        (void)YAML::Load(parsed->text);
-    } catch (const YAML::ParserException& e) {
-        throw InputError("", "YAML syntax error: " + e.msg,
-                         {path, e.mark.line + 1, e.mark.column + 1});
-    }
+    parsed->text = read_input_file(path, "scenario");
+    (void)detail::parse_yaml(parsed->text, path);
     ScenarioBase b;
     b.parsed_ = std::move(parsed);
     return b;
@@ -784,7 +827,7 @@ const std::string& ScenarioBase::path() const {
 
 ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides) {
     const ScenarioBase::Parsed& parsed = base.parsed();
-    const YAML::Node root = YAML::Load(parsed.text); // checked by read()
+    const YAML::Node root = YAML::Load(parsed.text); // checked by read(): one document
     const fs::path p(parsed.path);
     return load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides);
 }
@@ -799,13 +842,7 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
 
 ScenarioSpec load_scenario_text(const std::string& text, const std::string& name,
                                 const std::vector<std::string>& overrides) {
-    YAML::Node root;
-    try {
-        root = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-        throw InputError("", "YAML syntax error: " + e.msg,
-                         {name, e.mark.line + 1, e.mark.column + 1});
-    }
+    const YAML::Node root = detail::parse_yaml(text, name);
     return load_root(root, name, fs::current_path(), fs::path(name).stem().string(),
                      command_line_overrides(overrides));
 }

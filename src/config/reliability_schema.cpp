@@ -1,10 +1,11 @@
 // The reliability section of the scenario schema, the failure-process element schema, the trace
 // file reader and the preset merge (docs/reliability.md describes the models behind the keys).
+#include "trnsim/core/input_file.hpp"
+
 #include "fields.hpp"
 #include "tables.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 
 namespace trnsim::config::detail {
@@ -174,10 +175,10 @@ reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
     if (file.is_relative() && fs::exists(ctx.base_dir / file)) {
         file = ctx.base_dir / file;
     }
-    std::ifstream in(file);
-    if (ref.empty() || !in) {
+    if (ref.empty() || !fs::exists(file)) {
         throw InputError(p, "trace file '" + ref + "' not found", loc);
     }
+    std::istringstream in(read_input_file(file, "trace", p, loc));
     reliability::TraceSpec trace;
     trace.file = file.string();
     std::string line;
@@ -463,7 +464,7 @@ void merge_reliability_preset(YAML::Node root, Context& ctx) {
     }
     const fs::path file =
         find_preset(preset.Scalar(), "scenarios/reliability", "reliability", ctx, path, loc);
-    const YAML::Node content = read_yaml(file, path, loc);
+    const YAML::Node content = read_yaml(file, "reliability preset", path, loc);
     if (!content.IsMap()) {
         throw InputError(path, "a reliability preset is a mapping of reliability keys",
                          {file.string(), 1, 1});

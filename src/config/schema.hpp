@@ -307,6 +307,15 @@ private:
             const std::string rel = rel_prefix.empty() ? key : rel_prefix + "." + key;
             const std::string full = ctx.full(rel);
             const SourceLocation key_loc = ctx.locate(full, key_node.Mark());
+            if (key.find('.') != std::string::npos) {
+                // A dotted key would name the same value as a nested one, and the run and
+                // the resolved scenario could each take a different one of the two.
+                throw InputError(full,
+                                 "a key is one name: write '" + key +
+                                     "' as nested mappings (dotted key paths are for --set "
+                                     "and the keys of sweep and plan files)",
+                                 key_loc);
+            }
             if (!seen.insert(key).second) {
                 throw InputError(full, "duplicate key", key_loc);
             }

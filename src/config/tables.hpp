@@ -39,9 +39,23 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
 topology::FabricSpec load_fabric_ref(const std::string& ref, const Context& ctx,
                                      const std::string& path, const SourceLocation& loc);
 
-/// Reads a YAML file; syntax errors become InputErrors at the offending position.
-YAML::Node read_yaml(const std::filesystem::path& file, const std::string& path,
-                     const SourceLocation& referenced_at);
+/// One YAML document parsed from text, or why not: a syntax error, or more than one
+/// document (yaml-cpp's Load would silently keep only the first).
+struct YamlDocument {
+    YAML::Node node;   ///< null for an empty text
+    std::string error; ///< empty when the text is one document
+    YAML::Mark mark;   ///< where the error is
+};
+YamlDocument load_one_document(const std::string& text);
+
+/// load_one_document, with an error thrown as an InputError located in `file`.
+YAML::Node parse_yaml(const std::string& text, const std::string& file);
+
+/// Reads a YAML file (read_input_file: regular files within the size limit only; `what` names
+/// the kind in messages: "model", "chip") and parses it with parse_yaml. Problems with the
+/// file itself are reported at `path`/`referenced_at`, where it was named.
+YAML::Node read_yaml(const std::filesystem::path& file, const std::string& what,
+                     const std::string& path, const SourceLocation& referenced_at);
 
 // The reliability section (reliability_schema.cpp).
 const Schema<reliability::FailureSpec>& failure_schema();
