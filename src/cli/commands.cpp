@@ -1,6 +1,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 
+#include "outputs.hpp"
 #include "report.hpp"
 
 #include "trnsim/config/load.hpp"
@@ -20,6 +21,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <utility>
 
 namespace po = boost::program_options;
@@ -83,21 +85,17 @@ int cmd_run(const std::vector<std::string>& args) {
     if (!p.vm.count("scenario")) {
         throw UsageError("trnsim run needs a scenario file\nusage: trnsim run SCENARIO.yaml");
     }
-    std::vector<std::string> overrides;
-    if (p.vm.count("set")) {
-        overrides = p.vm["set"].as<std::vector<std::string>>();
-    }
-    if (p.vm.count("threads")) {
-        overrides.push_back("simulation.threads=" + p.vm["threads"].as<std::string>());
-    }
-    if (p.vm.count("output")) {
-        // As an override, so the stored scenario records where its results went.
-        overrides.push_back("output.file=" + p.vm["output"].as<std::string>());
-    }
-    if (p.vm.count("trace")) {
-        overrides.push_back("output.trace=" + p.vm["trace"].as<std::string>());
-    }
-    const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
+    const auto option = [&](const char* name) -> std::optional<std::string> {
+        if (!p.vm.count(name)) {
+            return std::nullopt;
+        }
+        return p.vm[name].as<std::string>();
+    };
+    const config::ScenarioSpec spec = config::load_scenario_with(
+        p.vm["scenario"].as<std::string>(),
+        run_overrides(p.vm.count("set") ? p.vm["set"].as<std::vector<std::string>>()
+                                        : std::vector<std::string>{},
+                      option("output"), option("trace"), option("threads")));
     const int threads = resolve_threads(spec.simulation.threads);
     if (spec.workload_type == config::WorkloadType::collective) {
         sim::CollectiveBenchSpec bench;
@@ -111,6 +109,7 @@ int cmd_run(const std::vector<std::string>& args) {
         bench.algorithm = spec.collective.algorithm;
         bench.threads = threads;
         const bool quiet = p.vm.count("quiet") > 0;
+        check_scenario_outputs(spec);
         sim::CollectiveBenchResult result;
         try {
             bool first = true;
@@ -132,16 +131,22 @@ int cmd_run(const std::vector<std::string>& args) {
         }
         return 0;
     }
+    check_scenario_outputs(spec);
     sim::TrainingRun run;
     try {
         run = sim::run_training(spec);
     } catch (const InputError& e) {
         throw e.located(spec.sources);
     }
-    results::write_hdf5(spec.output.file, report::run_results(spec, run, {TRNSIM_VERSION, threads}));
+    // Both files complete before either replaces anything: no results without their trace.
+    std::vector<results::PendingFile> files;
+    files.push_back(results::stage_hdf5(spec.output.file,
+                                        report::run_results(spec, run, {TRNSIM_VERSION, threads})));
     if (run.step_sim && !spec.output.trace.empty()) {
-        results::write_chrome_trace(spec.output.trace, report::step_trace(spec, *run.step_sim));
+        files.push_back(results::stage_chrome_trace(spec.output.trace,
+                                                    report::step_trace(spec, *run.step_sim)));
     }
+    results::commit_all(files);
     if (!p.vm.count("quiet")) {
         print_run(std::cout, spec, run);
         std::cout << "  results    " << spec.output.file << "\n";
@@ -182,6 +187,7 @@ int cmd_validate(const std::vector<std::string>& args) {
         return validate_study(file);
     }
     const config::ScenarioSpec spec = load(file, overrides);
+    check_scenario_outputs(spec); // what run would refuse, validate refuses
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
     if (spec.workload_type == config::WorkloadType::training) {
         workload::Plan plan;

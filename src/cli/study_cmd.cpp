@@ -2,6 +2,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 
+#include "outputs.hpp"
 #include "progress.hpp"
 #include "study_report.hpp"
 
@@ -118,6 +119,14 @@ Options parse_study_options(const std::vector<std::string>& args, const std::str
     return o;
 }
 
+/// The plan's results file against the plan and every file its base scenario read.
+void check_plan_output(const config::PlanSpec& plan, const config::ScenarioSpec& base,
+                       const std::string& output, const std::optional<std::string>& option) {
+    std::vector<std::string> inputs{plan.file};
+    inputs.insert(inputs.end(), base.input_files.begin(), base.input_files.end());
+    check_study_output(output, option, plan.output_origin, std::move(inputs));
+}
+
 /// Everything a batch needs before it runs, the same on every MPI rank.
 struct Prepared {
     study::Sweep sweep;
@@ -136,6 +145,11 @@ Prepared prepare_batch(const Options& o) {
     p.points = study::prepare(p.sweep, o.threads);
     p.context = report::batch_context(p.base.resolved_yaml, p.sweep.base_seed);
     p.output = o.output.value_or(spec.output_file);
+    std::vector<std::string> inputs{o.file};
+    for (const auto& point : p.points) {
+        inputs.insert(inputs.end(), point.input_files.begin(), point.input_files.end());
+    }
+    check_study_output(p.output, o.output, spec.output_origin, std::move(inputs));
     return p;
 }
 
@@ -271,6 +285,7 @@ int validate_study(const std::string& file) {
     if (config::file_kind(file) == config::FileKind::plan) {
         const config::PlanSpec plan = config::load_plan(file);
         const config::ScenarioSpec base = config::load_scenario_with(plan.base, {});
+        check_plan_output(plan, base, plan.output_file, std::nullopt);
         const auto candidates = study::enumerate(plan, base);
         std::cout << "trnsim: plan " << plan.name << " (" << file << "): base " << base.name
                   << ", objective " << config::to_string(plan.objective) << ", "
@@ -299,6 +314,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     const config::PlanSpec plan = config::load_plan(o.file);
     const config::ScenarioSpec base = config::load_scenario_with(plan.base, {});
     const std::string output = o.output.value_or(plan.output_file);
+    check_plan_output(plan, base, output, o.output);
     const auto start = std::chrono::steady_clock::now();
     const study::PlanResult result =
         study::run_plan(plan, base, o.threads, [&](const std::string& msg) {

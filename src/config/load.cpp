@@ -346,12 +346,14 @@ Spec load_ref(const std::string& ref, const char* dir, const char* kind, const S
               const SourceLocation& loc) {
     const fs::path file = find_preset(ref, dir, kind, ctx, path, loc);
     const YAML::Node root = read_yaml_file(file, kind, path, loc);
+    ctx.note_read(file);
     SourceMap sources;
     Context c;
     c.file = file.string();
     c.base_dir = file.parent_path();
     c.data_dir = ctx.data_dir;
     c.sources = &sources;
+    c.files_read = ctx.files_read;
     Spec spec;
     schema.load(spec, root, c, {c.file, 1, 1});
     check(spec, c, SourceLocation{c.file, 1, 1});
@@ -556,12 +558,14 @@ workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& p
         const std::string ref = node.Scalar();
         const fs::path file = find_preset(ref, "scenarios/models", "model", ctx, path, loc);
         const YAML::Node root = read_yaml_file(file, "model", path, loc);
+        ctx.note_read(file);
         SourceMap model_sources;
         Context c;
         c.file = file.string();
         c.base_dir = file.parent_path();
         c.data_dir = ctx.data_dir;
         c.sources = &model_sources;
+        c.files_read = ctx.files_read;
         return load_model_mapping(root, c, {c.file, 1, 1}, depth, fs::path(ref).stem().string());
     }
     if (node.IsMap()) {
@@ -734,6 +738,7 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     ctx.base_dir = base_dir;
     ctx.data_dir = data_dir();
     ctx.sources = &spec.sources;
+    ctx.files_read = &spec.input_files;
     for (const auto& given : overrides) {
         const ParsedOverride o = parse_override(given);
         apply_override(root, detail::split_key_path(o.path), 0, o);
@@ -802,6 +807,28 @@ std::vector<Override> command_line_overrides(const std::vector<std::string>& tex
 
 std::string to_string(const Override& o) { return o.path + "=" + o.value; }
 
+std::vector<Override> set_overrides(const std::vector<std::string>& texts) {
+    return command_line_overrides(texts);
+}
+
+Override option_override(const std::string& key_path, const std::string& value,
+                         const std::string& option) {
+    YAML::Emitter quoted;
+    quoted << YAML::DoubleQuoted << value;
+    // The origin is printed in messages: control characters are shown, not sent.
+    std::string shown;
+    for (char c : value) {
+        const auto b = static_cast<unsigned char>(c);
+        if (b < 0x20 || b == 0x7f) {
+            const char* digits = "0123456789abcdef";
+            shown += std::string("\\x") + digits[b >> 4] + digits[b & 15];
+        } else {
+            shown += c;
+        }
+    }
+    return {key_path, quoted.c_str(), {"command line (" + option + " " + shown + ")", 0, 0}};
+}
+
 struct ScenarioBase::Parsed {
     std::string path;
     /// The file's text, checked to be YAML. Each scenario parses it again: applying overrides
@@ -829,7 +856,9 @@ ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Over
     const ScenarioBase::Parsed& parsed = base.parsed();
     const YAML::Node root = YAML::Load(parsed.text); // checked by read(): one document
     const fs::path p(parsed.path);
-    return load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides);
+    ScenarioSpec spec = load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides);
+    spec.input_files.insert(spec.input_files.begin(), parsed.path);
+    return spec;
 }
 
 ScenarioSpec load_scenario_with(const std::string& path, const std::vector<Override>& overrides) {

@@ -179,6 +179,7 @@ reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
         throw InputError(p, "trace file '" + ref + "' not found", loc);
     }
     std::istringstream in(read_input_file(file, "trace", p, loc));
+    ctx.note_read(file);
     reliability::TraceSpec trace;
     trace.file = file.string();
     std::string line;
@@ -465,6 +466,7 @@ void merge_reliability_preset(YAML::Node root, Context& ctx) {
     const fs::path file =
         find_preset(preset.Scalar(), "scenarios/reliability", "reliability", ctx, path, loc);
     const YAML::Node content = read_yaml(file, "reliability preset", path, loc);
+    ctx.note_read(file);
     if (!content.IsMap()) {
         throw InputError(path, "a reliability preset is a mapping of reliability keys",
                          {file.string(), 1, 1});

@@ -256,12 +256,15 @@ Schema<S> build() {
         "the chip's instance.price"));
 
     s.section("output", "Where results go.");
-    s.field(computed_default(text<S>("output.file", [](S& x) -> std::string& { return x.output.file; },
-                                     "", "HDF5 results file (--output overrides it)."),
+    s.field(computed_default(file_name<S>("output.file",
+                                          [](S& x) -> std::string& { return x.output.file; }, "",
+                                          "HDF5 results file (--output overrides it)."),
                              "results/<name>.h5"));
-    s.field(text<S>("output.trace", [](S& x) -> std::string& { return x.output.trace; }, "",
-                    "Chrome/Perfetto JSON timeline of the step simulation (--trace overrides "
-                    "it); opens in ui.perfetto.dev."));
+    s.field(computed_default(file_name<S>("output.trace",
+                                          [](S& x) -> std::string& { return x.output.trace; }, "",
+                                          "Chrome/Perfetto JSON timeline of the step simulation "
+                                          "(--trace overrides it); opens in ui.perfetto.dev."),
+                             "none"));
     s.field(integer_list<S>("output.trace_ranks",
                             [](S& x) -> std::vector<int>& { return x.output.trace_ranks; }, "[0]",
                             0, (1 << 30), "Ranks shown in the timeline."));

@@ -37,6 +37,15 @@ struct Context {
     /// YAML marks point into that file.
     std::map<std::string, std::string> merged_from;
     SourceMap* sources = nullptr;
+    /// Receives the path of every file read for the document (presets, a failure trace), so
+    /// the outputs of a run can be checked against them; nullptr: not collected.
+    std::vector<std::string>* files_read = nullptr;
+
+    void note_read(const std::filesystem::path& read) const {
+        if (files_read != nullptr) {
+            files_read->push_back(read.string());
+        }
+    }
 
     std::string full(const std::string& rel) const {
         if (prefix.empty()) {

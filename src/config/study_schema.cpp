@@ -261,8 +261,8 @@ Entry<T> optional_replications(const char* doc) {
 template <class T>
 Entry<T> output_file() {
     return detail::computed_default(
-        detail::text<T>("output.file", [](T& x) -> std::string& { return x.output_file; }, "",
-                        "HDF5 results file (-o overrides it)."),
+        detail::file_name<T>("output.file", [](T& x) -> std::string& { return x.output_file; },
+                             "", "HDF5 results file (-o overrides it)."),
         "results/<name>.h5");
 }
 
@@ -578,6 +578,8 @@ T load_study_root(const Schema<T>& schema, const YAML::Node& root, const std::st
     if (s.output_file.empty()) {
         s.output_file = "results/" + s.name + ".h5";
     }
+    const SourceLocation given = sources.find("output.file");
+    s.output_origin = given.known() ? given : SourceLocation{file, 1, 1};
     return s;
 }
 

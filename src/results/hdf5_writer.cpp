@@ -1,17 +1,14 @@
 #include "trnsim/results/hdf5_writer.hpp"
 
 #include <cstring>
-#include <filesystem>
+#include <memory>
 #include <stdexcept>
-#include <unistd.h>
 
 #include <hdf5.h>
 
 namespace trnsim::results {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 /// Owns an HDF5 identifier and closes it with the matching function.
 class Handle {
@@ -197,39 +194,30 @@ void write_meta(hid_t file, const Meta& meta) {
 
 } // namespace
 
-void write_hdf5(const std::string& path, const ResultsFile& file) {
+PendingFile stage_hdf5(const std::string& path, const ResultsFile& file) {
     const QuietErrors quiet;
-    const fs::path target(path);
-    if (target.has_parent_path()) {
-        std::error_code ec;
-        fs::create_directories(target.parent_path(), ec);
-        if (ec) {
-            throw std::runtime_error("cannot create directory '" +
-                                     target.parent_path().string() + "': " + ec.message());
+    PendingFile pending(path);
+    const std::string& tmp = pending.temporary();
+    {
+        Handle fcpl = object_create_plist(H5P_FILE_CREATE);
+        Handle f(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose,
+                 ("create '" + tmp + "'").c_str());
+        write_meta(f.get(), file.meta);
+        write_table(f.get(), "/summary", file.summary);
+        for (const auto& [name, table] : file.tables) {
+            write_table(f.get(), name, table);
         }
-    }
-    const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-    try {
-        {
-            Handle fcpl = object_create_plist(H5P_FILE_CREATE);
-            Handle f(H5Fcreate(tmp.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose,
-                     ("create '" + tmp + "'").c_str());
-            write_meta(f.get(), file.meta);
-            write_table(f.get(), "/summary", file.summary);
-            for (const auto& [name, table] : file.tables) {
-                write_table(f.get(), name, table);
-            }
-            for (const auto& [name, text] : file.texts) {
-                write_text(f.get(), name, text);
-            }
-            check(H5Fflush(f.get(), H5F_SCOPE_GLOBAL), "flush the file");
+        for (const auto& [name, text] : file.texts) {
+            write_text(f.get(), name, text);
         }
-        fs::rename(tmp, target);
-    } catch (...) {
-        std::error_code ec;
-        fs::remove(tmp, ec);
-        throw;
+        check(H5Fflush(f.get(), H5F_SCOPE_GLOBAL), "flush the file");
     }
+    pending.complete();
+    return pending;
+}
+
+void write_hdf5(const std::string& path, const ResultsFile& file) {
+    stage_hdf5(path, file).commit();
 }
 
 Table read_summary(const std::string& path) { return read_table(path, "/summary"); }

@@ -105,14 +105,18 @@ inline CliResult run_program(const std::string& program, const std::vector<std::
     return r;
 }
 
+/// The trnsim under test: this build's, or $TRNSIM_TEST_CLI (to show that a test fails on
+/// another build).
+inline std::string cli_path() {
+    const char* other = std::getenv("TRNSIM_TEST_CLI");
+    return other != nullptr && *other != '\0' ? other : TRNSIM_CLI_PATH;
+}
+
 /// Runs `trnsim args...` in `cwd` (default: the source tree).
 inline CliResult run_cli(const std::vector<std::string>& args,
                          const std::string& cwd = TRNSIM_SOURCE_DIR,
                          double time_limit_s = kDefaultTimeLimitS) {
-    // TRNSIM_TEST_CLI runs the tests against another build (to show a test fails on it).
-    const char* other = std::getenv("TRNSIM_TEST_CLI");
-    return run_program(other != nullptr && *other != '\0' ? other : TRNSIM_CLI_PATH, args, cwd,
-                       time_limit_s);
+    return run_program(cli_path(), args, cwd, time_limit_s);
 }
 
 } // namespace trnsim::test

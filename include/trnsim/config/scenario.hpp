@@ -140,6 +140,10 @@ struct ScenarioSpec {
     std::string source_file;
     std::string resolved_yaml;
     SourceMap sources;
+    /// Every file read to build the scenario: the scenario file (when read from one), its
+    /// model, chip, fabric and reliability presets, its failure trace. Outputs must not be
+    /// any of them.
+    std::vector<std::string> input_files;
 };
 
 } // namespace trnsim::config
