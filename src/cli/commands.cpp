@@ -54,6 +54,21 @@ config::ScenarioSpec load(const std::string& file, const std::vector<std::string
     return config::load_scenario(file, overrides);
 }
 
+/// The collective benchmark of a scenario with workload.type: collective.
+sim::CollectiveBenchSpec collective_bench_of(const config::ScenarioSpec& spec, int threads) {
+    sim::CollectiveBenchSpec bench;
+    bench.chip = spec.hardware.chip;
+    bench.lnc = spec.hardware.lnc;
+    bench.fabric = spec.fabric;
+    bench.cluster = spec.cluster;
+    bench.op = spec.collective.op;
+    bench.sizes = spec.collective.sizes;
+    bench.ranks = spec.collective.ranks;
+    bench.algorithm = spec.collective.algorithm;
+    bench.threads = threads;
+    return bench;
+}
+
 /// simulation.threads: a number, or 0 for auto (the engine's default team: OMP_NUM_THREADS
 /// when set, else every hardware thread).
 int resolve_threads(int requested) {
@@ -98,16 +113,7 @@ int cmd_run(const std::vector<std::string>& args) {
                       option("output"), option("trace"), option("threads")));
     const int threads = resolve_threads(spec.simulation.threads);
     if (spec.workload_type == config::WorkloadType::collective) {
-        sim::CollectiveBenchSpec bench;
-        bench.chip = spec.hardware.chip;
-        bench.lnc = spec.hardware.lnc;
-        bench.fabric = spec.fabric;
-        bench.cluster = spec.cluster;
-        bench.op = spec.collective.op;
-        bench.sizes = spec.collective.sizes;
-        bench.ranks = spec.collective.ranks;
-        bench.algorithm = spec.collective.algorithm;
-        bench.threads = threads;
+        const sim::CollectiveBenchSpec bench = collective_bench_of(spec, threads);
         const bool quiet = p.vm.count("quiet") > 0;
         check_scenario_outputs(spec);
         sim::CollectiveBenchResult result;
@@ -189,31 +195,26 @@ int cmd_validate(const std::vector<std::string>& args) {
     const config::ScenarioSpec spec = load(file, overrides);
     check_scenario_outputs(spec); // what run would refuse, validate refuses
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
+    // Every check that run makes before it simulates: what run refuses, validate refuses.
     if (spec.workload_type == config::WorkloadType::training) {
         workload::Plan plan;
         try {
-            plan = sim::make_plan(spec);
-            if (spec.reliability.enabled) {
-                reliability::validate(sim::reliability_input(spec, plan, {}));
-            }
+            plan = sim::check_training(spec);
         } catch (const InputError& e) {
             throw e.located(spec.sources);
         }
         print_plan(std::cout, spec, plan);
     } else {
-        // The fabric must hold the cluster.
-        topology::FabricSpec fabric = spec.fabric;
-        if (spec.cluster.instances > 0) {
-            fabric.scale_up.ultraserver_instances = 0;
-        }
         try {
-            const topology::Fabric f = topology::Fabric::build(
-                fabric, spec.cluster.instances > 0 ? spec.cluster.instances : spec.cluster.ultraservers);
-            std::cout << "  cluster    " << fmt::integer(f.chips()) << " " << spec.hardware.chip.name
-                      << " chips on fabric " << fabric.name << "\n";
+            sim::check_collective_bench(collective_bench_of(spec, 1));
         } catch (const InputError& e) {
             throw e.located(spec.sources);
         }
+        const std::int64_t domains =
+            spec.cluster.instances > 0 ? spec.cluster.instances : spec.cluster.ultraservers;
+        std::cout << "  cluster    " << fmt::integer(domains)
+                  << (spec.cluster.instances > 0 ? " instances" : " UltraServers") << " of "
+                  << spec.hardware.chip.name << " on fabric " << spec.fabric.name << "\n";
     }
     std::cout << "  valid\n";
     return 0;

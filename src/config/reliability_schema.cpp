@@ -125,13 +125,16 @@ Schema<FailureSpec> build_failure() {
         "component", [](F& f) -> ComponentClass& { return f.component; }, "",
         "The component class that fails; every component of the class runs this process.")));
     {
-        auto e = make_entry<F>("mtbf", "duration", "", "> 0 (may exceed 292 years)",
+        auto e = make_entry<F>("mtbf", "duration", "", ">= 1ns (may exceed 292 years)",
                                "Mean time between failures of one (good) component.");
         e.required = true;
         e.apply = [](F& f, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
                      const Context&) {
+            // The engine counts whole nanoseconds: a shorter mean would put most failures
+            // at the same tick.
             f.mtbf_s = parse_checked<double>(
-                n, p, loc, long_duration_seconds, [](double x) { return x > 0.0; }, "> 0");
+                n, p, loc, long_duration_seconds, [](double x) { return x >= 1e-9; },
+                "at least 1ns (the engine's tick)");
         };
         s.field(e);
     }

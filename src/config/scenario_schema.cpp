@@ -219,7 +219,7 @@ Schema<S> build() {
     s.field(quantity<S, Bytes>(
         "workload.parallelism.grad_bucket",
         [](S& x) -> Bytes& { return par(x).grad_bucket; }, parse_bytes, "bytes", "512MiB",
-        Bytes(1), Bytes(std::int64_t{1} << 50), true, "> 0",
+        Bytes(0), Bytes(std::int64_t{1} << 50), true, "> 0",
         "Gradient bucket per rank: gradients go out for data-parallel reduction in buckets "
         "of this size as the last microbatch's backward pass produces them (step fidelity)."));
 

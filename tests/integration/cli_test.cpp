@@ -64,6 +64,24 @@ TEST(Cli, QuietRunAndOverrides) {
     fs::remove_all(dir);
 }
 
+TEST(Cli, AJobThatNeverFinishesIsPrintedAsNotDone) {
+    // 1,024 chips failing every second each: the job restarts long before a step completes.
+    // Printed before as "in inf d; -9,223,372,036,854,775,808 instance-hours x $35.76 = $inf".
+    const fs::path dir = test::scratch_path("trnsim-cli-never-done");
+    fs::remove_all(dir);
+    const CliResult r = run_cli({"run", "scenarios/default.yaml", "-o", (dir / "n.h5").string(),
+                                 "--set", "reliability.failures=[{component: chip, mtbf: 1s}]",
+                                 "--set", "simulation.duration=1h"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("238,419 steps: not done"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("0.0% of the replications finished within the run\n"), std::string::npos)
+        << r.out;
+    for (const char* wrong : {"inf d", "-9,223", "$inf", "projected"}) {
+        EXPECT_EQ(r.out.find(wrong), std::string::npos) << wrong << "\n" << r.out;
+    }
+    fs::remove_all(dir);
+}
+
 TEST(Cli, ValidatePrintsTheResolvedScenarioAndPlan) {
     const CliResult r = run_cli({"validate", "scenarios/default.yaml"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
