@@ -361,8 +361,8 @@ topology::Fabric build_cluster_fabric(topology::FabricSpec spec, std::int64_t ul
 void describe_topology(const std::vector<std::string>& args) {
     po::options_description opts("options");
     opts.add_options()("help,h", "show this help")(
-        "ultraservers", po::value<std::int64_t>()->default_value(0), "number of UltraServers")(
-        "instances", po::value<std::int64_t>()->default_value(0),
+        "ultraservers", po::value<std::string>(), "number of UltraServers")(
+        "instances", po::value<std::string>(),
         "number of plain instances (no NeuronLink between them)");
     po::options_description hidden;
     hidden.add_options()("fabric", po::value<std::string>(), "fabric preset or file");
@@ -382,8 +382,9 @@ void describe_topology(const std::vector<std::string>& args) {
     }
     const auto start = std::chrono::steady_clock::now();
     const topology::FabricSpec spec = config::load_fabric(p.vm["fabric"].as<std::string>());
-    const topology::Fabric f = build_cluster_fabric(spec, p.vm["ultraservers"].as<std::int64_t>(),
-                                                    p.vm["instances"].as<std::int64_t>());
+    const topology::Fabric f =
+        build_cluster_fabric(spec, integer_flag(p.vm, "ultraservers", 1, 1 << 20, 0),
+                             integer_flag(p.vm, "instances", 1, 1 << 20, 0));
     const auto built = std::chrono::steady_clock::now();
     const topology::FabricReport r = topology::analyse(f);
     const auto analysed = std::chrono::steady_clock::now();

@@ -157,6 +157,35 @@ TEST(Cli, CollectiveErrorsExitTwo) {
     EXPECT_EQ(run_cli({"collective", "--chip", "trn1", "--ultraservers", "2"}).exit_code, 2);
 }
 
+TEST(Cli, NumericFlagsOutOfRangeExitTwoNamingTheFlag) {
+    // Read as Boost integers, -1 meant "not given" (a default cluster, all ranks) and 2^62
+    // UltraServers overflowed into "18446744073709551552 chips".
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"collective", "--ultraservers", "-1"}, "--ultraservers"},
+        {{"collective", "--ultraservers", "4611686018427387904"}, "--ultraservers"},
+        {{"collective", "--ultraservers", "99999999999999999999"}, "--ultraservers"},
+        {{"collective", "--ultraservers", ""}, "--ultraservers"},
+        {{"collective", "--instances", "-3"}, "--instances"},
+        {{"collective", "--instances", "2x"}, "--instances"},
+        {{"collective", "--ranks", "-5"}, "--ranks"},
+        {{"collective", "--ranks", "1e3"}, "--ranks"},
+        {{"collective", "--lnc", "-1"}, "--lnc"},
+        {{"collective", "--lnc", "4294967298"}, "--lnc"},
+        {{"describe", "topology", "trn2-ultracluster", "--ultraservers", "-2"}, "--ultraservers"},
+        {{"describe", "topology", "trn1-ultracluster", "--instances", "-3"}, "--instances"},
+        {{"run", "scenarios/default.yaml", "--threads", ""}, "--threads"},
+        {{"run", "scenarios/default.yaml", "--threads", "-4"}, "--threads"},
+        {{"batch", "scenarios/studies/c-dense-vs-moe.yaml", "-j", ""}, "-j/--jobs"},
+        {{"kernel", "matmul", "128x128x128", "--lnc", "-1"}, "--lnc"},
+    };
+    for (const auto& [args, flag] : cases) {
+        const CliResult r = run_cli(args);
+        EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[1] << " " << args[2] << "\n" << r.err;
+        EXPECT_NE(r.err.find(flag), std::string::npos) << flag << " in: " << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out;
+    }
+}
+
 TEST(Cli, CollectiveScenarioWritesResults) {
     const fs::path dir = test::scratch_path("trnsim-cli-collective");
     fs::remove_all(dir);
