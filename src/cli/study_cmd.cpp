@@ -293,14 +293,17 @@ int validate_study(const std::string& file) {
                   << " candidates\n  valid\n";
         return 0;
     }
-    Options o;
-    o.file = file;
-    o.threads = threads;
-    const Prepared p = prepare_batch(o);
-    std::cout << "trnsim: sweep " << p.sweep.spec.name << " (" << file << "): base "
-              << p.base.name << ", " << fmt::integer(static_cast<std::int64_t>(p.sweep.points.size()))
-              << " points x " << p.sweep.replications << " replicate"
-              << (p.sweep.replications == 1 ? "" : "s") << ", every point valid\n"
+    // Every point checked as batch checks it, none kept: memory does not grow with the points.
+    const config::SweepSpec spec = config::load_sweep(file);
+    const config::ScenarioSpec base = config::load_scenario_with(spec.base, spec.fixed);
+    const study::Sweep sweep = study::expand(spec, base.seed, base.simulation.replications);
+    std::vector<std::string> inputs = study::validate(sweep, threads);
+    inputs.push_back(file);
+    check_study_output(spec.output_file, std::nullopt, spec.output_origin, std::move(inputs));
+    std::cout << "trnsim: sweep " << sweep.spec.name << " (" << file << "): base " << base.name
+              << ", " << fmt::integer(static_cast<std::int64_t>(sweep.points.size()))
+              << " points x " << sweep.replications << " replicate"
+              << (sweep.replications == 1 ? "" : "s") << ", every point valid\n"
               << "  valid\n";
     return 0;
 }

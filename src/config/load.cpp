@@ -128,10 +128,14 @@ std::vector<std::string> presets_in(const fs::path& dir) {
 
 namespace {
 
-/// Reads a YAML file; syntax errors become InputErrors at the offending position.
+/// Reads a YAML file; syntax errors become InputErrors at the offending position. The file is
+/// noted in `ctx` (Context::note_read).
 YAML::Node read_yaml_file(const fs::path& file, const std::string& what, const std::string& path,
-                          const SourceLocation& referenced_at) {
-    return parse_yaml(read_input_file(file, what, path, referenced_at), file.string());
+                          const SourceLocation& referenced_at, const Context& ctx) {
+    const std::string text = read_input_file(file, what, path, referenced_at);
+    YAML::Node root = parse_yaml(text, file.string());
+    ctx.note_read(file, text);
+    return root;
 }
 
 } // namespace
@@ -158,10 +162,46 @@ public:
 
 } // namespace
 
+namespace {
+
+/// Whether `text` may hold a second document: a document marker ("---" or "...", at the start
+/// of a line, alone or before a space) after the first document's content. Markers cannot
+/// appear inside scalars at the start of a line, so a text without one holds one document.
+bool may_hold_documents(const std::string& text) {
+    bool content = false;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) {
+            end = text.size();
+        }
+        const std::string_view line(text.data() + start, end - start);
+        const bool marker = line.size() >= 3 && (line.substr(0, 3) == "---" ||
+                                                 line.substr(0, 3) == "...") &&
+                            (line.size() == 3 || line[3] == ' ' || line[3] == '\t' ||
+                             line[3] == '\r');
+        if (marker && (content || line[0] == '.')) {
+            return true;
+        }
+        const auto first = line.find_first_not_of(" \t\r");
+        if (!marker && first != std::string_view::npos && line[first] != '#' &&
+            line[first] != '%') {
+            content = true;
+        }
+        start = end + 1;
+    }
+    return false;
+}
+
+} // namespace
+
 YamlDocument load_one_document(const std::string& text) {
     YamlDocument d;
     try {
         d.node = YAML::Load(text);
+        if (!may_hold_documents(text)) {
+            return d;
+        }
         // YAML::Load keeps the first document and drops the others without a word: count
         // them. (Not with YAML::LoadAll: on a stray ',' it returns empty documents forever.)
         std::istringstream in(text);
@@ -200,8 +240,8 @@ YAML::Node parse_yaml(const std::string& text, const std::string& file) {
 }
 
 YAML::Node read_yaml(const fs::path& file, const std::string& what, const std::string& path,
-                     const SourceLocation& referenced_at) {
-    return read_yaml_file(file, what, path, referenced_at);
+                     const SourceLocation& referenced_at, const Context& ctx) {
+    return read_yaml_file(file, what, path, referenced_at, ctx);
 }
 
 namespace {
@@ -345,19 +385,22 @@ Spec load_ref(const std::string& ref, const char* dir, const char* kind, const S
               Check check, const Context& ctx, const std::string& path,
               const SourceLocation& loc) {
     const fs::path file = find_preset(ref, dir, kind, ctx, path, loc);
-    const YAML::Node root = read_yaml_file(file, kind, path, loc);
-    ctx.note_read(file);
-    SourceMap sources;
-    Context c;
-    c.file = file.string();
-    c.base_dir = file.parent_path();
-    c.data_dir = ctx.data_dir;
-    c.sources = &sources;
-    c.files_read = ctx.files_read;
-    Spec spec;
-    schema.load(spec, root, c, {c.file, 1, 1});
-    check(spec, c, SourceLocation{c.file, 1, 1});
-    return spec;
+    return cached_preset<Spec>(std::string(kind) + ":" + file.string(), ctx, [&](const Context& in) {
+        const YAML::Node root = read_yaml_file(file, kind, path, loc, in);
+        SourceMap sources;
+        Context c;
+        c.file = file.string();
+        c.base_dir = file.parent_path();
+        c.data_dir = in.data_dir;
+        c.sources = &sources;
+        c.files_read = in.files_read;
+        c.texts_read = in.texts_read;
+        c.presets = in.presets;
+        Spec spec;
+        schema.load(spec, root, c, {c.file, 1, 1});
+        check(spec, c, SourceLocation{c.file, 1, 1});
+        return spec;
+    });
 }
 
 } // namespace
@@ -557,16 +600,22 @@ workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& p
     if (node.IsScalar()) {
         const std::string ref = node.Scalar();
         const fs::path file = find_preset(ref, "scenarios/models", "model", ctx, path, loc);
-        const YAML::Node root = read_yaml_file(file, "model", path, loc);
-        ctx.note_read(file);
-        SourceMap model_sources;
-        Context c;
-        c.file = file.string();
-        c.base_dir = file.parent_path();
-        c.data_dir = ctx.data_dir;
-        c.sources = &model_sources;
-        c.files_read = ctx.files_read;
-        return load_model_mapping(root, c, {c.file, 1, 1}, depth, fs::path(ref).stem().string());
+        const std::string name = fs::path(ref).stem().string();
+        return cached_preset<workload::ModelSpec>(
+            "model:" + file.string() + ":" + name + ":" + std::to_string(depth), ctx,
+            [&](const Context& in) {
+                const YAML::Node root = read_yaml_file(file, "model", path, loc, in);
+                SourceMap model_sources;
+                Context c;
+                c.file = file.string();
+                c.base_dir = file.parent_path();
+                c.data_dir = in.data_dir;
+                c.sources = &model_sources;
+                c.files_read = in.files_read;
+                c.texts_read = in.texts_read;
+                c.presets = in.presets;
+                return load_model_mapping(root, c, {c.file, 1, 1}, depth, name);
+            });
     }
     if (node.IsMap()) {
         Context c = ctx;
@@ -719,7 +768,8 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
 }
 
 ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
-                       const std::string& default_name, const std::vector<Override>& overrides) {
+                       const std::string& default_name, const std::vector<Override>& overrides,
+                       detail::PresetCache* presets = nullptr, const LoadOptions& options = {}) {
     ScenarioSpec spec;
     spec.source_file = file;
     const SourceLocation top{file, 1, 1};
@@ -739,6 +789,7 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     ctx.data_dir = data_dir();
     ctx.sources = &spec.sources;
     ctx.files_read = &spec.input_files;
+    ctx.presets = presets;
     for (const auto& given : overrides) {
         const ParsedOverride o = parse_override(given);
         apply_override(root, detail::split_key_path(o.path), 0, o);
@@ -770,6 +821,9 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
         spec.output.file = "results/" + spec.name + ".h5";
     }
     check_workload(spec, ctx);
+    if (!options.resolved_text) {
+        return spec;
+    }
 
     YAML::Node resolved = detail::scenario_schema().resolved(root);
     using detail::set_key_path;
@@ -835,6 +889,8 @@ struct ScenarioBase::Parsed {
     /// edits the tree, and yaml-cpp's copy of a tree (YAML::Clone) drops the source positions
     /// that error messages point at.
     std::string text;
+    /// The presets the scenarios of this base have loaded (thread-safe).
+    mutable detail::PresetCache presets;
 };
 
 ScenarioBase ScenarioBase::read(const std::string& path) {
@@ -852,11 +908,13 @@ const std::string& ScenarioBase::path() const {
     return parsed_ ? parsed_->path : none;
 }
 
-ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides) {
+ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides,
+                                const LoadOptions& options) {
     const ScenarioBase::Parsed& parsed = base.parsed();
     const YAML::Node root = YAML::Load(parsed.text); // checked by read(): one document
     const fs::path p(parsed.path);
-    ScenarioSpec spec = load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides);
+    ScenarioSpec spec = load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides,
+                                  &parsed.presets, options);
     spec.input_files.insert(spec.input_files.begin(), parsed.path);
     return spec;
 }

@@ -181,8 +181,9 @@ reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
     if (ref.empty() || !fs::exists(file)) {
         throw InputError(p, "trace file '" + ref + "' not found", loc);
     }
-    std::istringstream in(read_input_file(file, "trace", p, loc));
-    ctx.note_read(file);
+    const std::string text = read_input_file(file, "trace", p, loc);
+    ctx.note_read(file, text);
+    std::istringstream in(text);
     reliability::TraceSpec trace;
     trace.file = file.string();
     std::string line;
@@ -468,8 +469,7 @@ void merge_reliability_preset(YAML::Node root, Context& ctx) {
     }
     const fs::path file =
         find_preset(preset.Scalar(), "scenarios/reliability", "reliability", ctx, path, loc);
-    const YAML::Node content = read_yaml(file, "reliability preset", path, loc);
-    ctx.note_read(file);
+    const YAML::Node content = read_yaml(file, "reliability preset", path, loc, ctx);
     if (!content.IsMap()) {
         throw InputError(path, "a reliability preset is a mapping of reliability keys",
                          {file.string(), 1, 1});

@@ -19,11 +19,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
 namespace trnsim::config::detail {
+
+class PresetCache; // tables.hpp
 
 /// Where the document being read comes from and how to name its keys.
 struct Context {
@@ -40,10 +43,19 @@ struct Context {
     /// Receives the path of every file read for the document (presets, a failure trace), so
     /// the outputs of a run can be checked against them; nullptr: not collected.
     std::vector<std::string>* files_read = nullptr;
+    /// Receives the path and text of every file read (what PresetCache compares); nullptr:
+    /// not collected.
+    std::vector<std::pair<std::string, std::string>>* texts_read = nullptr;
+    /// Presets already loaded for other scenarios of the same base file (a sweep's points);
+    /// nullptr: load every preset afresh.
+    PresetCache* presets = nullptr;
 
-    void note_read(const std::filesystem::path& read) const {
+    void note_read(const std::filesystem::path& read, const std::string& text) const {
         if (files_read != nullptr) {
             files_read->push_back(read.string());
+        }
+        if (texts_read != nullptr) {
+            texts_read->emplace_back(read.string(), text);
         }
     }
 

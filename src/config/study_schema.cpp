@@ -448,13 +448,13 @@ Schema<SW> build_sweep() {
     }
     s.section("sweep.random", "Random points: `samples` draws of every key below.");
     {
-        auto e = detail::make_entry<SW>("sweep.random.samples", "count", "", "1 to 1000000",
+        auto e = detail::make_entry<SW>("sweep.random.samples", "count", "", "1 to 100000",
                                         "Points drawn (required with sweep.random).");
         e.apply = [](SW& out, const YAML::Node& n, const std::string& p,
                      const SourceLocation& loc, const Context&) {
             random_of(out).samples = detail::parse_checked<std::int64_t>(
-                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 1000000; },
-                "1 to 1000000");
+                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 100000; },
+                "1 to 100000 (the points of a sweep)");
             random_of(out).origin = loc;
         };
         s.field(e);

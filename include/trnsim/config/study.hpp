@@ -85,10 +85,19 @@ private:
     std::shared_ptr<const Parsed> parsed_;
 };
 
+/// What load_scenario_with builds besides the validated values.
+struct LoadOptions {
+    /// ScenarioSpec::resolved_yaml (every default filled in, as stored in results files). Off
+    /// for the points of a sweep: its results store the base scenario and each point's values.
+    bool resolved_text = true;
+};
+
 /// The scenario of `base` with `overrides` applied in order, with the validation of `--set`:
 /// an error about an overridden key (or a key below it) points at the override's origin.
-/// Throws InputError.
-ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides);
+/// The presets its scenarios load are kept with `base` and reused while their files are
+/// unchanged. Throws InputError.
+ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides,
+                                const LoadOptions& options = {});
 
 /// The same for the file at `path` (read and parsed for this one scenario).
 ScenarioSpec load_scenario_with(const std::string& path, const std::vector<Override>& overrides);
