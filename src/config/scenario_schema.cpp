@@ -265,6 +265,14 @@ Schema<S> build() {
                                           "Chrome/Perfetto JSON timeline of the step simulation "
                                           "(--trace overrides it); opens in ui.perfetto.dev."),
                              "none"));
+    s.field(choice<S, TimelineOutput>(
+        "output.timeline", [](S& x) -> TimelineOutput& { return x.output.timeline; },
+        "summary",
+        "What /run/events and /run/timeline of a run simulation hold: summary (every event "
+        "and state change but checkpoints: rows grow with the failures, not with the "
+        "checkpoint interval), full (checkpoints too: two timeline rows and an event per "
+        "checkpoint) or none. The /summary and /run/replications figures are the same in every "
+        "case."));
     s.field(integer_list<S>("output.trace_ranks",
                             [](S& x) -> std::vector<int>& { return x.output.trace_ranks; }, "[0]",
                             0, (1 << 30), "Ranks shown in the timeline."));

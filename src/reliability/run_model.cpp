@@ -124,7 +124,8 @@ std::int64_t Setup::runnable_domains(std::int64_t domains) const {
 // ------------------------------------------------------------------------------------------
 // Controller: bookkeeping
 
-Controller::Controller(const Setup& setup, bool record) : setup_(setup), record_(record) {
+Controller::Controller(const Setup& setup, bool record, bool record_checkpoints)
+    : setup_(setup), record_(record), record_checkpoints_(record_checkpoints) {
     const Layout& l = setup.layout;
     const std::size_t processes = setup.failures.processes().size();
     r_.failures_by_process.assign(processes, 0);
@@ -154,7 +155,7 @@ void Controller::timer(Sink& s, std::int64_t at, std::uint16_t kind, std::uint64
 
 void Controller::record(std::int64_t t, EventKind kind, engine::EntityId entity,
                         std::int64_t domain, int process) {
-    if (!record_) {
+    if (!record_ || (kind == EventKind::checkpoint && !record_checkpoints_)) {
         return;
     }
     RunEvent ev;
@@ -195,11 +196,22 @@ void Controller::advance(std::int64_t t) {
 
 void Controller::enter(JobState next, std::int64_t t) {
     advance(t);
+    const JobState previous = state_;
     state_ = next;
-    if (record_) {
-        r_.timeline.push_back({t, state_, static_cast<double>(work_ns_) * 1e-9,
-                               static_cast<double>(committed_ns_) * 1e-9, rate_});
+    if (!record_) {
+        return;
     }
+    if (!record_checkpoints_ && !r_.timeline.empty()) {
+        // A checkpoint is not a change of the timeline: neither its start nor the return to
+        // the state it interrupted (same state and rate as the last row) leaves a row.
+        const TimelinePoint& last = r_.timeline.back();
+        if (next == JobState::checkpointing ||
+            (previous == JobState::checkpointing && next == last.state && rate_ == last.rate)) {
+            return;
+        }
+    }
+    r_.timeline.push_back({t, state_, static_cast<double>(work_ns_) * 1e-9,
+                           static_cast<double>(committed_ns_) * 1e-9, rate_});
 }
 
 double Controller::current_rate() const {
@@ -773,10 +785,12 @@ void Controller::finish(std::int64_t end, ReplicationResult& out) {
 // ------------------------------------------------------------------------------------------
 // RunModel: components, domains, power domains
 
-RunModel::RunModel(const Setup& setup, std::uint64_t seed, std::uint32_t replication, bool record)
+RunModel::RunModel(const Setup& setup, std::uint64_t seed, std::uint32_t replication, bool record,
+                   bool record_checkpoints)
     : setup_(setup), seed_(seed), replication_(replication),
       comps_(setup.layout.entities()),
-      domains_(static_cast<std::size_t>(setup.layout.domains())), controller_(setup, record) {
+      domains_(static_cast<std::size_t>(setup.layout.domains())),
+      controller_(setup, record, record_checkpoints) {
     const Layout& l = setup.layout;
     for (ComponentClass c : kAllClasses) {
         if (!l.present(c)) {

@@ -102,7 +102,7 @@ private:
 /// ("semantic") times of what happened; events reach it kReportLatencyNs later.
 class Controller {
 public:
-    Controller(const Setup& setup, bool record);
+    Controller(const Setup& setup, bool record, bool record_checkpoints);
 
     void start(Sink& sink);
     void handle(Sink& sink, const engine::Event& e);
@@ -162,6 +162,7 @@ private:
 
     const Setup& setup_;
     const bool record_;
+    const bool record_checkpoints_;
     ReplicationResult r_;
 
     JobState state_ = JobState::running;
@@ -215,7 +216,8 @@ private:
 /// The engine model: components, domains, power domains and the controller.
 class RunModel {
 public:
-    RunModel(const Setup& setup, std::uint64_t seed, std::uint32_t replication, bool record);
+    RunModel(const Setup& setup, std::uint64_t seed, std::uint32_t replication, bool record,
+             bool record_checkpoints = true);
 
     template <class Queue>
     void handle(engine::Context<Queue>& ctx, const engine::Event& e) {

@@ -197,7 +197,8 @@ TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& opt
         control.threads = spec.simulation.threads > 0 ? spec.simulation.threads
                                                       : engine::default_thread_count();
         control.seed = static_cast<std::uint64_t>(spec.seed);
-        control.record = options.record;
+        control.record = options.record && spec.output.timeline != config::TimelineOutput::none;
+        control.record_checkpoints = spec.output.timeline == config::TimelineOutput::full;
         reliability::RunInput input = reliability_input(spec, run.plan, run.step);
         if (run.step_sim) {
             // Degraded clusters: the analytic step, scaled as the simulation scaled the full one.

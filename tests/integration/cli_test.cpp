@@ -1,9 +1,13 @@
 #include "run_cli.hpp"
 #include "support/scratch.hpp"
 
+#include "trnsim/results/hdf5_writer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <vector>
 
 namespace trnsim::test {
 namespace {
@@ -78,6 +82,63 @@ TEST(Cli, AJobThatNeverFinishesIsPrintedAsNotDone) {
         << r.out;
     for (const char* wrong : {"inf d", "-9,223", "$inf", "projected"}) {
         EXPECT_EQ(r.out.find(wrong), std::string::npos) << wrong << "\n" << r.out;
+    }
+    fs::remove_all(dir);
+}
+
+TEST(Cli, TimelineOutputKeepsEveryFigureAndDropsOnlyCheckpointRows) {
+    // 30 days of Llama 3 405B with failures: the checkpoint interval (Daly's, about 20 s with
+    // async checkpoints) puts some 130,000 checkpoints in the full timeline and a few hundred
+    // failures. output.timeline: summary (the default) keeps every row but the checkpoints,
+    // none keeps neither table; the figures are the same.
+    const fs::path dir = test::scratch_path("trnsim-cli-timeline");
+    fs::remove_all(dir);
+    std::map<std::string, fs::path> files;
+    for (const char* mode : {"full", "summary", "none"}) {
+        files[mode] = dir / (std::string(mode) + ".h5");
+        const CliResult r = run_cli({"run", "scenarios/llama3-405b-reliability.yaml", "-q", "-o",
+                                     files[mode].string(), "--set", "simulation.duration=30d",
+                                     "--set", "simulation.replications=1", "--set",
+                                     std::string("output.timeline=") + mode});
+        ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    }
+    const auto column = [](const results::Table& t, const char* name) {
+        return t.columns()[static_cast<std::size_t>(t.find(name))];
+    };
+    const results::Table full_events = results::read_table(files["full"].string(), "/run/events");
+    const results::Table events = results::read_table(files["summary"].string(), "/run/events");
+    const auto& full_kind = column(full_events, "kind").strings;
+    std::vector<double> kept_times;
+    for (std::size_t i = 0; i < full_kind.size(); ++i) {
+        if (full_kind[i] != "checkpoint") {
+            kept_times.push_back(column(full_events, "time_s").floats[i]);
+        }
+    }
+    EXPECT_GT(full_kind.size(), kept_times.size() + 10000); // the checkpoints
+    EXPECT_EQ(column(events, "time_s").floats, kept_times);  // every other event, unchanged
+    for (const auto& k : column(events, "kind").strings) {
+        EXPECT_NE(k, "checkpoint");
+    }
+    const results::Table timeline =
+        results::read_table(files["summary"].string(), "/run/timeline");
+    for (const auto& s : column(timeline, "state").strings) {
+        EXPECT_NE(s, "checkpointing");
+    }
+    EXPECT_GT(timeline.rows(), 100u);
+    EXPECT_LT(fs::file_size(files["summary"]) * 4, fs::file_size(files["full"]));
+    EXPECT_THROW(results::read_table(files["none"].string(), "/run/timeline"), std::runtime_error);
+    EXPECT_THROW(results::read_table(files["none"].string(), "/run/events"), std::runtime_error);
+    // The figures do not depend on what the timeline keeps.
+    const results::Table full_summary = results::read_summary(files["full"].string());
+    for (const char* mode : {"summary", "none"}) {
+        const results::Table s = results::read_summary(files[mode].string());
+        ASSERT_EQ(s.columns().size(), full_summary.columns().size());
+        for (std::size_t c = 0; c < s.columns().size(); ++c) {
+            EXPECT_EQ(s.columns()[c].floats, full_summary.columns()[c].floats)
+                << mode << " " << s.columns()[c].name;
+            EXPECT_EQ(s.columns()[c].ints, full_summary.columns()[c].ints);
+        }
+        EXPECT_EQ(results::read_table(files[mode].string(), "/run/replications").rows(), 1u);
     }
     fs::remove_all(dir);
 }

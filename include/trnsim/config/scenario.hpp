@@ -110,8 +110,24 @@ struct CostSpec {
     Money instance_hour; ///< USD per instance-hour (default: the chip's on-demand price)
 };
 
+/// output.timeline: what a run simulation's /run/events and /run/timeline hold.
+enum class TimelineOutput {
+    full,    ///< every event and state change, checkpoints included
+    summary, ///< without checkpoints (the failures, interruptions, repairs and recoveries)
+    none,    ///< neither table
+};
+constexpr std::array<EnumName<TimelineOutput>, 3> enum_names(TimelineOutput) {
+    return {{
+        {TimelineOutput::full, "full"},
+        {TimelineOutput::summary, "summary"},
+        {TimelineOutput::none, "none"},
+    }};
+}
+inline const char* to_string(TimelineOutput v) { return enum_name(v); }
+
 struct OutputSpec {
     std::string file; ///< HDF5 results path (default: results/<name>.h5)
+    TimelineOutput timeline = TimelineOutput::summary; ///< output.timeline
     std::string trace; ///< Chrome/Perfetto JSON timeline of the step simulation (empty: none)
     std::vector<int> trace_ranks{0}; ///< ranks the timeline shows
 };
