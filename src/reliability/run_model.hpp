@@ -137,7 +137,7 @@ private:
     bool running() const {
         return state_ == JobState::running || state_ == JobState::running_degraded;
     }
-    double current_rate() const;
+    double current_rate();
     void rate_changed(Sink& s, std::int64_t t);
 
     // Domains, slots and spares.
@@ -153,6 +153,13 @@ private:
 
     // Fabric.
     void fabric_change(engine::EntityId element, int delta);
+    /// Whether a network element (nic, leaf, spine, core) carries the job's traffic now
+    /// (layout.hpp: the blast radius); other components: true.
+    bool carries_job(engine::EntityId element) const;
+    bool in_job(std::int64_t domain) const;
+    bool leaf_carries_job(std::int64_t leaf) const;
+    bool pod_carries_job(std::int64_t pod) const;
+    bool job_spans_pods() const;
     double fabric_factor() const;
 
     void timer(Sink& s, std::int64_t at, std::uint16_t kind, std::uint64_t payload);
