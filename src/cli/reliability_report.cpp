@@ -132,8 +132,10 @@ void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
                           seconds_ci(r.estimate("checkpoint_overhead_s")));
     const Estimate& done = r.estimate("done");
     if (done.mean < 1.0) {
-        line(out, "", fmt::percent(done.mean) + " of the replications finished within the run; "
-                                                 "time to train projected from the ETTR");
+        line(out, "", fmt::percent(done.mean) + " of the replications finished within the run" +
+                          (std::isfinite(run.time_to_train_s)
+                               ? "; time to train projected from the ETTR"
+                               : ""));
     }
     line(out, "", "without failures: " + fmt::seconds(run.ideal_time_to_train_s) +
                       "; engine: " + fmt::integer(f.entities) + " entities, " +

@@ -150,7 +150,7 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
         engine::PartitionMap::from_starts(layout.entities(), layout.partition_starts());
     const auto replicate = [&](int rep, int threads) {
         detail::RunModel model(setup, control.seed, static_cast<std::uint32_t>(rep),
-                               control.record && rep == 0);
+                               control.record && rep == 0, control.record_checkpoints);
         // A partition holds few pending events (one per component due in the current chunk),
         // spread over hours: a plain 4-ary heap serves them well.
         using Sim = engine::Simulator<detail::RunModel, engine::QuaternaryHeap>;

@@ -218,7 +218,7 @@ results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::Tr
     }
     f.tables.emplace_back("/plan/memory", std::move(memory));
     if (run.reliability) {
-        add_reliability_tables(f, run);
+        add_reliability_tables(f, run, spec.output.timeline != config::TimelineOutput::none);
     }
     return f;
 }

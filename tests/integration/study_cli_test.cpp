@@ -85,6 +85,50 @@ sweep:
     reliability.spares.ultraservers: [0, 2]
 )";
 
+/// "[1, 2, ..., n]".
+std::string seeds(int n) {
+    std::string v = "[";
+    for (int i = 1; i <= n; ++i) {
+        v += (i > 1 ? ", " : "") + std::to_string(i);
+    }
+    return v + "]";
+}
+
+TEST(Validate, ALargeSweepIsCheckedInMemoryThatDoesNotGrowWithItsPoints) {
+    // Every point checked, none kept: 3,000 points take about the memory of 300 (prepare kept
+    // every point's scenario, and validated at 5.5 s per 1,000 points).
+    const fs::path dir = scratch("validate-large");
+    long rss[2] = {0, 0};
+    const char* counts[2] = {"300", "3,000"};
+    const int points[2] = {300, 3000};
+    for (int i = 0; i < 2; ++i) {
+        const fs::path f = dir / ("s" + std::to_string(points[i]) + ".yaml");
+        write(f, base("default.yaml") + "sweep: {grid: {seed: " + seeds(points[i]) + "}}\n");
+        const CliResult r = run_cli({"validate", f.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(r.out.find(std::string(counts[i]) + " points x 1 replicate, every point valid"),
+                  std::string::npos)
+            << r.out;
+        rss[i] = r.max_rss_kib;
+    }
+    EXPECT_LT(rss[1] - rss[0], 8 * 1024) << rss[0] << " KiB for 300 points, " << rss[1]
+                                         << " KiB for 3,000";
+    fs::remove_all(dir);
+}
+
+TEST(Validate, AnOversizedSweepIsRefusedAtOnce) {
+    const fs::path dir = scratch("validate-oversized");
+    write(dir / "big.yaml", base("default.yaml") + "sweep:\n  grid:\n    seed: " + seeds(200) +
+                                "\n    workload.parallelism.recompute: [none, selective, full]\n"
+                                "    cost.instance_hour: " + seeds(200) + "\n");
+    const CliResult r = run_cli({"validate", (dir / "big.yaml").string()}, dir.string(), 30.0);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("sweep: has 120,000 points (200 x 3 x 200)"), std::string::npos) << r.err;
+    EXPECT_LT(r.wall_s, 5.0);
+    EXPECT_LT(r.max_rss_kib, 200 * 1024);
+    fs::remove_all(dir);
+}
+
 TEST(Batch, OneFileWhateverTheThreadCount) {
     const fs::path d = scratch("threads");
     write(d / "sweep.yaml", kFailures);

@@ -129,8 +129,24 @@ struct CostSpec {
     std::string origin;
 };
 
+/// output.timeline: what a run simulation's /run/events and /run/timeline hold.
+enum class TimelineOutput {
+    full,    ///< every event and state change, checkpoints included
+    summary, ///< without checkpoints (the failures, interruptions, repairs and recoveries)
+    none,    ///< neither table
+};
+constexpr std::array<EnumName<TimelineOutput>, 3> enum_names(TimelineOutput) {
+    return {{
+        {TimelineOutput::full, "full"},
+        {TimelineOutput::summary, "summary"},
+        {TimelineOutput::none, "none"},
+    }};
+}
+inline const char* to_string(TimelineOutput v) { return enum_name(v); }
+
 struct OutputSpec {
     std::string file; ///< HDF5 results path (default: results/<name>.h5)
+    TimelineOutput timeline = TimelineOutput::summary; ///< output.timeline
     std::string trace; ///< Chrome/Perfetto JSON timeline of the step simulation (empty: none)
     std::vector<int> trace_ranks{0}; ///< ranks the timeline shows
 };
@@ -159,6 +175,10 @@ struct ScenarioSpec {
     std::string source_file;
     std::string resolved_yaml;
     SourceMap sources;
+    /// Every file read to build the scenario: the scenario file (when read from one), its
+    /// model, chip, fabric and reliability presets, its failure trace. Outputs must not be
+    /// any of them.
+    std::vector<std::string> input_files;
 };
 
 } // namespace trnsim::config

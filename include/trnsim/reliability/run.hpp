@@ -76,6 +76,10 @@ struct RunControl {
     int threads = 1;
     std::uint64_t seed = 1;
     bool record = true;      ///< keep the events and timeline of the first replication
+    /// With record: keep the checkpoints too (their events, and the checkpointing states of
+    /// the timeline). Off, a checkpoint leaves no row: the timeline keeps the running state
+    /// it interrupts (output.timeline: summary); every figure is the same either way.
+    bool record_checkpoints = true;
 };
 
 enum class JobState : std::uint8_t {

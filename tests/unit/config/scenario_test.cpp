@@ -97,6 +97,45 @@ TEST(Scenario, RangeErrorsSayWhatIsAllowed) {
     EXPECT_NE(e.message().find("must be 0 to 3"), std::string::npos) << e.what();
 }
 
+TEST(Scenario, RangesHoldAtTheirDocumentedBounds) {
+    // seed: 0 to 2^53, exactly (2^53 + 1 was rounded to 2^53 and accepted).
+    EXPECT_EQ(load_scenario_text(kMinimal, "t.yaml", {"seed=9007199254740992"}).seed,
+              9'007'199'254'740'992);
+    EXPECT_EQ(load_error(kMinimal, {"seed=9007199254740993"}).key_path(), "seed");
+    // grad_bucket: > 0, so 1B is allowed (the bound was applied as > 1B).
+    EXPECT_EQ(load_scenario_text(kMinimal, "t.yaml", {"workload.parallelism.grad_bucket=1B"})
+                  .training.parallelism.grad_bucket,
+              Bytes(1));
+    EXPECT_EQ(load_error(kMinimal, {"workload.parallelism.grad_bucket=0B"}).key_path(),
+              "workload.parallelism.grad_bucket");
+    // An MTBF shorter than the engine's 1 ns tick.
+    const std::string reliable = std::string(kMinimal) + "reliability: {}\n";
+    const InputError mtbf =
+        load_error(reliable, {"reliability.failures=[{component: chip, mtbf: 0.5ns}]"});
+    EXPECT_EQ(mtbf.key_path(), "reliability.failures[0].mtbf");
+    EXPECT_NE(mtbf.message().find("at least 1ns"), std::string::npos) << mtbf.what();
+    EXPECT_NO_THROW(
+        load_scenario_text(reliable, "t.yaml", {"reliability.failures=[{component: chip, mtbf: 1ns}]"}));
+}
+
+TEST(Scenario, StragglerChipsOutsideTheClusterAreRejectedAtEveryFidelity) {
+    // 2 UltraServers = 128 chips; chip 128 does not exist. The analytic estimate does not use
+    // the factors, and accepted it.
+    for (const char* fidelity : {"analytic", "step"}) {
+        const ScenarioSpec s = load_scenario_text(
+            kMinimal, "t.yaml",
+            {"hardware.speed.chips=[{chip: 128, speed: 0.5}]", "workload.parallelism.tp=8",
+             std::string("simulation.fidelity=") + fidelity});
+        try {
+            sim::check_training(s);
+            ADD_FAILURE() << fidelity << ": accepted chip 128 of 128";
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), "hardware.speed.chips[0].chip") << e.what();
+        }
+        EXPECT_THROW(sim::run_training(s), InputError) << fidelity;
+    }
+}
+
 TEST(Scenario, ChoiceErrorsListTheChoices) {
     const InputError e = load_error(std::string(kMinimal) + "  precision: fp16\n");
     EXPECT_EQ(e.key_path(), "workload.precision");
