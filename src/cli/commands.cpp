@@ -3,6 +3,7 @@
 
 #include "outputs.hpp"
 #include "report.hpp"
+#include "serving_report.hpp"
 
 #include "trnsim/config/load.hpp"
 #include "trnsim/config/study.hpp"
@@ -15,6 +16,7 @@
 #include "trnsim/topology/analysis.hpp"
 #include "trnsim/topology/fabric.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/sim/serve_scenario.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include <boost/program_options.hpp>
@@ -137,6 +139,23 @@ int cmd_run(const std::vector<std::string>& args) {
         }
         return 0;
     }
+    if (spec.workload_type == config::WorkloadType::inference) {
+        check_scenario_outputs(spec);
+        sim::ServingScenarioRun run;
+        try {
+            sim::check_serving(spec); // everything checked before the fleet runs
+            run = sim::run_serving(spec, threads);
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+        results::write_hdf5(spec.output.file,
+                            report::serving_results(spec, run, {TRNSIM_VERSION, threads}));
+        if (!p.vm.count("quiet")) {
+            print_serving(std::cout, spec, run);
+            std::cout << "  results    " << spec.output.file << "\n";
+        }
+        return 0;
+    }
     check_scenario_outputs(spec);
     sim::TrainingRun run;
     try {
@@ -204,6 +223,14 @@ int cmd_validate(const std::vector<std::string>& args) {
             throw e.located(spec.sources);
         }
         print_plan(std::cout, spec, plan);
+    } else if (spec.workload_type == config::WorkloadType::inference) {
+        sim::ServingLayout layout;
+        try {
+            layout = sim::check_serving(spec);
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+        print_serving_layout(std::cout, spec, layout);
     } else {
         try {
             sim::check_collective_bench(collective_bench_of(spec, 1));

@@ -718,6 +718,139 @@ std::string exact_number(double v) {
     return std::string(buf.data(), res.ptr);
 }
 
+/// workload.type: inference: the model, max_context, sizes and SLO required; the training
+/// keys and a reliability section refused; the draft and the sizes against the compiled
+/// context checked.
+void check_inference(ScenarioSpec& spec, const Context& ctx) {
+    const SourceLocation workload = spec.sources.find("workload");
+    const auto at = [&](const std::string& key) { return spec.sources.find(key); };
+    const auto given = [&](const std::string& key) { return spec.sources.contains(key); };
+    for (const char* key : {"workload.sequence_length", "workload.global_batch", "workload.tokens",
+                            "workload.steps", "workload.parallelism", "workload.moe_imbalance",
+                            "workload.collective"}) {
+        if (given(key)) {
+            throw InputError(key,
+                             "is for workload.type: training or collective, not inference (a "
+                             "replica's layout is workload.serving)",
+                             at(key));
+        }
+    }
+    if (spec.reliability.enabled) {
+        throw InputError("reliability",
+                         "failures of a serving fleet are not simulated yet (docs/serving.md); "
+                         "remove the section for workload.type: inference",
+                         at("reliability"));
+    }
+    const char* needs = " (needed by workload.type: inference)";
+    for (const char* key : {"workload.model", "workload.serving.max_context",
+                            "workload.requests.input_tokens", "workload.requests.output_tokens",
+                            "workload.slo.ttft", "workload.slo.tpot"}) {
+        if (!given(key)) {
+            throw InputError(key, std::string("required key is missing") + needs, workload);
+        }
+    }
+    serving::InferenceSpec& inf = spec.inference;
+    inf.model = spec.training.model;
+    serving::ServingSpec& sv = inf.serving;
+    sv.precision = spec.training.precision;
+    if (sv.weight_bytes == 0) {
+        sv.weight_bytes = sv.precision == compute::Precision::fp8    ? 1
+                          : sv.precision == compute::Precision::fp32 ? 4
+                                                                     : 2;
+    }
+    if (sv.speculative) {
+        const serving::SpeculativeSpec& sp = *sv.speculative;
+        const std::string base = "workload.serving.speculative";
+        if (!given(base + ".draft")) {
+            throw InputError(base + ".draft", "required key is missing (the draft model)",
+                             at(base));
+        }
+        if (!given(base + ".k")) {
+            throw InputError(base + ".k", "required key is missing (draft tokens per iteration)",
+                             at(base));
+        }
+        if (sp.acceptance.size() != static_cast<std::size_t>(sp.k)) {
+            throw InputError(base + ".acceptance",
+                             "needs one rate per draft position: k is " + std::to_string(sp.k) +
+                                 ", the list has " + std::to_string(sp.acceptance.size()),
+                             at(base + ".acceptance"));
+        }
+        for (std::size_t i = 1; i < sp.acceptance.size(); ++i) {
+            if (sp.acceptance[i] > sp.acceptance[i - 1]) {
+                throw InputError(base + ".acceptance[" + std::to_string(i) + "]",
+                                 "rates must not increase: a position is accepted only after "
+                                 "every earlier one",
+                                 at(base + ".acceptance"));
+            }
+        }
+    }
+    if (!sv.buckets.empty()) {
+        for (std::size_t i = 0; i < sv.buckets.size(); ++i) {
+            if ((i > 0 && sv.buckets[i] <= sv.buckets[i - 1]) || sv.buckets[i] > sv.max_context) {
+                throw InputError("workload.serving.buckets",
+                                 "must ascend strictly and end at max_context (" +
+                                     std::to_string(sv.max_context) + ")",
+                                 at("workload.serving.buckets"));
+            }
+        }
+        if (sv.buckets.back() != sv.max_context) {
+            throw InputError("workload.serving.buckets",
+                             "the last bucket must be max_context (" +
+                                 std::to_string(sv.max_context) + "), got " +
+                                 std::to_string(sv.buckets.back()),
+                             at("workload.serving.buckets"));
+        }
+    }
+    serving::RequestSpec& rq = inf.requests;
+    using K = serving::TokenDistribution::Kind;
+    const bool trace_arrivals = rq.arrival.kind == serving::ArrivalSpec::Kind::trace;
+    for (const auto& [key, d] : {std::pair<const char*, const serving::TokenDistribution*>{
+                                     "workload.requests.input_tokens", &rq.input},
+                                 {"workload.requests.output_tokens", &rq.output}}) {
+        if (d->kind == K::trace && !trace_arrivals) {
+            throw InputError(key,
+                             "sizes from the trace need arrivals from it: workload.requests."
+                             "arrival: {trace: FILE}",
+                             at(key));
+        }
+    }
+    if (rq.input.kind == K::fixed && rq.output.kind == K::fixed) {
+        const auto total = static_cast<std::int64_t>(rq.input.a + rq.output.a) +
+                           (rq.prefix.groups > 0 ? rq.prefix.tokens : 0);
+        if (total > sv.max_context) {
+            throw InputError("workload.requests.output_tokens",
+                             "input + output tokens (" + std::to_string(total) +
+                                 ") exceed workload.serving.max_context (" +
+                                 std::to_string(sv.max_context) + ")",
+                             at("workload.requests.output_tokens"));
+        }
+    }
+    if (given("workload.requests.count") && given("workload.requests.duration")) {
+        throw InputError("workload.requests.duration",
+                         "give only one of workload.requests.count or duration, not both",
+                         at("workload.requests.duration"));
+    }
+    if (!given("workload.requests.count") && !given("workload.requests.duration") &&
+        !trace_arrivals) {
+        throw InputError("workload.requests",
+                         "give workload.requests.count or workload.requests.duration (a trace "
+                         "alone replays every row once)",
+                         at("workload.requests"));
+    }
+    if (rq.prefix.groups > 0 && rq.prefix.tokens == 0) {
+        throw InputError("workload.requests.prefix.tokens",
+                         "shared prefixes need their length in tokens",
+                         at("workload.requests.prefix"));
+    }
+    if (sv.disaggregated.prefill_replicas > 0 && !spec.has_fabric) {
+        // The KV caches of disaggregated prefills move over the fabric.
+        spec.fabric_ref = spec.hardware.chip.name + "-ultracluster";
+        spec.fabric = detail::load_fabric_ref(spec.fabric_ref, ctx, "cluster.fabric",
+                                              spec.sources.find("cluster"));
+        spec.has_fabric = true;
+    }
+}
+
 /// Checks that depend on workload.type: the training keys are required for training and
 /// meaningless for a collective; a collective needs a fabric (default: <chip>-ultracluster).
 void check_workload(ScenarioSpec& spec, const Context& ctx) {
@@ -731,6 +864,18 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
         {"workload.tokens", t.tokens > 0},
         {"workload.steps", t.steps > 0},
     };
+    if (spec.workload_type == WorkloadType::inference) {
+        check_inference(spec, ctx);
+        return;
+    }
+    for (const char* key : {"workload.serving", "workload.requests", "workload.slo"}) {
+        if (spec.sources.contains(key)) {
+            throw InputError(key,
+                             std::string("is for workload.type: inference, not ") +
+                                 to_string(spec.workload_type),
+                             at(key));
+        }
+    }
     if (spec.workload_type == WorkloadType::collective) {
         for (const auto& [key, given] : training_keys) {
             if (given) {
@@ -871,6 +1016,31 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     YAML::Node ordered = detail::scenario_schema().resolved(resolved);
     if (!spec.reliability.enabled) {
         ordered.remove("reliability"); // only defaults: the scenario has no reliability section
+    }
+    // Only the keys of the scenario's workload type: the others are defaults that a reload
+    // would refuse (workload.serving in a training scenario, workload.parallelism in a
+    // serving one).
+    const bool inference = spec.workload_type == WorkloadType::inference;
+    const std::vector<std::string> other_workload =
+        inference ? std::vector<std::string>{"parallelism", "collective", "moe_imbalance"}
+                  : std::vector<std::string>{"serving", "requests", "slo"};
+    const std::vector<std::string> other_simulation =
+        inference ? std::vector<std::string>{"fidelity", "step_entities", "fabric_collectives"}
+                  : std::vector<std::string>{"router_window", "kv_sample"};
+    if (YAML::Node w = ordered["workload"]; w.IsMap()) {
+        for (const std::string& key : other_workload) {
+            w.remove(key);
+        }
+    }
+    if (YAML::Node sim = ordered["simulation"]; sim.IsMap()) {
+        for (const std::string& key : other_simulation) {
+            sim.remove(key);
+        }
+    }
+    if (!inference) {
+        if (YAML::Node o = ordered["output"]; o.IsMap()) {
+            o.remove("requests");
+        }
     }
     YAML::Emitter out;
     out << ordered;

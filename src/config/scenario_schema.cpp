@@ -106,7 +106,8 @@ Schema<S> build() {
     s.field(choice<S, WorkloadType>(
         "workload.type", [](S& x) -> WorkloadType& { return x.workload_type; }, "training",
         "training: train a model; collective: time one collective per message size "
-        "(workload.collective)."));
+        "(workload.collective); inference: serve requests with replicas of the model "
+        "(workload.serving, workload.requests, workload.slo)."));
     {
         auto e = make_entry<S>("workload.model", "preset, file or mapping", "",
                                "a preset in scenarios/models/, a .yaml file, or model keys",
@@ -169,7 +170,7 @@ Schema<S> build() {
     s.field(choice<S, compute::Precision>(
         "workload.precision", [](S& x) -> compute::Precision& { return x.training.precision; },
         "bf16",
-        "Matmul precision (optimizer state stays FP32)."));
+        "Matmul precision (training: optimizer state stays FP32; inference: activations, and the weights unless workload.serving.weights says otherwise)."));
 
     s.field(real<S>("workload.moe_imbalance",
                     [](S& x) -> double& { return x.training.moe_imbalance; }, "1", 1.0, 64.0,
@@ -177,6 +178,8 @@ Schema<S> build() {
                     "MoE routing imbalance: tokens the busiest expert-parallel rank receives "
                     "relative to the average; the all-to-all and the expert MLPs take as long as "
                     "on that rank (mixture-of-experts models only)."));
+
+    add_serving_keys(s);
 
     s.section("workload.parallelism", "How the model is split over ranks (logical NeuronCores).");
     s.field(integer<S>("workload.parallelism.tp", [](S& x) -> int& { return par(x).tp; }, "1", 1,
@@ -246,6 +249,7 @@ Schema<S> build() {
                                "Worker threads (auto: all hardware threads); results do not "
                                "depend on it."));
     add_run_keys(s);
+    add_serving_simulation_keys(s);
 
     s.section("cost", "Prices: the chip file's instance prices, unless the scenario gives one.");
     s.field(choice<S, Pricing>(
@@ -282,6 +286,7 @@ Schema<S> build() {
     s.field(integer_list<S>("output.trace_ranks",
                             [](S& x) -> std::vector<int>& { return x.output.trace_ranks; }, "[0]",
                             0, (1 << 30), "Ranks shown in the timeline."));
+    add_serving_output_keys(s);
     return s;
 }
 

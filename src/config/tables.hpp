@@ -98,6 +98,12 @@ const Schema<reliability::FailureSpec>& failure_schema();
 /// Adds the reliability.* keys, and the simulation keys of the run simulation.
 void add_reliability_keys(Schema<ScenarioSpec>& s);
 void add_run_keys(Schema<ScenarioSpec>& s);
+
+// workload.type: inference (serving_schema.cpp): workload.serving, workload.requests and
+// workload.slo; the fleet's simulation keys; output.requests.
+void add_serving_keys(Schema<ScenarioSpec>& s);
+void add_serving_simulation_keys(Schema<ScenarioSpec>& s);
+void add_serving_output_keys(Schema<ScenarioSpec>& s);
 /// Merges the preset named by reliability.preset into the scenario's reliability mapping (the
 /// scenario's keys win) and records where the merged values came from.
 void merge_reliability_preset(YAML::Node root, Context& ctx);

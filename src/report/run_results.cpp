@@ -228,6 +228,9 @@ results::ResultsFile scenario_results(const config::ScenarioSpec& spec,
     if (const auto* run = std::get_if<sim::TrainingRun>(&outcome)) {
         return run_results(spec, *run, writer);
     }
+    if (const auto* serving = std::get_if<sim::ServingScenarioRun>(&outcome)) {
+        return serving_results(spec, *serving, writer);
+    }
     return collective_results(spec, std::get<sim::CollectiveBenchResult>(outcome), writer);
 }
 

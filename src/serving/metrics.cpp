@@ -69,6 +69,7 @@ ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& 
         }
         ++s.requests;
         s.output_tokens += static_cast<std::uint64_t>(r.output_tokens);
+        s.input_tokens += static_cast<std::uint64_t>(r.input_tokens);
         s.preempted_requests += r.preemptions > 0 ? 1 : 0;
         first = std::min(first, r.arrival_ns);
         last = std::max(last, r.finish_ns);

@@ -28,6 +28,9 @@ ScenarioOutcome run_scenario(const config::ScenarioSpec& spec,
             return run_collective_bench(collective_bench_spec(spec, threads),
                                         observers.collective_row);
         }
+        if (spec.workload_type == config::WorkloadType::inference) {
+            return run_serving(spec);
+        }
         return run_training(spec);
     } catch (const InputError& e) {
         throw e.located(spec.sources);

@@ -652,21 +652,31 @@ bool needs_trace(const serving::RequestSpec& r) {
 
 } // namespace
 
-ServingRun simulate_serving(const ServeInput& in) {
-    const int lnc = in.lnc > 0 ? in.lnc : in.chip.lnc_default;
-    if (lnc < 1 || in.chip.physical_cores % lnc != 0) {
-        throw InputError("hardware.lnc", "LNC " + std::to_string(lnc) + " does not divide the " +
+namespace {
+
+/// What simulate_serving checks and builds before it simulates.
+struct Prepared {
+    int lnc = 0;
+    Placement placement;
+    std::optional<topology::Fabric> fabric;
+    std::shared_ptr<const serving::AzureTrace> trace;
+};
+
+Prepared prepare(const ServeInput& in) {
+    Prepared p;
+    p.lnc = in.lnc > 0 ? in.lnc : in.chip.lnc_default;
+    if (p.lnc < 1 || in.chip.physical_cores % p.lnc != 0) {
+        throw InputError("hardware.lnc", "LNC " + std::to_string(p.lnc) +
+                                             " does not divide the " +
                                              std::to_string(in.chip.physical_cores) +
                                              " cores of a chip");
     }
     if (!in.replica.cost || in.replica.kv_blocks < 1) {
         throw std::invalid_argument("serve: every replica kind needs a cost and KV blocks");
     }
-    const Placement pl = place(in, lnc);
-    const bool disaggregated = in.spec.serving.disaggregated.prefill_replicas > 0;
-
-    std::optional<topology::Fabric> fabric;
-    if (disaggregated) {
+    p.placement = place(in, p.lnc);
+    const Placement& pl = p.placement;
+    if (in.spec.serving.disaggregated.prefill_replicas > 0) {
         if (!in.fabric) {
             throw InputError("cluster.fabric",
                              "disaggregated serving moves KV caches over the fabric: give one");
@@ -677,22 +687,37 @@ ServingRun simulate_serving(const ServeInput& in) {
         const std::int64_t domains = in.fabric->scale_up.ultraserver_instances > 0
                                          ? pl.instances / in.fabric->scale_up.ultraserver_instances
                                          : pl.instances;
-        fabric = topology::Fabric::build(*in.fabric, domains);
-        if (static_cast<std::int64_t>(fabric->chips()) != pl.chips) {
+        p.fabric = topology::Fabric::build(*in.fabric, domains);
+        if (static_cast<std::int64_t>(p.fabric->chips()) != pl.chips) {
             throw InputError("cluster.fabric", "fabric " + in.fabric->name + " holds " +
-                                                   std::to_string(fabric->chips()) +
+                                                   std::to_string(p.fabric->chips()) +
                                                    " chips for this cluster, the cluster has " +
                                                    std::to_string(pl.chips));
         }
     }
-
-    std::shared_ptr<const serving::AzureTrace> trace = in.trace;
-    if (!trace && needs_trace(in.spec.requests)) {
-        trace = std::make_shared<serving::AzureTrace>(serving::read_azure_trace(
+    p.trace = in.trace;
+    if (!p.trace && needs_trace(in.spec.requests)) {
+        p.trace = std::make_shared<serving::AzureTrace>(serving::read_azure_trace(
             in.spec.requests.arrival.trace_file, in.spec.requests.arrival.speedup));
     }
+    return p;
+}
+
+} // namespace
+
+std::vector<ReplicaPlacement> check_serving_input(const ServeInput& in) {
+    const Prepared p = prepare(in);
     const serving::RequestSource source(in.spec.requests, in.spec.serving.max_context, in.seed,
-                                        trace);
+                                        p.trace);
+    return p.placement.replicas;
+}
+
+ServingRun simulate_serving(const ServeInput& in) {
+    Prepared prepared = prepare(in);
+    const Placement& pl = prepared.placement;
+    std::optional<topology::Fabric>& fabric = prepared.fabric;
+    const serving::RequestSource source(in.spec.requests, in.spec.serving.max_context, in.seed,
+                                        prepared.trace);
 
     // Partition 0: router and wake entity; then one partition per NeuronLink domain with
     // replicas.

@@ -48,6 +48,37 @@ std::string reliable(const std::string& section) {
     return std::string(kValid) + "reliability:\n" + section;
 }
 
+/// A valid serving scenario (workload.type: inference), small enough to check in milliseconds.
+constexpr const char* kServe = R"(name: serve
+hardware: {chip: inf2}
+cluster: {instances: 1}
+workload:
+  type: inference
+  model: llama3-8b
+  serving: {tp: 8, max_batch: 4, max_context: 4096}
+  requests:
+    input_tokens: 1000
+    output_tokens: 200
+    arrival: {poisson: {rate: 2/s}}
+    count: 20
+  slo: {ttft: 1s, tpot: 50ms}
+)";
+
+std::string serve_with(const std::string& from, const std::string& to) {
+    std::string s = kServe;
+    const auto pos = s.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return s.replace(pos, from.size(), to);
+}
+
+/// The serving scenario replaying `trace.csv` (given beside it).
+std::string serve_trace() {
+    return serve_with("arrival: {poisson: {rate: 2/s}}\n    count: 20",
+                      "arrival: {trace: trace.csv}");
+}
+
+constexpr const char* kTraceHeader = "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+
 constexpr const char* kFailures = "  failures: [{component: chip, mtbf: 10y}]\n";
 
 std::vector<Case> cases() {
@@ -240,6 +271,107 @@ std::vector<Case> cases() {
         {"trace_rank_outside_the_job",
          v + "simulation: {fidelity: step}\noutput: {trace: t.json, trace_ranks: [5000]}\n", {},
          "output.trace_ranks[0]: rank 5000 is not in the job", ""},
+        // workload.type: inference (issue 16's bad inputs).
+        {"serve_tp_not_a_multiple_of_kv_heads",
+         serve_with("tp: 8,", "tp: 12,"), {}, "workload.serving.tp", ""},
+        {"serve_tp_not_whole_chips", serve_with("tp: 8,", "tp: 3,"), {}, "workload.serving.tp",
+         ""},
+        {"serve_tp_beyond_an_instance", serve_with("tp: 8,", "tp: 32,"), {},
+         "workload.serving.tp", ""},
+        {"serve_model_does_not_fit", serve_with("tp: 8,", "tp: 2,") , {"workload.model=llama3-70b"},
+         "workload.serving", ""},
+        {"serve_max_batch_zero", serve_with("max_batch: 4", "max_batch: 0"), {},
+         "workload.serving.max_batch", ""},
+        {"serve_max_context_missing", serve_with(", max_context: 4096", ""), {},
+         "workload.serving.max_context", ""},
+        {"serve_kv_block_zero", serve_with("max_batch: 4", "max_batch: 4, kv_block: 0"), {},
+         "workload.serving.kv_block", ""},
+        {"serve_weights_unknown", serve_with("max_batch: 4", "max_batch: 4, weights: int4"), {},
+         "workload.serving.weights", ""},
+        {"serve_buckets_not_ending_at_max_context",
+         serve_with("max_batch: 4", "max_batch: 4, buckets: [512, 2048]"), {},
+         "workload.serving.buckets", ""},
+        {"serve_too_many_replicas", serve_with("max_batch: 4", "max_batch: 4, replicas: 4"), {},
+         "workload.serving.replicas", ""},
+        {"serve_input_plus_output_beyond_max_context",
+         serve_with("output_tokens: 200", "output_tokens: 3500"), {},
+         "workload.requests.output_tokens", ""},
+        {"serve_acceptance_above_one",
+         serve_with("max_batch: 4", "max_batch: 4, speculative: {draft: llama3.2-1b, k: 1, "
+                                    "acceptance: [1.2]}"),
+         {}, "workload.serving.speculative.acceptance[0]", ""},
+        {"serve_acceptance_negative",
+         serve_with("max_batch: 4", "max_batch: 4, speculative: {draft: llama3.2-1b, k: 1, "
+                                    "acceptance: [-0.1]}"),
+         {}, "workload.serving.speculative.acceptance[0]", ""},
+        {"serve_acceptance_increasing",
+         serve_with("max_batch: 4", "max_batch: 4, speculative: {draft: llama3.2-1b, k: 2, "
+                                    "acceptance: [0.5, 0.7]}"),
+         {}, "workload.serving.speculative.acceptance[1]", ""},
+        {"serve_acceptance_one_per_position",
+         serve_with("max_batch: 4", "max_batch: 4, speculative: {draft: llama3.2-1b, k: 3, "
+                                    "acceptance: [0.8, 0.7]}"),
+         {}, "workload.serving.speculative.acceptance", ""},
+        {"serve_draft_missing",
+         serve_with("max_batch: 4", "max_batch: 4, speculative: {k: 1, acceptance: [0.5]}"), {},
+         "workload.serving.speculative.draft", ""},
+        {"serve_slo_ttft_zero", serve_with("ttft: 1s", "ttft: 0s"), {}, "workload.slo.ttft", ""},
+        {"serve_slo_tpot_missing", serve_with(", tpot: 50ms", ""), {}, "workload.slo.tpot", ""},
+        {"serve_arrival_unknown", serve_with("{poisson: {rate: 2/s}}", "{burst: {rate: 2/s}}"),
+         {}, "workload.requests.arrival.burst", ""},
+        {"serve_rate_zero", serve_with("rate: 2/s", "rate: 0/s"), {},
+         "workload.requests.arrival.poisson.rate", ""},
+        {"serve_rate_unit_unknown", serve_with("rate: 2/s", "rate: 2/day"), {},
+         "workload.requests.arrival.poisson.rate", ""},
+        {"serve_gamma_without_cv", serve_with("{poisson: {rate: 2/s}}", "{gamma: {rate: 2/s}}"),
+         {}, "workload.requests.arrival.gamma.cv", ""},
+        {"serve_closed_loop_fractional",
+         serve_with("{poisson: {rate: 2/s}}", "{closed_loop: {concurrency: 1.5}}"), {},
+         "workload.requests.arrival.closed_loop.concurrency", ""},
+        {"serve_count_and_duration", serve_with("count: 20", "count: 20\n    duration: 1h"), {},
+         "workload.requests.duration", ""},
+        {"serve_neither_count_nor_duration", serve_with("\n    count: 20", ""), {},
+         "workload.requests", ""},
+        {"serve_sizes_from_trace_without_a_trace",
+         serve_with("input_tokens: 1000", "input_tokens: trace"), {},
+         "workload.requests.input_tokens", ""},
+        {"serve_uniform_reversed",
+         serve_with("input_tokens: 1000", "input_tokens: {uniform: [500, 100]}"), {},
+         "workload.requests.input_tokens.uniform", ""},
+        {"serve_empirical_empty",
+         serve_with("input_tokens: 1000", "input_tokens: {empirical: []}"), {},
+         "workload.requests.input_tokens.empirical", ""},
+        {"serve_two_distributions",
+         serve_with("input_tokens: 1000",
+                    "input_tokens: {normal: {mean: 100, sd: 10}, uniform: [1, 2]}"),
+         {}, "workload.requests.input_tokens", ""},
+        {"serve_training_key", serve_with("  slo:", "  global_batch: 8\n  slo:"), {},
+         "workload.global_batch", ""},
+        {"serve_reliability_section", std::string(kServe) + "reliability:\n" + kFailures, {},
+         "reliability", ""},
+        {"training_with_serving_keys", v.substr(0, v.size()) + "  serving: {tp: 8}\n", {},
+         "workload.serving", ""},
+        {"serve_trace_missing", serve_trace(), {}, "workload.requests.arrival.trace", ""},
+        {"serve_trace_empty", serve_trace(), {}, "workload.requests.arrival.trace", "",
+         {{"trace.csv", ""}}},
+        {"serve_trace_bad_header", serve_trace(), {}, "workload.requests.arrival.trace", "",
+         {{"trace.csv", "time,in,out\n2023-11-16 18:15:46.6805900,374,44\n"}}},
+        {"serve_trace_bad_columns", serve_trace(), {}, "workload.requests.arrival.trace", "",
+         {{"trace.csv", std::string(kTraceHeader) + "2023-11-16 18:15:46.6805900,374\n"}}},
+        {"serve_trace_negative_tokens", serve_trace(), {}, "workload.requests.arrival.trace", "",
+         {{"trace.csv", std::string(kTraceHeader) + "2023-11-16 18:15:46.6805900,-374,44\n"}}},
+        {"serve_trace_non_numeric_tokens", serve_trace(), {}, "workload.requests.arrival.trace",
+         "", {{"trace.csv", std::string(kTraceHeader) + "2023-11-16 18:15:46.6805900,many,44\n"}}},
+        {"serve_trace_time_backwards", serve_trace(), {}, "workload.requests.arrival.trace", "",
+         {{"trace.csv", std::string(kTraceHeader) + "2023-11-16 18:15:47.0,374,44\n"
+                                                    "2023-11-16 18:15:46.0,100,10\n"}}},
+        {"serve_trace_bad_timestamp", serve_trace(), {}, "workload.requests.arrival.trace", "",
+         {{"trace.csv", std::string(kTraceHeader) + "2023-13-16 18:15:46.0,374,44\n"}}},
+        {"serve_trace_speedup_zero",
+         serve_with("arrival: {poisson: {rate: 2/s}}\n    count: 20",
+                    "arrival: {trace: trace.csv, speedup: 0}"),
+         {}, "workload.requests.arrival.speedup", "",
+         {{"trace.csv", std::string(kTraceHeader) + "2023-11-16 18:15:46.0,374,44\n"}}},
     };
 }
 

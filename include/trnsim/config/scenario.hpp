@@ -12,28 +12,32 @@
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/units.hpp"
 #include "trnsim/reliability/spec.hpp"
+#include "trnsim/serving/spec.hpp"
+#include "trnsim/serving/trace.hpp"
 #include "trnsim/topology/cluster.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace trnsim::config {
 
-enum class WorkloadType { training, collective };
+enum class WorkloadType { training, collective, inference };
 enum class Fidelity { analytic, step };
 /// simulation.step_entities: one entity per tensor-parallel group, or per rank.
 enum class StepEntityMode { tp_group, rank };
 /// simulation.fabric_collectives: collectives between replicas as flows or in closed form.
 enum class FabricCollectiveMode { flows, closed_form };
 
-constexpr std::array<EnumName<WorkloadType>, 2> enum_names(WorkloadType) {
+constexpr std::array<EnumName<WorkloadType>, 3> enum_names(WorkloadType) {
     return {{
         {WorkloadType::training, "training"},
         {WorkloadType::collective, "collective"},
+        {WorkloadType::inference, "inference"},
     }};
 }
 inline const char* to_string(WorkloadType v) { return enum_name(v); }
@@ -104,6 +108,9 @@ struct SimulationSpec {
     Duration duration;   ///< zero = until_done
     Duration time_limit; ///< until_done stops here at the latest
     int replications = 1;
+    // A serving fleet (workload.type: inference):
+    Duration router_window;                        ///< zero: exact (the router latency)
+    Duration kv_sample = Duration::from_ns(1'000'000'000); ///< zero: no KV cache series
 };
 
 /// cost.pricing: which of the chip file's instance prices applies.
@@ -149,6 +156,7 @@ struct OutputSpec {
     TimelineOutput timeline = TimelineOutput::summary; ///< output.timeline
     std::string trace; ///< Chrome/Perfetto JSON timeline of the step simulation (empty: none)
     std::vector<int> trace_ranks{0}; ///< ranks the timeline shows
+    bool requests = true; ///< output.requests: the per-request table of a serving run
 };
 
 struct ScenarioSpec {
@@ -165,6 +173,12 @@ struct ScenarioSpec {
     CollectiveScenario collective;
     std::string model_ref; ///< preset name, file, or "inline"
     workload::TrainingSpec training;
+    /// workload.type: inference: the model (workload.model), how replicas hold it
+    /// (workload.serving), the requests and the SLO.
+    serving::InferenceSpec inference;
+    std::string draft_ref; ///< workload.serving.speculative.draft as written
+    /// The request trace of workload.requests.arrival.trace, read and checked at load.
+    std::shared_ptr<const serving::AzureTrace> trace;
     reliability::ReliabilitySpec reliability; ///< enabled when the scenario has the section
     SimulationSpec simulation;
     CostSpec cost;

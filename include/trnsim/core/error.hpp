@@ -33,6 +33,8 @@ public:
     void add(const std::string& key_path, SourceLocation loc);
     /// Location of key_path, else of its nearest ancestor, else unknown.
     SourceLocation find(const std::string& key_path) const;
+    /// Whether key_path itself was recorded (given in the file or on the command line).
+    bool contains(const std::string& key_path) const { return map_.count(key_path) > 0; }
     bool empty() const { return map_.empty(); }
 
 private:

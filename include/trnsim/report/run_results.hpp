@@ -1,6 +1,6 @@
 // What goes into the results file of one scenario (docs/results-schema.md): the /summary
 // columns of a training run, its /step, /plan and /run tables, the collective benchmark's
-// tables and the step simulation's timeline. This module is the one owner of results-file
+// tables, a serving run's /serving tables and the step simulation's timeline. This module is the one owner of results-file
 // content; `results` writes the files (HDF5, trace JSON) and `cli` only prints and decides
 // where files go.
 #pragma once
@@ -45,7 +45,16 @@ results::ResultsFile collective_results(const config::ScenarioSpec& spec,
                                         const sim::CollectiveBenchResult& result,
                                         const Writer& writer);
 
-/// The results file of any scenario's outcome (run_results or collective_results).
+/// Every /summary column of a serving run in order (docs/results-schema.md).
+std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenarioRun& run);
+
+/// The results file of a serving scenario: /summary (one row), /serving/requests (one row per
+/// request, unless output.requests is false), /serving/replicas and /serving/kv.
+results::ResultsFile serving_results(const config::ScenarioSpec& spec,
+                                     const sim::ServingScenarioRun& run, const Writer& writer);
+
+/// The results file of any scenario's outcome (run_results, collective_results or
+/// serving_results).
 results::ResultsFile scenario_results(const config::ScenarioSpec& spec,
                                       const sim::ScenarioOutcome& outcome, const Writer& writer);
 

@@ -55,6 +55,7 @@ struct ServingSummary {
     std::uint64_t requests = 0;        ///< finished requests
     std::uint64_t unfinished = 0;      ///< records without a finish (left out of the figures)
     std::uint64_t output_tokens = 0;
+    std::uint64_t input_tokens = 0;   ///< prompt tokens of the finished requests, as served
     std::uint64_t met_slo = 0;
     std::uint64_t preempted_requests = 0; ///< requests preempted at least once
     double ttft_p50_s = 0.0, ttft_p90_s = 0.0, ttft_p99_s = 0.0;

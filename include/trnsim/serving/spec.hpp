@@ -11,9 +11,11 @@
 #pragma once
 
 #include "trnsim/compute/chip_spec.hpp"
+#include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
 #include "trnsim/workload/model.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -22,6 +24,15 @@
 namespace trnsim::serving {
 
 enum class RouterPolicy { round_robin, least_loaded, prefix_affinity };
+
+constexpr std::array<EnumName<RouterPolicy>, 3> enum_names(RouterPolicy) {
+    return {{
+        {RouterPolicy::round_robin, "round_robin"},
+        {RouterPolicy::least_loaded, "least_loaded"},
+        {RouterPolicy::prefix_affinity, "prefix_affinity"},
+    }};
+}
+inline const char* to_string(RouterPolicy v) { return enum_name(v); }
 
 /// Speculative decoding: a draft model proposes `k` tokens, the target model verifies them in
 /// one iteration. acceptance[i] is the fraction of iterations in which draft position i is

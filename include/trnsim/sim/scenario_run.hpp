@@ -1,11 +1,13 @@
 // Running any scenario by its workload type: the one dispatch that `trnsim run`, the Python
 // module and studies share. A training scenario runs through run_training (run.hpp), a
-// collective one through the collective benchmark (collective_bench.hpp).
+// collective one through the collective benchmark (collective_bench.hpp), an inference one
+// through run_serving (serve_scenario.hpp).
 #pragma once
 
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/sim/serve_scenario.hpp"
 
 #include <functional>
 #include <variant>
@@ -13,7 +15,7 @@
 namespace trnsim::sim {
 
 /// What running a scenario produced; the alternative follows spec.workload_type.
-using ScenarioOutcome = std::variant<TrainingRun, CollectiveBenchResult>;
+using ScenarioOutcome = std::variant<TrainingRun, CollectiveBenchResult, ServingScenarioRun>;
 
 /// Optional observers of a running scenario (empty: none).
 struct ScenarioObservers {

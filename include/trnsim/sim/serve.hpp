@@ -174,4 +174,9 @@ struct ServingRun {
 /// without a fabric or with no decode replica left, a KV cache too small for max_context.
 ServingRun simulate_serving(const ServeInput& input);
 
+/// Every check simulate_serving makes before it simulates (the placement, the fabric, the
+/// trace, the request source), without simulating; returns the replicas' placement. The same
+/// InputErrors.
+std::vector<ReplicaPlacement> check_serving_input(const ServeInput& input);
+
 } // namespace trnsim::sim

@@ -61,7 +61,8 @@ TEST(EnumNames, EveryTableNamesEveryValueOnce) {
     check_table<reliability::Impact>(5);
     check_table<reliability::JobState>(8);
     check_table<reliability::EventKind>(9);
-    check_table<config::WorkloadType>(2);
+    check_table<config::WorkloadType>(3);
+    check_table<serving::RouterPolicy>(3);
     check_table<config::Fidelity>(2);
     check_table<config::StepEntityMode>(2);
     check_table<config::FabricCollectiveMode>(2);

@@ -1,0 +1,66 @@
+// Running a `workload.type: inference` scenario: the replica's iteration cost from the chip,
+// the model and workload.serving (serving::IterationCostModel), its KV cache in the HBM left
+// after the weights, the fleet on the engine (simulate_serving, serve.hpp), and the figures a
+// capacity planner asks for: latency percentiles, throughput, SLO attainment, memory-bandwidth
+// utilisation and cost (docs/serving.md defines each).
+//
+//   chips, instances     the cluster's (every instance is paid for, serving or not)
+//   instance_hours       instances x the simulated span (time 0 to the last finish)
+//   cost_usd             instance_hours x cost.instance_hour
+//   cost per million output tokens   cost_usd / output tokens x 10^6
+//   mbu                  HBM bandwidth utilisation of one decode iteration at the compiled
+//                        batch (max_batch sequences) and the served requests' mean context
+//                        (prompt + half the output): the bytes it must read (the rank's
+//                        weights and the sequences' KV cache on the rank) over its time times
+//                        the rank's share of the chip's HBM bandwidth. It is the decode
+//                        efficiency of the configuration, not a time average over the run.
+#pragma once
+
+#include "trnsim/config/scenario.hpp"
+#include "trnsim/serving/iteration_cost.hpp"
+#include "trnsim/sim/serve.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace trnsim::sim {
+
+struct ServingScenarioRun {
+    ServingRun run;
+    std::int64_t chips = 0;
+    std::int64_t instances = 0;
+    std::int64_t ultraservers = 0;
+    int tp = 1;
+    int lnc = 1;
+    std::int64_t kv_blocks_per_replica = 0;
+    serving::ReplicaMemory memory;           ///< per rank of a replica
+    std::vector<std::int64_t> buckets;       ///< the compiled sequence buckets
+    double decode_iteration_s = 0.0;         ///< the MBU's decode iteration (see above)
+    double mean_decode_context = 0.0;        ///< its context per sequence, tokens
+    double mbu = 0.0;
+    double instance_hours = 0.0;
+    double cost_usd = 0.0;
+    double cost_per_million_output_tokens_usd = 0.0;
+    double wall_s = 0.0;                     ///< host seconds of the fleet simulation
+};
+
+/// What a serving scenario's fleet looks like before it runs.
+struct ServingLayout {
+    int lnc = 1;
+    std::uint32_t replicas = 0;
+    std::uint32_t prefill_replicas = 0;
+    std::int64_t kv_blocks_per_replica = 0;
+    serving::ReplicaMemory memory;           ///< per rank of a replica
+    std::vector<std::int64_t> buckets;
+};
+
+/// Every check run_serving makes before it simulates (the cost model: heads, buckets, HBM;
+/// the placement; the fabric; the trace and the request source), without simulating; returns
+/// the fleet's layout. InputError with a key path (not yet located in the file).
+ServingLayout check_serving(const config::ScenarioSpec& spec);
+
+/// Runs the scenario on `threads` threads (0: simulation.threads, auto: the engine's
+/// default). InputError as check_serving.
+ServingScenarioRun run_serving(const config::ScenarioSpec& spec, int threads = 0);
+
+} // namespace trnsim::sim

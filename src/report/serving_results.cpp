@@ -1,0 +1,109 @@
+// The results file of a serving scenario (docs/results-schema.md, "Serving").
+#include "trnsim/report/run_results.hpp"
+
+namespace trnsim::report {
+
+std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenarioRun& run) {
+    const serving::ServingSummary& s = run.run.summary;
+    const sim::ServingRunStats& st = run.run.stats;
+    const auto i64 = [](auto v) { return static_cast<std::int64_t>(v); };
+    return {
+        {"requests", i64(s.requests)},
+        {"ttft_p50_s", s.ttft_p50_s},
+        {"ttft_p90_s", s.ttft_p90_s},
+        {"ttft_p99_s", s.ttft_p99_s},
+        {"tpot_p50_s", s.tpot_p50_s},
+        {"tpot_p90_s", s.tpot_p90_s},
+        {"tpot_p99_s", s.tpot_p99_s},
+        {"e2e_p50_s", s.e2e_p50_s},
+        {"e2e_p99_s", s.e2e_p99_s},
+        {"ttft_mean_s", s.ttft_mean_s},
+        {"tpot_mean_s", s.tpot_mean_s},
+        {"output_tokens_per_s", s.output_tokens_per_s},
+        {"goodput_requests_per_s", s.goodput_requests_per_s},
+        {"slo_attainment", s.slo_attainment},
+        {"mbu", run.mbu},
+        {"kv_cache_peak_fraction", run.run.kv_cache_peak_fraction},
+        {"chips", run.chips},
+        {"instances", run.instances},
+        {"ultraservers", run.ultraservers},
+        {"replicas", i64(st.replicas)},
+        {"prefill_replicas", i64(st.prefill_replicas)},
+        {"tp", i64(run.tp)},
+        {"input_tokens", i64(s.input_tokens)},
+        {"output_tokens", i64(s.output_tokens)},
+        {"preempted_requests", i64(s.preempted_requests)},
+        {"span_s", s.span_s},
+        {"simulated_s", st.end_s},
+        {"kv_capacity_tokens_per_replica", run.memory.kv_capacity_tokens},
+        {"weights_per_rank_bytes", run.memory.weights_per_rank.count()},
+        {"decode_iteration_s", run.decode_iteration_s},
+        {"instance_hours", run.instance_hours},
+        {"cost_usd", run.cost_usd},
+        {"cost_per_million_output_tokens_usd", run.cost_per_million_output_tokens_usd},
+    };
+}
+
+results::ResultsFile serving_results(const config::ScenarioSpec& spec,
+                                     const sim::ServingScenarioRun& run, const Writer& writer) {
+    results::ResultsFile f;
+    f.meta = meta(spec, writer);
+    f.summary = results::table_from_rows({serving_summary_values(run)});
+
+    if (!run.run.requests.empty()) {
+        results::Table t;
+        for (const char* c : {"id"}) {
+            t.add_int(c);
+        }
+        for (const char* c : {"arrival_s", "first_token_s", "finish_s"}) {
+            t.add_float(c);
+        }
+        for (const char* c : {"input_tokens", "output_tokens", "replica", "prefill_replica",
+                              "preemptions"}) {
+            t.add_int(c);
+        }
+        for (const char* c : {"ttft_s", "tpot_s", "e2e_s"}) {
+            t.add_float(c);
+        }
+        t.add_int("met_slo");
+        const double ttft = spec.inference.slo.ttft.seconds();
+        const double tpot = spec.inference.slo.tpot.seconds();
+        for (const serving::RequestRecord& r : run.run.requests) {
+            const bool met = r.ttft_s() <= ttft && (r.output_tokens <= 1 || r.tpot_s() <= tpot);
+            t.add_row({static_cast<std::int64_t>(r.id), static_cast<double>(r.arrival_ns) * 1e-9,
+                       static_cast<double>(r.first_token_ns) * 1e-9,
+                       static_cast<double>(r.finish_ns) * 1e-9, std::int64_t{r.input_tokens},
+                       std::int64_t{r.output_tokens}, std::int64_t{r.replica},
+                       std::int64_t{r.prefill_replica}, std::int64_t{r.preemptions}, r.ttft_s(),
+                       r.tpot_s(), r.e2e_s(), std::int64_t{met ? 1 : 0}});
+        }
+        f.tables.emplace_back("/serving/requests", std::move(t));
+    }
+
+    results::Table rep;
+    for (const char* c : {"replica", "unit", "domain", "first_chip", "chips", "prefill"}) {
+        rep.add_int(c);
+    }
+    rep.add_float("kv_peak_fraction");
+    for (std::size_t i = 0; i < run.run.placement.size(); ++i) {
+        const sim::ReplicaPlacement& p = run.run.placement[i];
+        const double peak = i < run.run.replica_kv_peak_fraction.size()
+                                ? run.run.replica_kv_peak_fraction[i]
+                                : 0.0;
+        rep.add_row({static_cast<std::int64_t>(i), std::int64_t{p.unit}, std::int64_t{p.domain},
+                     std::int64_t{p.first_chip}, std::int64_t{p.chips},
+                     std::int64_t{p.prefill ? 1 : 0}, peak});
+    }
+    f.tables.emplace_back("/serving/replicas", std::move(rep));
+
+    results::Table kv;
+    kv.add_float("time_s");
+    kv.add_float("used_fraction");
+    for (const sim::KvSample& k : run.run.kv_series) {
+        kv.add_row({k.time_s, k.used_fraction});
+    }
+    f.tables.emplace_back("/serving/kv", std::move(kv));
+    return f;
+}
+
+} // namespace trnsim::report

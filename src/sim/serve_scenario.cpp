@@ -1,0 +1,121 @@
+#include "trnsim/sim/serve_scenario.hpp"
+
+#include "trnsim/core/error.hpp"
+#include "trnsim/engine/window_driver.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+
+namespace trnsim::sim {
+
+namespace {
+
+/// What a serving scenario runs with: the cost model and the fleet's input.
+struct Setup {
+    std::unique_ptr<serving::IterationCostModel> cost;
+    ServeInput input;
+};
+
+Setup setup(const config::ScenarioSpec& spec, int threads) {
+    Setup s;
+    const serving::InferenceSpec& inf = spec.inference;
+    const int lnc = spec.hardware.lnc > 0 ? spec.hardware.lnc : spec.hardware.chip.lnc_default;
+    s.cost = std::make_unique<serving::IterationCostModel>(
+        inf.model, spec.hardware.chip, lnc, inf.serving,
+        serving::ReplicaPlacement::single(spec.hardware.chip, lnc, inf.serving.tp),
+        spec.hardware.hbm_reserve);
+    const serving::ReplicaMemory& mem = s.cost->memory();
+    ServeInput& in = s.input;
+    in.spec = inf;
+    in.chip = spec.hardware.chip;
+    in.lnc = lnc;
+    in.cluster = spec.cluster;
+    if (spec.has_fabric) {
+        in.fabric = spec.fabric;
+    }
+    in.replica = {s.cost.get(), mem.kv_capacity_tokens / inf.serving.kv_block};
+    in.kv_bytes_per_token = mem.kv_per_token;
+    in.trace = spec.trace;
+    in.seed = static_cast<std::uint64_t>(spec.seed);
+    in.threads = threads;
+    in.options.kv_sample = spec.simulation.kv_sample;
+    in.options.router_window = spec.simulation.router_window;
+    in.options.keep_records = spec.output.requests;
+    return s;
+}
+
+} // namespace
+
+ServingLayout check_serving(const config::ScenarioSpec& spec) {
+    const Setup s = setup(spec, 1);
+    const std::vector<ReplicaPlacement> placement = check_serving_input(s.input);
+    ServingLayout out;
+    out.lnc = s.input.lnc;
+    out.replicas = static_cast<std::uint32_t>(placement.size());
+    for (const ReplicaPlacement& p : placement) {
+        out.prefill_replicas += p.prefill ? 1 : 0;
+    }
+    out.kv_blocks_per_replica = s.input.replica.kv_blocks;
+    out.memory = s.cost->memory();
+    out.buckets = s.cost->buckets();
+    return out;
+}
+
+ServingScenarioRun run_serving(const config::ScenarioSpec& spec, int threads) {
+    if (threads <= 0) {
+        threads = spec.simulation.threads > 0 ? spec.simulation.threads
+                                              : engine::default_thread_count();
+    }
+    const Setup s = setup(spec, threads);
+    const auto started = std::chrono::steady_clock::now();
+    ServingScenarioRun out;
+    out.run = simulate_serving(s.input);
+    out.wall_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+    const compute::ChipSpec& chip = spec.hardware.chip;
+    const std::int64_t ipu = chip.ultraserver ? chip.ultraserver->instances : 0;
+    const topology::ClusterShape shape =
+        topology::make_cluster_shape(spec.cluster, chip.instance.chips, ipu);
+    out.chips = shape.chips;
+    out.instances = shape.instances;
+    out.ultraservers = shape.ultraservers;
+    out.tp = spec.inference.serving.tp;
+    out.lnc = s.input.lnc;
+    out.kv_blocks_per_replica = s.input.replica.kv_blocks;
+    out.memory = s.cost->memory();
+    out.buckets = s.cost->buckets();
+
+    const serving::ServingSummary& sum = out.run.summary;
+    out.instance_hours = static_cast<double>(shape.instances) * out.run.stats.end_s / 3600.0;
+    out.cost_usd = out.instance_hours * spec.cost.instance_hour.usd();
+    out.cost_per_million_output_tokens_usd =
+        sum.output_tokens > 0 ? out.cost_usd / static_cast<double>(sum.output_tokens) * 1e6
+                              : 0.0;
+
+    // MBU of a decode iteration at the compiled batch and the mean served context.
+    if (sum.requests > 0) {
+        const double n = static_cast<double>(sum.requests);
+        out.mean_decode_context = static_cast<double>(sum.input_tokens) / n +
+                                  0.5 * static_cast<double>(sum.output_tokens) / n;
+        const std::int64_t batch = spec.inference.serving.max_batch;
+        const auto context = std::clamp<std::int64_t>(
+            static_cast<std::int64_t>(out.mean_decode_context + 0.5), 1,
+            spec.inference.serving.max_context);
+        serving::IterationShape shape_it;
+        shape_it.decode_sequences = batch;
+        shape_it.decode_context_tokens = batch * context;
+        shape_it.decode_max_context = context;
+        out.decode_iteration_s = s.cost->seconds(shape_it);
+        const double bytes = static_cast<double>(out.memory.weights_per_rank.count()) +
+                             static_cast<double>(batch * context) *
+                                 static_cast<double>(out.memory.kv_per_token_per_rank.count());
+        const double rank_bw = chip.hbm_bandwidth.bytes_per_s() /
+                               static_cast<double>(chip.ranks_per_chip(out.lnc));
+        out.mbu = out.decode_iteration_s > 0.0 ? bytes / (out.decode_iteration_s * rank_bw) : 0.0;
+    }
+    return out;
+}
+
+} // namespace trnsim::sim
