@@ -16,13 +16,13 @@
 //           and with the fleet's router window (10 ms), on 1 thread
 //   smoke   8 replicas for 20 simulated seconds on 1 and 2 threads (the ctest smoke test)
 //
-// THE ITERATION COST IS A STAND-IN. Until serving::IterationCostModel lands, iterations are
-// costed by the analytic formula of StandInCost below (Llama 3 70B on trn2, its constants
-// written there); the figures measure the simulator's speed, not serving performance. The
-// benchmark says so in its output. Switch it to IterationCostModel when it exists.
+// Iterations are costed by serving::IterationCostModel (Llama 3 70B, BF16, on trn2 at LNC 2,
+// the chip file's serving coefficients); every replica holds max_batch 32 sequences of up to
+// 8,192 tokens (the conversation trace's longer prompts are cut there), its KV cache in the
+// HBM left after the weights.
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/format.hpp"
-#include "trnsim/serving/iteration.hpp"
+#include "trnsim/serving/iteration_cost.hpp"
 #include "trnsim/sim/serve.hpp"
 #include "trnsim/workload/model.hpp"
 
@@ -46,71 +46,6 @@ std::size_t peak_rss_bytes() {
         }
     }
     return 0;
-}
-
-/// STAND-IN iteration cost for Llama 3 70B on `chips` trn2 chips (not a validated model):
-///
-///   time = layers x 40 us                                   (TP collectives and launches)
-///        + max(weight bytes / HBM bandwidth,
-///              2 x parameters x tokens / (bf16 peak x 0.5)) (weights streamed once; the
-///                                                            matmuls of all tokens)
-///        + KV bytes read / HBM bandwidth                    (decode: sequences x the bucket
-///                                                            of the longest context; prefill:
-///                                                            new tokens x their context / 2)
-///
-/// tokens = prefill tokens + decode sequences x (1 + k); buckets are powers of two from 128
-/// to max_context (the Neuron default). Chip figures come from the trn2 preset (2.9 TB/s,
-/// 667 TFLOP/s bf16), the model's from the llama3-70b preset; 40 us per layer and the 50%
-/// matmul efficiency are round estimates. A decode-only iteration depends on the sequences,
-/// k and the bucket only, as IterationCost requires.
-class StandInCost final : public serving::IterationCost {
-public:
-    StandInCost(const compute::ChipSpec& chip, const workload::ModelSpec& model, int chips,
-                std::int64_t max_context)
-        : max_context_(max_context) {
-        const workload::ModelStats st = workload::compute_stats(model);
-        params_ = static_cast<double>(st.total);
-        layers_ = static_cast<double>(model.layers);
-        bw_ = chip.hbm_bandwidth.bytes_per_s() * chips;
-        flops_ = chip.peak_bf16.per_s() * chips * 0.5;
-        weights_s_ = params_ * 2.0 / bw_;
-        kv_bytes_ = kv_bytes_per_token(model);
-    }
-    static double kv_bytes_per_token(const workload::ModelSpec& m) {
-        return 2.0 * static_cast<double>(m.layers * m.kv_heads * m.head_dim) * 2.0; // K and V, bf16
-    }
-    Duration time(const serving::IterationShape& s) const override {
-        const double tokens =
-            static_cast<double>(s.prefill_tokens + s.decode_sequences * (1 + s.speculative_k));
-        double kv = static_cast<double>(s.decode_sequences) *
-                    static_cast<double>(s.decode_sequences > 0 ? bucket_end(s.decode_max_context) : 0);
-        kv += static_cast<double>(s.prefill_tokens) * static_cast<double>(s.prefill_max_context) / 2.0;
-        const double t = layers_ * 40e-6 + std::max(weights_s_, 2.0 * params_ * tokens / flops_) +
-                         kv * kv_bytes_ / bw_;
-        return Duration::from_seconds_ceil(t);
-    }
-    std::int64_t bucket_end(std::int64_t context) const override {
-        std::int64_t b = 128;
-        while (b < context && b < max_context_) {
-            b *= 2;
-        }
-        return std::min(b, max_context_);
-    }
-
-private:
-    std::int64_t max_context_;
-    double params_ = 0, layers_ = 0, bw_ = 0, flops_ = 0, weights_s_ = 0, kv_bytes_ = 0;
-};
-
-/// KV blocks of a replica of `chips` chips: HBM left after the runtime reserve and the bf16
-/// weights, in blocks of `block` tokens.
-std::int64_t kv_blocks(const compute::ChipSpec& chip, const workload::ModelSpec& model,
-                       int chips, std::int64_t block) {
-    const double weights = static_cast<double>(workload::compute_stats(model).total) * 2.0;
-    const double free = static_cast<double>((chip.hbm_capacity - chip.hbm_runtime_reserve).count()) *
-                            chips - weights;
-    return static_cast<std::int64_t>(free / (StandInCost::kv_bytes_per_token(model) *
-                                             static_cast<double>(block)));
 }
 
 struct Case {
@@ -151,8 +86,8 @@ struct Measured {
 Measured run_case(const Case& c, int threads, bool keep) {
     const compute::ChipSpec chip = config::load_chip("trn2");
     const workload::ModelSpec model = config::load_model("llama3-70b");
-    const int chips = c.tp / chip.ranks_per_chip(2);
     sim::ServeInput in;
+    in.spec.model = model;
     in.chip = chip;
     in.lnc = 2;
     in.cluster.ultraservers = c.ultraservers;
@@ -160,7 +95,7 @@ Measured run_case(const Case& c, int threads, bool keep) {
     s.tp = c.tp;
     s.replicas = c.replicas;
     s.max_batch = 32;
-    s.max_context = 16384;
+    s.max_context = 8192;
     s.kv_block = 32;
     s.prefill_chunk = 0;
     s.prefill_batch = 1;
@@ -177,9 +112,11 @@ Measured run_case(const Case& c, int threads, bool keep) {
     }
     in.spec.slo.ttft = Duration::from_seconds_ceil(2.0);
     in.spec.slo.tpot = Duration::from_seconds_ceil(0.1);
-    const StandInCost cost(chip, model, chips, s.max_context);
-    in.replica = {&cost, kv_blocks(chip, model, chips, s.kv_block)};
-    in.kv_bytes_per_token = Bytes(static_cast<std::int64_t>(StandInCost::kv_bytes_per_token(model)));
+    const serving::IterationCostModel cost(model, chip, 2, s,
+                                           serving::ReplicaPlacement::single(chip, 2, c.tp),
+                                           chip.hbm_runtime_reserve);
+    in.replica = {&cost, cost.memory().kv_capacity_tokens / s.kv_block};
+    in.kv_bytes_per_token = cost.memory().kv_per_token;
     in.seed = 7;
     in.threads = threads;
     in.options.keep_records = true;
@@ -217,7 +154,7 @@ void print_run(const char* label, const Measured& m) {
                 static_cast<double>(s.iterations) / static_cast<double>(std::max<std::uint64_t>(s.steps, 1)),
                 fmt::integer(static_cast<std::int64_t>(s.preemptions)).c_str());
     std::printf("%s:   TTFT p50 %s p99 %s, TPOT p50 %s p99 %s, %s output tokens/s, SLO attainment %s, "
-                "KV peak %s (stand-in cost)\n",
+                "KV peak %s\n",
                 label, fmt::seconds(r.summary.ttft_p50_s).c_str(),
                 fmt::seconds(r.summary.ttft_p99_s).c_str(), fmt::seconds(r.summary.tpot_p50_s).c_str(),
                 fmt::seconds(r.summary.tpot_p99_s).c_str(),
@@ -300,9 +237,8 @@ int main(int argc, char** argv) {
             return 2;
         }
     }
-    std::printf("NOTE: iteration costs come from the benchmark's STAND-IN formula (Llama 3 70B on "
-                "trn2, constants in serving_bench.cpp), not serving::IterationCostModel; switch it "
-                "when the cost model lands.\n");
+    std::printf("iteration costs: serving::IterationCostModel, Llama 3 70B BF16 on trn2 (LNC 2), "
+                "max_batch 32, max_context 8192\n");
     bool ok = true;
     if (which == "smoke") {
         Case c;

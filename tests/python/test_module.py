@@ -62,6 +62,19 @@ class Run(unittest.TestCase):
                 self.assertEqual(f["/summary"][0]["step_time_s"], r.summary["step_time_s"])
 
 
+class Serve(unittest.TestCase):
+    def test_a_serving_scenario_gives_the_command_lines_figures(self):
+        path = os.path.join(SRC, "scenarios", "serving", "llama3-70b-trn2.yaml")
+        r = trnsim.run(path, {"workload.requests.count": 5})
+        cli = cli_summary("run", path, "--set", "workload.requests.count=5")
+        self.assertEqual(set(r.summary), set(cli))
+        for name, value in cli.items():
+            self.assertTrue(same(r.summary[name], value), f"{name}: {r.summary[name]} vs {value}")
+        self.assertEqual(r.summary["requests"], 5)
+        self.assertEqual(len(r.tables["/serving/requests"]), 5)
+        self.assertGreater(r.summary["cost_per_million_output_tokens_usd"], 0.0)
+
+
 class Errors(unittest.TestCase):
     def test_bad_input_raises_with_its_location(self):
         with tempfile.TemporaryDirectory() as d:
