@@ -51,27 +51,54 @@ void print_batch(std::ostream& out, const study::Sweep& sweep,
         double m = 0, h = 0;
         return value(s, "ettr", m, h);
     });
-    std::vector<std::vector<std::string>> cells = {{"point", "time to train", "cost"}};
-    if (runs) {
-        cells[0].push_back("ETTR");
+    // A serving sweep shows its latency, SLO and cost per token; a training sweep its time to
+    // train, cost and (with failures) ETTR.
+    const bool serving = std::any_of(stats.begin(), stats.end(), [&](const auto& s) {
+        double m = 0, h = 0;
+        return value(s, "slo_attainment", m, h);
+    });
+    std::vector<std::vector<std::string>> cells;
+    if (serving) {
+        cells = {{"point", "TTFT p99", "TPOT p99", "SLO met", "$/M tokens", "cost", "values"}};
+    } else {
+        cells = {{"point", "time to train", "cost"}};
+        if (runs) {
+            cells[0].push_back("ETTR");
+        }
+        cells[0].push_back("values");
     }
-    cells[0].push_back("values");
+    const auto seconds = [](double v) { return fmt::seconds(v); };
+    const auto money = [](double v) { return fmt::money(Money::usd(v)); };
     for (std::size_t i = 0; i < stats.size() && i < max_points; ++i) {
         const auto& s = stats[i];
-        double t = 0, th = 0, c = 0, ch = 0, e = 0, eh = 0;
-        value(s, "time_to_train_s", t, th);
-        value(s, "cost_usd", c, ch);
-        const bool has_ettr = value(s, "ettr", e, eh);
         std::string values;
         for (const auto& o : sweep.points[static_cast<std::size_t>(s.point)].swept) {
             values += (values.empty() ? "" : ", ") + config::to_string(o);
         }
-        std::vector<std::string> row = {
-            std::to_string(s.point), with_ci(t, th, [](double v) { return fmt::seconds(v); }),
-            with_ci(c, ch, [](double v) { return fmt::money(Money::usd(v)); })};
-        if (runs) {
-            row.push_back(has_ettr ? with_ci(e, eh, [](double v) { return fmt::percent(v); })
-                                   : std::string("-"));
+        double c = 0, ch = 0;
+        value(s, "cost_usd", c, ch);
+        std::vector<std::string> row = {std::to_string(s.point)};
+        if (serving) {
+            double a = 0, ah = 0, b = 0, bh = 0, m = 0, mh = 0, k = 0, kh = 0;
+            value(s, "ttft_p99_s", a, ah);
+            value(s, "tpot_p99_s", b, bh);
+            value(s, "slo_attainment", m, mh);
+            value(s, "cost_per_million_output_tokens_usd", k, kh);
+            row.push_back(with_ci(a, ah, seconds));
+            row.push_back(with_ci(b, bh, seconds));
+            row.push_back(with_ci(m, mh, [](double v) { return fmt::percent(v); }));
+            row.push_back(with_ci(k, kh, money));
+            row.push_back(with_ci(c, ch, money));
+        } else {
+            double t = 0, th = 0, e = 0, eh = 0;
+            value(s, "time_to_train_s", t, th);
+            const bool has_ettr = value(s, "ettr", e, eh);
+            row.push_back(with_ci(t, th, seconds));
+            row.push_back(with_ci(c, ch, money));
+            if (runs) {
+                row.push_back(has_ettr ? with_ci(e, eh, [](double v) { return fmt::percent(v); })
+                                       : std::string("-"));
+            }
         }
         row.push_back(values);
         cells.push_back(std::move(row));

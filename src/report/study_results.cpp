@@ -24,9 +24,12 @@ int string_width(const std::vector<std::string>& values) {
 
 } // namespace
 
-std::vector<results::NamedValue> batch_run_values(const sim::TrainingRun& run) {
+std::vector<results::NamedValue> batch_run_values(const sim::ScenarioOutcome& outcome) {
+    if (const auto* serving = std::get_if<sim::ServingScenarioRun>(&outcome)) {
+        return serving_summary_values(*serving);
+    }
     std::vector<results::NamedValue> out;
-    for (auto& v : summary_values(run, false)) {
+    for (auto& v : summary_values(std::get<sim::TrainingRun>(outcome), false)) {
         if (v.name != "replications") { // always 1 here; the batch has its own
             out.push_back(std::move(v));
         }

@@ -3,6 +3,7 @@
 #include "trnsim/reliability/expectation.hpp"
 #include "trnsim/sim/analytic.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/sim/serve_scenario.hpp"
 #include "trnsim/workload/plan.hpp"
 
 #include <omp.h>
@@ -52,14 +53,19 @@ config::ScenarioSpec run_scenario(const config::ScenarioSpec& point, const RunId
 
 RunRecord execute(const config::ScenarioSpec& point, const RunId& id, const Summarize& summarize) {
     const config::ScenarioSpec spec = run_scenario(point, id);
-    sim::RunOptions options;
-    options.record = false;
-    const sim::TrainingRun run = sim::run_training(spec, options);
+    sim::ScenarioOutcome outcome;
+    if (spec.workload_type == config::WorkloadType::inference) {
+        outcome = sim::run_serving(spec, 1);
+    } else {
+        sim::RunOptions options;
+        options.record = false;
+        outcome = sim::run_training(spec, options);
+    }
     RunRecord r;
     r.point = id.point;
     r.replicate = id.replicate;
     r.seed = id.seed;
-    r.values = summarize(run);
+    r.values = summarize(outcome);
     return r;
 }
 

@@ -172,6 +172,30 @@ TEST(Batch, OneFileWhateverTheThreadCount) {
     fs::remove_all(d);
 }
 
+TEST(Batch, AServingSweepKeepsItsLatencyAndCostAndGrowsCapacityWithTheFleet) {
+    // Twice the inf2 instances serving the same trace: twice the replicas (3 per instance at
+    // tp 8), the same requests, and a TTFT p99 no worse (each replica sees fewer arrivals).
+    const fs::path dir = scratch("batch-serving");
+    write(dir / "s.yaml", base("serving/azure-conv-inf2.yaml") +
+                              "set: {workload.requests.duration: 2min}\n"
+                              "sweep: {grid: {cluster.instances: [1, 2]}}\n");
+    const CliResult r = run_cli({"batch", (dir / "s.yaml").string(), "-o",
+                                 (dir / "b.h5").string(), "-j", "2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("SLO met"), std::string::npos) << r.out;
+    const results::Table t = results::read_table((dir / "b.h5").string(), "/summary");
+    ASSERT_EQ(t.rows(), 2u);
+    const auto& cols = t.columns();
+    const auto ints = [&](const char* name) { return cols[column(t, name)].ints; };
+    const auto floats = [&](const char* name) { return cols[column(t, name)].floats; };
+    EXPECT_EQ(ints("replicas")[0], 3);
+    EXPECT_EQ(ints("replicas")[1], 6);
+    EXPECT_EQ(ints("requests")[0], ints("requests")[1]);
+    EXPECT_LE(floats("ttft_p99_s")[1], floats("ttft_p99_s")[0]);
+    EXPECT_GT(floats("cost_per_million_output_tokens_usd")[0], 0.0);
+    fs::remove_all(dir);
+}
+
 TEST(Batch, ResumeEqualsAFreshRun) {
     const fs::path d = scratch("resume");
     std::string first = kFailures;

@@ -18,8 +18,9 @@
 namespace trnsim::report {
 
 /// The /summary values a sweep keeps of one run: those of `trnsim run` without the ci95_
-/// columns (one replication) and without `replications` (the batch has its own).
-std::vector<results::NamedValue> batch_run_values(const sim::TrainingRun& run);
+/// columns (one replication) and without `replications` (the batch has its own); of a
+/// serving run, its /summary values.
+std::vector<results::NamedValue> batch_run_values(const sim::ScenarioOutcome& outcome);
 
 /// What a batch's results depend on besides the points: the base scenario with the sweep's
 /// `set` applied (resolved YAML) and the base seed. --resume only reuses a file whose context

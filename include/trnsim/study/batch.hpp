@@ -10,6 +10,7 @@
 #include "trnsim/reliability/statistics.hpp"
 #include "trnsim/results/table.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/sim/scenario_run.hpp"
 #include "trnsim/study/sweep.hpp"
 
 #include <cstdint>
@@ -31,7 +32,8 @@ struct RunRecord {
 };
 
 /// What a run's record keeps of the finished run. Called from several threads at once.
-using Summarize = std::function<std::vector<results::NamedValue>(const sim::TrainingRun&)>;
+using Summarize =
+    std::function<std::vector<results::NamedValue>(const sim::ScenarioOutcome&)>;
 
 bool operator==(const RunRecord& a, const RunRecord& b);
 
