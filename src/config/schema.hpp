@@ -327,7 +327,9 @@ private:
             const std::string key = key_node.Scalar();
             const std::string rel = rel_prefix.empty() ? key : rel_prefix + "." + key;
             const std::string full = ctx.full(rel);
-            const SourceLocation key_loc = ctx.locate(full, key_node.Mark());
+            // A key merged in from a preset was created without a mark: its value has one.
+            const SourceLocation key_loc =
+                ctx.locate(full, key_node.Mark().is_null() ? value.Mark() : key_node.Mark());
             if (key.find('.') != std::string::npos) {
                 // A dotted key would name the same value as a nested one, and the run and
                 // the resolved scenario could each take a different one of the two.
