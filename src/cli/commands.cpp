@@ -3,6 +3,7 @@
 
 #include "outputs.hpp"
 #include "report.hpp"
+#include "json_summary.hpp"
 #include "serving_report.hpp"
 
 #include "trnsim/config/load.hpp"
@@ -88,7 +89,8 @@ int cmd_run(const std::vector<std::string>& args) {
         "threads", po::value<std::string>(), "worker threads (a number or auto)")(
         "trace", po::value<std::string>(),
         "write a Chrome/Perfetto JSON timeline of the step simulation (ranks: output.trace_ranks)")(
-        "quiet,q", "print nothing but errors");
+        "quiet,q", "print nothing but errors")(
+        "json", "print the summary as one JSON object instead of the text summary");
     po::options_description hidden;
     hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
     po::positional_options_description pos;
@@ -108,15 +110,33 @@ int cmd_run(const std::vector<std::string>& args) {
         }
         return p.vm[name].as<std::string>();
     };
-    const config::ScenarioSpec spec = config::load_scenario_with(
-        p.vm["scenario"].as<std::string>(),
-        run_overrides(p.vm.count("set") ? p.vm["set"].as<std::vector<std::string>>()
-                                        : std::vector<std::string>{},
-                      option("output"), option("trace"), option("threads")));
+    const std::vector<std::string> sets = p.vm.count("set")
+                                              ? p.vm["set"].as<std::vector<std::string>>()
+                                              : std::vector<std::string>{};
+    const std::string scenario_file = p.vm["scenario"].as<std::string>();
+    config::ScenarioSpec spec = config::load_scenario_with(
+        scenario_file, run_overrides(sets, option("output"), option("trace"), option("threads")));
+    if (const auto named = output_for_overrides(spec, sets, option("output").has_value())) {
+        // A run with --set never lands on the file of the plain scenario (or of other --set).
+        std::vector<config::Override> overrides =
+            run_overrides(sets, std::nullopt, option("trace"), option("threads"));
+        overrides.push_back(config::option_override(
+            "output.file", *named, "the default results file of a run with --set"));
+        spec = config::load_scenario_with(scenario_file, overrides);
+    }
+    const bool json = p.vm.count("json") > 0;
+    const bool quiet = p.vm.count("quiet") > 0 || json;
     const int threads = resolve_threads(spec.simulation.threads);
+    const report::Writer writer{TRNSIM_VERSION, threads};
+    const auto finish = [&](const results::ResultsFile& file) {
+        if (json) {
+            std::cout << summary_json(file.summary, spec.output.file) << "\n";
+        } else if (!quiet) {
+            std::cout << "  results    " << spec.output.file << "\n";
+        }
+    };
     if (spec.workload_type == config::WorkloadType::collective) {
         const sim::CollectiveBenchSpec bench = collective_bench_of(spec, threads);
-        const bool quiet = p.vm.count("quiet") > 0;
         check_scenario_outputs(spec);
         sim::CollectiveBenchResult result;
         try {
@@ -133,10 +153,9 @@ int cmd_run(const std::vector<std::string>& args) {
         } catch (const InputError& e) {
             throw e.located(spec.sources);
         }
-        results::write_hdf5(spec.output.file, report::collective_results(spec, result, {TRNSIM_VERSION, threads}));
-        if (!quiet) {
-            std::cout << "  results    " << spec.output.file << "\n";
-        }
+        const results::ResultsFile file = report::collective_results(spec, result, writer);
+        results::write_hdf5(spec.output.file, file);
+        finish(file);
         return 0;
     }
     if (spec.workload_type == config::WorkloadType::inference) {
@@ -148,12 +167,12 @@ int cmd_run(const std::vector<std::string>& args) {
         } catch (const InputError& e) {
             throw e.located(spec.sources);
         }
-        results::write_hdf5(spec.output.file,
-                            report::serving_results(spec, run, {TRNSIM_VERSION, threads}));
-        if (!p.vm.count("quiet")) {
+        const results::ResultsFile file = report::serving_results(spec, run, writer);
+        results::write_hdf5(spec.output.file, file);
+        if (!quiet) {
             print_serving(std::cout, spec, run);
-            std::cout << "  results    " << spec.output.file << "\n";
         }
+        finish(file);
         return 0;
     }
     check_scenario_outputs(spec);
@@ -164,21 +183,21 @@ int cmd_run(const std::vector<std::string>& args) {
         throw e.located(spec.sources);
     }
     // Both files complete before either replaces anything: no results without their trace.
+    const results::ResultsFile file = report::run_results(spec, run, writer);
     std::vector<results::PendingFile> files;
-    files.push_back(results::stage_hdf5(spec.output.file,
-                                        report::run_results(spec, run, {TRNSIM_VERSION, threads})));
+    files.push_back(results::stage_hdf5(spec.output.file, file));
     if (run.step_sim && !spec.output.trace.empty()) {
         files.push_back(results::stage_chrome_trace(spec.output.trace,
                                                     report::step_trace(spec, *run.step_sim)));
     }
     results::commit_all(files);
-    if (!p.vm.count("quiet")) {
+    if (!quiet) {
         print_run(std::cout, spec, run);
-        std::cout << "  results    " << spec.output.file << "\n";
-        if (run.step_sim && !spec.output.trace.empty()) {
-            std::cout << "  trace      " << spec.output.trace << " ("
-                      << run.step_sim->trace.spans.size() << " slices; open in ui.perfetto.dev)\n";
-        }
+    }
+    finish(file);
+    if (!quiet && run.step_sim && !spec.output.trace.empty()) {
+        std::cout << "  trace      " << spec.output.trace << " ("
+                  << run.step_sim->trace.spans.size() << " slices; open in ui.perfetto.dev)\n";
     }
     return 0;
 }

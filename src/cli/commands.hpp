@@ -16,6 +16,7 @@ int cmd_kernel(const std::vector<std::string>& args);
 int cmd_collective(const std::vector<std::string>& args);
 int cmd_batch(const std::vector<std::string>& args);
 int cmd_plan(const std::vector<std::string>& args);
+int cmd_compare(const std::vector<std::string>& args);
 
 /// trnsim validate of a sweep or plan file: every point (or the search space) checked.
 int validate_study(const std::string& file);

@@ -25,6 +25,8 @@ constexpr const char* kUsage =
     "  calibrate --chip NAME    fit the analytic kernel model to the detailed core model\n"
     "  kernel CLASS SHAPE       cost one kernel with both models (trnsim kernel --help)\n"
     "  collective [options]     time a collective on the simulated fabric, per message size\n"
+    "  compare A.h5 B.h5        two results files' summaries side by side, and where their\n"
+    "                           scenarios differ\n"
     "\n"
     "options:\n"
     "  --help, -h               this help; `trnsim <command> --help` for a command's options\n"
@@ -71,6 +73,9 @@ int dispatch(const std::vector<std::string>& argv) {
     }
     if (cmd == "plan") {
         return cmd_plan(rest);
+    }
+    if (cmd == "compare") {
+        return cmd_compare(rest);
     }
     throw trnsim::UsageError("unknown command '" + cmd + "'\n" + kUsage);
 }

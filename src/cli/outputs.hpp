@@ -32,4 +32,12 @@ std::vector<config::Override> run_overrides(const std::vector<std::string>& sets
                                             const std::optional<std::string>& trace,
                                             const std::optional<std::string>& threads);
 
+/// The results file of a run with --set: the scenario's output.file (given or default) with a
+/// short hash of the --set texts, `results/<name>-<8 hex digits>.h5`, so runs with different
+/// overrides never overwrite each other or the plain run's file. Nothing when there is no
+/// --set, or -o or a --set of output.file names the file.
+std::optional<std::string> output_for_overrides(const config::ScenarioSpec& spec,
+                                                const std::vector<std::string>& sets,
+                                                bool output_given);
+
 } // namespace trnsim::cli

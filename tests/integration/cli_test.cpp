@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -51,6 +52,78 @@ TEST(Cli, RunWritesResultsAndPrintsTheSummary) {
         EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
     }
     EXPECT_TRUE(r.err.empty()) << r.err;
+    fs::remove_all(dir);
+}
+
+TEST(Cli, RunsWithOverridesNeverShareAResultsFile) {
+    // The scenario names its file; a run with --set writes beside it under a hash of the
+    // --set texts, so neither the plain run's file nor another variant's is overwritten.
+    const fs::path dir = test::scratch_path("trnsim-cli-naming");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string scenario = std::string(TRNSIM_SOURCE_DIR) + "/scenarios/default.yaml";
+    ASSERT_EQ(run_cli({"run", scenario, "-q"}, dir.string()).exit_code, 0);
+    const CliResult a =
+        run_cli({"run", scenario, "--set", "workload.parallelism.tp=32"}, dir.string());
+    const CliResult b =
+        run_cli({"run", scenario, "--set", "workload.parallelism.recompute=full"}, dir.string());
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir / "results")) {
+        files.push_back(e.path().filename().string());
+    }
+    std::sort(files.begin(), files.end());
+    ASSERT_EQ(files.size(), 3u);
+    EXPECT_EQ(files[2], "llama3-70b-16-ultraservers.h5");
+    for (int i = 0; i < 2; ++i) {
+        EXPECT_EQ(files[static_cast<std::size_t>(i)].rfind("llama3-70b-16-ultraservers-", 0), 0u);
+        EXPECT_EQ(files[static_cast<std::size_t>(i)].size(),
+                  std::string("llama3-70b-16-ultraservers-01234567.h5").size());
+    }
+    // The summary says where it wrote.
+    EXPECT_NE(a.out.find("results/llama3-70b-16-ultraservers-"), std::string::npos) << a.out;
+    // -o still wins.
+    ASSERT_EQ(run_cli({"run", scenario, "-q", "--set", "workload.parallelism.tp=32", "-o",
+                       "x.h5"},
+                      dir.string())
+                  .exit_code,
+              0);
+    EXPECT_TRUE(fs::exists(dir / "x.h5"));
+    fs::remove_all(dir);
+}
+
+TEST(Cli, JsonSummaryAndCompare) {
+    const fs::path dir = test::scratch_path("trnsim-cli-json");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const CliResult j = run_cli({"run", "scenarios/default.yaml", "--json", "-o",
+                                 (dir / "a.h5").string()});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    // One line, one object: the results file, then the summary columns in order.
+    EXPECT_EQ(j.out.find('\n'), j.out.size() - 1) << j.out;
+    EXPECT_EQ(j.out.rfind("{\"results\":\"" + (dir / "a.h5").string() + "\",\"summary\":{"
+                          "\"chips\":1024,",
+                          0),
+              0u)
+        << j.out;
+    EXPECT_NE(j.out.find("\"tp\":16,"), std::string::npos) << j.out;
+    ASSERT_EQ(run_cli({"run", "scenarios/default.yaml", "-q", "--set",
+                       "workload.parallelism.tp=32", "-o", (dir / "b.h5").string()})
+                  .exit_code,
+              0);
+    const CliResult c = run_cli({"compare", (dir / "a.h5").string(), (dir / "b.h5").string()});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    // tp doubles (+100%), dp halves (-50%); the scenarios differ in tp and the output file.
+    for (const char* text : {"+100.0%", "-50.0%", "scenarios  differ", "A     tp: 16",
+                             "B     tp: 32"}) {
+        EXPECT_NE(c.out.find(text), std::string::npos) << text << "\n" << c.out;
+    }
+    const CliResult same = run_cli({"compare", (dir / "a.h5").string(), (dir / "a.h5").string()});
+    EXPECT_NE(same.out.find("scenarios  identical"), std::string::npos) << same.out;
+    EXPECT_NE(same.out.find("0 of 26 summary values differ"), std::string::npos) << same.out;
+    EXPECT_EQ(run_cli({"compare", (dir / "a.h5").string()}).exit_code, 2);
+    EXPECT_EQ(run_cli({"compare", (dir / "a.h5").string(), "scenarios/default.yaml"}).exit_code, 2);
     fs::remove_all(dir);
 }
 

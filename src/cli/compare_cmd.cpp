@@ -1,0 +1,189 @@
+// trnsim compare A.h5 B.h5: two results files' /summary side by side, and where their resolved
+// scenarios differ. And the JSON form of a summary (trnsim run --json).
+#include "commands.hpp"
+#include "json_summary.hpp"
+
+#include "trnsim/core/error.hpp"
+#include "trnsim/core/format.hpp"
+#include "trnsim/results/hdf5_writer.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace trnsim::cli {
+
+namespace {
+
+/// Row 0 of a table as (name, text) pairs, in column order.
+std::vector<std::pair<std::string, std::string>> row_text(const results::Table& t) {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& c : t.columns()) {
+        std::string v;
+        if (t.rows() == 0) {
+            v = "";
+        } else if (c.type == results::Table::Type::int64) {
+            v = fmt::integer(c.ints[0]);
+        } else if (c.type == results::Table::Type::float64) {
+            std::ostringstream s;
+            s.precision(6);
+            s << c.floats[0];
+            v = s.str();
+        } else {
+            v = c.strings[0];
+        }
+        out.emplace_back(c.name, v);
+    }
+    return out;
+}
+
+double number(const results::Table& t, const std::string& name, bool& found) {
+    const int i = t.find(name);
+    found = i >= 0 && t.rows() > 0 &&
+            t.columns()[static_cast<std::size_t>(i)].type != results::Table::Type::string;
+    if (!found) {
+        return 0.0;
+    }
+    const auto& c = t.columns()[static_cast<std::size_t>(i)];
+    return c.type == results::Table::Type::int64 ? static_cast<double>(c.ints[0]) : c.floats[0];
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) {
+        out.push_back(line);
+    }
+    return out;
+}
+
+} // namespace
+
+std::string summary_json(const results::Table& summary, const std::string& results_file) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::object();
+    for (const auto& c : summary.columns()) {
+        if (summary.rows() == 0) {
+            break;
+        }
+        if (c.type == results::Table::Type::int64) {
+            row[c.name] = c.ints[0];
+        } else if (c.type == results::Table::Type::float64) {
+            const double v = c.floats[0];
+            // JSON has no infinity or NaN: null, as Python's json module reads them.
+            row[c.name] = std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
+        } else {
+            row[c.name] = c.strings[0];
+        }
+    }
+    nlohmann::ordered_json out;
+    out["results"] = results_file;
+    out["summary"] = row;
+    return out.dump();
+}
+
+int cmd_compare(const std::vector<std::string>& args) {
+    constexpr const char* kUsage = "usage: trnsim compare A.h5 B.h5";
+    std::vector<std::string> files;
+    for (const std::string& a : args) {
+        if (a == "--help" || a == "-h") {
+            std::cout << kUsage << "\n  the /summary of two results files side by side, and the "
+                                   "lines where their resolved scenarios differ\n";
+            return 0;
+        }
+        if (!a.empty() && a[0] == '-') {
+            throw UsageError("trnsim compare: unknown option '" + a + "'\n" + kUsage);
+        }
+        files.push_back(a);
+    }
+    if (files.size() != 2) {
+        throw UsageError(std::string("trnsim compare needs two results files\n") + kUsage);
+    }
+    results::Table t[2];
+    std::string scenario[2];
+    for (int i = 0; i < 2; ++i) {
+        try {
+            t[i] = results::read_summary(files[static_cast<std::size_t>(i)]);
+            scenario[i] =
+                results::read_text(files[static_cast<std::size_t>(i)], "/meta/scenario")
+                    .value_or("");
+        } catch (const std::runtime_error& e) {
+            throw UsageError("trnsim compare: " + files[static_cast<std::size_t>(i)] +
+                             ": not a trnsim results file (" + e.what() + ")");
+        }
+    }
+    std::cout << "  A  " << files[0] << "\n  B  " << files[1] << "\n";
+    const auto a = row_text(t[0]);
+    const auto b = row_text(t[1]);
+    std::map<std::string, std::string> bv(b.begin(), b.end());
+    std::size_t width = 6;
+    for (const auto& [name, v] : a) {
+        width = std::max(width, name.size());
+    }
+    std::cout << "  " << std::string(width, ' ') << "  " << std::setw(16) << "A" << "  "
+              << std::setw(16) << "B" << "  difference\n";
+    int differing = 0;
+    std::set<std::string> seen;
+    for (const auto& [name, av] : a) {
+        seen.insert(name);
+        const auto it = bv.find(name);
+        const std::string bs = it == bv.end() ? "-" : it->second;
+        std::string diff;
+        bool fa = false, fb = false;
+        const double x = number(t[0], name, fa), y = number(t[1], name, fb);
+        if (av != bs) {
+            ++differing;
+            if (fa && fb && x != 0.0 && std::isfinite(x) && std::isfinite(y)) {
+                const double rel = (y - x) / std::fabs(x);
+                diff = (rel >= 0 ? "+" : "") + fmt::fixed(100.0 * rel, 1) + "%";
+            } else {
+                diff = "differs";
+            }
+        }
+        std::cout << "  " << name << std::string(width - name.size(), ' ') << "  "
+                  << std::setw(16) << av << "  " << std::setw(16) << bs << "  " << diff << "\n";
+    }
+    for (const auto& [name, bs] : b) {
+        if (!seen.count(name)) {
+            ++differing;
+            std::cout << "  " << name << std::string(width > name.size() ? width - name.size() : 1, ' ')
+                      << "  " << std::setw(16) << "-" << "  " << std::setw(16) << bs
+                      << "  only in B\n";
+        }
+    }
+    // The resolved scenarios, line by line: what one has that the other does not.
+    const auto la = lines_of(scenario[0]);
+    const auto lb = lines_of(scenario[1]);
+    const std::multiset<std::string> sa(la.begin(), la.end()), sb(lb.begin(), lb.end());
+    std::vector<std::string> only_a, only_b;
+    for (const auto& l : la) {
+        if (!sb.count(l)) {
+            only_a.push_back(l);
+        }
+    }
+    for (const auto& l : lb) {
+        if (!sa.count(l)) {
+            only_b.push_back(l);
+        }
+    }
+    if (only_a.empty() && only_b.empty()) {
+        std::cout << "  scenarios  identical\n";
+    } else {
+        std::cout << "  scenarios  differ (lines of the resolved scenario in one file only):\n";
+        for (const auto& l : only_a) {
+            std::cout << "    A " << l << "\n";
+        }
+        for (const auto& l : only_b) {
+            std::cout << "    B " << l << "\n";
+        }
+    }
+    std::cout << "  " << differing << " of " << std::max(a.size(), b.size())
+              << " summary values differ\n";
+    return 0;
+}
+
+} // namespace trnsim::cli
