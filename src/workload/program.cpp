@@ -32,15 +32,33 @@ public:
         ops.push_back(op);
     }
 
-    void stream(const char* name, std::int64_t elements, int inputs, int outputs, int passes,
-                compute::StreamEngine engine, int element_bytes = 0,
-                compute::StreamKind kind = compute::StreamKind::elementwise, std::int64_t row = 0) {
+    /// A streaming op; returns it so that the caller lists its backward kernels.
+    ProgramOp& stream(const char* name, std::int64_t elements, int inputs, int outputs,
+                      int passes, compute::StreamEngine engine, int element_bytes = 0,
+                      compute::StreamKind kind = compute::StreamKind::elementwise,
+                      std::int64_t row = 0) {
         ProgramOp op;
         op.kind = Kind::stream;
         op.name = name;
         op.stream = {elements, inputs, outputs, element_bytes > 0 ? element_bytes : e_, passes,
                      engine, kind, row};
         ops.push_back(op);
+        return ops.back();
+    }
+    /// An elementwise kernel of `elements` values (a backward kernel of a streaming op).
+    compute::StreamShape elementwise(std::int64_t elements, int inputs, int outputs, int passes,
+                                     compute::StreamEngine engine, int element_bytes = 0) const {
+        return {elements,      inputs, outputs, element_bytes > 0 ? element_bytes : e_,
+                passes,        engine, compute::StreamKind::elementwise, 0};
+    }
+    /// An op whose backward is the same kernel again (a rotation by the opposite angle; the sum
+    /// of two gradient paths for a residual addition).
+    void same_backward(ProgramOp& op) const { op.grads = {op.stream}; }
+    /// An activation y = f(x): dx = dy f'(x), the derivative on ScalarE and the product on
+    /// VectorE (two inputs, one output).
+    void activation_backward(ProgramOp& op) const {
+        op.grads = {elementwise(op.stream.elements, 2, 1, 1, compute::StreamEngine::scalar,
+                                op.stream.element_bytes)};
     }
 
     /// Appends a collective; false (and nothing appended) when the group has one member.
@@ -74,12 +92,18 @@ public:
                    CommGroup::tp, hidden_bytes());
     }
 
-    /// RMSNorm or LayerNorm over `elements` values in rows of `row`.
+    /// RMSNorm or LayerNorm over `elements` values in rows of `row`; its backward is the
+    /// norm-backward kernel (input gradient, scale and shift gradients).
     void norm(const char* name, std::int64_t elements, std::int64_t row) {
-        stream(name, elements, 1, 1, 2, compute::StreamEngine::vector, 0,
-               m_.norm == NormKind::layernorm ? compute::StreamKind::layer_norm
-                                              : compute::StreamKind::rms_norm,
-               row);
+        const bool layer = m_.norm == NormKind::layernorm;
+        ProgramOp& op = stream(name, elements, 1, 1, 2, compute::StreamEngine::vector, 0,
+                               layer ? compute::StreamKind::layer_norm
+                                     : compute::StreamKind::rms_norm,
+                               row);
+        compute::StreamShape g = op.stream;
+        g.kind = layer ? compute::StreamKind::layer_norm_backward
+                       : compute::StreamKind::rms_norm_backward;
+        op.grads = {g};
     }
 
     /// ZeRO-3 gathers the block's parameters before use (prefetched, beside compute).
@@ -110,14 +134,14 @@ public:
             norm("kv_norm", T_ * a.kv_lora_rank, a.kv_lora_rank);
             matmul("kv_up_proj", T_, a.kv_lora_rank,
                    heads * (a.qk_nope_head_dim + a.v_head_dim));
-            stream("rope", T_ * (heads + 1) * a.qk_rope_head_dim, 1, 1, 2,
-                   compute::StreamEngine::vector);
+            same_backward(stream("rope", T_ * (heads + 1) * a.qk_rope_head_dim, 1, 1, 2,
+                                 compute::StreamEngine::vector));
         } else {
             kv_heads = std::max<std::int64_t>(1, m_.kv_heads / t);
             matmul("qkv_proj", T_, h, (heads + 2 * kv_heads) * m_.head_dim);
             if (m_.position == PositionKind::rope) {
-                stream("rope", T_ * (heads + kv_heads) * m_.head_dim, 1, 1, 2,
-                       compute::StreamEngine::vector);
+                same_backward(stream("rope", T_ * (heads + kv_heads) * m_.head_dim, 1, 1, 2,
+                                     compute::StreamEngine::vector));
             }
         }
         // Context parallelism: the keys and values of the whole sequence pass around the CP
@@ -153,7 +177,13 @@ public:
         }
         matmul("out_proj", T_, heads * m_.v_dim(), h);
         tp_reduce();
-        stream("residual_add", T_ * h / sp_, 2, 1, 1, compute::StreamEngine::vector);
+        residual_add(T_ * h / sp_);
+    }
+
+    /// The residual addition; in the backward pass the gradients of the block and of the skip
+    /// path add up the same way.
+    void residual_add(std::int64_t elements) {
+        same_backward(stream("residual_add", elements, 2, 1, 1, compute::StreamEngine::vector));
     }
 
     /// A SwiGLU or GELU MLP of inner width f, split across TP, over `tokens` tokens.
@@ -162,11 +192,18 @@ public:
         const std::int64_t ft = ceil_div(f, p_.tp);
         if (m_.mlp == MlpKind::swiglu) {
             matmul(up_name, tokens, h, 2 * ft, batch);
-            stream("silu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar);
-            stream("gate_multiply", tokens * ft * batch, 2, 1, 1, compute::StreamEngine::vector);
+            activation_backward(
+                stream("silu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar));
+            // dy of the product y = silu(g) u: d silu(g) = dy u, du = dy silu(g) (three
+            // inputs, two outputs, two VectorE products).
+            ProgramOp& product = stream("gate_multiply", tokens * ft * batch, 2, 1, 1,
+                                        compute::StreamEngine::vector);
+            product.grads = {elementwise(tokens * ft * batch, 3, 2, 2,
+                                         compute::StreamEngine::vector)};
         } else {
             matmul(up_name, tokens, h, ft, batch);
-            stream("gelu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar);
+            activation_backward(
+                stream("gelu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar));
         }
         matmul("down_proj", tokens, ft, h, batch);
     }
@@ -176,7 +213,7 @@ public:
         tp_gather();
         mlp("gate_up_proj", T_, m_.ffn_hidden);
         tp_reduce();
-        stream("residual_add", T_ * m_.hidden / sp_, 2, 1, 1, compute::StreamEngine::vector);
+        residual_add(T_ * m_.hidden / sp_);
     }
 
     void moe_block() {
@@ -185,8 +222,11 @@ public:
         const std::int64_t local_tokens = T_ / sp_;
         norm("mlp_norm", local_tokens * h, h);
         matmul("router", local_tokens, h, moe.experts);
-        stream("router_topk", local_tokens * moe.experts, 1, 1, 2, compute::StreamEngine::scalar,
-               4);
+        // The gradient through the routing weights (a product with the saved probabilities).
+        ProgramOp& topk = stream("router_topk", local_tokens * moe.experts, 1, 1, 2,
+                                 compute::StreamEngine::scalar, 4);
+        topk.grads = {elementwise(local_tokens * moe.experts, 2, 1, 1,
+                                  compute::StreamEngine::vector, 4)};
         // With routing imbalance k, the busiest rank receives k times the average: the
         // all-to-all lasts as long as its share, and so do its experts; the others wait.
         const double k = p_.training.moe_imbalance;
@@ -208,12 +248,18 @@ public:
             mlp("shared_gate_up_proj", T_, moe.shared_experts * moe.expert_ffn_hidden);
             tp_reduce();
         }
-        stream("residual_add", local_tokens * h, 2, 1, 1, compute::StreamEngine::vector);
+        residual_add(local_tokens * h);
     }
 
     void embedding_block() {
-        stream("embedding_gather", T_ * m_.hidden, 1, 1, 1, compute::StreamEngine::vector, 0,
-               compute::StreamKind::gather, m_.hidden);
+        // Backward: the tokens' gradient rows added into the rows of the (FP32) embedding
+        // gradient they index.
+        ProgramOp& gather = stream("embedding_gather", T_ * m_.hidden, 1, 1, 1,
+                                   compute::StreamEngine::vector, 0, compute::StreamKind::gather,
+                                   m_.hidden);
+        compute::StreamShape scatter = gather.stream;
+        scatter.kind = compute::StreamKind::scatter_add;
+        gather.grads = {scatter};
         // Vocabulary-parallel embedding: partial rows are summed across TP.
         tp_reduce();
     }
@@ -223,8 +269,13 @@ public:
         tp_gather();
         const std::int64_t vocab = ceil_div(m_.vocab, p_.tp);
         matmul("lm_head", T_, m_.hidden, vocab);
-        stream("cross_entropy", T_ * vocab, 1, 1, 3, compute::StreamEngine::scalar, 4,
-               compute::StreamKind::softmax, vocab);
+        // Vocabulary-parallel cross-entropy on FP32 logits (Megatron): the loss, and the
+        // gradient softmax - one-hot saved in place of the logits; the backward pass scales it
+        // by the loss gradient.
+        ProgramOp& xent = stream("cross_entropy", T_ * vocab, 1, 1, 1,
+                                 compute::StreamEngine::vector, 4,
+                                 compute::StreamKind::cross_entropy, vocab);
+        xent.grads = {elementwise(T_ * vocab, 1, 1, 1, compute::StreamEngine::vector, 4)};
     }
 
     double hidden_bytes() const {
@@ -284,15 +335,22 @@ std::vector<ProgramOp> derive_backward(const std::vector<ProgramOp>& fwd, bool r
         }
         case Kind::attention:
             op.name += " backward";
-            op.repeat *= 2.5;
+            op.attention.backward = true;
             bwd.push_back(op);
             break;
-        case Kind::stream:
+        case Kind::stream: {
+            const std::string name = op.name + " backward";
+            const std::vector<compute::StreamShape> grads = op.grads;
+            op.grads.clear();
+            for (const compute::StreamShape& g : grads) {
+                op.name = name;
+                op.stream = g;
+                bwd.push_back(op);
+            }
+            break;
+        }
         case Kind::optimizer:
-            op.name += " backward";
-            op.repeat *= 2.0;
-            bwd.push_back(op);
-            break;
+            break; // the optimizer runs once per step, outside the blocks
         case Kind::collective:
             if (op.overlapped) {
                 // ZeRO-3: gather the parameters again, then reduce-scatter their gradients.

@@ -38,9 +38,11 @@ TEST(Validation, Gpt3_175B_On32Trn1) {
     // 32 x trn1.32xlarge, TP 32, PP 8, DP 4, batch 1024: 33.14% MFU (and 12.7 sequences/s).
     const TrainingRun r = run("gpt3-175b-trn1-32n.yaml");
     ASSERT_TRUE(r.step_sim.has_value());
+    // The published MFU (33.14%) and throughput (12.7 sequences/s) disagree with each other:
+    // BENCH1's own MFU method gives 28.8% at 12.7 sequences/s (docs/validation.md). The
+    // throughput is checked; the MFU is printed.
     report("GPT-3 175B, 32 trn1, MFU %", 100.0 * r.step.mfu, 33.14);
     report("GPT-3 175B, 32 trn1, sequences/s", sequences_per_s(r), 12.7);
-    EXPECT_NEAR(r.step.mfu, 0.3314, 0.15 * 0.3314);
     EXPECT_NEAR(sequences_per_s(r), 12.7, 0.15 * 12.7);
 }
 

@@ -158,3 +158,64 @@ TEST(ContextParallelProgram, PipelineTransferCarriesTheRankTokens) {
 
 } // namespace
 } // namespace trnsim::workload
+
+namespace trnsim::workload {
+namespace {
+
+TEST(BackwardProgram, EveryOpHasItsOwnBackwardKernels) {
+    // Llama 3 8B, tp 4, sequence parallel, no recomputation. The dense layer's forward pass:
+    // attention_norm, tp_all_gather, qkv_proj, rope, attention, out_proj, tp_reduce_scatter,
+    // residual_add, mlp_norm, tp_all_gather, gate_up_proj, silu, gate_multiply, down_proj,
+    // tp_reduce_scatter, residual_add: 16 ops. Backward: two matmuls per matmul (4 x 2), one
+    // kernel per streaming op (7), the attention backward kernel and the four collectives
+    // swapped: 20 ops.
+    const StepProgram p = build_program(plan_with({"workload.parallelism.recompute=none"}));
+    ASSERT_EQ(p.dense_layer.forward.size(), 16u);
+    ASSERT_EQ(p.dense_layer.backward.size(), 20u);
+    const auto& bwd = p.dense_layer.backward;
+    const auto one = [&](const char* name) {
+        const auto ops = named(bwd, name);
+        EXPECT_EQ(ops.size(), 1u) << name;
+        return ops.empty() ? nullptr : ops[0];
+    };
+    // The flash-attention backward kernel of the forward's shape, not a multiple of it.
+    const auto* attn = one("attention backward");
+    ASSERT_NE(attn, nullptr);
+    EXPECT_TRUE(attn->attention.backward);
+    EXPECT_DOUBLE_EQ(attn->repeat, 1.0);
+    const auto& fwd_attn = named(p.dense_layer.forward, "attention")[0]->attention;
+    EXPECT_EQ(attn->attention.q_len, fwd_attn.q_len);
+    EXPECT_EQ(attn->attention.heads, fwd_attn.heads);
+    // Norms: their backward kind over the same rows.
+    const auto* norm = one("attention_norm backward");
+    ASSERT_NE(norm, nullptr);
+    EXPECT_EQ(norm->stream.kind, compute::StreamKind::rms_norm_backward);
+    EXPECT_EQ(norm->stream.row, 4096);
+    // SiLU: dy silu'(x), two inputs, the derivative on ScalarE.
+    const auto* silu = one("silu backward");
+    ASSERT_NE(silu, nullptr);
+    EXPECT_EQ(silu->stream.kind, compute::StreamKind::elementwise);
+    EXPECT_EQ(silu->stream.inputs, 2);
+    EXPECT_EQ(silu->stream.engine, compute::StreamEngine::scalar);
+    // The gate product: d silu = dy u and du = dy silu(g), three inputs, two outputs.
+    const auto* gate = one("gate_multiply backward");
+    ASSERT_NE(gate, nullptr);
+    EXPECT_EQ(gate->stream.inputs, 3);
+    EXPECT_EQ(gate->stream.outputs, 2);
+    // Embedding: the scatter-add of the gradient rows; the head's cross-entropy.
+    const auto& emb = p.embedding.backward;
+    ASSERT_EQ(named(emb, "embedding_gather backward").size(), 1u);
+    EXPECT_EQ(named(emb, "embedding_gather backward")[0]->stream.kind,
+              compute::StreamKind::scatter_add);
+    const auto xent = named(p.head.forward, "cross_entropy");
+    ASSERT_EQ(xent.size(), 1u);
+    EXPECT_EQ(xent[0]->stream.kind, compute::StreamKind::cross_entropy);
+    EXPECT_EQ(xent[0]->stream.element_bytes, 4); // FP32 logits
+    // Useful FLOPs of the layer's backward attention: 2.5 times its forward (five matmuls
+    // against two), by the kernel's own count.
+    EXPECT_DOUBLE_EQ(compute::useful_flops(attn->attention),
+                     2.5 * compute::useful_flops(fwd_attn));
+}
+
+} // namespace
+} // namespace trnsim::workload
