@@ -34,7 +34,12 @@
 //   gradients  P w                       (ZeRO-2 and 3: / d)
 //   optimizer  P (4 master + 8 moments)  (ZeRO-1, 2, 3: / d); FP32 training keeps no master copy
 //   activations  per layer and microbatch (Korthikanti et al. 2022, adapted to GQA, SwiGLU and
-//              flash attention; see activation_bytes_per_layer) over the rank's
+//              flash attention; see activation_bytes_per_layer): norm inputs and outputs (the
+//              output not when norms are recomputed), q, k, v, the attention output and
+//              softmax statistics (not when the attention core is recomputed; materialized
+//              attention adds its S x S probabilities and dropout mask), the MLP's
+//              activations (SwiGLU: gate, up and product; the product not when the activation
+//              is recomputed, nothing when the MLP is), dropout masks; over the rank's
 //              microbatch x sequence_length / cp tokens, x layers of the stage x microbatches
 //              in flight (1F1B: min(m, pp - stage); interleaved: x (1 + (pp-1)/(pp v)))
 //              + the FP32 logits of the rank's tokens of one microbatch on the last stage.
@@ -186,9 +191,11 @@ network::GroupShape group_shape_of(const compute::ChipSpec& chip, int ranks_per_
 /// passes around the ring.
 double kv_block_bytes(const ModelSpec& m, std::int64_t tokens, int tp, int element_bytes);
 
-/// Activation bytes one rank keeps for the backward pass of one layer and one microbatch.
+/// Activation bytes one rank keeps for the backward pass of one layer and one microbatch
+/// (`sequence_length`: keys each query sees, for materialized attention's probabilities).
 double activation_bytes_per_layer(const ModelSpec& m, bool moe_layer, std::int64_t tokens,
-                                  int tp, bool sequence_parallel, Recompute recompute,
-                                  int element_bytes, std::int64_t top_k);
+                                  int tp, bool sequence_parallel, const RecomputeSet& recompute,
+                                  int element_bytes, std::int64_t top_k,
+                                  const GraphSpec& graph = {}, std::int64_t sequence_length = 0);
 
 } // namespace trnsim::workload

@@ -34,8 +34,16 @@
 // table, the cross-entropy the scaling of its saved softmax - one-hot, rotary embedding the
 // inverse rotation, a residual addition the sum of the two gradient paths. Each tensor- or
 // context-parallel all-gather becomes a reduce-scatter and vice versa. Activation
-// recomputation prepends forward work to the backward block: the attention core with its
-// key/value gather (selective) or the whole layer (full).
+// recomputation prepends forward work to the backward block: the whole layer (full, but for the
+// ZeRO-3 gathers) or, selective, the parts of workload.parallelism.recompute_parts
+// (RecomputeSet): the attention core with its key/value gather, the norms, the MLP activation
+// or the whole MLP with its TP collectives.
+//
+// Materialized attention (workload.graph.attention) replaces the fused kernel by the scores
+// matmul Q K^T (a batched matmul per query head over all S x S pairs, causal or not), the row
+// softmax (the mask and the scaling fused into it), the attention dropout when there is one,
+// and the P V matmul; their backward passes are the matmuls' gradients and the softmax and
+// dropout backward kernels. Hidden dropout adds a dropout before each residual addition.
 #pragma once
 
 #include "trnsim/compute/kernel.hpp"
@@ -72,6 +80,10 @@ struct ProgramOp {
     /// An all-gather whose output the forward pass does not keep (the context-parallel keys and
     /// values): the backward pass, or the recomputation before it, gathers again.
     bool regather = false;
+    /// The parts of the layer the op belongs to (bit 1 << RecomputePart): what selective
+    /// recomputation may recompute.
+    std::uint8_t parts = 0;
+    bool in(RecomputePart p) const { return (parts >> static_cast<int>(p)) & 1u; }
     /// Name of the collective's backward counterpart; empty: name + " backward".
     std::string backward_name;
 
