@@ -197,6 +197,22 @@ Schema<C> build() {
                     "Fraction of the TensorE peak that matmuls and attention reach at most "
                     "inside a compiled context-encoding (prefill) graph."));
 
+    s.section("collectives",
+              "The runtime's collective engine: what the published nccom-test tables show beyond "
+              "the links (docs/network.md; absent: the links alone). Fitted to named tables.");
+    s.field(duration("collectives.launch",
+                     [](C& c) -> Duration& { return c.collectives.launch; }, "0ns",
+                     "Fixed cost of one collective operation (launch and the ranks' handshake)."));
+    s.field(bandwidth("collectives.rank_bandwidth",
+                      [](C& c) -> Bandwidth& { return c.collectives.rank_bandwidth; }, "0B/s",
+                      "Rate at which one rank's collective transfers move its data (the DMA "
+                      "rings of a collective); 0: the links alone.",
+                      true));
+    s.field(duration("collectives.efa_step_overhead",
+                     [](C& c) -> Duration& { return c.collectives.efa_step_overhead; }, "0ns",
+                     "Extra cost of each collective step that crosses EFA (per-message software "
+                     "and protocol overhead)."));
+
     s.section("instance", "The instance type that holds the chips.");
     s.field(required(text<C>("instance.name", [](C& c) -> std::string& { return c.instance.name; },
                              "", "Instance type.")));

@@ -1,5 +1,7 @@
 #include "trnsim/sim/collective_bench.hpp"
 
+#include "trnsim/workload/plan.hpp"
+
 #include "trnsim/core/error.hpp"
 #include "trnsim/network/collective_sim.hpp"
 #include "trnsim/topology/fabric.hpp"
@@ -55,7 +57,12 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
         req.chips = {0, static_cast<std::uint32_t>(chips_used - 1)};
         req.ranks_per_chip = 1;
     }
-    const network::LocalCosts local{chip.hbm_bandwidth, chip.on_chip_latency};
+    const network::LocalCosts local{chip.hbm_bandwidth,
+                                    chip.on_chip_latency,
+                                    chip.collectives.launch,
+                                    chip.collectives.rank_bandwidth,
+                                    chip.collectives.efa_step_overhead,
+                                    workload::collective_reduce_bandwidth(chip, lnc)};
     network::CollectiveSimOptions options;
     options.exact = spec.exact;
     options.reuse_identical_phases = spec.reuse_identical_phases;

@@ -1,5 +1,7 @@
 #include "trnsim/workload/plan.hpp"
 
+#include "trnsim/compute/cost_model.hpp"
+
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
 
@@ -274,15 +276,44 @@ network::GroupShape group_shape_of(const compute::ChipSpec& chip_spec, int ranks
     return s;
 }
 
+Bandwidth collective_reduce_bandwidth(const compute::ChipSpec& chip, int lnc) {
+    const compute::CostModel model(chip, lnc);
+    compute::StreamShape s;
+    s.kind = compute::StreamKind::reduce;
+    s.inputs = 2;
+    s.element_bytes = 2;
+    s.elements = std::int64_t{16} << 20;
+    const double seconds = model.stream(s).seconds;
+    return Bandwidth::bytes_per_s(static_cast<double>(s.elements) * s.element_bytes /
+                                       seconds);
+}
+
+network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip, int ranks_per_chip,
+                                            const topology::ClusterShape& cluster,
+                                            const std::vector<std::int64_t>& ranks) {
+    network::GroupShape s = group_shape_of(chip, ranks_per_chip, cluster, ranks);
+    s.launch = chip.collectives.launch;
+    s.rank_bandwidth = chip.collectives.rank_bandwidth;
+    s.reduce_bandwidth =
+        collective_reduce_bandwidth(chip, std::max(1, chip.physical_cores / ranks_per_chip));
+    for (auto& l : s.levels) {
+        if (l.link == network::LinkClass::efa) {
+            l.step_latency = l.step_latency + chip.collectives.efa_step_overhead;
+        }
+    }
+    return s;
+}
+
 network::GroupShape Plan::group_shape(CommGroup g) const {
     return shapes_.at(static_cast<std::size_t>(g));
 }
 
 namespace {
 
-/// Decomposes a group (its members in increasing rank order) over the levels of the cluster.
+/// Decomposes a group (its members in increasing rank order) over the levels of the cluster,
+/// with the chip's collective engine.
 network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ranks) {
-    return group_shape_of(p.chip, p.ranks_per_chip, p.cluster, ranks);
+    return group_shape_with_engine(p.chip, p.ranks_per_chip, p.cluster, ranks);
 }
 
 /// Pipeline neighbours: one level, the link class that separates a rank from the same rank of

@@ -132,6 +132,23 @@ struct ServingCosts {
     double prefill_efficiency = 1.0;
 };
 
+/// The Neuron runtime's collective engine on this chip (the chip file's `collectives`
+/// section; docs/network.md, "Collectives against measurements"): what the published
+/// nccom-test tables show beyond the links. Zero values leave only the links and latencies of
+/// the fabric. The presets' values are fitted to named tables by a test helper (tests/support/
+/// collective_fit.hpp); every other table is held out.
+struct CollectiveEngineSpec {
+    /// Fixed cost of one collective operation: the runtime's launch of it and the handshake of
+    /// its ranks before data moves (nccom-test's small-message floor).
+    Duration launch;
+    /// Rate at which one rank's collective transfers move its data: the DMA rings the runtime
+    /// gives a collective (nccom-test's large-message bus bandwidth). Zero: the links alone.
+    Bandwidth rank_bandwidth;
+    /// Extra cost of each algorithm step that crosses EFA: the per-message software, queue and
+    /// protocol overhead beyond the HBM-to-HBM latency of one message.
+    Duration efa_step_overhead;
+};
+
 struct ChipSpec {
     std::string name;
     std::string description;
@@ -174,6 +191,9 @@ struct ChipSpec {
 
     /// Fixed costs of compiled inference graphs (serving section).
     ServingCosts serving;
+
+    /// The runtime's collective engine (collectives section).
+    CollectiveEngineSpec collectives;
 
     /// Coefficients of the analytic kernel model (written by `trnsim calibrate`).
     KernelModelSpec kernel_model;

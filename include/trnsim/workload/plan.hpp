@@ -186,6 +186,19 @@ network::GroupShape group_shape_of(const compute::ChipSpec& chip, int ranks_per_
                                    const topology::ClusterShape& cluster,
                                    const std::vector<std::int64_t>& ranks);
 
+/// The same with the chip's collective engine (compute::CollectiveEngineSpec): the launch cost,
+/// the per-rank collective rate, the EFA step overhead (added to the EFA level's step latency)
+/// and the reduction rate of the calibrated reduce kernel (collective_reduce_bandwidth). The
+/// training plan's groups use it; serving's replicas use the links alone (docs/network.md).
+network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip, int ranks_per_chip,
+                                            const topology::ClusterShape& cluster,
+                                            const std::vector<std::int64_t>& ranks);
+
+/// The rate at which one rank sums received data in a collective's reduction: 32 MiB of BF16
+/// (two inputs, one output) over the time of the chip's calibrated reduce kernel on a rank of
+/// `lnc` cores (compute::CostModel, kernel class reduce).
+Bandwidth collective_reduce_bandwidth(const compute::ChipSpec& chip, int lnc);
+
 /// Bytes of the keys and values of `tokens` tokens on one rank (its kv heads after the TP split,
 /// or every head's up-projected keys and values for MLA): the block a context-parallel rank
 /// passes around the ring.
