@@ -4,19 +4,24 @@
 report.py RESULTS.h5 -o DIR writes DIR/index.html and the PNG plots that fit what the file
 holds (docs/results-schema.md):
 
-  a run (trnsim run)        step-time breakdown; failure timeline (with a reliability section)
-  a sweep (trnsim batch)    time to train against cluster size, when the size varies;
-                            ETTR against the checkpoint interval with 95% confidence bands,
-                            when the interval varies; cost against time to train with the
-                            Pareto frontier of the points, when both vary
-  a plan (trnsim plan)      cost against time to train of every candidate with the estimated
-                            frontier and the simulated finalists; time to train and cost against
-                            cluster size (a line per global batch when the plan searched it);
-                            estimated ETTR against the checkpoint interval of the
-                            best plan's configuration; the best plan's step-time breakdown and
-                            failure timeline
+  a run (trnsim run)        the key figures, then the plan, step, throughput, cost and
+                            reliability figures in groups with their 95% intervals when the
+                            run has replications, the interruptions by cause; the step-time
+                            breakdown and the failure timeline (interruptions per day by cause)
+  a sweep (trnsim batch)    every point with time to train and cost first (mean +- 95%
+                            interval); each swept axis on its own (small multiples); time to
+                            train and cost against cluster size and ETTR against the
+                            checkpoint interval, one panel per value of another axis when
+                            one line per combination would be too many; cost against time
+                            to train with the Pareto frontier
+  a plan (trnsim plan)      the best plan, or that no candidate met the constraints and the
+                            closest misses; the finalists with time to train and cost first;
+                            cost against time to train of every candidate, the best plan per
+                            cluster size, ETTR against the checkpoint interval, the best
+                            plan's breakdown and failure timeline
 
-The HTML page embeds the plots (by relative file name) under a summary table.
+Figures are written as the command line writes them (analysis/trnsim_format.py, tested equal
+to the C++ formatters): 16.8 s, 499K tokens/s, 2.00 GiB, $2,887,234, 99.1%.
 Exit status: 0 success, 2 a missing file or a file that is not a trnsim results file.
 """
 
@@ -31,11 +36,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
+import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
 
+import trnsim_format as fmt  # noqa: E402
 import trnsim_results  # noqa: E402
 
 DAY = 86400.0
@@ -44,8 +50,17 @@ HOUR = 3600.0
 SERIES_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2",
                  "#17becf"]
 FRONTIER_COLOR = "#ff7f0e"
+POINT_COLOR = "#9e9e9e"
 DPI = 90
+#: At most this many lines in one panel; more combinations get panels or are averaged.
 MAX_LINES = 8
+#: Lines of several axes share a panel up to this many; beyond, one axis becomes panels.
+MAX_LINES_SHARED = 4
+#: At most this many panels per row of small multiples.
+MAX_FACETS = 6
+#: Header colours of the time and cost columns (the Chromium test finds them on screen).
+TIME_COLOR = "#fdd9a0"
+COST_COLOR = "#c7e9c0"
 
 
 class ReportError(Exception):
@@ -73,12 +88,15 @@ def kind_of(path):
     return "run"
 
 
-def has_table(path, name):
+def table_or_none(path, name):
     try:
-        trnsim_results.load_table(path, name)
-        return True
+        return trnsim_results.load_table(path, name)
     except KeyError:
-        return False
+        return None
+
+
+def has_table(path, name):
+    return table_or_none(path, name) is not None
 
 
 def swept_keys(points):
@@ -86,41 +104,26 @@ def swept_keys(points):
 
 
 def batch_frame(path):
-    """/batch/mean joined with the swept values of /batch/points: one row per point."""
+    """/batch/mean joined with the swept values of /batch/points (one row per point), the
+    swept keys, and per key its unit and axis (/batch/keys; older files: each key its own
+    axis, units guessed from the values)."""
     points = trnsim_results.load_table(path, "/batch/points")
     mean = trnsim_results.load_table(path, "/batch/mean")
     keys = swept_keys(points)
     frame = mean.merge(points[["point"] + keys], on="point", how="left")
-    return frame, keys
+    table = table_or_none(path, "/batch/keys")
+    units, axes, kinds = {}, {}, {}
+    for i, k in enumerate(keys):
+        units[k], axes[k], kinds[k] = ("text" if points[k].dtype == object else "real"), i, ""
+    if table is not None:
+        for _, row in table.iterrows():
+            k = row["key"]
+            units[k], axes[k], kinds[k] = row["unit"], int(row["axis"]), row["kind"]
+    return frame, keys, units, axes, kinds
 
 
-def label_of(row, keys):
-    parts = []
-    # Long values (whole mappings) only when nothing shorter tells the groups apart.
-    short = [k for k in keys if len(str(row[k])) <= 30]
-    for k in short or keys:
-        v = row[k]
-        if isinstance(v, float) and k.endswith("interval"):
-            v = f"{v / HOUR:g} h"
-        elif isinstance(v, float) and v == int(v):
-            v = int(v)
-        parts.append(f"{'.'.join(k.split('.')[-2:])}={v}")
-    return ", ".join(parts) if parts else "all points"
-
-
-def groups_of(frame, keys):
-    """(label, sub-frame) per combination of `keys`, at most MAX_LINES of them (else one)."""
-    if not keys:
-        return [("all points", frame)]
-    grouped = list(frame.groupby(keys if len(keys) > 1 else keys[0], sort=True, dropna=False))
-    if len(grouped) > MAX_LINES:
-        return [(f"{len(grouped)} combinations of {', '.join(keys)}", frame)]
-    out = []
-    for values, sub in grouped:
-        values = values if isinstance(values, tuple) else (values,)
-        row = dict(zip(keys, values))
-        out.append((label_of(row, keys), sub))
-    return out
+def short_key(key):
+    return ".".join(key.split(".")[-2:])
 
 
 def frontier(time, cost):
@@ -142,7 +145,8 @@ def frontier(time, cost):
 def plain_ticks(ax, axes="xy"):
     """Tick labels as plain numbers (0.5, 2, 100) on log axes; base-10 axes get ticks at 1, 2
     and 5 times the powers of ten."""
-    formatter = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    formatter = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if abs(v) < 1e6
+                                                else fmt.count(v))
     for a in axes:
         axis = ax.xaxis if a == "x" else ax.yaxis
         scale = ax.get_xscale() if a == "x" else ax.get_yscale()
@@ -156,28 +160,30 @@ def plain_ticks(ax, axes="xy"):
 
 
 def save(fig, directory, name):
-    fig.tight_layout()
-    fig.savefig(os.path.join(directory, name), dpi=DPI, pil_kwargs={"optimize": True})
+    fig.savefig(os.path.join(directory, name), dpi=DPI, bbox_inches="tight",
+                pil_kwargs={"optimize": True})
     plt.close(fig)
     return name
 
 
 def plot_breakdown(path, directory, name="breakdown.png", title=""):
-    if not has_table(path, "/step/breakdown"):
-        return None
-    ops = trnsim_results.load_table(path, "/step/breakdown")
-    if ops.empty:
+    ops = table_or_none(path, "/step/breakdown")
+    if ops is None or ops.empty:
         return None
     summary = trnsim_results.load_summary(path).iloc[0]
     top = ops.sort_values("time_per_step_s", ascending=False).head(15).iloc[::-1]
     fig, ax = plt.subplots(figsize=(8, 5))
     colors = [SERIES_COLORS[4] if c else SERIES_COLORS[0] for c in top["collective"]]
     ax.barh(top["op"], top["time_per_step_s"], color=colors)
-    ax.set_xlabel("time per step on the slowest stage (s; standalone, overlaps not removed)")
-    ax.set_title(f"{title}step {summary['step_time_s']:.3g} s, MFU {summary['mfu']:.1%}: "
-                 "largest ops (orange: collectives)", fontsize=10)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+        lambda v, _: fmt.seconds(v) if v else "0"))
+    ax.set_xlabel("time per step on the slowest stage (standalone, overlaps not removed)")
+    ax.set_title(f"{title}step {fmt.seconds(summary['step_time_s'])}, MFU "
+                 f"{fmt.percent(summary['mfu'])}: largest ops (orange: collectives)",
+                 fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     ax.tick_params(axis="y", labelsize=8)
+    fig.tight_layout()
     return save(fig, directory, name), ("Step-time breakdown: the ops that take most of a step "
                                         "on the slowest pipeline stage.")
 
@@ -188,72 +194,275 @@ def plot_timeline(path, directory, name="timeline.png"):
     import timeline
 
     timeline.plot(path, os.path.join(directory, name), dpi=DPI)
-    return name, ("Failure timeline of the first replication: progress, work kept in "
-                  "checkpoints, recoveries (shaded) and cumulative failures by component.")
+    return name, ("Failure timeline of the first replication: progress and work kept in "
+                  "checkpoints; job interruptions per day by cause (the causes of the "
+                  "interruptions table) and component failures per day.")
 
 
-def plot_cluster_size(frame, keys, directory):
-    """Time to train (and cost) against chips, one line per combination of the other keys."""
+# --- sweeps: small multiples -----------------------------------------------------------------
+
+
+class Axes:
+    """The swept axes of a sweep frame: keys grouped by axis (zipped keys together), their
+    units and kinds (/batch/keys), and how to label a combination of values."""
+
+    def __init__(self, frame, keys, units, axes, kinds=None):
+        self.frame = frame
+        self.units = units
+        self.kinds = kinds or {}
+        by_axis = {}
+        for k in keys:
+            by_axis.setdefault(axes.get(k, len(by_axis)), []).append(k)
+        self.groups = [by_axis[a] for a in sorted(by_axis)]
+
+    def varying(self, exclude=()):
+        """The axes (lists of keys) with more than one value, without keys in `exclude`."""
+        out = []
+        for g in self.groups:
+            g = [k for k in g if k not in exclude]
+            if g and self.frame.groupby(g, dropna=False).ngroups > 1:
+                out.append(g)
+        return out
+
+    def values(self, group, frame=None):
+        frame = self.frame if frame is None else frame
+        return frame.groupby(group, dropna=False).ngroups
+
+    def label(self, group_keys, values, short=True):
+        """'tp 8, recompute full': the keys' last components (whole paths unless short)
+        and the values in their units."""
+        parts = []
+        for k, v in zip(group_keys, values):
+            name = k.split(".")[-1] if short else k
+            parts.append(f"{name} {fmt.swept(self.units.get(k), v)}")
+        return ", ".join(parts)
+
+
+def layout(axes, frame, exclude):
+    """How to show a metric against one key when the other axes vary too: (facet axis or None,
+    line axes, averaged axes). Axes with many values (random samples) are averaged over; the
+    rest give one line per combination if there are at most MAX_LINES, else the axis with the
+    fewest values gives one panel per value and the others lines, averaging the axes with the
+    most values until the lines fit."""
+    others = axes.varying(exclude)
+    averaged = [g for g in others if axes.values(g, frame) > MAX_FACETS or
+                axes.kinds.get(g[0]) == "random"]
+    rest = [g for g in others if g not in averaged]
+
+    def combos(groups):
+        keys = [k for g in groups for k in g]
+        return frame.groupby(keys, dropna=False).ngroups if keys else 1
+
+    facet = None
+    if combos(rest) > MAX_LINES or (len(rest) > 1 and combos(rest) > MAX_LINES_SHARED):
+        facet = min(rest, key=lambda g: (axes.values(g, frame), rest.index(g)))
+        rest = [g for g in rest if g is not facet]
+        while rest and (combos(rest) > MAX_LINES or
+                        (len(rest) > 1 and combos(rest) > MAX_LINES_SHARED)):
+            g = max(rest, key=lambda g: (axes.values(g, frame), -rest.index(g)))
+            rest.remove(g)
+            averaged.append(g)
+    return facet, rest, averaged
+
+
+def grouped(frame, groups):
+    """(values tuple, keys, sub-frame) per combination of the axes' keys, in sorted order."""
+    keys = [k for g in groups for k in g]
+    if not keys:
+        return [((), [], frame)]
+    out = []
+    by = keys if len(keys) > 1 else keys[0]
+    for values, sub in frame.groupby(by, sort=True, dropna=False):
+        out.append((values if isinstance(values, tuple) else (values,), keys, sub))
+    return out
+
+
+def draw_series(ax, sub, x, y, scale_y, ci, averaged, color, label):
+    """A line of y against x: the mean over the averaged axes with their range as a band, or
+    the points with their 95% intervals (bars) when nothing is averaged."""
+    if averaged:
+        stats = sub.groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
+        xs = stats.index.to_numpy(dtype=float)
+        ax.plot(xs, stats["mean"] / scale_y, color=color, marker="o", ms=3, lw=1.3,
+                label=label)
+        ax.fill_between(xs, stats["min"] / scale_y, stats["max"] / scale_y, color=color,
+                        alpha=0.15, lw=0)
+    else:
+        sub = sub.sort_values(x)
+        err = sub[ci].fillna(0.0) / scale_y if ci in sub else None
+        ax.errorbar(sub[x], sub[y] / scale_y, yerr=err, color=color, marker="o", ms=3,
+                    lw=1.3, capsize=2, label=label)
+
+
+def facet_figure(axes, frame, x, metrics, exclude, xlabel, xscale, title, xtick=None):
+    """Small multiples of metrics (rows: (column, label, scale, ci column, yscale)) against x:
+    one panel per value of the facet axis, one line per combination of the line axes, the
+    averaged axes as bands; ticks at the x values (labelled by xtick) when there are few.
+    Returns (figure, note on what was averaged)."""
+    facet, lines, averaged = layout(axes, frame, exclude)
+    panels = grouped(frame, [facet]) if facet else [((), [], frame)]
+    if len(panels) > MAX_FACETS:
+        panels = panels[:MAX_FACETS]
+    ncol = len(panels)
+    width = max(8.0, min(3.6 * ncol, 16.0))
+    fig, grid = plt.subplots(len(metrics), ncol, figsize=(width, 3.0 * len(metrics) + 0.6),
+                             squeeze=False, sharex=True, sharey="row")
+    handles = {}
+    for c, (fvalues, fkeys, sub) in enumerate(panels):
+        for r, (y, ylabel, scale_y, ci, yscale) in enumerate(metrics):
+            ax = grid[r][c]
+            for i, (values, keys, part) in enumerate(grouped(sub, lines)):
+                label = axes.label(keys, values) if keys else (
+                    "mean over the other axes" if averaged else "points")
+                color = SERIES_COLORS[i % len(SERIES_COLORS)]
+                draw_series(ax, part, x, y, scale_y, ci, averaged, color, label)
+            ax.set_xscale(xscale)
+            if yscale:
+                ax.set_yscale(yscale)
+            ax.grid(alpha=0.3, which="both")
+            if c == 0:
+                ax.set_ylabel(ylabel)
+            if r == len(metrics) - 1:
+                ax.set_xlabel(xlabel)
+            if r == 0 and fkeys:
+                ax.set_title(axes.label(fkeys, fvalues), fontsize=9)
+            for h, lab in zip(*ax.get_legend_handles_labels()):
+                handles.setdefault(lab, h)
+    xs = sorted(frame[x].dropna().unique())
+    for r, row in enumerate(grid):
+        for ax in row:
+            plain_ticks(ax, "xy" if metrics[r][4] == "log" else "x")
+            if xtick is not None and len(xs) <= 8:
+                ax.set_xticks(xs)
+                ax.set_xticklabels([xtick(v) for v in xs], fontsize=8)
+                ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    note = ""
+    if averaged:
+        names = ", ".join(short_key(k) for g in averaged for k in g)
+        note = f"lines: the mean over {names}; bands: their range"
+        handles[note] = matplotlib.patches.Patch(color=SERIES_COLORS[0], alpha=0.15)
+    else:
+        note = "bars: 95% confidence intervals over the replicates"
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.0, 1, 0.96))
+    if handles:
+        fig.legend(list(handles.values()), list(handles.keys()), loc="upper center",
+                   bbox_to_anchor=(0.5, 0.0), ncol=min(3, len(handles)), fontsize=8,
+                   frameon=False)
+    return fig, note
+
+
+def plot_cluster_size(axes, frame, directory):
+    """Time to train and cost against chips; the other axes as lines, panels or bands."""
     if "chips" not in frame or frame["chips"].nunique() < 2:
         return None
-    others = [k for k in keys if not k.startswith("cluster.") and frame[k].nunique() > 1]
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.5))
-    for i, (label, sub) in enumerate(groups_of(frame, others)):
-        sub = sub.sort_values("chips")
-        color = SERIES_COLORS[i % len(SERIES_COLORS)]
-        left.errorbar(sub["chips"], sub["time_to_train_s"] / DAY,
-                      yerr=sub.get("ci95_time_to_train_s", 0) / DAY, color=color, marker="o",
-                      ms=4, capsize=3, label=label)
-        right.errorbar(sub["chips"], sub["cost_usd"] / 1e6, yerr=sub.get("ci95_cost_usd", 0) / 1e6,
-                       color=color, marker="o", ms=4, capsize=3, label=label)
-    for ax in (left, right):
-        ax.set_xscale("log", base=2)
-        plain_ticks(ax, "x")
-        ax.set_xlabel("chips in the job")
-        ax.grid(alpha=0.3, which="both")
-    left.set_ylabel("time to train (days)")
-    right.set_ylabel("cost (million USD)")
-    left.set_yscale("log")
-    plain_ticks(left, "y")
-    left.legend(fontsize=7)
-    fig.suptitle("Time to train and cost against cluster size (mean and 95% interval)",
-                 fontsize=10)
+    exclude = [k for g in axes.groups for k in g if k.startswith("cluster.")]
+    metrics = [("time_to_train_s", "time to train (days)", DAY, "ci95_time_to_train_s", "log"),
+               ("cost_usd", "cost (million USD)", 1e6, "ci95_cost_usd", None)]
+    ok = frame[np.isfinite(frame["time_to_train_s"])]
+    if ok.empty:
+        return None
+    axes.frame = ok
+    fig, note = facet_figure(axes, ok, "chips", metrics, exclude, "chips in the job", "log",
+                             "Time to train and cost against cluster size",
+                             xtick=lambda v: fmt.integer(int(v)))
+    axes.frame = frame
     return save(fig, directory, "cluster_size.png"), (
-        "Time to train and cost against the number of chips (means over the replicates, bars "
-        "the 95% confidence intervals).")
+        f"Time to train and cost against the number of chips ({note}).")
 
 
-def plot_checkpoint(frame, keys, directory):
-    """ETTR against the checkpoint interval with a 95% band per combination of the others."""
+def plot_checkpoint(axes, frame, directory):
+    """ETTR against the checkpoint interval; the other axes as lines, panels or bands."""
     if "ettr" not in frame or "checkpoint_interval_s" not in frame:
         return None
-    finite = frame[np.isfinite(frame["checkpoint_interval_s"])]
-    others = [k for k in keys if k != "reliability.checkpoint.interval" and frame[k].nunique() > 1]
-    groups = groups_of(finite, others)
-    # Only when the interval varies along a line (not merely between points whose automatic
-    # interval differs).
-    if max((g["checkpoint_interval_s"].nunique() for _, g in groups), default=0) < 2:
+    finite = frame[np.isfinite(frame["checkpoint_interval_s"])].copy()
+    if finite["checkpoint_interval_s"].nunique() < 2:
         return None
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for i, (label, sub) in enumerate(groups):
-        sub = sub.sort_values("checkpoint_interval_s")
-        color = SERIES_COLORS[i % len(SERIES_COLORS)]
-        x = sub["checkpoint_interval_s"] / HOUR
-        y = sub["ettr"]
-        ci = sub.get("ci95_ettr", pd.Series(0.0, index=sub.index)).fillna(0.0)
-        ax.plot(x, y, color=color, marker="o", ms=4, label=label)
-        ax.fill_between(x, y - ci, y + ci, color=color, alpha=0.2, lw=0)
-    ax.set_xscale("log")
-    plain_ticks(ax, "x")
-    ax.set_xlabel("checkpoint interval (hours of training)")
-    ax.set_ylabel("ETTR (effective training time ratio)")
-    ax.set_title("ETTR against the checkpoint interval (mean, shaded: 95% confidence)",
-                 fontsize=10)
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=8)
+    finite["interval_h"] = finite["checkpoint_interval_s"] / HOUR
+    axes.frame = finite
+    facet, lines, averaged = layout(axes, finite, ["reliability.checkpoint.interval"])
+    # Only when the interval varies within a line (not merely between points whose automatic
+    # interval differs).
+    inner = [k for g in ([facet] if facet else []) + lines for k in g]
+    per_line = (finite.groupby(inner)["checkpoint_interval_s"].nunique().max() if inner
+                else finite["checkpoint_interval_s"].nunique())
+    if per_line < 2:
+        axes.frame = frame
+        return None
+    fig, note = facet_figure(axes, finite, "interval_h",
+                             [("ettr", "ETTR", 1.0, "ci95_ettr", None)],
+                             ["reliability.checkpoint.interval"],
+                             "checkpoint interval (of training)", "log",
+                             "ETTR against the checkpoint interval",
+                             xtick=lambda v: fmt.seconds(v * HOUR))
+    axes.frame = frame
     return save(fig, directory, "checkpoint.png"), (
-        "ETTR against the checkpoint interval: the mean over the replicates with its 95% "
-        "confidence band, one line per value of the other swept keys.")
+        f"ETTR (effective training time ratio) against the checkpoint interval ({note}).")
+
+
+def plot_axes(axes, frame, directory):
+    """Each swept axis on its own: every point (grey) and the mean per value (line), for time
+    to train, cost and (with failures) ETTR."""
+    groups = axes.varying()
+    if not groups:
+        return None
+    groups = groups[:MAX_FACETS]
+    metrics = [("time_to_train_s", "time to train (days)", DAY),
+               ("cost_usd", "cost (million USD)", 1e6)]
+    if "ettr" in frame and frame["ettr"].nunique() > 1:
+        metrics.append(("ettr", "ETTR", 1.0))
+    ok = frame[np.isfinite(frame["time_to_train_s"])]
+    if ok.empty:
+        return None
+    fig, grid = plt.subplots(len(metrics), len(groups),
+                             figsize=(3.3 * len(groups) + 0.8, 2.6 * len(metrics) + 0.5),
+                             squeeze=False, sharey="row")
+    for c, g in enumerate(groups):
+        values = grouped(ok, [g])
+        numeric = len(g) == 1 and axes.units.get(g[0]) not in (None, "text")
+        if numeric:
+            xs = [float(v[0]) for v, _, _ in values]
+            positive = all(x > 0 for x in xs)
+            log = positive and max(xs) / min(xs) >= 4
+        else:
+            xs = list(range(len(values)))
+            log = False
+        for r, (y, ylabel, scale_y) in enumerate(metrics):
+            ax = grid[r][c]
+            means = []
+            for xpos, (v, keys, sub) in zip(xs, values):
+                ax.scatter(np.full(len(sub), xpos), sub[y] / scale_y, s=7, color=POINT_COLOR,
+                           zorder=2)
+                means.append(sub[y].mean() / scale_y)
+            ax.plot(xs, means, color=SERIES_COLORS[0], marker="o", ms=4, lw=1.5, zorder=3)
+            if log:
+                ax.set_xscale("log")
+            ax.grid(alpha=0.3, which="both")
+            if c == 0:
+                ax.set_ylabel(ylabel)
+            if r == len(metrics) - 1:
+                ax.set_xlabel(", ".join(short_key(k) for k in g), fontsize=9)
+            if numeric:
+                unit = axes.units.get(g[0])
+                ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+                    lambda v, _, unit=unit: fmt.swept(unit, v)))
+                ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+                if len(xs) <= 6 and axes.kinds.get(g[0]) != "random":
+                    ax.set_xticks(xs)
+                elif not log:
+                    ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(4))
+            else:
+                ax.set_xticks(xs)
+                ax.set_xticklabels([axes.label(keys, v).replace(", ", "\n") if len(keys) > 1
+                                    else fmt.swept(axes.units.get(keys[0]), v[0])
+                                    for v, keys, _ in values], fontsize=7)
+            ax.tick_params(axis="x", labelsize=7)
+    fig.suptitle("Each swept axis on its own: every point (grey) and the mean over the other "
+                 "axes (line)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return save(fig, directory, "axes.png"), (
+        "Each swept axis on its own: the points at each of its values (grey dots, whatever "
+        "the other axes are) and their mean (line).")
 
 
 def finish_cost_time_axes(ax, xlim, ylim, title):
@@ -276,7 +485,7 @@ def runnable_candidates(cands):
                  np.isfinite(cands["time_to_train_s"])]
 
 
-def plot_batch_pareto(frame, keys, directory):
+def plot_batch_pareto(frame, directory):
     ok = frame[np.isfinite(frame["time_to_train_s"]) & np.isfinite(frame["cost_usd"])]
     if len(ok) < 2 or ok["time_to_train_s"].nunique() < 2:
         return None
@@ -304,6 +513,7 @@ def plot_batch_pareto(frame, keys, directory):
     finish_cost_time_axes(ax, (0.8 * min(t), 1.2 * right),
                           (0.8 * min(c), 1.25 * max(c[i] for i in shown)),
                           "Cost against time to train; frontier points labelled by point number")
+    fig.tight_layout()
     return save(fig, directory, "pareto.png"), (
         "Cost against time to train of every point; the Pareto frontier joins the points no "
         "other point beats on both.")
@@ -317,9 +527,9 @@ def plot_plan_pareto(cands, finalists, limits, directory):
     over = runnable[runnable["verdict"] != "ok"]
     ok = runnable[runnable["verdict"] == "ok"]
     ax.scatter(over["time_to_train_s"] / DAY, over["cost_usd"] / 1e6, s=6, color="#bbbbbb",
-               label=f"over the deadline or budget ({len(over)})")
+               label=f"over the deadline or budget ({fmt.integer(len(over))})")
     ax.scatter(ok["time_to_train_s"] / DAY, ok["cost_usd"] / 1e6, s=8, color=SERIES_COLORS[0],
-               label=f"feasible candidates, estimated ({len(ok)})")
+               label=f"feasible candidates, estimated ({fmt.integer(len(ok))})")
     front = runnable[runnable["frontier"] == 1].sort_values("time_to_train_s")
     ax.plot(front["time_to_train_s"] / DAY, front["cost_usd"] / 1e6, color=FRONTIER_COLOR,
             lw=2, label="estimated Pareto frontier")
@@ -345,18 +555,26 @@ def plot_plan_pareto(cands, finalists, limits, directory):
                           (0.8 * shown["cost_usd"].min() / 1e6,
                            1.25 * shown["cost_usd"].max() / 1e6),
                           "Plan search: cost against time to train (finalists by rank)")
+    fig.tight_layout()
     return save(fig, directory, "pareto.png"), (
         "Every candidate the planner estimated (closed forms), the estimated Pareto frontier of "
         "cost and time to train, and the finalists' simulated figures (stars, by rank).")
+
+
+def job_chips(cands, domain):
+    """Chips of each candidate's job (spares not counted): /plan/candidates job_chips, or for
+    older files chips per domain x domains (spares counted in chips only with failures)."""
+    if "job_chips" in cands.columns:
+        return cands["job_chips"]
+    per_domain = cands["chips"] / (cands[domain] + cands["spares"])
+    return (cands[domain] * per_domain).round()
 
 
 def plot_plan_cluster(cands, finalists, domain, limits, directory):
     runnable = runnable_candidates(cands).copy()
     if runnable[domain].nunique() < 2:
         return None
-    # Chips of the job alone (the table counts job and spare chips).
-    per_domain = runnable["chips"] / (runnable[domain] + runnable["spares"])
-    runnable["job_chips"] = (runnable[domain] * per_domain).round()
+    runnable["job_chips"] = job_chips(runnable, domain)
     # One line per global batch when the plan searched it (older files have no such column).
     by_batch = "global_batch" in runnable.columns and runnable["global_batch"].nunique() > 1
     colors = [SERIES_COLORS[0]] + SERIES_COLORS[2:]  # the finalists' colour left out
@@ -367,7 +585,7 @@ def plot_plan_cluster(cands, finalists, domain, limits, directory):
         best_time = rows.groupby("job_chips")["time_to_train_s"].min() / DAY
         best_cost = rows.groupby("job_chips")["cost_usd"].min() / 1e6
         color = colors[i]
-        what = f"batch {int(batch):,}: " if by_batch else ""
+        what = f"batch {fmt.integer(int(batch))}: " if by_batch else ""
         left.plot(best_time.index, best_time.values, marker="o", ms=4, color=color,
                   label=f"{what}fastest candidate (estimate)")
         right.plot(best_cost.index, best_cost.values, marker="o", ms=4, color=color,
@@ -390,6 +608,7 @@ def plot_plan_cluster(cands, finalists, domain, limits, directory):
     right.set_ylabel("cost (million USD)")
     title = "Time to train and cost against cluster size (best candidate per size"
     fig.suptitle(title + (" and global batch, in sequences)" if by_batch else ")"), fontsize=10)
+    fig.tight_layout()
     return save(fig, directory, "cluster_size.png"), (
         "The fastest and the cheapest estimated candidate at each cluster size" +
         (" for each global batch" if by_batch else "") + ", and the simulated finalists.")
@@ -421,9 +640,11 @@ def plot_plan_checkpoint(cands, finalists, domain, directory):
     ax.set_xlabel("checkpoint interval (hours of training)")
     ax.set_ylabel("ETTR")
     ax.set_title(f"ETTR against the checkpoint interval of the best plan's configuration "
-                 f"({int(best[domain])} {domain}, {int(best['spares'])} spares)", fontsize=10)
+                 f"({fmt.integer(int(best[domain]))} {domain}, "
+                 f"{fmt.integer(int(best['spares']))} spares)", fontsize=10)
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=8)
+    fig.tight_layout()
     return save(fig, directory, "checkpoint.png"), (
         "ETTR against the checkpoint interval for the best plan's cluster, parallelism and "
         "spares: the closed-form estimate, and the simulated finalists with their 95% "
@@ -431,68 +652,249 @@ def plot_plan_checkpoint(cands, finalists, domain, directory):
 
 
 # ---------------------------------------------------------------------------------------------
-# Tables
+# HTML
 
 
-def fmt_value(name, v):
-    if isinstance(v, str):
-        return v
-    if v is None or (isinstance(v, float) and math.isnan(v)):
-        return "-"
-    if isinstance(v, float) and math.isinf(v):
-        return "never" if name.endswith("_s") else "inf"
-    if name.endswith("time_to_train_s") or name == "wall_time_s":
-        return f"{v / DAY:.2f} d"
-    if name.endswith("interval_s"):
-        return f"{v:.3g} s" if v < 120 else f"{v / 60:.3g} min"
-    if name.endswith("_s"):
-        return f"{v:.3g} s"
-    if name.endswith("cost_usd"):
-        return f"${v:,.0f}"
-    if name in ("ettr", "mfu", "hfu", "mbu", "sim_ettr", "est_ettr"):
-        return f"{v:.1%}"
-    if isinstance(v, (int, np.integer)) or (isinstance(v, float) and v == int(v) and abs(v) < 1e15):
-        return f"{int(v):,}"
-    return f"{v:.4g}"
+def esc(text):
+    return html.escape(str(text), quote=True)
 
 
-def html_table(frame, columns, ci=()):
-    cols = [c for c in columns if c in frame.columns]
-    out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(c)}</th>" for c in cols) + "</tr>"]
-    for _, row in frame.iterrows():
+#: Readable names of the /summary columns (docs/results-schema.md), by group.
+GROUPS = [
+    ("Plan", [("chips", "chips"), ("instances", "instances"), ("ultraservers", "UltraServers"),
+              ("ranks", "ranks"), ("tp", "tensor parallel"), ("cp", "context parallel"),
+              ("pp", "pipeline stages"), ("dp", "data parallel"), ("ep", "expert parallel"),
+              ("microbatches", "microbatches per replica"), ("parameters", "parameters"),
+              ("active_parameters", "active parameters"),
+              ("memory_per_rank_bytes", "HBM needed per rank"),
+              ("hbm_per_rank_bytes", "HBM per rank")]),
+    ("Step", [("step_time_s", "step time"), ("exposed_comm_s", "exposed communication"),
+              ("bubble_fraction", "pipeline bubble"), ("mfu", "MFU"), ("hfu", "HFU"),
+              ("mbu", "MBU")]),
+    ("Throughput", [("tokens_per_s", "throughput"), ("tokens_per_step", "tokens per step"),
+                    ("steps", "steps"), ("goodput", "goodput (tokens kept)")]),
+    ("Time and cost", [("time_to_train_s", "time to train"),
+                       ("ideal_time_to_train_s", "without failures or checkpoints"),
+                       ("instance_hours", "instance-hours"), ("cost_usd", "cost")]),
+    ("Reliability", [("replications", "replications"), ("ettr", "ETTR"),
+                     ("wall_time_s", "wall time"), ("interruptions", "interruptions"),
+                     ("failures", "component failures"), ("lost_work_s", "work lost"),
+                     ("downtime_s", "downtime"), ("checkpoint_overhead_s", "checkpoint stalls"),
+                     ("checkpoints", "checkpoints"),
+                     ("checkpoint_interval_s", "checkpoint interval"),
+                     ("checkpoint_bytes", "checkpoint size"), ("job_mtbf_s", "job MTBF"),
+                     ("spare_domains", "spare domains"), ("done", "replications done")]),
+]
+#: Columns that identify a row rather than describe the run.
+BOOKKEEPING = {"file", "point", "replicate", "seed", "rank", "candidate"}
+#: Columns of a plan's /summary that describe the finalist, not its run (the finalists table
+#: shows them).
+PLAN_COLUMNS = {"meets_constraints", "frontier", "by_objective", "global_batch", "zero",
+                "microbatch", "recompute", "est_step_time_s", "est_time_to_train_s",
+                "est_cost_usd", "est_ettr", "sim_ettr", "sim_goodput", "misses",
+                "chips_with_spares"}
+#: Header class of the time and cost columns (coloured; the test looks for them).
+KEY_CLASS = {"time_to_train_s": "time", "cost_usd": "cost"}
+
+
+def replicated(row):
+    reps = row.get("replications", row.get("replicates", 1))
+    try:
+        return int(reps) > 1
+    except (TypeError, ValueError):
+        return False
+
+
+def cell(row, name, with_ci=True):
+    """The text of column `name` of `row` (a Series or dict), with its 95% interval when the
+    row has replications and a ci95_ column."""
+    v = row.get(name)
+    half = row.get(f"ci95_{name}") if with_ci else None
+    if half is not None:
+        return fmt.interval(name, v, half, replicated(row))
+    return fmt.column(name, v)
+
+
+class Column:
+    def __init__(self, name, header=None, title=None, text=None, cls=None, left=False):
+        self.name = name
+        self.header = header or name
+        self.title = title or name
+        self.text = text or (lambda row, n=name: cell(row, n))
+        self.cls = cls if cls is not None else KEY_CLASS.get(name)
+        self.left = left
+
+
+def html_table(rows, columns, sticky=1, scroll=False):
+    """A table of rows (Series or dicts) and Columns: the header row sticks to the top and the
+    first `sticky` column(s) to the left inside a scrolling box."""
+    head = []
+    for i, c in enumerate(columns):
+        classes = [x for x in (c.cls, "s" if i < sticky else None, "l" if c.left else None) if x]
+        attr = f" class='{' '.join(classes)}'" if classes else ""
+        # Long key paths may break after their dots.
+        text = esc(c.header).replace(".", ".<wbr>")
+        head.append(f"<th{attr} title='{esc(c.title)}'>{text}</th>")
+    out = [f"<div class='wide{' tall' if scroll else ''}'><table>",
+           "<thead><tr>" + "".join(head) + "</tr></thead><tbody>"]
+    for row in rows:
         cells = []
-        for c in cols:
-            text = fmt_value(c, row[c])
-            if c in ci and f"ci95_{c}" in frame.columns:
-                half = row[f"ci95_{c}"]
-                if isinstance(half, float) and half > 0 and math.isfinite(half):
-                    text += " &plusmn; " + fmt_value(c, half)
-            cells.append(f"<td>{html.escape(text) if '&plusmn;' not in text else text}</td>")
+        for i, c in enumerate(columns):
+            classes = [x for x in ("s" if i < sticky else None, "l" if c.left else None) if x]
+            attr = f" class='{' '.join(classes)}'" if classes else ""
+            cells.append(f"<td{attr}>{esc(c.text(row))}</td>")
         out.append("<tr>" + "".join(cells) + "</tr>")
-    out.append("</table>")
+    out.append("</tbody></table></div>")
     return "\n".join(out)
+
+
+def key_value_table(row, items, caption):
+    """A group of figures: name, value (with its interval), column name."""
+    lines = [f"<table class='kv'><caption>{esc(caption)}</caption>"]
+    for name, label in items:
+        cls = f" class='{KEY_CLASS[name]}'" if name in KEY_CLASS else ""
+        lines.append(f"<tr><th{cls}>{esc(label)}</th><td>{esc(cell(row, name))}</td>"
+                     f"<td class='col'>{esc(name)}</td></tr>")
+    lines.append("</table>")
+    return "\n".join(lines)
+
+
+def key_figures(row):
+    """The figures a reader looks for first, in one line."""
+    parts = [("step time", "step_time_s"), ("throughput", "tokens_per_s"), ("MFU", "mfu"),
+             ("time to train", "time_to_train_s"), ("cost", "cost_usd"), ("ETTR", "ettr")]
+    shown = [f"<span class='fig'>{esc(label)} <b>{esc(cell(row, name))}</b></span>"
+             for label, name in parts if name in row and not _missing(row.get(name))]
+    return "<p class='key'>" + " &middot; ".join(shown) + "</p>"
+
+
+def _missing(v):
+    return v is None or (isinstance(v, float) and math.isnan(v))
 
 
 # ---------------------------------------------------------------------------------------------
 # Reports
 
 
+def run_sections(path, row, with_causes=True, skip=()):
+    """The grouped figures of one run (a /summary row), and its interruptions by cause."""
+    listed = {name for _, items in GROUPS for name, _ in items} | set(skip)
+    parts = [key_figures(row), "<div class='groups'>"]
+    for title, items in GROUPS:
+        items = [(n, label) for n, label in items if n in row]
+        if items:
+            parts.append(key_value_table(row, items, title))
+    rest = [(n, n) for n in row.index if n not in listed and n not in BOOKKEEPING and
+            not n.startswith("ci95_")]
+    if rest:
+        parts.append(key_value_table(row, rest, "Other columns"))
+    parts.append("</div>")
+    causes = table_or_none(path, "/run/causes") if with_causes else None
+    if causes is not None and not causes.empty:
+        # Most interruptions first, ties in /run/causes order (as `trnsim run` lists them).
+        causes = causes.sort_values("interruptions", ascending=False, kind="stable")
+        parts.append("<h3>Interruptions by cause (means per replication)</h3>")
+        parts.append(html_table(
+            [r for _, r in causes.iterrows()],
+            [Column("cause", left=True), Column("interruptions"),
+             Column("failures", header="failures (spares included)"),
+             Column("component", left=True), Column("effect", left=True),
+             Column("distribution", left=True),
+             Column("mtbf_s", header="MTBF of one component",
+                    text=lambda r: fmt.column("mtbf_s", r["mtbf_s"])
+                    if r["mtbf_s"] > 0 else "-")]))
+    return "\n".join(parts)
+
+
 def report_run(path, directory):
     plots = [plot_breakdown(path, directory), plot_timeline(path, directory)]
-    summary = trnsim_results.load_summary(path).iloc[0]
-    names = [c for c in summary.index if c != "file" and not c.startswith("ci95_")]
-    frame = pd.DataFrame({"column": names, "value": [fmt_value(c, summary[c]) for c in names]})
-    return "One run", html_table(frame, ["column", "value"]), plots
+    row = trnsim_results.load_summary(path).iloc[0]
+    reps = int(row.get("replications", 1)) if "replications" in row else 1
+    heading = ("One run" + (f", {fmt.integer(reps)} replications (mean &plusmn; 95% interval)"
+                            if reps > 1 else ""))
+    return heading, run_sections(path, row), plots
 
 
 def report_batch(path, directory):
-    frame, keys = batch_frame(path)
-    plots = [plot_cluster_size(frame, keys, directory), plot_checkpoint(frame, keys, directory),
-             plot_batch_pareto(frame, keys, directory)]
-    columns = ["point"] + keys + ["replicates", "chips", "time_to_train_s", "cost_usd", "ettr",
-                                  "goodput", "checkpoint_interval_s", "mfu"]
-    table = html_table(frame, columns, ci=("time_to_train_s", "cost_usd", "ettr", "goodput"))
-    return f"Sweep of {len(frame)} points (mean &plusmn; 95% interval)", table, plots
+    frame, keys, units, axes_of, kinds = batch_frame(path)
+    axes = Axes(frame, keys, units, axes_of, kinds)
+    plots = [plot_axes(axes, frame, directory), plot_cluster_size(axes, frame, directory),
+             plot_checkpoint(axes, frame, directory), plot_batch_pareto(frame, directory)]
+    cols = [Column("point")]
+    for name, header in (("time_to_train_s", "time to train"), ("cost_usd", "cost"),
+                         ("ettr", "ETTR"), ("goodput", "goodput")):
+        if name in frame:
+            cols.append(Column(name, header=header))
+    for k in keys:
+        cols.append(Column(k, header=k, left=units.get(k) == "text",
+                           text=lambda r, k=k: fmt.swept(units.get(k), r[k])))
+    for name, header in (("replicates", "runs"), ("chips", "chips"),
+                         ("checkpoint_interval_s", "checkpoint interval"), ("mfu", "MFU")):
+        if name in frame:
+            cols.append(Column(name, header=header,
+                               text=(lambda r, n=name: cell(r, n, with_ci=False))))
+    reps = frame["replicates"].max() if len(frame) else 0
+    runs = int(frame["replicates"].sum()) if len(frame) else 0
+    described = []
+    for g in axes.groups:
+        values = sorted({tuple(v) for v in frame[g].itertuples(index=False)},
+                        key=lambda t: [(0, x, "") if isinstance(x, (int, float)) else
+                                       (1, 0, str(x)) for x in t])
+        shown = [", ".join(fmt.swept(units.get(k), x) for k, x in zip(g, v))
+                 for v in values[:8]]
+        more = f", ... ({fmt.integer(len(values))} values)" if len(values) > 8 else ""
+        kind = " (random samples)" if kinds.get(g[0]) == "random" else ""
+        described.append(f"<li><code>{esc(', '.join(g))}</code>{kind}: "
+                         f"{esc('; '.join(shown))}{esc(more)}</li>")
+    per_point = (f" ({fmt.integer(int(reps))} per point; mean &plusmn; 95% interval)"
+                 if reps > 1 else "")
+    intro = (f"<p>{fmt.integer(len(frame))} points, {fmt.integer(runs)} runs{per_point}. "
+             f"Swept axes:</p><ul>{''.join(described)}</ul>")
+    table = intro + html_table([r for _, r in frame.iterrows()], cols, sticky=1,
+                               scroll=len(frame) > 25)
+    return f"Sweep of {fmt.integer(len(frame))} points", table, plots
+
+
+def counted_spares(c, domain):
+    """The spare domains a candidate's chips count: its spares with a reliability section, 0
+    without (the planner's rule; `trnsim plan` prints the same)."""
+    if c["job_chips"] <= 0:
+        return 0
+    return int(round((c["chips"] - c["job_chips"]) * c[domain] / c["job_chips"]))
+
+
+def describe_candidate(c, domain_name):
+    """As `trnsim plan` describes its closest misses and best plan."""
+    spares = counted_spares(c, domain_name[1])
+    return (f"{fmt.integer(int(c[domain_name[1]]))} {domain_name[0]} "
+            f"({fmt.integer(int(c['job_chips']))} chips) + {fmt.integer(spares)} spare, batch "
+            f"{fmt.integer(int(c['global_batch']))}, tp {int(c['tp'])} cp {int(c['cp'])} "
+            f"pp {int(c['pp'])} dp {fmt.integer(int(c['dp']))}")
+
+
+def plan_constraints_text(limits):
+    parts = [str(limits["objective"])]
+    if np.isfinite(limits["deadline_s"]):
+        parts.append(f"deadline {fmt.seconds(limits['deadline_s'])}")
+    if np.isfinite(limits["budget_usd"]):
+        parts.append(f"budget {fmt.money(limits['budget_usd'])}")
+    if np.isfinite(limits["max_chips"]):
+        parts.append(f"at most {fmt.integer(int(limits['max_chips']))} chips")
+    if limits["min_ettr"] > 0:
+        parts.append(f"ETTR at least {fmt.percent(limits['min_ettr'])}")
+    if limits["hbm_headroom"] > 0:
+        parts.append(f"HBM headroom {fmt.percent(limits['hbm_headroom'])}")
+    return "; ".join(parts)
+
+
+def closest(cands):
+    """(fastest, cheapest) candidate indexes among those that run (verdict ok, deadline or
+    budget), the first on ties (the planner's rule), -1 for none."""
+    run = runnable_candidates(cands).reset_index(drop=True)
+    if run.empty:
+        return -1, -1
+    return (int(run.sort_values(["time_to_train_s", "candidate"]).iloc[0]["candidate"]),
+            int(run.sort_values(["cost_usd", "candidate"]).iloc[0]["candidate"]))
 
 
 def report_plan(path, directory):
@@ -500,22 +902,147 @@ def report_plan(path, directory):
     cands = cands.set_index("candidate", drop=False)
     finalists = trnsim_results.load_summary(path)
     domain = "ultraservers" if "ultraservers" in cands.columns else "instances"
+    domain_name = ("UltraServers" if domain == "ultraservers" else "instances", domain)
+    cands["job_chips"] = job_chips(cands, domain)
     limits = trnsim_results.load_table(path, "/plan/constraints").iloc[0]
+    search = table_or_none(path, "/plan/search")
+    verdicts = table_or_none(path, "/plan/verdicts")
     plots = [plot_plan_pareto(cands, finalists, limits, directory),
              plot_plan_cluster(cands, finalists, domain, limits, directory),
              plot_plan_checkpoint(cands, finalists, domain, directory),
              plot_breakdown(path, directory, title="best plan: "),
              plot_timeline(path, directory)]
-    columns = ["rank", domain, "chips", "global_batch", "tp", "cp", "pp", "dp", "zero",
-               "microbatch", "recompute",
-               "checkpoint_interval_s", "spare_domains", "step_time_s", "sim_ettr",
-               "time_to_train_s", "cost_usd", "meets_constraints", "frontier", "est_ettr",
-               "est_time_to_train_s", "est_cost_usd"]
-    counts = cands["verdict"].value_counts()
-    text = ", ".join(f"{n:,} {v}" for v, n in counts.items())
-    table = (f"<p>{len(cands):,} candidates: {html.escape(text)}.</p>\n" +
-             html_table(finalists, columns, ci=("time_to_train_s", "cost_usd")))
-    return "Plan: finalists in rank order", table, plots
+    parts = [f"<p>Objective and constraints: {esc(plan_constraints_text(limits))}.</p>"]
+    if verdicts is not None:
+        counts = [(str(r["verdict"]), int(r["candidates"]), str(r["example"]))
+                  for _, r in verdicts.iterrows()]
+    else:
+        counts = [(v, int(n), "") for v, n in cands["verdict"].value_counts().items()]
+    feasible = sum(n for v, n, _ in counts if v == "ok")
+    rejected = ", ".join(f"{fmt.integer(n)} {v}" for v, n, _ in counts if v != "ok")
+    parts.append(f"<p>{fmt.integer(len(cands))} candidates estimated: "
+                 f"{fmt.integer(feasible)} feasible"
+                 f"{esc('; rejected: ' + rejected) if rejected else ''}.</p>")
+    examples = [(v, e) for v, _, e in counts if e]
+    if examples:
+        parts.append("<ul class='why'>" + "".join(
+            f"<li>e.g. <b>{esc(v)}</b>: {esc(e)}</li>" for v, e in examples) + "</ul>")
+    if finalists.empty or "rank" not in finalists or not len(finalists):
+        if search is not None:
+            fastest, cheapest = int(search.iloc[0]["fastest"]), int(search.iloc[0]["cheapest"])
+        else:
+            fastest, cheapest = closest(cands)
+        parts.append("<div class='none'><p><b>No candidate met the constraints</b>: nothing was "
+                     "simulated. The closest estimates (closed forms):</p>")
+        rows = []
+        for which, i in (("fastest", fastest), ("cheapest", cheapest)):
+            if i >= 0 and not (which == "cheapest" and i == fastest):
+                c = cands.loc[i]
+                rows.append({"which": which, "time_to_train_s": c["time_to_train_s"],
+                             "cost_usd": c["cost_usd"], "misses": c["verdict"],
+                             "ettr": c["ettr"], "config": describe_candidate(
+                                 c, domain_name), "candidate": i})
+            elif i >= 0:
+                rows[0]["which"] = "fastest and cheapest"
+        if rows:
+            parts.append(html_table(rows, [
+                Column("which", header="", left=True),
+                Column("time_to_train_s", header="time to train (estimate)",
+                       text=lambda r: fmt.column("time_to_train_s", r["time_to_train_s"])),
+                Column("cost_usd", header="cost (estimate)",
+                       text=lambda r: fmt.column("cost_usd", r["cost_usd"])),
+                Column("misses", header="misses", text=lambda r: r["misses"], left=True),
+                Column("ettr", header="ETTR (estimate)",
+                       text=lambda r: fmt.column("ettr", r["ettr"])),
+                Column("config", header="configuration", text=lambda r: r["config"], left=True),
+                Column("candidate", text=lambda r: fmt.integer(r["candidate"]))]))
+        else:
+            parts.append("<p>No candidate could run at all: every one was rejected before "
+                         "its time was estimated (see the reasons above).</p>")
+        parts.append("</div>")
+        return "Plan: no candidate met the constraints", "\n".join(parts), plots
+
+    best = finalists.iloc[0]
+    c = cands.loc[int(best["candidate"])]
+    if int(best["meets_constraints"]):
+        parts.append(f"<p class='key'>Best plan: <b>{esc(describe_candidate(c, domain_name))}"
+                     f"</b>: time to train <b>{esc(cell(best, 'time_to_train_s'))}</b>, cost "
+                     f"<b>{esc(cell(best, 'cost_usd'))}</b> (simulated).</p>")
+    else:
+        parts.append("<p class='key'><b>No finalist meets every constraint once simulated</b>; "
+                     "see the notes column.</p>")
+    finalists = finalists.copy()
+    finalists["chips_with_spares"] = [int(cands.loc[int(i)]["chips"])
+                                      for i in finalists["candidate"]]
+
+    def notes(r):
+        out = []
+        if int(r.get("frontier", 0)):
+            out.append("pareto")
+        if not int(r.get("meets_constraints", 1)):
+            miss = r.get("misses", "")
+            out.append("misses " + (miss if isinstance(miss, str) and miss else "a constraint"))
+        return "; ".join(out) or "-"
+
+    finalists["spares"] = [counted_spares(cands.loc[int(i)], domain)
+                           for i in finalists["candidate"]]
+    cols = [Column("rank"),
+            Column("time_to_train_s", header="time to train"),
+            Column("cost_usd", header="cost"),
+            Column("sim_ettr", header="ETTR",
+                   text=lambda r: fmt.interval("sim_ettr", r["sim_ettr"], r.get("ci95_ettr"),
+                                               replicated(r))),
+            Column("step_time_s", header="step"),
+            Column("notes", text=notes, left=True),
+            Column(domain, header=domain_name[0]),
+            Column("chips", header="job chips", title="chips of the job (/summary chips)"),
+            Column("chips_with_spares", header="chips with spares",
+                   title="job and spare chips (/plan/candidates chips; the chips column of "
+                         "trnsim plan's table)"),
+            Column("spares", header="spares",
+                   title="spare domains (counted only with a reliability section)"),
+            Column("global_batch", header="batch"),
+            Column("tp"), Column("cp"), Column("pp"), Column("dp"), Column("ep"),
+            Column("zero"), Column("microbatch", header="mb"), Column("recompute"),
+            Column("checkpoint_interval_s", header="checkpoint interval"),
+            Column("est_time_to_train_s", header="time (estimate)"),
+            Column("est_cost_usd", header="cost (estimate)"),
+            Column("est_ettr", header="ETTR (estimate)")]
+    cols = [c for c in cols if c.name in finalists.columns or c.name == "notes"]
+    parts.append(f"<h3>Finalists in rank order ({fmt.integer(len(finalists))}, simulated)</h3>")
+    parts.append(html_table([r for _, r in finalists.iterrows()], cols, sticky=1))
+    parts.append("<h3>The best plan's run</h3>")
+    parts.append(run_sections(path, best, skip=PLAN_COLUMNS))
+    return "Plan: the best plan and the finalists", "\n".join(parts), plots
+
+
+STYLE = """
+body{font-family:sans-serif;margin:1.5em auto;max-width:1400px;padding:0 1em;color:#222}
+h2{margin-top:1.2em}
+.wide{overflow-x:auto;max-width:100%;margin:0.5em 0}
+.wide.tall{max-height:80vh;overflow-y:auto}
+table{border-collapse:separate;border-spacing:0;font-size:0.85em}
+td,th{border-bottom:1px solid #ddd;border-right:1px solid #eee;padding:2px 6px;
+ text-align:right;white-space:nowrap}
+th{background:#eee;position:sticky;top:0;z-index:2;white-space:normal;max-width:9em;
+ vertical-align:bottom}
+td.s,th.s{position:sticky;left:0;z-index:1;background:#fff;border-right:1px solid #bbb}
+th.s{z-index:3;background:#eee}
+th.time{background:TIME_COLOR}
+th.cost{background:COST_COLOR}
+.l{text-align:left}
+.groups{display:flex;flex-wrap:wrap;gap:1em;align-items:flex-start}
+table.kv caption{font-weight:bold;text-align:left;padding:2px 0}
+table.kv th{position:static;text-align:left;font-weight:normal;max-width:none;
+ white-space:nowrap}
+table.kv td.col{color:#888;font-family:monospace;font-size:0.9em;text-align:left}
+p.key{font-size:1.1em}
+.fig{white-space:nowrap}
+.none{border:2px solid #d62728;background:#fff5f5;padding:0.2em 1em 0.8em}
+ul.why{font-size:0.85em;color:#444}
+img{max-width:100%}
+figure{margin:1.5em 0}
+"""
 
 
 def write_report(path, directory):
@@ -528,28 +1055,27 @@ def write_report(path, directory):
         raise ReportError(f"{path}: {e}") from None
     os.makedirs(directory, exist_ok=True)
     builders = {"run": report_run, "batch": report_batch, "plan": report_plan}
-    heading, table, plots = builders[kind](path, directory)
+    heading, body, plots = builders[kind](path, directory)
     plots = [p for p in plots if p is not None]
     name = meta.get("name", os.path.basename(path))
     parts = [
         "<!DOCTYPE html>",
         "<html><head><meta charset='utf-8'>",
-        f"<title>trnsim report: {html.escape(name)}</title>",
-        "<style>body{font-family:sans-serif;max-width:1100px;margin:2em auto}"
-        "table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;"
-        "padding:2px 6px;text-align:right}th{background:#eee}img{max-width:100%}"
-        "figure{margin:1.5em 0}</style>",
+        "<meta name='viewport' content='width=device-width'>",
+        f"<title>trnsim report: {esc(name)}</title>",
+        "<style>" + STYLE.replace("\n", "").replace("TIME_COLOR", TIME_COLOR)
+        .replace("COST_COLOR", COST_COLOR) + "</style>",
         "</head><body>",
-        f"<h1>{html.escape(name)}</h1>",
-        f"<p>{html.escape(os.path.basename(path))}: a {kind} written by trnsim "
-        f"{html.escape(str(meta.get('trnsim_version', '?')))} (results schema "
-        f"{meta.get('schema_version')}), seed {meta.get('seed')}.</p>",
+        f"<h1>{esc(name)}</h1>",
+        f"<p>{esc(os.path.basename(path))}: a {kind} written by trnsim "
+        f"{esc(meta.get('trnsim_version', '?'))} (results schema "
+        f"{esc(meta.get('schema_version'))}), seed {esc(meta.get('seed'))}.</p>",
         f"<h2>{heading}</h2>",
-        table,
+        body,
     ]
     for file, caption in plots:
-        parts.append(f"<figure><img src='{html.escape(file)}' alt='{html.escape(caption)}'>"
-                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+        parts.append(f"<figure><img src='{esc(file)}' alt='{esc(caption)}'>"
+                     f"<figcaption>{esc(caption)}</figcaption></figure>")
     parts.append("</body></html>")
     index = os.path.join(directory, "index.html")
     with open(index, "w", encoding="utf-8") as out:

@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import pandas as pd  # noqa: E402
 
+import trnsim_format  # noqa: E402
 import trnsim_results  # noqa: E402
 
 DEFAULT_COLUMNS = [
@@ -42,9 +43,16 @@ file (or is newer than this reader), or an unknown column.
 """
 
 
-def _format_float(v: float) -> str:
-    """Six significant digits, but whole numbers rather than exponents for large values."""
-    return f"{v:.0f}" if abs(v) >= 1e5 else f"{v:.6g}"
+def human(df: pd.DataFrame) -> pd.DataFrame:
+    """The cells as the command line prints them (analysis/trnsim_format.py): 16.8 s,
+    499K tokens/s, 15.2 GiB, $2,887,234, 35.7%; the file and the name as they are."""
+    out = pd.DataFrame(index=df.index)
+    for c in df.columns:
+        if c in ("file", "name"):
+            out[c] = df[c]
+        else:
+            out[c] = [trnsim_format.column(c, v) for v in df[c]]
+    return out
 
 
 def fail(message: str) -> "NoReturn":  # noqa: F821
@@ -99,7 +107,9 @@ def main(argv=None) -> int:
         help="comma-separated columns to show, in this order (default: see below)",
     )
     parser.add_argument(
-        "--csv", action="store_true", help="print CSV (full precision) instead of an aligned table"
+        "--csv", action="store_true",
+        help="print CSV (plain numbers in the columns' units, full precision) instead of an "
+        "aligned table in human units (16.8 s, 15.2 GiB, $2,887,234)"
     )
     args = parser.parse_args(argv)
 
@@ -109,7 +119,7 @@ def main(argv=None) -> int:
         if args.csv:
             df.to_csv(sys.stdout, index=False)
         else:
-            print(df.to_string(index=False, float_format=_format_float))
+            print(human(df).to_string(index=False))
         sys.stdout.flush()
     except BrokenPipeError:
         # Output piped into head(1) and the like: stop quietly.

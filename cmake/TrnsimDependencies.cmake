@@ -48,6 +48,17 @@ if(TRNSIM_WITH_MPI)
     trnsim_require(MPI_C_FOUND "MPI (TRNSIM_WITH_MPI=ON)" "libopenmpi-dev openmpi-bin")
 endif()
 
+# The Python module (python/): Debian's pybind11 against Debian's python3 (the interpreter
+# that sees python3-pandas), never another python3 earlier on PATH.
+if(TRNSIM_WITH_PYTHON)
+    if(EXISTS /usr/bin/python3)
+        set(PYTHON_EXECUTABLE /usr/bin/python3 CACHE FILEPATH "Python for the trnsim module")
+    endif()
+    find_package(pybind11 CONFIG QUIET)
+    trnsim_require(pybind11_FOUND "pybind11 (the Python module; -DTRNSIM_WITH_PYTHON=OFF skips it)"
+                   "pybind11-dev python3-dev")
+endif()
+
 if(TRNSIM_BUILD_TESTS)
     find_package(GTest QUIET)
     trnsim_require(GTest_FOUND "GoogleTest" libgtest-dev)

@@ -18,18 +18,23 @@ namespace po = boost::program_options;
 
 namespace trnsim::cli {
 
+namespace {
+/// Bounds of --ultraservers and --instances (the fabric then checks its own, smaller limit).
+constexpr std::int64_t kMaxDomains = 1 << 20;
+} // namespace
+
 int cmd_collective(const std::vector<std::string>& args) {
     po::options_description opts("options");
     opts.add_options()("help,h", "show this help")(
         "chip", po::value<std::string>()->default_value("trn2"), "chip preset or file")(
         "fabric", po::value<std::string>(), "fabric preset or file (default: <chip>-ultracluster)")(
-        "ultraservers", po::value<std::int64_t>()->default_value(0), "UltraServers in the cluster")(
-        "instances", po::value<std::int64_t>()->default_value(0),
+        "ultraservers", po::value<std::string>(), "UltraServers in the cluster")(
+        "instances", po::value<std::string>(),
         "plain instances in the cluster (no NeuronLink between them)")(
-        "lnc", po::value<int>()->default_value(0), "physical cores per rank (default: the chip's)")(
+        "lnc", po::value<std::string>(), "physical cores per rank (default: the chip's)")(
         "op", po::value<std::string>()->default_value("all_reduce"),
         "all_reduce, reduce_scatter, all_gather, all_to_all, broadcast, send_recv")(
-        "ranks", po::value<std::int64_t>()->default_value(0), "ranks taking part (default: all)")(
+        "ranks", po::value<std::string>(), "ranks taking part (default: all)")(
         "sizes", po::value<std::string>()->default_value("1KiB:1GiB"),
         "bytes per rank: FIRST:LAST in powers of two, or a comma list")(
         "algorithm", po::value<std::string>()->default_value("auto"),
@@ -64,8 +69,8 @@ int cmd_collective(const std::vector<std::string>& args) {
     spec.chip = config::load_chip(vm["chip"].as<std::string>());
     spec.fabric = config::load_fabric(vm.count("fabric") ? vm["fabric"].as<std::string>()
                                                          : spec.chip.name + "-ultracluster");
-    spec.cluster.ultraservers = vm["ultraservers"].as<std::int64_t>();
-    spec.cluster.instances = vm["instances"].as<std::int64_t>();
+    spec.cluster.ultraservers = integer_flag(vm, "ultraservers", 1, kMaxDomains, 0);
+    spec.cluster.instances = integer_flag(vm, "instances", 1, kMaxDomains, 0);
     if (spec.cluster.ultraservers > 0 && spec.cluster.instances > 0) {
         throw UsageError("give --ultraservers or --instances, not both");
     }
@@ -74,8 +79,8 @@ int cmd_collective(const std::vector<std::string>& args) {
         (spec.fabric.scale_up.ultraserver_instances > 1 ? spec.cluster.ultraservers
                                                         : spec.cluster.instances) = 1;
     }
-    spec.lnc = vm["lnc"].as<int>();
-    spec.ranks = vm["ranks"].as<std::int64_t>();
+    spec.lnc = static_cast<int>(integer_flag(vm, "lnc", 1, 64, 0));
+    spec.ranks = integer_flag(vm, "ranks", 2, std::int64_t{1} << 40, 0);
     spec.exact = vm.count("exact") > 0;
     spec.reuse_identical_phases = vm.count("no-reuse") == 0;
     try {

@@ -1,6 +1,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 
+#include "outputs.hpp"
 #include "report.hpp"
 
 #include "trnsim/config/load.hpp"
@@ -20,6 +21,7 @@
 
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <utility>
 
 namespace po = boost::program_options;
@@ -50,6 +52,21 @@ Parsed parse(const std::vector<std::string>& args, const po::options_description
 
 config::ScenarioSpec load(const std::string& file, const std::vector<std::string>& overrides) {
     return config::load_scenario(file, overrides);
+}
+
+/// The collective benchmark of a scenario with workload.type: collective.
+sim::CollectiveBenchSpec collective_bench_of(const config::ScenarioSpec& spec, int threads) {
+    sim::CollectiveBenchSpec bench;
+    bench.chip = spec.hardware.chip;
+    bench.lnc = spec.hardware.lnc;
+    bench.fabric = spec.fabric;
+    bench.cluster = spec.cluster;
+    bench.op = spec.collective.op;
+    bench.sizes = spec.collective.sizes;
+    bench.ranks = spec.collective.ranks;
+    bench.algorithm = spec.collective.algorithm;
+    bench.threads = threads;
+    return bench;
 }
 
 /// simulation.threads: a number, or 0 for auto (the engine's default team: OMP_NUM_THREADS
@@ -83,34 +100,22 @@ int cmd_run(const std::vector<std::string>& args) {
     if (!p.vm.count("scenario")) {
         throw UsageError("trnsim run needs a scenario file\nusage: trnsim run SCENARIO.yaml");
     }
-    std::vector<std::string> overrides;
-    if (p.vm.count("set")) {
-        overrides = p.vm["set"].as<std::vector<std::string>>();
-    }
-    if (p.vm.count("threads")) {
-        overrides.push_back("simulation.threads=" + p.vm["threads"].as<std::string>());
-    }
-    if (p.vm.count("output")) {
-        // As an override, so the stored scenario records where its results went.
-        overrides.push_back("output.file=" + p.vm["output"].as<std::string>());
-    }
-    if (p.vm.count("trace")) {
-        overrides.push_back("output.trace=" + p.vm["trace"].as<std::string>());
-    }
-    const config::ScenarioSpec spec = load(p.vm["scenario"].as<std::string>(), overrides);
+    const auto option = [&](const char* name) -> std::optional<std::string> {
+        if (!p.vm.count(name)) {
+            return std::nullopt;
+        }
+        return p.vm[name].as<std::string>();
+    };
+    const config::ScenarioSpec spec = config::load_scenario_with(
+        p.vm["scenario"].as<std::string>(),
+        run_overrides(p.vm.count("set") ? p.vm["set"].as<std::vector<std::string>>()
+                                        : std::vector<std::string>{},
+                      option("output"), option("trace"), option("threads")));
     const int threads = resolve_threads(spec.simulation.threads);
     if (spec.workload_type == config::WorkloadType::collective) {
-        sim::CollectiveBenchSpec bench;
-        bench.chip = spec.hardware.chip;
-        bench.lnc = spec.hardware.lnc;
-        bench.fabric = spec.fabric;
-        bench.cluster = spec.cluster;
-        bench.op = spec.collective.op;
-        bench.sizes = spec.collective.sizes;
-        bench.ranks = spec.collective.ranks;
-        bench.algorithm = spec.collective.algorithm;
-        bench.threads = threads;
+        const sim::CollectiveBenchSpec bench = collective_bench_of(spec, threads);
         const bool quiet = p.vm.count("quiet") > 0;
+        check_scenario_outputs(spec);
         sim::CollectiveBenchResult result;
         try {
             bool first = true;
@@ -132,16 +137,22 @@ int cmd_run(const std::vector<std::string>& args) {
         }
         return 0;
     }
+    check_scenario_outputs(spec);
     sim::TrainingRun run;
     try {
         run = sim::run_training(spec);
     } catch (const InputError& e) {
         throw e.located(spec.sources);
     }
-    results::write_hdf5(spec.output.file, report::run_results(spec, run, {TRNSIM_VERSION, threads}));
+    // Both files complete before either replaces anything: no results without their trace.
+    std::vector<results::PendingFile> files;
+    files.push_back(results::stage_hdf5(spec.output.file,
+                                        report::run_results(spec, run, {TRNSIM_VERSION, threads})));
     if (run.step_sim && !spec.output.trace.empty()) {
-        results::write_chrome_trace(spec.output.trace, report::step_trace(spec, *run.step_sim));
+        files.push_back(results::stage_chrome_trace(spec.output.trace,
+                                                    report::step_trace(spec, *run.step_sim)));
     }
+    results::commit_all(files);
     if (!p.vm.count("quiet")) {
         print_run(std::cout, spec, run);
         std::cout << "  results    " << spec.output.file << "\n";
@@ -182,32 +193,28 @@ int cmd_validate(const std::vector<std::string>& args) {
         return validate_study(file);
     }
     const config::ScenarioSpec spec = load(file, overrides);
+    check_scenario_outputs(spec); // what run would refuse, validate refuses
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
+    // Every check that run makes before it simulates: what run refuses, validate refuses.
     if (spec.workload_type == config::WorkloadType::training) {
         workload::Plan plan;
         try {
-            plan = sim::make_plan(spec);
-            if (spec.reliability.enabled) {
-                reliability::validate(sim::reliability_input(spec, plan, {}));
-            }
+            plan = sim::check_training(spec);
         } catch (const InputError& e) {
             throw e.located(spec.sources);
         }
         print_plan(std::cout, spec, plan);
     } else {
-        // The fabric must hold the cluster.
-        topology::FabricSpec fabric = spec.fabric;
-        if (spec.cluster.instances > 0) {
-            fabric.scale_up.ultraserver_instances = 0;
-        }
         try {
-            const topology::Fabric f = topology::Fabric::build(
-                fabric, spec.cluster.instances > 0 ? spec.cluster.instances : spec.cluster.ultraservers);
-            std::cout << "  cluster    " << fmt::integer(f.chips()) << " " << spec.hardware.chip.name
-                      << " chips on fabric " << fabric.name << "\n";
+            sim::check_collective_bench(collective_bench_of(spec, 1));
         } catch (const InputError& e) {
             throw e.located(spec.sources);
         }
+        const std::int64_t domains =
+            spec.cluster.instances > 0 ? spec.cluster.instances : spec.cluster.ultraservers;
+        std::cout << "  cluster    " << fmt::integer(domains)
+                  << (spec.cluster.instances > 0 ? " instances" : " UltraServers") << " of "
+                  << spec.hardware.chip.name << " on fabric " << spec.fabric.name << "\n";
     }
     std::cout << "  valid\n";
     return 0;
@@ -274,7 +281,8 @@ void describe_chip(const std::string& name) {
                                            std::to_string(c.chips_per_ultraserver()) + " chips"
                                      : "none");
     row("serving", "per graph " + fmt::duration(c.serving.iteration_overhead) + ", per kernel " +
-                       fmt::duration(c.serving.kernel_overhead) + "; prefill at most " +
+                       fmt::duration(c.serving.kernel_overhead) + ", per prefill graph " +
+                       fmt::duration(c.serving.prefill_graph_overhead) + "; prefill at most " +
                        fmt::fixed(100.0 * c.serving.prefill_efficiency, 1) +
                        "% of TensorE peak (docs/serving.md)");
 }
@@ -354,8 +362,8 @@ topology::Fabric build_cluster_fabric(topology::FabricSpec spec, std::int64_t ul
 void describe_topology(const std::vector<std::string>& args) {
     po::options_description opts("options");
     opts.add_options()("help,h", "show this help")(
-        "ultraservers", po::value<std::int64_t>()->default_value(0), "number of UltraServers")(
-        "instances", po::value<std::int64_t>()->default_value(0),
+        "ultraservers", po::value<std::string>(), "number of UltraServers")(
+        "instances", po::value<std::string>(),
         "number of plain instances (no NeuronLink between them)");
     po::options_description hidden;
     hidden.add_options()("fabric", po::value<std::string>(), "fabric preset or file");
@@ -375,8 +383,9 @@ void describe_topology(const std::vector<std::string>& args) {
     }
     const auto start = std::chrono::steady_clock::now();
     const topology::FabricSpec spec = config::load_fabric(p.vm["fabric"].as<std::string>());
-    const topology::Fabric f = build_cluster_fabric(spec, p.vm["ultraservers"].as<std::int64_t>(),
-                                                    p.vm["instances"].as<std::int64_t>());
+    const topology::Fabric f =
+        build_cluster_fabric(spec, integer_flag(p.vm, "ultraservers", 1, 1 << 20, 0),
+                             integer_flag(p.vm, "instances", 1, 1 << 20, 0));
     const auto built = std::chrono::steady_clock::now();
     const topology::FabricReport r = topology::analyse(f);
     const auto analysed = std::chrono::steady_clock::now();

@@ -99,6 +99,8 @@ constexpr const char* kKernelClasses =
     "  adamw PARAMETERS             AdamW update (--grad-bytes, --weight-bytes)\n"
     "Streaming kernels take their element type from --dtype (or --bytes).\n";
 
+constexpr std::int64_t kMaxDimension = std::int64_t{1} << 40;
+
 std::vector<std::int64_t> parse_shape(const std::string& text, std::size_t parts,
                                       const std::string& what) {
     std::vector<std::int64_t> v;
@@ -115,6 +117,12 @@ std::vector<std::int64_t> parse_shape(const std::string& text, std::size_t parts
         if (n <= 0) {
             throw UsageError("shape '" + text + "': expected " + what +
                              " as positive whole numbers joined by 'x'");
+        }
+        if (n > kMaxDimension) {
+            // Far past any program the detailed model simulates, and past what the shape
+            // arithmetic (products, splits over cores) holds in 64 bits.
+            throw UsageError("shape '" + text + "': " + item + " is above the limit of " +
+                             std::to_string(kMaxDimension) + " (2^40) per dimension");
         }
         v.push_back(n);
         if (x == std::string::npos) {
@@ -301,6 +309,8 @@ int cmd_kernel(const std::vector<std::string>& args) {
         throw UsageError("trnsim kernel needs a kernel class and a shape\nusage: " +
                          std::string(kKernelUsage) + "\n" + kKernelClasses);
     }
+    // Printed once both models ran: a shape refused on the way prints nothing but the error.
+    std::ostringstream out;
     const compute::ChipSpec chip = config::load_chip(vm["chip"].as<std::string>());
     const int lnc = positive(vm, "lnc", chip.lnc_default, 64);
     if (std::find(chip.lnc_allowed.begin(), chip.lnc_allowed.end(), lnc) == chip.lnc_allowed.end()) {
@@ -308,8 +318,9 @@ int cmd_kernel(const std::vector<std::string>& args) {
     }
     const compute::Kernel k =
         make_kernel(vm["class"].as<std::string>(), vm["shape"].as<std::string>(), vm);
+    compute::check_detailed_size(k, lnc); // before anything is printed
     const compute::Kernel piece = compute::split_across_cores(k, lnc);
-    std::cout << chip.name << " " << compute::to_string(compute::class_of(k)) << " "
+    out << chip.name << " " << compute::to_string(compute::class_of(k)) << " "
               << compute::describe(k) << ": one rank of " << lnc << " NeuronCore"
               << (lnc > 1 ? "s" : "") << " (LNC=" << lnc << ")"
               << (lnc > 1 ? ", " + compute::describe(piece) + " per core" : std::string()) << "\n";
@@ -341,7 +352,7 @@ int cmd_kernel(const std::vector<std::string>& args) {
     for (std::size_t e = 0; e < compute::kEngineKinds; ++e) {
         busy[e] = d.core.busy_fraction(static_cast<compute::EngineKind>(e));
     }
-    std::cout << "detailed: " << milliseconds(d.seconds()) << ", "
+    out << "detailed: " << milliseconds(d.seconds()) << ", "
               << rates(d.seconds(), d.flops(), d.hbm_bytes()) << "; " << bound_text(busy)
               << "\n          busy: " << engines_line(busy) << "\n          " << d.tiling
               << "; " << d.simulated << " program" << (d.simulated == 1 ? "" : "s")
@@ -354,13 +365,14 @@ int cmd_kernel(const std::vector<std::string>& args) {
     for (std::size_t e = 0; e < compute::kEngineKinds; ++e) {
         share[e] = a.seconds > 0.0 ? std::min(1.0, nominal[e] / a.seconds) : 0.0;
     }
-    std::cout << "analytic: " << milliseconds(a.seconds) << ", "
+    out << "analytic: " << milliseconds(a.seconds) << ", "
               << rates(a.seconds, a.flops, a.hbm_bytes) << "; " << bound_text(share)
               << "\n          busy (nominal): " << engines_line(share) << "; "
               << (a.seconds >= d.seconds() ? "+" : "")
               << fmt::fixed(100.0 * (a.seconds / d.seconds() - 1.0), 1) << "% vs detailed"
               << (analytic.calibrated() ? "" : " (chip file not calibrated: nominal coefficients)")
               << "\n";
+    std::cout << out.str();
     return 0;
 }
 

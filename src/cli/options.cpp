@@ -2,6 +2,8 @@
 
 #include "trnsim/core/error.hpp"
 
+#include <charconv>
+
 namespace po = boost::program_options;
 
 namespace trnsim::cli {
@@ -20,6 +22,22 @@ po::variables_map parse_options(const std::vector<std::string>& args,
         throw UsageError(std::string(e.what()) + "\nusage: " + usage);
     }
     return vm;
+}
+
+std::int64_t integer_flag(const po::variables_map& vm, const std::string& name, std::int64_t lo,
+                          std::int64_t hi, std::int64_t absent) {
+    if (!vm.count(name)) {
+        return absent;
+    }
+    const std::string text = vm[name].as<std::string>();
+    std::int64_t v = 0;
+    const char* end = text.data() + text.size();
+    const auto res = std::from_chars(text.data(), end, v);
+    if (text.empty() || res.ec != std::errc() || res.ptr != end || v < lo || v > hi) {
+        throw UsageError("--" + name + ": expected a whole number from " + std::to_string(lo) +
+                         " to " + std::to_string(hi) + ", got '" + text + "'");
+    }
+    return v;
 }
 
 } // namespace trnsim::cli

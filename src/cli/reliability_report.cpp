@@ -46,6 +46,28 @@ std::string components_text(const reliability::RunFacts& f) {
     return text.empty() ? "none" : text;
 }
 
+/// Why the checkpoint interval is what it is, as the summary's parenthesis.
+std::string interval_reason(const reliability::RunFacts& f) {
+    using reliability::IntervalReason;
+    const std::string daly = "Daly's optimum " + fmt::seconds(f.checkpoint_daly_s) +
+                             " for a stall of " + fmt::seconds(f.checkpoint_stall_s);
+    switch (f.checkpoint_interval_reason) {
+    case IntervalReason::fixed:
+        return "";
+    case IntervalReason::daly:
+        return " (auto: " + daly + ")";
+    case IntervalReason::no_failures:
+        return " (auto: nothing interrupts the job)";
+    case IntervalReason::one_step:
+        return f.checkpoint_daly_s > 0 ? " (auto: " + daly + ", raised to one step)"
+                                       : " (raised to one step)";
+    case IntervalReason::copy_bound:
+        return std::string(f.checkpoint_daly_s > 0 ? " (auto: " + daly + ", raised" : " (raised") +
+               " to the background copy: a snapshot waits for the previous one's copy)";
+    }
+    return "";
+}
+
 } // namespace
 
 void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
@@ -76,8 +98,7 @@ void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
     ckpt += "; every " +
             (std::isfinite(f.checkpoint_interval_s) ? fmt::seconds(f.checkpoint_interval_s)
                                                     : std::string("never")) +
-            (rs.checkpoint.interval == Duration::zero() ? " (auto: Daly)" : "") + "; restore " +
-            fmt::seconds(f.restore_s);
+            interval_reason(f) + "; restore " + fmt::seconds(f.restore_s);
     line(out, "checkpoint", ckpt);
     const int n = static_cast<int>(r.replications.size());
     std::string how = spec.simulation.duration == Duration::zero()
@@ -111,8 +132,10 @@ void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
                           seconds_ci(r.estimate("checkpoint_overhead_s")));
     const Estimate& done = r.estimate("done");
     if (done.mean < 1.0) {
-        line(out, "", fmt::percent(done.mean) + " of the replications finished within the run; "
-                                                 "time to train projected from the ETTR");
+        line(out, "", fmt::percent(done.mean) + " of the replications finished within the run" +
+                          (std::isfinite(run.time_to_train_s)
+                               ? "; time to train projected from the ETTR"
+                               : ""));
     }
     line(out, "", "without failures: " + fmt::seconds(run.ideal_time_to_train_s) +
                       "; engine: " + fmt::integer(f.entities) + " entities, " +

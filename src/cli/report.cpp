@@ -149,11 +149,19 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
                       "; exposed communication " + fmt::seconds(e.exposed_comm_s) + " per step");
     line(out, "throughput", fmt::count(e.tokens_per_s) + " tokens/s; MFU " + fmt::percent(e.mfu) +
                                 ", HFU " + fmt::percent(e.hfu) + ", MBU " + fmt::percent(e.mbu));
-    line(out, "training",
-         grouped(run.plan.steps) + " steps in " + fmt::seconds(run.time_to_train_s) + "; " +
-             grouped(static_cast<std::int64_t>(run.instance_hours)) + " instance-hours x " +
-             fmt::money(spec.cost.instance_hour) + " = " +
-             fmt::money(Money::usd(run.cost_usd)));
+    if (std::isfinite(run.time_to_train_s) && std::isfinite(run.instance_hours)) {
+        line(out, "training",
+             grouped(run.plan.steps) + " steps in " + fmt::seconds(run.time_to_train_s) + "; " +
+                 grouped(static_cast<std::int64_t>(run.instance_hours)) + " instance-hours x " +
+                 fmt::money(spec.cost.instance_hour) + " (" + spec.cost.origin + ") = " +
+                 fmt::money(Money::usd(run.cost_usd)));
+    } else {
+        // No replication made progress to project from (ETTR 0): no time, hours or cost.
+        line(out, "training",
+             grouped(run.plan.steps) + " steps: not done; the job makes no progress within the "
+                                       "run (failures stop it faster than it recovers), so it "
+                                       "has no time to train or cost");
+    }
     if (run.reliability) {
         print_reliability(out, spec, run);
     }

@@ -2,6 +2,7 @@
 #include "commands.hpp"
 #include "options.hpp"
 
+#include "outputs.hpp"
 #include "progress.hpp"
 #include "study_report.hpp"
 
@@ -118,6 +119,14 @@ Options parse_study_options(const std::vector<std::string>& args, const std::str
     return o;
 }
 
+/// The plan's results file against the plan and every file its base scenario read.
+void check_plan_output(const config::PlanSpec& plan, const config::ScenarioSpec& base,
+                       const std::string& output, const std::optional<std::string>& option) {
+    std::vector<std::string> inputs{plan.file};
+    inputs.insert(inputs.end(), base.input_files.begin(), base.input_files.end());
+    check_study_output(output, option, plan.output_origin, std::move(inputs));
+}
+
 /// Everything a batch needs before it runs, the same on every MPI rank.
 struct Prepared {
     study::Sweep sweep;
@@ -136,6 +145,11 @@ Prepared prepare_batch(const Options& o) {
     p.points = study::prepare(p.sweep, o.threads);
     p.context = report::batch_context(p.base.resolved_yaml, p.sweep.base_seed);
     p.output = o.output.value_or(spec.output_file);
+    std::vector<std::string> inputs{o.file};
+    for (const auto& point : p.points) {
+        inputs.insert(inputs.end(), point.input_files.begin(), point.input_files.end());
+    }
+    check_study_output(p.output, o.output, spec.output_origin, std::move(inputs));
     return p;
 }
 
@@ -271,6 +285,7 @@ int validate_study(const std::string& file) {
     if (config::file_kind(file) == config::FileKind::plan) {
         const config::PlanSpec plan = config::load_plan(file);
         const config::ScenarioSpec base = config::load_scenario_with(plan.base, {});
+        check_plan_output(plan, base, plan.output_file, std::nullopt);
         const auto candidates = study::enumerate(plan, base);
         std::cout << "trnsim: plan " << plan.name << " (" << file << "): base " << base.name
                   << ", objective " << config::to_string(plan.objective) << ", "
@@ -278,14 +293,17 @@ int validate_study(const std::string& file) {
                   << " candidates\n  valid\n";
         return 0;
     }
-    Options o;
-    o.file = file;
-    o.threads = threads;
-    const Prepared p = prepare_batch(o);
-    std::cout << "trnsim: sweep " << p.sweep.spec.name << " (" << file << "): base "
-              << p.base.name << ", " << fmt::integer(static_cast<std::int64_t>(p.sweep.points.size()))
-              << " points x " << p.sweep.replications << " replicate"
-              << (p.sweep.replications == 1 ? "" : "s") << ", every point valid\n"
+    // Every point checked as batch checks it, none kept: memory does not grow with the points.
+    const config::SweepSpec spec = config::load_sweep(file);
+    const config::ScenarioSpec base = config::load_scenario_with(spec.base, spec.fixed);
+    const study::Sweep sweep = study::expand(spec, base.seed, base.simulation.replications);
+    std::vector<std::string> inputs = study::validate(sweep, threads);
+    inputs.push_back(file);
+    check_study_output(spec.output_file, std::nullopt, spec.output_origin, std::move(inputs));
+    std::cout << "trnsim: sweep " << sweep.spec.name << " (" << file << "): base " << base.name
+              << ", " << fmt::integer(static_cast<std::int64_t>(sweep.points.size()))
+              << " points x " << sweep.replications << " replicate"
+              << (sweep.replications == 1 ? "" : "s") << ", every point valid\n"
               << "  valid\n";
     return 0;
 }
@@ -299,6 +317,7 @@ int cmd_plan(const std::vector<std::string>& args) {
     const config::PlanSpec plan = config::load_plan(o.file);
     const config::ScenarioSpec base = config::load_scenario_with(plan.base, {});
     const std::string output = o.output.value_or(plan.output_file);
+    check_plan_output(plan, base, output, o.output);
     const auto start = std::chrono::steady_clock::now();
     const study::PlanResult result =
         study::run_plan(plan, base, o.threads, [&](const std::string& msg) {

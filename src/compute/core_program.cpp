@@ -1,6 +1,7 @@
 #include "trnsim/compute/core_program.hpp"
 
 #include "trnsim/core/assert.hpp"
+#include "trnsim/core/error.hpp"
 
 #include "instruction_costs.hpp"
 
@@ -97,6 +98,13 @@ bool ProgramBuilder::fits() const {
 
 ProgramBuilder::Id ProgramBuilder::add(Instruction ins, std::span<const Buffer> reads,
                                        std::span<const Buffer> writes, Id extra) {
+    if (static_cast<std::int64_t>(program_.instructions.size()) >= kMaxProgramInstructions) {
+        throw InputError("kernel", "the kernel needs more than " +
+                                       std::to_string(kMaxProgramInstructions) +
+                                       " instructions on one core; the detailed model simulates "
+                                       "at most " + std::to_string(kMaxProgramInstructions) +
+                                       " (give a smaller shape)");
+    }
     const Id id = static_cast<Id>(program_.instructions.size());
     // The last instruction this one waits for on each in-order unit, and every instruction on
     // the scheduled units.

@@ -196,6 +196,10 @@ Schema<C> build() {
                     "0.01 to 1",
                     "Fraction of the TensorE peak that matmuls and attention reach at most "
                     "inside a compiled context-encoding (prefill) graph."));
+    s.field(duration("serving.prefill_graph_overhead",
+                     [](C& c) -> Duration& { return c.serving.prefill_graph_overhead; }, "0ns",
+                     "Per context-encoding graph beyond iteration_overhead: switching the cores "
+                     "to the prefill executable and preparing the prompt on the host."));
 
     s.section("collectives",
               "The runtime's collective engine: what the published nccom-test tables show beyond "
@@ -239,6 +243,21 @@ Schema<C> build() {
         "instance.price", [](C& c) -> Money& { return c.instance.price_per_hour; }, parse_money,
         "money", "", Money::usd(0.0), Money::usd(1e9), false, ">= 0",
         "On-demand price per instance-hour.")));
+    s.field(quantity<C, Money>(
+        "instance.price_reserved_1y",
+        [](C& c) -> Money& { return c.instance.price_reserved_1y; }, parse_money, "money", "0USD",
+        Money::usd(0.0), Money::usd(1e9), false, ">= 0",
+        "Effective hourly price of a 1-year reservation (0: not sourced)."));
+    s.field(quantity<C, Money>(
+        "instance.price_reserved_3y",
+        [](C& c) -> Money& { return c.instance.price_reserved_3y; }, parse_money, "money", "0USD",
+        Money::usd(0.0), Money::usd(1e9), false, ">= 0",
+        "Effective hourly price of a 3-year reservation (0: not sourced)."));
+    s.field(quantity<C, Money>(
+        "instance.price_capacity_block",
+        [](C& c) -> Money& { return c.instance.price_capacity_block; }, parse_money, "money",
+        "0USD", Money::usd(0.0), Money::usd(1e9), false, ">= 0",
+        "Hourly price of an EC2 Capacity Block (0: not sourced)."));
 
     s.section("kernel_model",
               "Calibrated analytic kernel model, written by trnsim calibrate (absent: nominal "

@@ -133,6 +133,35 @@ Entry<T> text(std::string path, Ref<T, std::string> ref, std::string def, std::s
     return e;
 }
 
+/// A file to write (output.file, output.trace): a non-empty name of printable characters.
+/// An empty one would otherwise read as "not given" and quietly become the default.
+template <class T>
+Entry<T> file_name(std::string path, Ref<T, std::string> ref, std::string def, std::string doc) {
+    auto e = make_entry<T>(std::move(path), "file name", std::move(def), "non-empty, printable",
+                           std::move(doc));
+    e.apply = [ref](T& out, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                    const Context&) {
+        const std::string v = scalar_text(n, p, loc);
+        if (v.empty()) {
+            throw InputError(p, "is empty: give a file name, or leave the key out for the default",
+                             loc);
+        }
+        for (char c : v) {
+            const auto b = static_cast<unsigned char>(c);
+            if (b < 0x20 || b == 0x7f) {
+                const char* digits = "0123456789abcdef";
+                throw InputError(p,
+                                 std::string("contains a control character (byte 0x") +
+                                     digits[b >> 4] + digits[b & 15] +
+                                     "): a file name must be printable",
+                                 loc);
+            }
+        }
+        ref(out) = v;
+    };
+    return e;
+}
+
 template <class T>
 Entry<T> boolean(std::string path, Ref<T, bool> ref, std::string def, std::string doc) {
     auto e = make_entry<T>(std::move(path), "boolean", std::move(def), "true, false",

@@ -3,6 +3,7 @@
 
 #include "trnsim/compute/cost_model.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/core/input_file.hpp"
 
 #include "tables.hpp"
 
@@ -11,9 +12,10 @@
 #include <cmath>
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
 #include <numeric>
 #include <sstream>
+
+#include <yaml-cpp/eventhandler.h>
 
 #ifndef TRNSIM_DEFAULT_DATA_DIR
 #define TRNSIM_DEFAULT_DATA_DIR "."
@@ -126,28 +128,120 @@ std::vector<std::string> presets_in(const fs::path& dir) {
 
 namespace {
 
-/// Reads a YAML file; syntax errors become InputErrors at the offending position.
-YAML::Node read_yaml_file(const fs::path& file, const std::string& path,
-                          const SourceLocation& referenced_at) {
-    std::ifstream in(file);
-    if (!in) {
-        throw InputError(path, "cannot read file '" + file.string() + "'", referenced_at);
-    }
-    std::stringstream buf;
-    buf << in.rdbuf();
-    try {
-        return YAML::Load(buf.str());
-    } catch (const YAML::ParserException& e) {
-        throw InputError("", "YAML syntax error: " + e.msg,
-                         {file.string(), e.mark.line + 1, e.mark.column + 1});
-    }
+/// Reads a YAML file; syntax errors become InputErrors at the offending position. The file is
+/// noted in `ctx` (Context::note_read).
+YAML::Node read_yaml_file(const fs::path& file, const std::string& what, const std::string& path,
+                          const SourceLocation& referenced_at, const Context& ctx) {
+    const std::string text = read_input_file(file, what, path, referenced_at);
+    YAML::Node root = parse_yaml(text, file.string());
+    ctx.note_read(file, text);
+    return root;
 }
 
 } // namespace
 
-YAML::Node read_yaml(const fs::path& file, const std::string& path,
-                     const SourceLocation& referenced_at) {
-    return read_yaml_file(file, path, referenced_at);
+namespace {
+
+/// Records where each document of a YAML stream starts (yaml-cpp's events, nothing built).
+class DocumentStarts : public YAML::EventHandler {
+public:
+    std::vector<YAML::Mark> starts;
+    void OnDocumentStart(const YAML::Mark& mark) override { starts.push_back(mark); }
+    void OnDocumentEnd() override {}
+    void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+    void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  const std::string&) override {}
+    void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                         YAML::EmitterStyle::value) override {}
+    void OnSequenceEnd() override {}
+    void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                    YAML::EmitterStyle::value) override {}
+    void OnMapEnd() override {}
+};
+
+} // namespace
+
+namespace {
+
+/// Whether `text` may hold a second document: a document marker ("---" or "...", at the start
+/// of a line, alone or before a space) after the first document's content. Markers cannot
+/// appear inside scalars at the start of a line, so a text without one holds one document.
+bool may_hold_documents(const std::string& text) {
+    bool content = false;
+    std::size_t start = 0;
+    while (start < text.size()) {
+        std::size_t end = text.find('\n', start);
+        if (end == std::string::npos) {
+            end = text.size();
+        }
+        const std::string_view line(text.data() + start, end - start);
+        const bool marker = line.size() >= 3 && (line.substr(0, 3) == "---" ||
+                                                 line.substr(0, 3) == "...") &&
+                            (line.size() == 3 || line[3] == ' ' || line[3] == '\t' ||
+                             line[3] == '\r');
+        if (marker && (content || line[0] == '.')) {
+            return true;
+        }
+        const auto first = line.find_first_not_of(" \t\r");
+        if (!marker && first != std::string_view::npos && line[first] != '#' &&
+            line[first] != '%') {
+            content = true;
+        }
+        start = end + 1;
+    }
+    return false;
+}
+
+} // namespace
+
+YamlDocument load_one_document(const std::string& text) {
+    YamlDocument d;
+    try {
+        d.node = YAML::Load(text);
+        if (!may_hold_documents(text)) {
+            return d;
+        }
+        // YAML::Load keeps the first document and drops the others without a word: count
+        // them. (Not with YAML::LoadAll: on a stray ',' it returns empty documents forever.)
+        std::istringstream in(text);
+        YAML::Parser parser(in);
+        DocumentStarts docs;
+        if (parser.HandleNextDocument(docs) && parser.HandleNextDocument(docs) &&
+            docs.starts.size() > 1) {
+            d.mark = docs.starts[1];
+            if (docs.starts[1].pos == docs.starts[0].pos) {
+                // The parser did not move: a character no document can start with.
+                const auto at = static_cast<std::size_t>(std::max(0, d.mark.pos));
+                d.error = "YAML syntax error: unexpected '" +
+                          (at < text.size() ? std::string(1, text[at]) : std::string()) + "'";
+            } else {
+                d.error = "holds more than one YAML document (a second one begins with ---); "
+                          "trnsim reads exactly one";
+            }
+            d.node = YAML::Node();
+        }
+    } catch (const YAML::ParserException& e) {
+        d.error = "YAML syntax error: " + e.msg;
+        d.mark = e.mark;
+        d.node = YAML::Node();
+    }
+    return d;
+}
+
+YAML::Node parse_yaml(const std::string& text, const std::string& file) {
+    YamlDocument d = load_one_document(text);
+    if (!d.error.empty()) {
+        const bool marked = !d.mark.is_null();
+        throw InputError("", d.error.rfind("holds", 0) == 0 ? "the file " + d.error : d.error,
+                         {file, marked ? d.mark.line + 1 : 1, marked ? d.mark.column + 1 : 1});
+    }
+    return d.node;
+}
+
+YAML::Node read_yaml(const fs::path& file, const std::string& what, const std::string& path,
+                     const SourceLocation& referenced_at, const Context& ctx) {
+    return read_yaml_file(file, what, path, referenced_at, ctx);
 }
 
 namespace {
@@ -200,6 +294,21 @@ std::string closest(const std::string& word, const std::vector<std::string>& can
     return best;
 }
 
+namespace {
+
+/// Whether `p` names an existing file; a name the file system cannot hold (too long, an
+/// unreadable directory on the way) is an InputError at `path`, never a filesystem_error.
+bool present(const fs::path& p, const std::string& path, const SourceLocation& loc) {
+    std::error_code ec;
+    const bool there = fs::exists(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+        throw InputError(path, "cannot look up '" + p.string() + "': " + ec.message(), loc);
+    }
+    return there;
+}
+
+} // namespace
+
 fs::path find_preset(const std::string& ref, const char* kind_dir, const char* kind_name,
                      const Context& ctx, const std::string& path, const SourceLocation& loc) {
     if (ref.empty()) {
@@ -209,18 +318,18 @@ fs::path find_preset(const std::string& ref, const char* kind_dir, const char* k
         fs::path p(ref);
         if (p.is_relative()) {
             const fs::path beside = ctx.base_dir / p;
-            if (fs::exists(beside)) {
+            if (present(beside, path, loc)) {
                 return beside;
             }
         }
-        if (fs::exists(p)) {
+        if (present(p, path, loc)) {
             return p;
         }
         throw InputError(path, std::string(kind_name) + " file '" + ref + "' not found", loc);
     }
     const fs::path dir = ctx.data_dir / kind_dir;
     const fs::path file = dir / (ref + ".yaml");
-    if (fs::exists(file)) {
+    if (present(file, path, loc)) {
         return file;
     }
     const auto names = presets_in(dir);
@@ -291,17 +400,22 @@ Spec load_ref(const std::string& ref, const char* dir, const char* kind, const S
               Check check, const Context& ctx, const std::string& path,
               const SourceLocation& loc) {
     const fs::path file = find_preset(ref, dir, kind, ctx, path, loc);
-    const YAML::Node root = read_yaml_file(file, path, loc);
-    SourceMap sources;
-    Context c;
-    c.file = file.string();
-    c.base_dir = file.parent_path();
-    c.data_dir = ctx.data_dir;
-    c.sources = &sources;
-    Spec spec;
-    schema.load(spec, root, c, {c.file, 1, 1});
-    check(spec, c, SourceLocation{c.file, 1, 1});
-    return spec;
+    return cached_preset<Spec>(std::string(kind) + ":" + file.string(), ctx, [&](const Context& in) {
+        const YAML::Node root = read_yaml_file(file, kind, path, loc, in);
+        SourceMap sources;
+        Context c;
+        c.file = file.string();
+        c.base_dir = file.parent_path();
+        c.data_dir = in.data_dir;
+        c.sources = &sources;
+        c.files_read = in.files_read;
+        c.texts_read = in.texts_read;
+        c.presets = in.presets;
+        Spec spec;
+        schema.load(spec, root, c, {c.file, 1, 1});
+        check(spec, c, SourceLocation{c.file, 1, 1});
+        return spec;
+    });
 }
 
 } // namespace
@@ -501,14 +615,22 @@ workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& p
     if (node.IsScalar()) {
         const std::string ref = node.Scalar();
         const fs::path file = find_preset(ref, "scenarios/models", "model", ctx, path, loc);
-        const YAML::Node root = read_yaml_file(file, path, loc);
-        SourceMap model_sources;
-        Context c;
-        c.file = file.string();
-        c.base_dir = file.parent_path();
-        c.data_dir = ctx.data_dir;
-        c.sources = &model_sources;
-        return load_model_mapping(root, c, {c.file, 1, 1}, depth, fs::path(ref).stem().string());
+        const std::string name = fs::path(ref).stem().string();
+        return cached_preset<workload::ModelSpec>(
+            "model:" + file.string() + ":" + name + ":" + std::to_string(depth), ctx,
+            [&](const Context& in) {
+                const YAML::Node root = read_yaml_file(file, "model", path, loc, in);
+                SourceMap model_sources;
+                Context c;
+                c.file = file.string();
+                c.base_dir = file.parent_path();
+                c.data_dir = in.data_dir;
+                c.sources = &model_sources;
+                c.files_read = in.files_read;
+                c.texts_read = in.texts_read;
+                c.presets = in.presets;
+                return load_model_mapping(root, c, {c.file, 1, 1}, depth, name);
+            });
     }
     if (node.IsMap()) {
         Context c = ctx;
@@ -550,11 +672,11 @@ ParsedOverride parse_override(const Override& o) {
     ParsedOverride p;
     p.path = o.path;
     p.origin = o.origin;
-    try {
-        p.value = YAML::Load(o.value);
-    } catch (const YAML::ParserException& e) {
-        throw InputError(o.path, "the value is not valid YAML: " + e.msg, o.origin);
+    detail::YamlDocument d = detail::load_one_document(o.value);
+    if (!d.error.empty()) {
+        throw InputError(o.path, "the value " + d.error, o.origin);
     }
+    p.value = d.node;
     return p;
 }
 
@@ -661,7 +783,8 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
 }
 
 ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
-                       const std::string& default_name, const std::vector<Override>& overrides) {
+                       const std::string& default_name, const std::vector<Override>& overrides,
+                       detail::PresetCache* presets = nullptr, const LoadOptions& options = {}) {
     ScenarioSpec spec;
     spec.source_file = file;
     const SourceLocation top{file, 1, 1};
@@ -680,6 +803,8 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     ctx.base_dir = base_dir;
     ctx.data_dir = data_dir();
     ctx.sources = &spec.sources;
+    ctx.files_read = &spec.input_files;
+    ctx.presets = presets;
     for (const auto& given : overrides) {
         const ParsedOverride o = parse_override(given);
         apply_override(root, detail::split_key_path(o.path), 0, o);
@@ -705,12 +830,30 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
         spec.hardware.hbm_reserve = chip.hbm_runtime_reserve;
     }
     if (spec.cost.instance_hour < Money::usd(0.0)) {
-        spec.cost.instance_hour = chip.instance.price_per_hour;
+        const auto& in = chip.instance;
+        const Money prices[] = {in.price_per_hour, in.price_reserved_1y, in.price_reserved_3y,
+                                in.price_capacity_block};
+        const Money price = prices[static_cast<std::size_t>(spec.cost.pricing)];
+        if (spec.cost.pricing != Pricing::on_demand && !(price > Money::usd(0.0))) {
+            throw InputError("cost.pricing",
+                             std::string("the chip file of ") + chip.name + " has no " +
+                                 to_string(spec.cost.pricing) +
+                                 " price; give cost.instance_hour or another cost.pricing",
+                             spec.sources.find("cost.pricing"));
+        }
+        spec.cost.instance_hour = price;
+        spec.cost.origin = in.name + " " + to_string(spec.cost.pricing) + ", chip file " +
+                           spec.hardware.chip_ref;
+    } else {
+        spec.cost.origin = "cost.instance_hour";
     }
     if (spec.output.file.empty()) {
         spec.output.file = "results/" + spec.name + ".h5";
     }
     check_workload(spec, ctx);
+    if (!options.resolved_text) {
+        return spec;
+    }
 
     YAML::Node resolved = detail::scenario_schema().resolved(root);
     using detail::set_key_path;
@@ -748,30 +891,43 @@ std::vector<Override> command_line_overrides(const std::vector<std::string>& tex
 
 std::string to_string(const Override& o) { return o.path + "=" + o.value; }
 
+std::vector<Override> set_overrides(const std::vector<std::string>& texts) {
+    return command_line_overrides(texts);
+}
+
+Override option_override(const std::string& key_path, const std::string& value,
+                         const std::string& option) {
+    YAML::Emitter quoted;
+    quoted << YAML::DoubleQuoted << value;
+    // The origin is printed in messages: control characters are shown, not sent.
+    std::string shown;
+    for (char c : value) {
+        const auto b = static_cast<unsigned char>(c);
+        if (b < 0x20 || b == 0x7f) {
+            const char* digits = "0123456789abcdef";
+            shown += std::string("\\x") + digits[b >> 4] + digits[b & 15];
+        } else {
+            shown += c;
+        }
+    }
+    return {key_path, quoted.c_str(), {"command line (" + option + " " + shown + ")", 0, 0}};
+}
+
 struct ScenarioBase::Parsed {
     std::string path;
     /// The file's text, checked to be YAML. Each scenario parses it again: applying overrides
     /// edits the tree, and yaml-cpp's copy of a tree (YAML::Clone) drops the source positions
     /// that error messages point at.
     std::string text;
+    /// The presets the scenarios of this base have loaded (thread-safe).
+    mutable detail::PresetCache presets;
 };
 
 ScenarioBase ScenarioBase::read(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) {
-        throw InputError("", "cannot read scenario file '" + path + "'", {path, 0, 0});
-    }
-    std::stringstream buf;
-    buf << in.rdbuf();
     auto parsed = std::make_shared<Parsed>();
     parsed->path = path;
-    parsed->text = buf.str();
-    try {
-        (void)YAML::Load(parsed->text);
-    } catch (const YAML::ParserException& e) {
-        throw InputError("", "YAML syntax error: " + e.msg,
-                         {path, e.mark.line + 1, e.mark.column + 1});
-    }
+    parsed->text = read_input_file(path, "scenario");
+    (void)detail::parse_yaml(parsed->text, path);
     ScenarioBase b;
     b.parsed_ = std::move(parsed);
     return b;
@@ -782,11 +938,15 @@ const std::string& ScenarioBase::path() const {
     return parsed_ ? parsed_->path : none;
 }
 
-ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides) {
+ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides,
+                                const LoadOptions& options) {
     const ScenarioBase::Parsed& parsed = base.parsed();
-    const YAML::Node root = YAML::Load(parsed.text); // checked by read()
+    const YAML::Node root = YAML::Load(parsed.text); // checked by read(): one document
     const fs::path p(parsed.path);
-    return load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides);
+    ScenarioSpec spec = load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides,
+                                  &parsed.presets, options);
+    spec.input_files.insert(spec.input_files.begin(), parsed.path);
+    return spec;
 }
 
 ScenarioSpec load_scenario_with(const std::string& path, const std::vector<Override>& overrides) {
@@ -799,13 +959,7 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
 
 ScenarioSpec load_scenario_text(const std::string& text, const std::string& name,
                                 const std::vector<std::string>& overrides) {
-    YAML::Node root;
-    try {
-        root = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-        throw InputError("", "YAML syntax error: " + e.msg,
-                         {name, e.mark.line + 1, e.mark.column + 1});
-    }
+    const YAML::Node root = detail::parse_yaml(text, name);
     return load_root(root, name, fs::current_path(), fs::path(name).stem().string(),
                      command_line_overrides(overrides));
 }

@@ -1,10 +1,11 @@
 // The reliability section of the scenario schema, the failure-process element schema, the trace
 // file reader and the preset merge (docs/reliability.md describes the models behind the keys).
+#include "trnsim/core/input_file.hpp"
+
 #include "fields.hpp"
 #include "tables.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <sstream>
 
 namespace trnsim::config::detail {
@@ -124,13 +125,16 @@ Schema<FailureSpec> build_failure() {
         "component", [](F& f) -> ComponentClass& { return f.component; }, "",
         "The component class that fails; every component of the class runs this process.")));
     {
-        auto e = make_entry<F>("mtbf", "duration", "", "> 0 (may exceed 292 years)",
+        auto e = make_entry<F>("mtbf", "duration", "", ">= 1ns (may exceed 292 years)",
                                "Mean time between failures of one (good) component.");
         e.required = true;
         e.apply = [](F& f, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
                      const Context&) {
+            // The engine counts whole nanoseconds: a shorter mean would put most failures
+            // at the same tick.
             f.mtbf_s = parse_checked<double>(
-                n, p, loc, long_duration_seconds, [](double x) { return x > 0.0; }, "> 0");
+                n, p, loc, long_duration_seconds, [](double x) { return x >= 1e-9; },
+                "at least 1ns (the engine's tick)");
         };
         s.field(e);
     }
@@ -171,13 +175,16 @@ std::string trim(const std::string& t) {
 reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
                                   const SourceLocation& loc, const Context& ctx) {
     fs::path file(ref);
-    if (file.is_relative() && fs::exists(ctx.base_dir / file)) {
+    std::error_code ec;
+    if (file.is_relative() && fs::exists(ctx.base_dir / file, ec)) {
         file = ctx.base_dir / file;
     }
-    std::ifstream in(file);
-    if (ref.empty() || !in) {
+    if (ref.empty() || !fs::exists(file)) {
         throw InputError(p, "trace file '" + ref + "' not found", loc);
     }
+    const std::string text = read_input_file(file, "trace", p, loc);
+    ctx.note_read(file, text);
+    std::istringstream in(text);
     reliability::TraceSpec trace;
     trace.file = file.string();
     std::string line;
@@ -463,7 +470,7 @@ void merge_reliability_preset(YAML::Node root, Context& ctx) {
     }
     const fs::path file =
         find_preset(preset.Scalar(), "scenarios/reliability", "reliability", ctx, path, loc);
-    const YAML::Node content = read_yaml(file, path, loc);
+    const YAML::Node content = read_yaml(file, "reliability preset", path, loc, ctx);
     if (!content.IsMap()) {
         throw InputError(path, "a reliability preset is a mapping of reliability keys",
                          {file.string(), 1, 1});

@@ -258,7 +258,7 @@ Schema<S> build() {
     s.field(quantity<S, Bytes>(
         "workload.parallelism.grad_bucket",
         [](S& x) -> Bytes& { return par(x).grad_bucket; }, parse_bytes, "bytes", "512MiB",
-        Bytes(1), Bytes(std::int64_t{1} << 50), true, "> 0",
+        Bytes(0), Bytes(std::int64_t{1} << 50), true, "> 0",
         "Gradient bucket per rank: gradients go out for data-parallel reduction in buckets "
         "of this size as the last microbatch's backward pass produces them (step fidelity)."));
 
@@ -307,21 +307,38 @@ Schema<S> build() {
                                "depend on it."));
     add_run_keys(s);
 
-    s.section("cost", "Prices.");
+    s.section("cost", "Prices: the chip file's instance prices, unless the scenario gives one.");
+    s.field(choice<S, Pricing>(
+        "cost.pricing", [](S& x) -> Pricing& { return x.cost.pricing; }, "on_demand",
+        "Which of the chip file's prices applies: instance.price (on_demand), "
+        "instance.price_reserved_1y, instance.price_reserved_3y or "
+        "instance.price_capacity_block; an error when the chip file has none sourced."));
     s.field(computed_default(
         quantity<S, Money>("cost.instance_hour",
                            [](S& x) -> Money& { return x.cost.instance_hour; }, parse_money,
                            "money", "", Money::usd(0.0), Money::usd(1e9), false, ">= 0",
-                           "Price of one instance-hour."),
-        "the chip's instance.price"));
+                           "Price of one instance-hour: an explicit override of the chip "
+                           "file's price (the summary says which applied)."),
+        "the chip file's price for cost.pricing"));
 
     s.section("output", "Where results go.");
-    s.field(computed_default(text<S>("output.file", [](S& x) -> std::string& { return x.output.file; },
-                                     "", "HDF5 results file (--output overrides it)."),
+    s.field(computed_default(file_name<S>("output.file",
+                                          [](S& x) -> std::string& { return x.output.file; }, "",
+                                          "HDF5 results file (--output overrides it)."),
                              "results/<name>.h5"));
-    s.field(text<S>("output.trace", [](S& x) -> std::string& { return x.output.trace; }, "",
-                    "Chrome/Perfetto JSON timeline of the step simulation (--trace overrides "
-                    "it); opens in ui.perfetto.dev."));
+    s.field(computed_default(file_name<S>("output.trace",
+                                          [](S& x) -> std::string& { return x.output.trace; }, "",
+                                          "Chrome/Perfetto JSON timeline of the step simulation "
+                                          "(--trace overrides it); opens in ui.perfetto.dev."),
+                             "none"));
+    s.field(choice<S, TimelineOutput>(
+        "output.timeline", [](S& x) -> TimelineOutput& { return x.output.timeline; },
+        "summary",
+        "What /run/events and /run/timeline of a run simulation hold: summary (every event "
+        "and state change but checkpoints: rows grow with the failures, not with the "
+        "checkpoint interval), full (checkpoints too: two timeline rows and an event per "
+        "checkpoint) or none. The /summary and /run/replications figures are the same in every "
+        "case."));
     s.field(integer_list<S>("output.trace_ranks",
                             [](S& x) -> std::vector<int>& { return x.output.trace_ranks; }, "[0]",
                             0, (1 << 30), "Ranks shown in the timeline."));

@@ -19,11 +19,14 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <yaml-cpp/yaml.h>
 
 namespace trnsim::config::detail {
+
+class PresetCache; // tables.hpp
 
 /// Where the document being read comes from and how to name its keys.
 struct Context {
@@ -37,6 +40,24 @@ struct Context {
     /// YAML marks point into that file.
     std::map<std::string, std::string> merged_from;
     SourceMap* sources = nullptr;
+    /// Receives the path of every file read for the document (presets, a failure trace), so
+    /// the outputs of a run can be checked against them; nullptr: not collected.
+    std::vector<std::string>* files_read = nullptr;
+    /// Receives the path and text of every file read (what PresetCache compares); nullptr:
+    /// not collected.
+    std::vector<std::pair<std::string, std::string>>* texts_read = nullptr;
+    /// Presets already loaded for other scenarios of the same base file (a sweep's points);
+    /// nullptr: load every preset afresh.
+    PresetCache* presets = nullptr;
+
+    void note_read(const std::filesystem::path& read, const std::string& text) const {
+        if (files_read != nullptr) {
+            files_read->push_back(read.string());
+        }
+        if (texts_read != nullptr) {
+            texts_read->emplace_back(read.string(), text);
+        }
+    }
 
     std::string full(const std::string& rel) const {
         if (prefix.empty()) {
@@ -307,6 +328,15 @@ private:
             const std::string rel = rel_prefix.empty() ? key : rel_prefix + "." + key;
             const std::string full = ctx.full(rel);
             const SourceLocation key_loc = ctx.locate(full, key_node.Mark());
+            if (key.find('.') != std::string::npos) {
+                // A dotted key would name the same value as a nested one, and the run and
+                // the resolved scenario could each take a different one of the two.
+                throw InputError(full,
+                                 "a key is one name: write '" + key +
+                                     "' as nested mappings (dotted key paths are for --set "
+                                     "and the keys of sweep and plan files)",
+                                 key_loc);
+            }
             if (!seen.insert(key).second) {
                 throw InputError(full, "duplicate key", key_loc);
             }

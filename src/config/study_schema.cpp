@@ -3,6 +3,7 @@
 #include "trnsim/config/study.hpp"
 
 #include "trnsim/config/load.hpp"
+#include "trnsim/core/input_file.hpp"
 
 #include "fields.hpp"
 #include "tables.hpp"
@@ -10,7 +11,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <map>
 #include <sstream>
 
@@ -76,24 +76,11 @@ std::string kind_text(const YAML::Node& n) {
 
 /// Reads a whole file, or throws InputError naming it.
 std::string read_file(const std::string& path, const char* what) {
-    std::ifstream in(path);
-    if (!in) {
-        throw InputError("", std::string("cannot read ") + what + " file '" + path + "'",
-                         {path, 0, 0});
-    }
-    std::stringstream buf;
-    buf << in.rdbuf();
-    return buf.str();
+    return read_input_file(path, what);
 }
 
 YAML::Node parse_document(const std::string& text, const std::string& name, const char* what) {
-    YAML::Node root;
-    try {
-        root = YAML::Load(text);
-    } catch (const YAML::ParserException& e) {
-        throw InputError("", "YAML syntax error: " + e.msg,
-                         {name, e.mark.line + 1, e.mark.column + 1});
-    }
+    const YAML::Node root = detail::parse_yaml(text, name);
     if (!root.IsDefined() || root.IsNull()) {
         throw InputError("", std::string("the ") + what + " file is empty; it needs at least base",
                          {name, 1, 1});
@@ -233,9 +220,8 @@ Entry<T> base_entry(const char* what, const char* unit) {
         if (file.is_relative()) {
             file = ctx.base_dir / file;
         }
-        std::error_code ec;
-        if (!fs::is_regular_file(file, ec)) {
-            throw InputError(p, "scenario file '" + ref + "' not found (looked for '" +
+        if (const std::string problem = input_file_problem(file); !problem.empty()) {
+            throw InputError(p, "scenario file '" + ref + "' " + problem + " (looked for '" +
                                     file.lexically_normal().string() + "')",
                              loc);
         }
@@ -275,8 +261,8 @@ Entry<T> optional_replications(const char* doc) {
 template <class T>
 Entry<T> output_file() {
     return detail::computed_default(
-        detail::text<T>("output.file", [](T& x) -> std::string& { return x.output_file; }, "",
-                        "HDF5 results file (-o overrides it)."),
+        detail::file_name<T>("output.file", [](T& x) -> std::string& { return x.output_file; },
+                             "", "HDF5 results file (-o overrides it)."),
         "results/<name>.h5");
 }
 
@@ -462,13 +448,13 @@ Schema<SW> build_sweep() {
     }
     s.section("sweep.random", "Random points: `samples` draws of every key below.");
     {
-        auto e = detail::make_entry<SW>("sweep.random.samples", "count", "", "1 to 1000000",
+        auto e = detail::make_entry<SW>("sweep.random.samples", "count", "", "1 to 100000",
                                         "Points drawn (required with sweep.random).");
         e.apply = [](SW& out, const YAML::Node& n, const std::string& p,
                      const SourceLocation& loc, const Context&) {
             random_of(out).samples = detail::parse_checked<std::int64_t>(
-                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 1000000; },
-                "1 to 1000000");
+                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 100000; },
+                "1 to 100000 (the points of a sweep)");
             random_of(out).origin = loc;
         };
         s.field(e);
@@ -592,6 +578,8 @@ T load_study_root(const Schema<T>& schema, const YAML::Node& root, const std::st
     if (s.output_file.empty()) {
         s.output_file = "results/" + s.name + ".h5";
     }
+    const SourceLocation given = sources.find("output.file");
+    s.output_origin = given.known() ? given : SourceLocation{file, 1, 1};
     return s;
 }
 
@@ -932,8 +920,12 @@ std::string format_value(ValueKind kind, double si) {
 }
 
 FileKind file_kind(const std::string& path) {
+    // A file that cannot be read or parsed is reported by the scenario loader.
+    if (!input_file_problem(path).empty()) {
+        return FileKind::scenario;
+    }
     try {
-        const YAML::Node root = YAML::LoadFile(path);
+        const YAML::Node root = detail::load_one_document(read_input_file(path, "")).node;
         if (!root.IsMap() || !root["base"].IsDefined()) {
             return FileKind::scenario;
         }
@@ -943,6 +935,8 @@ FileKind file_kind(const std::string& path) {
             }
         }
         return FileKind::sweep;
+    } catch (const InputError&) {
+        return FileKind::scenario;
     } catch (const YAML::Exception&) {
         return FileKind::scenario;
     }

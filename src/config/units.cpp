@@ -1,5 +1,6 @@
 #include "trnsim/config/units.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -108,10 +109,28 @@ std::int64_t to_integer(double v, std::string_view raw, const char* what) {
         throw UnitError(quoted(raw) + " is too large for " + what);
     }
     const double r = std::round(v);
-    if (std::fabs(v - r) > 1e-6 * std::max(1.0, std::fabs(v))) {
+    // Products such as 1.1 x 1000 may miss the whole number by a few units in the last
+    // place; a real fraction (1000000.5) is not whole.
+    if (std::fabs(v - r) > 1e-9 * std::max(1.0, std::fabs(v))) {
         throw UnitError(quoted(raw) + " is not a whole number of " + what);
     }
     return static_cast<std::int64_t>(r);
+}
+
+/// A plain decimal integer ("-12", "+9007199254740993"), read exactly: a double holds every
+/// integer only up to 2^53, so 2^53 + 1 would silently become 2^53.
+bool plain_integer(std::string_view text, std::int64_t& out, bool& overflow) {
+    // from_chars reads a leading '-' itself, not a '+'.
+    const std::string_view number = !text.empty() && text.front() == '+' ? text.substr(1) : text;
+    const std::string_view digits =
+        !number.empty() && number.front() == '-' && text.front() != '+' ? number.substr(1)
+                                                                         : number;
+    if (digits.empty() || !std::all_of(digits.begin(), digits.end(), is_digit)) {
+        return false;
+    }
+    const auto res = std::from_chars(number.data(), number.data() + number.size(), out);
+    overflow = res.ec == std::errc::result_out_of_range;
+    return true;
 }
 
 } // namespace
@@ -228,6 +247,14 @@ std::int64_t parse_count(std::string_view raw) {
         "expected a whole number such as 8192, 2.5M or 15T (suffixes K M B G T P)";
     if (text.empty()) {
         throw UnitError(expectation + "; got an empty value");
+    }
+    std::int64_t exact = 0;
+    bool overflow = false;
+    if (plain_integer(text, exact, overflow)) {
+        if (overflow) {
+            throw UnitError(quoted(raw) + " is too large for a count");
+        }
+        return exact;
     }
     if (!split_number(text, value, unit)) {
         throw UnitError(expectation + "; got " + quoted(raw));

@@ -50,17 +50,43 @@ CheckpointCosts checkpoint_costs(const CheckpointSpec& spec, Bytes size, std::in
     return c;
 }
 
-Duration checkpoint_interval(const CheckpointSpec& spec, const CheckpointCosts& costs,
-                             double job_failure_rate, double step_s) {
-    const Duration step = Duration::from_seconds_ceil(step_s);
+CheckpointInterval checkpoint_interval(const CheckpointSpec& spec, const CheckpointCosts& costs,
+                                       double job_failure_rate, double step_s) {
+    CheckpointInterval r;
     if (spec.interval > Duration::zero()) {
-        return std::max(spec.interval, step);
+        r.every = spec.interval;
+        r.reason = IntervalReason::fixed;
+    } else if (!(job_failure_rate > 0.0)) {
+        r.every = Duration::max();
+        r.reason = IntervalReason::no_failures;
+        return r;
+    } else {
+        r.daly = Duration::from_seconds_ceil(
+            theory::daly_interval(costs.stall.seconds(), 1.0 / job_failure_rate));
+        r.every = r.daly;
+        r.reason = IntervalReason::daly;
     }
-    if (!(job_failure_rate > 0.0)) {
-        return Duration::max();
+    // The bounds, in the order that explains the result best: the larger one wins.
+    const Duration step = Duration::from_seconds_ceil(step_s);
+    const Duration copy = costs.background;
+    if (copy > r.every && copy >= step) {
+        r.every = copy;
+        r.reason = IntervalReason::copy_bound;
     }
-    const double tau = theory::daly_interval(costs.stall.seconds(), 1.0 / job_failure_rate);
-    return std::max(Duration::from_seconds_ceil(tau), step);
+    if (step > r.every) {
+        r.every = step;
+        r.reason = IntervalReason::one_step;
+    }
+    return r;
+}
+
+Bytes checkpoint_host_bytes(const CheckpointSpec& spec, Bytes size, std::int64_t instances) {
+    if (spec.mode == CheckpointMode::sync) {
+        return Bytes(0);
+    }
+    const std::int64_t n = std::max<std::int64_t>(instances, 1);
+    const std::int64_t share = (size.count() + n - 1) / n;
+    return Bytes(spec.mode == CheckpointMode::memory ? 2 * share : share);
 }
 
 } // namespace trnsim::reliability

@@ -109,6 +109,41 @@ Layout::Layout(const topology::ClusterShape& cluster, const HardwareFacts& hw,
     }
 }
 
+std::pair<std::int64_t, std::int64_t> Layout::domains_of_leaf(std::int64_t leaf) const {
+    const std::int64_t block = leaf % leaves_per_rail_;
+    const std::int64_t instances = domains() * instances_per_domain_;
+    const std::int64_t first = block * instances_per_leaf_;
+    const std::int64_t last = std::min(first + instances_per_leaf_, instances);
+    return {first / instances_per_domain_, ceil_div(last, instances_per_domain_)};
+}
+
+std::int64_t Layout::switches_carrying(ComponentClass c, std::int64_t job_domains) const {
+    // The job's instances [0, job_domains x ipd) sit under leaf blocks [0, blocks) of every
+    // rail.
+    const std::int64_t blocks =
+        std::min(ceil_div(job_domains * instances_per_domain_, instances_per_leaf_),
+                 leaves_per_rail_);
+    std::int64_t pods = 0;
+    std::int64_t last_pod = -1;
+    for (std::int64_t r = 0; r < rails_; ++r) {
+        const std::int64_t first = pod_of_leaf(r * leaves_per_rail_);
+        const std::int64_t last = pod_of_leaf(r * leaves_per_rail_ + blocks - 1);
+        // Rails are numbered in order, so the pods of rail r start at or after those of r - 1.
+        pods += last - std::max(first, last_pod + 1) + 1;
+        last_pod = last;
+    }
+    switch (c) {
+    case ComponentClass::leaf:
+        return std::min(rails_ * blocks, count(c));
+    case ComponentClass::spine:
+        return std::min(pods * spines_per_pod_, count(c));
+    case ComponentClass::core:
+        return pods > 1 ? count(c) : 0;
+    default:
+        return 0;
+    }
+}
+
 Impact Layout::impact(ComponentClass c, Effect e) const {
     switch (c) {
     case ComponentClass::software:

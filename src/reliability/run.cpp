@@ -3,6 +3,7 @@
 #include "run_model.hpp"
 
 #include "trnsim/core/error.hpp"
+#include "trnsim/core/format.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -54,6 +55,18 @@ void validate(const RunInput& in) {
         throw InputError("reliability.spares.ultraservers",
                          "the cluster is made of plain instances: give "
                          "reliability.spares.instances");
+    }
+    const Bytes host =
+        checkpoint_host_bytes(sp.checkpoint, in.job.checkpoint_size, in.cluster.instances);
+    if (in.hardware.host_memory > Bytes(0) && host > in.hardware.host_memory) {
+        throw InputError("reliability.checkpoint.mode",
+                         std::string(to_string(sp.checkpoint.mode)) + " checkpoints keep " +
+                             fmt::bytes(host) + " per instance in host memory (" +
+                             (sp.checkpoint.mode == CheckpointMode::memory
+                                  ? "its share of the checkpoint and a peer's"
+                                  : "its share of the checkpoint") +
+                             "), more than the instance's " +
+                             fmt::bytes(in.hardware.host_memory) + ": use sync, more instances or a smaller checkpoint.size");
     }
     const FailureModel failures(sp.failures, sp.trace);
     std::optional<Layout> built;
@@ -137,7 +150,7 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
         engine::PartitionMap::from_starts(layout.entities(), layout.partition_starts());
     const auto replicate = [&](int rep, int threads) {
         detail::RunModel model(setup, control.seed, static_cast<std::uint32_t>(rep),
-                               control.record && rep == 0);
+                               control.record && rep == 0, control.record_checkpoints);
         // A partition holds few pending events (one per component due in the current chunk),
         // spread over hours: a plain 4-ary heap serves them well.
         using Sim = engine::Simulator<detail::RunModel, engine::QuaternaryHeap>;

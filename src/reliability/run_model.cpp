@@ -50,7 +50,8 @@ double Setup::job_failure_rate(std::int64_t domains) const {
             rate += r * static_cast<double>(ceil_div(domains, layout.domains_per_power()));
             break;
         case Impact::fabric_interrupt:
-            rate += r * static_cast<double>(layout.count(p.cls));
+            // Only the switches the job's traffic crosses (not those of idle spares).
+            rate += r * static_cast<double>(layout.switches_carrying(p.cls, domains));
             break;
         case Impact::fabric_degrade:
             break;
@@ -68,7 +69,8 @@ CheckpointCosts Setup::costs(std::int64_t domains) const {
 
 Duration Setup::interval(std::int64_t domains) const {
     return checkpoint_interval(input.spec.checkpoint, costs(domains), job_failure_rate(domains),
-                               input.job.step_s);
+                               input.job.step_s)
+        .every;
 }
 
 std::optional<double> Setup::step_time(std::int64_t domains, double f) const {
@@ -100,9 +102,12 @@ RunFacts Setup::facts() const {
     }
     f.job_failure_rate = job_failure_rate(jobs);
     const CheckpointCosts c = costs(jobs);
-    const Duration every = interval(jobs);
-    f.checkpoint_interval_s =
-        every.is_max() ? std::numeric_limits<double>::infinity() : every.seconds();
+    const CheckpointInterval chosen = checkpoint_interval(
+        input.spec.checkpoint, c, job_failure_rate(jobs), input.job.step_s);
+    f.checkpoint_interval_s = chosen.every.is_max() ? std::numeric_limits<double>::infinity()
+                                                    : chosen.every.seconds();
+    f.checkpoint_interval_reason = chosen.reason;
+    f.checkpoint_daly_s = chosen.daly.seconds();
     f.checkpoint_stall_s = c.stall.seconds();
     f.checkpoint_background_s = c.background.seconds();
     f.restore_s = c.restore.seconds();
@@ -124,7 +129,8 @@ std::int64_t Setup::runnable_domains(std::int64_t domains) const {
 // ------------------------------------------------------------------------------------------
 // Controller: bookkeeping
 
-Controller::Controller(const Setup& setup, bool record) : setup_(setup), record_(record) {
+Controller::Controller(const Setup& setup, bool record, bool record_checkpoints)
+    : setup_(setup), record_(record), record_checkpoints_(record_checkpoints) {
     const Layout& l = setup.layout;
     const std::size_t processes = setup.failures.processes().size();
     r_.failures_by_process.assign(processes, 0);
@@ -154,7 +160,7 @@ void Controller::timer(Sink& s, std::int64_t at, std::uint16_t kind, std::uint64
 
 void Controller::record(std::int64_t t, EventKind kind, engine::EntityId entity,
                         std::int64_t domain, int process) {
-    if (!record_) {
+    if (!record_ || (kind == EventKind::checkpoint && !record_checkpoints_)) {
         return;
     }
     RunEvent ev;
@@ -195,14 +201,26 @@ void Controller::advance(std::int64_t t) {
 
 void Controller::enter(JobState next, std::int64_t t) {
     advance(t);
+    const JobState previous = state_;
     state_ = next;
-    if (record_) {
-        r_.timeline.push_back({t, state_, static_cast<double>(work_ns_) * 1e-9,
-                               static_cast<double>(committed_ns_) * 1e-9, rate_});
+    if (!record_) {
+        return;
     }
+    if (!record_checkpoints_ && !r_.timeline.empty()) {
+        // A checkpoint is not a change of the timeline: neither its start nor the return to
+        // the state it interrupted (same state and rate as the last row) leaves a row.
+        const TimelinePoint& last = r_.timeline.back();
+        if (next == JobState::checkpointing ||
+            (previous == JobState::checkpointing && next == last.state && rate_ == last.rate)) {
+            return;
+        }
+    }
+    r_.timeline.push_back({t, state_, static_cast<double>(work_ns_) * 1e-9,
+                           static_cast<double>(committed_ns_) * 1e-9, rate_});
 }
 
-double Controller::current_rate() const {
+double Controller::current_rate() {
+    fabric_factor_ = fabric_factor(); // the job's domains may have changed since
     if (fabric_factor_ <= 0.0) {
         return 0.0;
     }
@@ -635,14 +653,20 @@ void Controller::fabric_change(engine::EntityId element, int delta) {
 }
 
 double Controller::fabric_factor() const {
+    // Degraded elements slow the job only where its traffic goes: its own instances' rails,
+    // the spines of the pods it uses, the cores when it spans pods.
     const Layout& l = setup_.layout;
     int worst_rails = 0;
     for (const auto& [instance, down] : rails_down_) {
-        worst_rails = std::max(worst_rails, down);
+        if (in_job(instance / l.instances_per_domain())) {
+            worst_rails = std::max(worst_rails, down);
+        }
     }
     int worst_spines = 0;
     for (const auto& [pod, down] : spines_down_) {
-        worst_spines = std::max(worst_spines, down);
+        if (pod_carries_job(pod)) {
+            worst_spines = std::max(worst_spines, down);
+        }
     }
     double f = static_cast<double>(l.rails() - std::min(worst_rails, l.rails())) /
                static_cast<double>(l.rails());
@@ -650,7 +674,7 @@ double Controller::fabric_factor() const {
         f *= static_cast<double>(std::max<std::int64_t>(l.spines_per_pod() - worst_spines, 0)) /
              static_cast<double>(l.spines_per_pod());
     }
-    if (cores_down_ > 0) {
+    if (cores_down_ > 0 && job_spans_pods()) {
         const std::int64_t cores = l.count(ComponentClass::core);
         f *= static_cast<double>(std::max<std::int64_t>(cores - cores_down_, 0)) /
              static_cast<double>(cores);
@@ -703,22 +727,99 @@ void Controller::on_failure(Sink& s, std::int64_t t, const engine::Event& e) {
         break;
     }
     case Impact::fabric_interrupt:
+        if (!carries_job(entity)) {
+            break; // a switch of the idle spares only: the job does not notice
+        }
         count_interruption(process);
         record(t, EventKind::interruption, entity, -1, process);
         interrupt(s, t);
         break;
-    case Impact::fabric_degrade:
+    case Impact::fabric_degrade: {
+        // Counted wherever it is (the job may move onto it); slows the job only when it
+        // carries the job's traffic (fabric_factor).
+        const bool job = carries_job(entity);
         fabric_change(entity, +1);
-        record(t, EventKind::degraded, entity, -1, process);
-        rate_changed(s, t);
+        if (job) {
+            record(t, EventKind::degraded, entity, -1, process);
+            rate_changed(s, t);
+        }
         break;
+    }
+    }
+}
+
+bool Controller::in_job(std::int64_t domain) const {
+    return domain >= 0 && domain_slot_[static_cast<std::size_t>(domain)] >= 0;
+}
+
+bool Controller::leaf_carries_job(std::int64_t leaf) const {
+    const auto [first, last] = setup_.layout.domains_of_leaf(leaf);
+    for (std::int64_t d = first; d < last; ++d) {
+        if (in_job(d)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Controller::pod_carries_job(std::int64_t pod) const {
+    const Layout& l = setup_.layout;
+    const std::int64_t leaves = l.count(ComponentClass::leaf);
+    for (std::int64_t leaf = pod * l.leaves_per_pod();
+         leaf < std::min(leaves, (pod + 1) * l.leaves_per_pod()); ++leaf) {
+        if (leaf_carries_job(leaf)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+bool Controller::job_spans_pods() const {
+    const Layout& l = setup_.layout;
+    std::int64_t seen = -1;
+    for (std::int64_t d : slot_domain_) {
+        if (d < 0) {
+            continue;
+        }
+        for (std::int64_t i = d * l.instances_per_domain(); i < (d + 1) * l.instances_per_domain();
+             ++i) {
+            for (std::int64_t r = 0; r < l.rails(); ++r) {
+                const std::int64_t pod =
+                    l.pod_of_leaf(r * l.leaves_per_rail() + i / l.instances_per_leaf());
+                if (seen >= 0 && pod != seen) {
+                    return true;
+                }
+                seen = pod;
+            }
+        }
+    }
+    return false;
+}
+
+bool Controller::carries_job(engine::EntityId element) const {
+    const Layout& l = setup_.layout;
+    const Layout::Located where = l.locate(element);
+    switch (where.cls) {
+    case ComponentClass::nic:
+        return in_job(where.domain);
+    case ComponentClass::leaf:
+        return leaf_carries_job(where.index);
+    case ComponentClass::spine:
+        return pod_carries_job(l.pod_of_spine(where.index));
+    case ComponentClass::core:
+        return job_spans_pods();
+    default:
+        return true;
     }
 }
 
 void Controller::on_restored(Sink& s, std::int64_t t, engine::EntityId element) {
-    record(t, EventKind::restored, element, -1, -1);
+    const bool job = carries_job(element);
     fabric_change(element, -1);
-    rate_changed(s, t);
+    if (job) {
+        record(t, EventKind::restored, element, -1, -1);
+        rate_changed(s, t);
+    }
 }
 
 void Controller::handle(Sink& s, const engine::Event& e) {
@@ -773,10 +874,12 @@ void Controller::finish(std::int64_t end, ReplicationResult& out) {
 // ------------------------------------------------------------------------------------------
 // RunModel: components, domains, power domains
 
-RunModel::RunModel(const Setup& setup, std::uint64_t seed, std::uint32_t replication, bool record)
+RunModel::RunModel(const Setup& setup, std::uint64_t seed, std::uint32_t replication, bool record,
+                   bool record_checkpoints)
     : setup_(setup), seed_(seed), replication_(replication),
       comps_(setup.layout.entities()),
-      domains_(static_cast<std::size_t>(setup.layout.domains())), controller_(setup, record) {
+      domains_(static_cast<std::size_t>(setup.layout.domains())),
+      controller_(setup, record, record_checkpoints) {
     const Layout& l = setup.layout;
     for (ComponentClass c : kAllClasses) {
         if (!l.present(c)) {

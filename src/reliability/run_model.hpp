@@ -102,7 +102,7 @@ private:
 /// ("semantic") times of what happened; events reach it kReportLatencyNs later.
 class Controller {
 public:
-    Controller(const Setup& setup, bool record);
+    Controller(const Setup& setup, bool record, bool record_checkpoints);
 
     void start(Sink& sink);
     void handle(Sink& sink, const engine::Event& e);
@@ -137,7 +137,7 @@ private:
     bool running() const {
         return state_ == JobState::running || state_ == JobState::running_degraded;
     }
-    double current_rate() const;
+    double current_rate();
     void rate_changed(Sink& s, std::int64_t t);
 
     // Domains, slots and spares.
@@ -153,6 +153,13 @@ private:
 
     // Fabric.
     void fabric_change(engine::EntityId element, int delta);
+    /// Whether a network element (nic, leaf, spine, core) carries the job's traffic now
+    /// (layout.hpp: the blast radius); other components: true.
+    bool carries_job(engine::EntityId element) const;
+    bool in_job(std::int64_t domain) const;
+    bool leaf_carries_job(std::int64_t leaf) const;
+    bool pod_carries_job(std::int64_t pod) const;
+    bool job_spans_pods() const;
     double fabric_factor() const;
 
     void timer(Sink& s, std::int64_t at, std::uint16_t kind, std::uint64_t payload);
@@ -162,6 +169,7 @@ private:
 
     const Setup& setup_;
     const bool record_;
+    const bool record_checkpoints_;
     ReplicationResult r_;
 
     JobState state_ = JobState::running;
@@ -215,7 +223,8 @@ private:
 /// The engine model: components, domains, power domains and the controller.
 class RunModel {
 public:
-    RunModel(const Setup& setup, std::uint64_t seed, std::uint32_t replication, bool record);
+    RunModel(const Setup& setup, std::uint64_t seed, std::uint32_t replication, bool record,
+             bool record_checkpoints = true);
 
     template <class Queue>
     void handle(engine::Context<Queue>& ctx, const engine::Event& e) {

@@ -14,7 +14,8 @@ std::string state_column(reliability::JobState s) {
 
 } // namespace
 
-void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& run) {
+void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& run,
+                            bool timeline_tables) {
     const reliability::RunSummary& r = *run.reliability;
     using reliability::JobState;
     constexpr JobState kStates[] = {JobState::running,       JobState::running_degraded,
@@ -71,6 +72,9 @@ void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& 
                         r.mean_interruptions_by_process[i]});
     }
     file.tables.emplace_back("/run/causes", std::move(causes));
+    if (!timeline_tables) {
+        return;
+    }
 
     const auto& first = r.replications.front();
     results::Table events;

@@ -51,6 +51,8 @@ std::vector<results::NamedValue> summary_values(const sim::TrainingRun& run, boo
                           {"job_mtbf_s",
                            f.job_failure_rate > 0 ? 1.0 / f.job_failure_rate : HUGE_VAL},
                           {"checkpoint_interval_s", f.checkpoint_interval_s},
+                          {"checkpoint_interval_reason",
+                           std::string(reliability::to_string(f.checkpoint_interval_reason))},
                           {"checkpoint_bytes", f.checkpoint_size.count()},
                       });
     const auto& fields = reliability::metric_fields();
@@ -216,9 +218,17 @@ results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::Tr
     }
     f.tables.emplace_back("/plan/memory", std::move(memory));
     if (run.reliability) {
-        add_reliability_tables(f, run);
+        add_reliability_tables(f, run, spec.output.timeline != config::TimelineOutput::none);
     }
     return f;
+}
+
+results::ResultsFile scenario_results(const config::ScenarioSpec& spec,
+                                      const sim::ScenarioOutcome& outcome, const Writer& writer) {
+    if (const auto* run = std::get_if<sim::TrainingRun>(&outcome)) {
+        return run_results(spec, *run, writer);
+    }
+    return collective_results(spec, std::get<sim::CollectiveBenchResult>(outcome), writer);
 }
 
 } // namespace trnsim::report

@@ -110,6 +110,53 @@ results::ResultsFile batch_results(const study::Sweep& sweep,
     }
     f.tables.emplace_back("/batch/points", std::move(points));
 
+    // /batch/keys: per swept key, its axis (keys zipped together share one; the random
+    // block is one) and the unit of its /batch/points column, so readers can label values.
+    Table key_table;
+    key_table.add_string("key", string_width(sweep.keys));
+    key_table.add_int("axis");
+    key_table.add_string("kind", 6);
+    key_table.add_string("unit", 7);
+    const auto unit_of = [](const std::string& key, bool is_number) -> std::string {
+        if (!is_number) {
+            return "text";
+        }
+        switch (config::value_kind(key)) {
+        case config::ValueKind::integer:
+            return "integer";
+        case config::ValueKind::real:
+            return "real";
+        case config::ValueKind::duration:
+            return "s";
+        case config::ValueKind::bytes:
+            return "bytes";
+        case config::ValueKind::bandwidth:
+            return "B/s";
+        case config::ValueKind::money:
+            return "USD";
+        case config::ValueKind::text:
+            break;
+        }
+        return "text";
+    };
+    {
+        std::size_t k = 0;
+        std::int64_t axis = 0;
+        for (const auto& a : sweep.spec.axes) {
+            for (std::size_t j = 0; j < a.keys.size(); ++j, ++k) {
+                key_table.add_row({sweep.keys[k], axis,
+                                   std::string(a.keys.size() > 1 ? "zip" : "list"),
+                                   unit_of(sweep.keys[k], numeric[k])});
+            }
+            ++axis;
+        }
+        for (; k < nkeys; ++k) {
+            key_table.add_row({sweep.keys[k], axis, std::string("random"),
+                               unit_of(sweep.keys[k], numeric[k])});
+        }
+    }
+    f.tables.emplace_back("/batch/keys", std::move(key_table));
+
     // /batch/mean: per point, the mean and 95% interval of every float value.
     std::vector<std::vector<results::NamedValue>> means;
     for (const auto& s : study::point_statistics(records)) {
@@ -245,6 +292,8 @@ results::ResultsFile plan_results(const config::PlanSpec& plan, const config::Sc
             {"est_ettr", x.ettr},
             {"sim_ettr", fin.ettr},
             {"sim_goodput", fin.goodput},
+            {"misses", fin.meets ? std::string() : fin.misses},
+            {"chips_with_spares", x.chips},
         };
         for (auto& v : summary_values(fin.run)) {
             row.push_back(std::move(v));
@@ -261,6 +310,7 @@ results::ResultsFile plan_results(const config::PlanSpec& plan, const config::Sc
     t.add_int(base.cluster.ultraservers > 0 ? "ultraservers" : "instances");
     t.add_int("spares");
     t.add_int("chips");
+    t.add_int("job_chips");
     t.add_int("global_batch");
     for (const char* c : {"tp", "cp", "pp", "dp", "ep", "zero", "microbatch"}) {
         t.add_int(c);
@@ -276,7 +326,11 @@ results::ResultsFile plan_results(const config::PlanSpec& plan, const config::Sc
     for (std::size_t i = 0; i < result.candidates.size(); ++i) {
         const auto& c = result.candidates[i];
         const auto& x = result.estimates[i];
-        t.add_row({static_cast<std::int64_t>(i), c.domains, c.spares, x.chips, c.global_batch,
+        // Spares count in `chips` only with a reliability section (the planner's rule).
+        const std::int64_t domains = c.domains + (base.reliability.enabled ? c.spares : 0);
+        const std::int64_t job_chips = domains > 0 ? x.chips / domains * c.domains : 0;
+        t.add_row({static_cast<std::int64_t>(i), c.domains, c.spares, x.chips, job_chips,
+                   c.global_batch,
                    std::int64_t{c.tp}, std::int64_t{c.cp}, std::int64_t{c.pp},
                    std::int64_t{x.dp > 0 ? x.dp : c.dp},
                    std::int64_t{c.ep}, std::int64_t{c.zero}, std::int64_t{c.microbatch},
@@ -298,6 +352,38 @@ results::ResultsFile plan_results(const config::PlanSpec& plan, const config::Sc
                     plan.min_ettr.value_or(0.0), plan.hbm_headroom,
                     std::string(config::to_string(plan.objective))});
     f.tables.emplace_back("/plan/constraints", std::move(limits));
+
+    // /plan/search: what the search found, as `trnsim plan` prints it; with no feasible
+    // candidate, fastest and cheapest say how close it came.
+    Table search;
+    for (const char* c : {"candidates", "feasible", "step_estimates", "fastest", "cheapest"}) {
+        search.add_int(c);
+    }
+    search.add_row({static_cast<std::int64_t>(result.candidates.size()), result.feasible,
+                    result.step_estimates, result.fastest, result.cheapest});
+    f.tables.emplace_back("/plan/search", std::move(search));
+
+    // /plan/verdicts: candidates per verdict, with the first rejection message of each.
+    std::map<study::Verdict, std::int64_t> counts;
+    std::map<study::Verdict, std::string> example;
+    for (const auto& x : result.estimates) {
+        ++counts[x.verdict];
+        if (example[x.verdict].empty()) {
+            example[x.verdict] = x.reason;
+        }
+    }
+    std::vector<std::string> examples;
+    for (const auto& [v, why] : example) {
+        examples.push_back(why);
+    }
+    Table verdicts;
+    verdicts.add_string("verdict", 8);
+    verdicts.add_int("candidates");
+    verdicts.add_string("example", string_width(examples));
+    for (const auto& [v, n] : counts) {
+        verdicts.add_row({std::string(study::to_string(v)), n, example[v]});
+    }
+    f.tables.emplace_back("/plan/verdicts", std::move(verdicts));
     f.texts.emplace_back("/plan/file", plan.text);
     return f;
 }

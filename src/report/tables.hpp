@@ -7,7 +7,9 @@
 namespace trnsim::report {
 
 /// The run simulation's /run/... tables (a run with a reliability section): per-replication
-/// figures, failure causes, and the first replication's events and timeline.
-void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& run);
+/// figures, failure causes, and (with `timeline`) the first replication's events and
+/// timeline as recorded (output.timeline).
+void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& run,
+                            bool timeline = true);
 
 } // namespace trnsim::report

@@ -2,14 +2,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include <filesystem>
 #include <fstream>
 #include <set>
 #include <stdexcept>
 
 namespace trnsim::results {
 
-void write_chrome_trace(const std::string& path, const TraceData& trace) {
+PendingFile stage_chrome_trace(const std::string& path, const TraceData& trace) {
     using nlohmann::json;
     json events = json::array();
     std::set<std::int64_t> processes;
@@ -44,23 +43,24 @@ void write_chrome_trace(const std::string& path, const TraceData& trace) {
                 {"displayTimeUnit", "ms"},
                 {"otherData", {{"title", trace.title}}}};
 
-    namespace fs = std::filesystem;
-    const fs::path target(path);
-    if (target.has_parent_path()) {
-        fs::create_directories(target.parent_path());
-    }
-    const fs::path tmp = target.string() + ".tmp";
+    PendingFile pending(path);
     {
-        std::ofstream out(tmp);
+        std::ofstream out(pending.temporary());
         if (!out) {
             throw std::runtime_error("cannot write trace file '" + path + "'");
         }
         out << doc.dump() << "\n";
+        out.flush();
         if (!out) {
             throw std::runtime_error("cannot write trace file '" + path + "'");
         }
     }
-    fs::rename(tmp, target);
+    pending.complete();
+    return pending;
+}
+
+void write_chrome_trace(const std::string& path, const TraceData& trace) {
+    stage_chrome_trace(path, trace).commit();
 }
 
 } // namespace trnsim::results

@@ -129,6 +129,7 @@ IterationBreakdown scaled(IterationBreakdown b, double k) {
     b.kernels *= k;
     b.collectives *= k;
     b.graphs *= k;
+    b.prefill_graphs *= k;
     return b;
 }
 
@@ -136,7 +137,8 @@ IterationBreakdown scaled(IterationBreakdown b, double k) {
 
 double IterationBreakdown::seconds(const compute::ServingCosts& c) const {
     return decode_kernel_s + prefill_kernel_s + collective_s +
-           kernels * c.kernel_overhead.seconds() + graphs * c.iteration_overhead.seconds();
+           kernels * c.kernel_overhead.seconds() + graphs * c.iteration_overhead.seconds() +
+           prefill_graphs * c.prefill_graph_overhead.seconds();
 }
 
 IterationBreakdown& IterationBreakdown::operator+=(const IterationBreakdown& o) {
@@ -148,6 +150,7 @@ IterationBreakdown& IterationBreakdown::operator+=(const IterationBreakdown& o) 
     kernels += o.kernels;
     collectives += o.collectives;
     graphs += o.graphs;
+    prefill_graphs += o.prefill_graphs;
     return *this;
 }
 
@@ -439,6 +442,9 @@ IterationBreakdown IterationCostModel::Impl::graph(const Dims& d, std::int64_t s
     top.collective(CollectiveOp::all_gather,
                    static_cast<double>(rows) * static_cast<double>(d.vocab_padded) * 4.0, tp);
     top.b.graphs += 1.0;
+    if (prefill) {
+        top.b.prefill_graphs += 1.0;
+    }
     return top.b;
 }
 
@@ -507,6 +513,20 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
              "the last bucket (" + str(buckets_.back()) + ") must equal max_context = " +
                  str(s.max_context));
     }
+    tnx_context_ = !s.prefill_buckets.empty();
+    prefill_buckets_ = tnx_context_ ? s.prefill_buckets : buckets_;
+    for (std::size_t i = 0; i < prefill_buckets_.size(); ++i) {
+        if (prefill_buckets_[i] < 1 || prefill_buckets_[i] > s.max_context ||
+            (i > 0 && prefill_buckets_[i] <= prefill_buckets_[i - 1])) {
+            fail(std::string(kServing) + ".prefill_buckets",
+                 "prefill buckets must be positive, ascending and at most max_context = " +
+                     str(s.max_context));
+        }
+    }
+    kv_buckets_ = buckets_;
+    kv_buckets_.insert(kv_buckets_.end(), prefill_buckets_.begin(), prefill_buckets_.end());
+    std::sort(kv_buckets_.begin(), kv_buckets_.end());
+    kv_buckets_.erase(std::unique(kv_buckets_.begin(), kv_buckets_.end()), kv_buckets_.end());
     prefill_batch_ = s.prefill_batch == 0 ? s.max_batch : s.prefill_batch;
     max_k_ = s.speculative ? s.speculative->k : 0;
     if (max_k_ < 0) {
@@ -557,17 +577,19 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
         kv_rank += kv_of(*impl_->draft);
     }
     // Workspace: the largest prefill graph's live activations (residual stream and its norm,
-    // QKV, MLP inner), its materialised scores and probabilities, and the logits.
+    // QKV, MLP inner), its materialised scores and probabilities, and the logits. A TNx
+    // context graph attends only to its own bucket; otherwise up to max_context keys.
     const Dims& t = impl_->target;
-    const double tokens = static_cast<double>(prefill_batch_ * buckets_.back());
+    const std::int64_t largest_q = prefill_buckets_.back();
+    const std::int64_t largest_kv = tnx_context_ ? largest_q : s.max_context;
+    const double tokens = static_cast<double>(prefill_batch_ * largest_q);
     double workspace =
         tokens * static_cast<double>(2 * t.hidden + t.qkv_out() +
                                      2 * std::max(t.ffn, t.expert_ffn)) * e +
         static_cast<double>(s.max_batch * (1 + max_k_) * t.vocab_padded) * 4.0;
     if (s.materialized_attention) {
         workspace += 2.0 * static_cast<double>(prefill_batch_ * t.heads) *
-                     static_cast<double>(buckets_.back()) *
-                     static_cast<double>(buckets_.back()) * e;
+                     static_cast<double>(largest_q) * static_cast<double>(largest_kv) * e;
     }
     memory_.capacity_per_rank = Bytes(chip.hbm_capacity.count() / rpc);
     memory_.reserve_per_rank = Bytes(hbm_reserve_per_chip.count() / rpc);
@@ -600,10 +622,14 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
 
     // Tables.
     const std::size_t n = buckets_.size();
-    prefill_table_.assign(n * n, 0.0);
-    for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j = i; j < n; ++j) {
-            prefill_table_[i * n + j] = prefill_graph(i, j).seconds(chip.serving);
+    const std::size_t nk = kv_buckets_.size();
+    prefill_table_.assign(prefill_buckets_.size() * nk, 0.0);
+    for (std::size_t i = 0; i < prefill_buckets_.size(); ++i) {
+        for (std::size_t j = 0; j < nk; ++j) {
+            if (kv_buckets_[j] >= prefill_buckets_[i] &&
+                (!tnx_context_ || kv_buckets_[j] == prefill_buckets_[i])) {
+                prefill_table_[i * nk + j] = prefill_graph(i, j).seconds(chip.serving);
+            }
         }
     }
     const auto k_count = static_cast<std::size_t>(max_k_ + 1);
@@ -619,10 +645,11 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
 }
 
 IterationBreakdown IterationCostModel::prefill_graph(std::size_t qi, std::size_t ki) const {
-    IterationBreakdown b =
-        impl_->graph(impl_->target, prefill_batch_, buckets_[qi], buckets_[ki], 1, true);
+    const std::int64_t q = prefill_buckets_[qi];
+    const std::int64_t kv = kv_buckets_[ki];
+    IterationBreakdown b = impl_->graph(impl_->target, prefill_batch_, q, kv, 1, true);
     if (impl_->draft) {
-        b += impl_->graph(*impl_->draft, prefill_batch_, buckets_[qi], buckets_[ki], 1, true);
+        b += impl_->graph(*impl_->draft, prefill_batch_, q, kv, 1, true);
     }
     return b;
 }
@@ -648,10 +675,25 @@ IterationCostModel::prefill_shape(const IterationShape& shape) const {
                                ? ceil_div(shape.prefill_tokens, n)
                                : shape.prefill_max_tokens;
     PrefillShape p;
-    p.q = bucket_index(std::max<std::int64_t>(1, q));
-    p.kv = std::max(p.q, bucket_index(std::max({std::int64_t{1}, shape.prefill_max_context,
-                                                 shape.prefill_max_tokens})));
+    const auto in = [](const std::vector<std::int64_t>& v, std::int64_t x) {
+        return static_cast<std::size_t>(std::lower_bound(v.begin(), v.end(), x) - v.begin());
+    };
     p.graphs = ceil_div(n, prefill_batch_);
+    if (tnx_context_) {
+        // TNx (base.py, context): the context graph takes at most the largest bucket; the
+        // prompt's remaining tokens go through the decode graph one at a time.
+        const std::int64_t largest = prefill_buckets_.back();
+        p.q = in(prefill_buckets_, std::min(largest, std::max<std::int64_t>(1, q)));
+        p.kv = in(kv_buckets_, prefill_buckets_[p.q]);
+        p.leftover = std::max<std::int64_t>(0, shape.prefill_max_tokens - largest);
+        if (p.leftover > 0) {
+            p.leftover_bucket = bucket_index(shape.prefill_max_tokens);
+        }
+        return p;
+    }
+    p.q = bucket_index(std::max<std::int64_t>(1, q));
+    p.kv = in(kv_buckets_, std::max({std::int64_t{1}, buckets_[p.q], shape.prefill_max_context,
+                                     shape.prefill_max_tokens}));
     return p;
 }
 
@@ -660,7 +702,11 @@ double IterationCostModel::seconds(const IterationShape& shape) const {
     double s = 0.0;
     if (shape.prefill_sequences > 0) {
         const PrefillShape p = prefill_shape(shape);
-        s += static_cast<double>(p.graphs) * prefill_table_[p.q * buckets_.size() + p.kv];
+        s += static_cast<double>(p.graphs) * prefill_table_[p.q * kv_buckets_.size() + p.kv];
+        if (p.leftover > 0) {
+            s += static_cast<double>(p.graphs * p.leftover) *
+                 decode_table_[p.leftover_bucket * static_cast<std::size_t>(max_k_ + 1)];
+        }
     }
     if (shape.decode_sequences > 0) {
         TRNSIM_DCHECK(shape.speculative_k >= 0 && shape.speculative_k <= max_k_,
@@ -681,6 +727,11 @@ IterationBreakdown IterationCostModel::breakdown(const IterationShape& shape) co
     if (shape.prefill_sequences > 0) {
         const PrefillShape p = prefill_shape(shape);
         b += scaled(prefill_graph(p.q, p.kv), static_cast<double>(p.graphs));
+        if (p.leftover > 0) {
+            b += scaled(impl_->graph(impl_->target, serving_.max_batch, 1,
+                                     buckets_[p.leftover_bucket], 1, false),
+                        static_cast<double>(p.graphs * p.leftover));
+        }
     }
     if (shape.decode_sequences > 0) {
         TRNSIM_CHECK(shape.speculative_k >= 0 && shape.speculative_k <= max_k_,

@@ -119,6 +119,13 @@ ServingSpec serving_spec_for(const PublishedRow& row,
     const bool tnx = row.stack.rfind("tnx", 0) == 0;
     s.prefill_batch = tnx ? 0 : 1;
     s.materialized_attention = tnx;
+    if (tnx) {
+        // TNx 0.10 (SDK 2.18) without context_length_estimate: context buckets are half of
+        // the token-generation buckets (transformers_neuronx/bucket.py, context_sizes).
+        for (const std::int64_t b : default_buckets(row.max_context)) {
+            s.prefill_buckets.push_back(b / 2);
+        }
+    }
     if (draft && row.speculative_k > 0) {
         SpeculativeSpec spec;
         spec.draft_ref = row.draft;
@@ -139,11 +146,14 @@ BenchmarkResult run_published_row(const PublishedRow& row, const IterationCostMo
 
 namespace {
 
+/// One figure's equation in the three linear coefficients (kernel, graph and prefill-graph
+/// overheads), each term divided by the published time t.
 struct Eq {
-    double k = 0.0; ///< kernels / t
-    double g = 0.0; ///< graphs / t
-    double y = 0.0; ///< (t - fixed) / t
+    std::array<double, 3> a{}; ///< kernels / t, graphs / t, prefill graphs / t
+    double y = 0.0;            ///< (t - fixed) / t
 };
+
+using Coef = std::array<double, 3>;
 
 std::vector<Eq> equations(const std::vector<FitPoint>& points) {
     std::vector<Eq> eqs;
@@ -152,7 +162,7 @@ std::vector<Eq> equations(const std::vector<FitPoint>& points) {
             return;
         }
         const double fixed = b.decode_kernel_s + b.prefill_kernel_s + b.collective_s;
-        eqs.push_back({b.kernels / t, b.graphs / t, (t - fixed) / t});
+        eqs.push_back({{b.kernels / t, b.graphs / t, b.prefill_graphs / t}, (t - fixed) / t});
     };
     for (const FitPoint& p : points) {
         add(p.ttft, p.ttft_s);
@@ -161,53 +171,109 @@ std::vector<Eq> equations(const std::vector<FitPoint>& points) {
     return eqs;
 }
 
-double cost_of(const std::vector<Eq>& eqs, double kappa, double iota) {
+double cost_of(const std::vector<Eq>& eqs, const Coef& x) {
     double c = 0.0;
     for (const Eq& e : eqs) {
-        const double r = e.k * kappa + e.g * iota - e.y;
+        const double r = e.a[0] * x[0] + e.a[1] * x[1] + e.a[2] * x[2] - e.y;
         c += r * r;
     }
     return c;
 }
 
-/// Exact NNLS of two unknowns: the unconstrained solution if non-negative, else the best of
-/// the two one-variable solutions clipped at zero.
-std::pair<double, double> nnls2(const std::vector<Eq>& eqs) {
-    double kk = 0, kg = 0, gg = 0, ky = 0, gy = 0;
+/// Exact NNLS of three unknowns: the least-squares solution on every subset of free unknowns
+/// (the others held at zero) by Gaussian elimination of the normal equations with partial
+/// pivoting; the best of the non-negative ones (the empty subset, all zero, is always one).
+Coef nnls3(const std::vector<Eq>& eqs) {
+    double ata[3][3] = {};
+    double aty[3] = {};
     for (const Eq& e : eqs) {
-        kk += e.k * e.k;
-        kg += e.k * e.g;
-        gg += e.g * e.g;
-        ky += e.k * e.y;
-        gy += e.g * e.y;
-    }
-    const double det = kk * gg - kg * kg;
-    if (det > 1e-300 * (kk * gg)) {
-        const double a = (ky * gg - gy * kg) / det;
-        const double b = (gy * kk - ky * kg) / det;
-        if (a >= 0.0 && b >= 0.0) {
-            return {a, b};
+        for (int i = 0; i < 3; ++i) {
+            aty[i] += e.a[i] * e.y;
+            for (int j = 0; j < 3; ++j) {
+                ata[i][j] += e.a[i] * e.a[j];
+            }
         }
     }
-    const double a = kk > 0.0 ? std::max(0.0, ky / kk) : 0.0;
-    const double b = gg > 0.0 ? std::max(0.0, gy / gg) : 0.0;
-    return cost_of(eqs, a, 0.0) <= cost_of(eqs, 0.0, b) ? std::pair{a, 0.0}
-                                                          : std::pair{0.0, b};
+    Coef best{};
+    double best_cost = cost_of(eqs, best);
+    for (int mask = 1; mask < 8; ++mask) {
+        int idx[3];
+        int n = 0;
+        for (int i = 0; i < 3; ++i) {
+            if (mask & (1 << i)) {
+                idx[n++] = i;
+            }
+        }
+        double m[3][4] = {};
+        for (int r = 0; r < n; ++r) {
+            for (int c = 0; c < n; ++c) {
+                m[r][c] = ata[idx[r]][idx[c]];
+            }
+            m[r][n] = aty[idx[r]];
+        }
+        bool singular = false;
+        for (int c = 0; c < n && !singular; ++c) {
+            int piv = c;
+            for (int r = c + 1; r < n; ++r) {
+                if (std::fabs(m[r][c]) > std::fabs(m[piv][c])) {
+                    piv = r;
+                }
+            }
+            if (std::fabs(m[piv][c]) <= 1e-300) {
+                singular = true;
+                break;
+            }
+            for (int k = 0; k <= n; ++k) {
+                std::swap(m[c][k], m[piv][k]);
+            }
+            for (int r = 0; r < n; ++r) {
+                if (r != c) {
+                    const double f = m[r][c] / m[c][c];
+                    for (int k = c; k <= n; ++k) {
+                        m[r][k] -= f * m[c][k];
+                    }
+                }
+            }
+        }
+        if (singular) {
+            continue;
+        }
+        Coef x{};
+        bool feasible = true;
+        for (int r = 0; r < n; ++r) {
+            x[static_cast<std::size_t>(idx[r])] = m[r][n] / m[r][r];
+            feasible = feasible && x[static_cast<std::size_t>(idx[r])] >= 0.0;
+        }
+        if (feasible) {
+            const double c = cost_of(eqs, x);
+            if (c < best_cost) {
+                best_cost = c;
+                best = x;
+            }
+        }
+    }
+    return best;
 }
 
-compute::ServingCosts rounded(double efficiency, double kappa, double iota) {
+Duration rounded_duration(double seconds) {
+    return Duration::from_ns(std::llround(seconds * 1e8) * 10);
+}
+
+compute::ServingCosts rounded(double efficiency, const Coef& x) {
     compute::ServingCosts c;
     c.prefill_efficiency = std::round(efficiency * 1000.0) / 1000.0;
-    c.kernel_overhead = Duration::from_ns(std::llround(kappa * 1e8) * 10);
-    c.iteration_overhead = Duration::from_ns(std::llround(iota * 1e8) * 10);
+    c.kernel_overhead = rounded_duration(x[0]);
+    c.iteration_overhead = rounded_duration(x[1]);
+    c.prefill_graph_overhead = rounded_duration(x[2]);
     return c;
 }
 
 } // namespace
 
 double fit_residual(const std::vector<FitPoint>& points, const compute::ServingCosts& c) {
-    return cost_of(equations(points), c.kernel_overhead.seconds(),
-                   c.iteration_overhead.seconds());
+    return cost_of(equations(points),
+                   Coef{c.kernel_overhead.seconds(), c.iteration_overhead.seconds(),
+                        c.prefill_graph_overhead.seconds()});
 }
 
 compute::ServingCosts fit_serving_costs(
@@ -215,16 +281,15 @@ compute::ServingCosts fit_serving_costs(
     struct Trial {
         double cost;
         double efficiency;
-        double kappa;
-        double iota;
+        Coef x;
     };
     const auto trial = [&](double eff) {
         const auto eqs = equations(points(eff));
         if (eqs.empty()) {
             throw std::invalid_argument("fit_serving_costs: no points");
         }
-        const auto [a, b] = nnls2(eqs);
-        return Trial{cost_of(eqs, a, b), eff, a, b};
+        const Coef x = nnls3(eqs);
+        return Trial{cost_of(eqs, x), eff, x};
     };
     // Grid from 0.05 to 1 in steps of 0.05, then 0.005, then 0.001 around the best.
     Trial best = trial(1.0);
@@ -247,7 +312,7 @@ compute::ServingCosts fit_serving_costs(
             }
         }
     }
-    return rounded(best.efficiency, best.kappa, best.iota);
+    return rounded(best.efficiency, best.x);
 }
 
 } // namespace trnsim::serving

@@ -11,8 +11,18 @@
 
 namespace trnsim::sim {
 
-CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
-                                           const std::function<void(const CollectiveRow&)>& on_row) {
+namespace {
+
+/// The fabric and the request of a benchmark, every input checked.
+struct Prepared {
+    topology::Fabric fabric;
+    network::CollectiveRequest req;
+    int lnc = 0;
+    std::int64_t ranks = 0;
+    std::int64_t chips_used = 0;
+};
+
+Prepared prepare(const CollectiveBenchSpec& spec) {
     const auto& chip = spec.chip;
     topology::FabricSpec fabric_spec = spec.fabric;
     if (fabric_spec.chip != chip.name) {
@@ -28,13 +38,13 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
                                                      "' has no UltraServers; give "
                                                      "cluster.instances");
     }
-    const topology::Fabric fabric = topology::Fabric::build(fabric_spec, domains);
+    Prepared p{topology::Fabric::build(fabric_spec, domains), {}, 0, 0, 0};
     const int lnc = spec.lnc > 0 ? spec.lnc : chip.lnc_default;
     if (std::find(chip.lnc_allowed.begin(), chip.lnc_allowed.end(), lnc) == chip.lnc_allowed.end()) {
         throw InputError("hardware.lnc", "lnc = " + std::to_string(lnc) + " is not allowed on " + chip.name);
     }
     const std::int64_t rpc = chip.ranks_per_chip(lnc);
-    const std::int64_t all = rpc * fabric.chips();
+    const std::int64_t all = rpc * p.fabric.chips();
     const std::int64_t ranks = spec.ranks > 0 ? spec.ranks : all;
     if (ranks < 2 || ranks > all || (ranks > rpc && ranks % rpc != 0)) {
         throw InputError("workload.collective.ranks",
@@ -42,7 +52,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
                              " and a multiple of the " + std::to_string(rpc) +
                              " ranks per chip (or fewer)");
     }
-    network::CollectiveRequest req;
+    network::CollectiveRequest& req = p.req;
     req.op = spec.op;
     req.algorithm = spec.algorithm;
     req.ranks_per_chip = static_cast<int>(std::min(ranks, rpc));
@@ -57,12 +67,52 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
         req.chips = {0, static_cast<std::uint32_t>(chips_used - 1)};
         req.ranks_per_chip = 1;
     }
-    const network::LocalCosts local{chip.hbm_bandwidth,
-                                    chip.on_chip_latency,
-                                    chip.collectives.launch,
-                                    chip.collectives.rank_bandwidth,
-                                    chip.collectives.efa_step_overhead,
-                                    workload::collective_reduce_bandwidth(chip, lnc)};
+    p.lnc = lnc;
+    p.ranks = ranks;
+    p.chips_used = chips_used;
+    return p;
+}
+
+network::CollectivePlan plan_size(const Prepared& p, double bytes,
+                                  const network::LocalCosts& local) {
+    network::CollectiveRequest req = p.req;
+    req.bytes = bytes;
+    try {
+        return network::plan_collective(p.fabric, req, local);
+    } catch (const std::invalid_argument& e) {
+        throw InputError("workload.collective.algorithm", e.what());
+    }
+}
+
+/// The chip's costs beside the links: HBM, on-chip latency and its collective engine.
+network::LocalCosts local_costs(const compute::ChipSpec& chip, int lnc) {
+    return {chip.hbm_bandwidth,
+            chip.on_chip_latency,
+            chip.collectives.launch,
+            chip.collectives.rank_bandwidth,
+            chip.collectives.efa_step_overhead,
+            workload::collective_reduce_bandwidth(chip, lnc)};
+}
+
+} // namespace
+
+void check_collective_bench(const CollectiveBenchSpec& spec) {
+    const Prepared p = prepare(spec);
+    const network::LocalCosts local = local_costs(spec.chip, p.lnc);
+    for (double size : spec.sizes) {
+        (void)plan_size(p, size, local);
+    }
+}
+
+CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
+                                           const std::function<void(const CollectiveRow&)>& on_row) {
+    const auto& chip = spec.chip;
+    const Prepared prepared = prepare(spec);
+    const topology::Fabric& fabric = prepared.fabric;
+    const std::int64_t ranks = prepared.ranks;
+    const std::int64_t chips_used = prepared.chips_used;
+    const int lnc = prepared.lnc;
+    const network::LocalCosts local = local_costs(chip, lnc);
     network::CollectiveSimOptions options;
     options.exact = spec.exact;
     options.reuse_identical_phases = spec.reuse_identical_phases;
@@ -76,14 +126,12 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
     out.ultraservers = fabric.ultraservers();
     out.instances = fabric.instances();
     const double factor = network::bus_bandwidth_factor(spec.op, static_cast<std::size_t>(ranks));
+    // Every size is planned (and so checked) before the first is simulated.
     for (double size : spec.sizes) {
-        req.bytes = size;
-        network::CollectivePlan plan;
-        try {
-            plan = network::plan_collective(fabric, req, local);
-        } catch (const std::invalid_argument& e) {
-            throw InputError("workload.collective.algorithm", e.what());
-        }
+        (void)plan_size(prepared, size, local);
+    }
+    for (double size : spec.sizes) {
+        network::CollectivePlan plan = plan_size(prepared, size, local);
         CollectiveRow row;
         row.bytes = size;
         row.algorithm = plan.algorithm;

@@ -28,6 +28,7 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
     in.hardware.instance_torus = chip.instance.torus;
     in.hardware.efa_interfaces = chip.instance.efa_interfaces;
     in.hardware.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
+    in.hardware.host_memory = chip.instance.host_memory;
     reliability::JobModel& job = in.job;
     job.steps = plan.steps;
     job.step_s = step.step_s;
@@ -59,7 +60,21 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
     return in;
 }
 
+void check_chip_speeds(const config::ScenarioSpec& spec, std::int64_t chips) {
+    const auto& listed = spec.hardware.speed.chips;
+    for (std::size_t i = 0; i < listed.size(); ++i) {
+        const std::string key = "hardware.speed.chips[" + std::to_string(i) + "].chip";
+        if (listed[i].chip >= chips) {
+            throw InputError(key, "chip " + std::to_string(listed[i].chip) +
+                                      " is not in the cluster (" + std::to_string(chips) +
+                                      " chips: 0 to " + std::to_string(chips - 1) + ")",
+                             spec.sources.find(key));
+        }
+    }
+}
+
 std::vector<double> chip_speeds(const config::ScenarioSpec& spec, std::int64_t chips) {
+    check_chip_speeds(spec, chips);
     const config::SpeedSpec& sp = spec.hardware.speed;
     std::vector<double> speed(static_cast<std::size_t>(chips), 1.0);
     // One random stream per chip: a chip's factor does not depend on the cluster size.
@@ -78,15 +93,7 @@ std::vector<double> chip_speeds(const config::ScenarioSpec& spec, std::int64_t c
             speed[static_cast<std::size_t>(c)] = v;
         }
     }
-    for (std::size_t i = 0; i < sp.chips.size(); ++i) {
-        const auto& c = sp.chips[i];
-        const std::string key = "hardware.speed.chips[" + std::to_string(i) + "].chip";
-        if (c.chip >= chips) {
-            throw InputError(key, "chip " + std::to_string(c.chip) + " is not in the cluster (" +
-                                      std::to_string(chips) + " chips: 0 to " +
-                                      std::to_string(chips - 1) + ")",
-                             spec.sources.find(key));
-        }
+    for (const auto& c : sp.chips) {
         speed[static_cast<std::size_t>(c.chip)] = c.speed;
     }
     return speed;
@@ -119,14 +126,15 @@ StepSimOptions step_options(const config::ScenarioSpec& spec, const workload::Pl
 
 namespace {
 
-StepSimResult run_step_simulation(const config::ScenarioSpec& spec, const workload::Plan& plan) {
+/// The fabric of the step simulation, checked to hold exactly the plan's cluster.
+topology::Fabric step_fabric(const config::ScenarioSpec& spec, const workload::Plan& plan) {
     if (!spec.has_fabric) {
         throw InputError("cluster.fabric", "the step simulation needs a fabric",
                          spec.sources.find("cluster"));
     }
     const std::int64_t domains =
         plan.cluster.ultraservers > 0 ? plan.cluster.ultraservers : plan.cluster.instances;
-    const topology::Fabric fabric = topology::Fabric::build(spec.fabric, domains);
+    topology::Fabric fabric = topology::Fabric::build(spec.fabric, domains);
     if (static_cast<std::int64_t>(fabric.chips()) != plan.cluster.chips) {
         throw InputError("cluster.fabric",
                          "fabric " + spec.fabric.name + " holds " +
@@ -134,21 +142,44 @@ StepSimResult run_step_simulation(const config::ScenarioSpec& spec, const worklo
                              "cluster has " + std::to_string(plan.cluster.chips),
                          spec.sources.find("cluster"));
     }
-    return simulate_step(plan, fabric, step_options(spec, plan));
+    return fabric;
+}
+
+/// The checks of check_training that need no fabric.
+void check_without_fabric(const config::ScenarioSpec& spec, const workload::Plan& plan) {
+    check_chip_speeds(spec, plan.cluster.chips);
+    if (spec.simulation.fidelity == config::Fidelity::step) {
+        (void)step_options(spec, plan); // the trace ranks
+    }
+    if (spec.reliability.enabled) {
+        reliability::validate(reliability_input(spec, plan, {}));
+    }
 }
 
 } // namespace
 
+workload::Plan check_training(const config::ScenarioSpec& spec) {
+    workload::Plan plan = make_plan(spec);
+    check_without_fabric(spec, plan);
+    if (spec.simulation.fidelity == config::Fidelity::step) {
+        (void)step_fabric(spec, plan);
+    }
+    return plan;
+}
+
 TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& options) {
     TrainingRun run;
     run.plan = make_plan(spec);
+    // Every check before the first simulation (the fabric is built once, below).
+    check_without_fabric(spec, run.plan);
     switch (spec.simulation.fidelity) {
     case config::Fidelity::analytic:
         run.step = estimate_step(run.plan);
         break;
     case config::Fidelity::step: {
+        const topology::Fabric fabric = step_fabric(spec, run.plan);
         const auto t0 = std::chrono::steady_clock::now();
-        run.step_sim = run_step_simulation(spec, run.plan);
+        run.step_sim = simulate_step(run.plan, fabric, step_options(spec, run.plan));
         run.step_sim_wall_s =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         run.step = run.step_sim->estimate;
@@ -167,7 +198,8 @@ TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& opt
         control.threads = spec.simulation.threads > 0 ? spec.simulation.threads
                                                       : engine::default_thread_count();
         control.seed = static_cast<std::uint64_t>(spec.seed);
-        control.record = options.record;
+        control.record = options.record && spec.output.timeline != config::TimelineOutput::none;
+        control.record_checkpoints = spec.output.timeline == config::TimelineOutput::full;
         reliability::RunInput input = reliability_input(spec, run.plan, run.step);
         if (run.step_sim) {
             // Degraded clusters: the analytic step, scaled as the simulation scaled the full one.

@@ -31,7 +31,9 @@ double objective_value(config::Objective o, double time_s, double cost_usd, doub
 
 namespace {
 
-constexpr std::size_t kMaxCandidates = 10'000'000;
+// Candidates are enumerated (about 100 bytes each) and estimated before anything is simulated:
+// bounded before that (docs/user-guide.md, "Errors and guarantees").
+constexpr std::size_t kMaxCandidates = 1'000'000;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 bool counts_ultraservers(const config::ScenarioSpec& base) { return base.cluster.ultraservers > 0; }
@@ -269,7 +271,10 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
                          static_cast<double>(recompute.size()) *
                          static_cast<double>(interval.size()) * static_cast<double>(spares.size());
     if (total > static_cast<double>(kMaxCandidates)) {
-        throw InputError("search", "more than 10 million candidates; narrow the search",
+        throw InputError("search",
+                         "has " + (total < 9e18 ? fmt::integer(std::llround(total)) : fmt::count(total)) + " candidates (the product of the search "
+                         "lists); a plan searches at most " + fmt::integer(
+                             static_cast<std::int64_t>(kMaxCandidates)) + ": narrow the search",
                          {plan.file, 1, 1});
     }
     std::vector<Candidate> out;

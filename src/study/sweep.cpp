@@ -1,9 +1,8 @@
 #include "trnsim/study/sweep.hpp"
 
+#include "trnsim/core/format.hpp"
 #include "trnsim/engine/rng.hpp"
-#include "trnsim/reliability/run.hpp"
 #include "trnsim/sim/run.hpp"
-#include "trnsim/workload/plan.hpp"
 
 #include <omp.h>
 
@@ -16,7 +15,10 @@ namespace trnsim::study {
 
 namespace {
 
-constexpr std::int64_t kMaxPoints = 10'000'000;
+// A sweep's points and runs are bounded before anything is built (docs/user-guide.md,
+// "Errors and guarantees"): each point is a scenario validated and kept in memory.
+constexpr std::int64_t kMaxPoints = 100'000;
+constexpr std::int64_t kMaxRuns = 1'000'000;
 /// Stream kind of the random samples of a sweep (its own seed, so no clash with a run's).
 constexpr engine::StreamKind kSampleStream = 0x5eed;
 
@@ -120,13 +122,28 @@ Sweep expand(const config::SweepSpec& spec, std::int64_t base_seed, int base_rep
         }
         sizes.push_back(spec.random->samples);
     }
-    std::int64_t total = 1;
+    // The count from the axes alone (as a double: no overflow), before any point is built.
+    double count = 1.0;
+    std::string product;
     for (std::int64_t n : sizes) {
-        total *= n;
-        if (total > kMaxPoints) {
-            throw InputError("sweep", "more than 10 million points", {spec.file, 1, 1});
-        }
+        count *= static_cast<double>(n);
+        product += (product.empty() ? "" : " x ") + std::to_string(n);
     }
+    if (count > static_cast<double>(kMaxPoints)) {
+        throw InputError("sweep",
+                         "has " + (count < 9e18 ? fmt::integer(std::llround(count)) : fmt::count(count)) + " points (" + product +
+                             "); a sweep holds at most " + fmt::integer(kMaxPoints) +
+                             " points: split it or narrow its axes",
+                         {spec.file, 1, 1});
+    }
+    if (count * s.replications > static_cast<double>(kMaxRuns)) {
+        throw InputError("replications",
+                         fmt::integer(std::llround(count)) + " points x " + std::to_string(s.replications) +
+                             " replications are more than the " + fmt::integer(kMaxRuns) +
+                             " runs a sweep holds",
+                         {spec.file, 1, 1});
+    }
+    const auto total = static_cast<std::int64_t>(count);
     s.points.reserve(static_cast<std::size_t>(total));
     for (std::int64_t i = 0; i < total; ++i) {
         // Mixed-radix digits of i, the last axis fastest.
@@ -195,31 +212,45 @@ InputError point_error(const Sweep& sweep, const Point& p, const InputError& e,
 
 } // namespace
 
-std::vector<config::ScenarioSpec> prepare(const Sweep& sweep, int threads) {
+namespace {
+
+/// Builds and checks every point (what prepare and validate share): `keep` stores each
+/// point's scenario in `specs`, else it is dropped once checked. Returns the files the points
+/// read, sorted and unique.
+std::vector<std::string> check_points(const Sweep& sweep, int threads, bool keep,
+                                      std::vector<config::ScenarioSpec>& specs) {
     const std::int64_t n = static_cast<std::int64_t>(sweep.points.size());
-    std::vector<config::ScenarioSpec> specs(static_cast<std::size_t>(n));
+    if (keep) {
+        specs.assign(static_cast<std::size_t>(n), config::ScenarioSpec{});
+    }
     std::vector<std::optional<InputError>> errors(static_cast<std::size_t>(n));
     std::vector<std::exception_ptr> crashes(static_cast<std::size_t>(n));
+    std::vector<std::vector<std::string>> files(static_cast<std::size_t>(std::max(1, threads)));
     const config::ScenarioBase base =
         sweep.base ? sweep.base : config::ScenarioBase::read(sweep.spec.base);
 #pragma omp parallel for schedule(dynamic, 4) num_threads(std::max(1, threads))
     for (std::int64_t i = 0; i < n; ++i) {
         const auto u = static_cast<std::size_t>(i);
         const Point& p = sweep.points[u];
+        config::ScenarioSpec local;
+        config::ScenarioSpec& spec = keep ? specs[u] : local;
         bool loaded = false;
         try {
-            specs[u] = config::load_scenario_with(base, sweep.overrides(p));
+            spec = config::load_scenario_with(base, sweep.overrides(p), {false});
             loaded = true;
-            if (specs[u].workload_type != config::WorkloadType::training) {
+            if (spec.workload_type != config::WorkloadType::training) {
                 throw InputError("workload.type",
                                  "trnsim batch runs training scenarios, not collectives");
             }
-            const workload::Plan plan = sim::make_plan(specs[u]);
-            if (specs[u].reliability.enabled) {
-                reliability::validate(sim::reliability_input(specs[u], plan, {}));
+            (void)sim::check_training(spec);
+            auto& mine = files[static_cast<std::size_t>(omp_get_thread_num())];
+            for (const auto& f : spec.input_files) {
+                if (std::find(mine.begin(), mine.end(), f) == mine.end()) {
+                    mine.push_back(f);
+                }
             }
         } catch (const InputError& e) {
-            errors[u] = point_error(sweep, p, e, loaded ? &specs[u] : nullptr);
+            errors[u] = point_error(sweep, p, e, loaded ? &spec : nullptr);
         } catch (...) {
             crashes[u] = std::current_exception();
         }
@@ -232,7 +263,26 @@ std::vector<config::ScenarioSpec> prepare(const Sweep& sweep, int threads) {
             throw *errors[i];
         }
     }
+    std::vector<std::string> all;
+    for (const auto& f : files) {
+        all.insert(all.end(), f.begin(), f.end());
+    }
+    std::sort(all.begin(), all.end());
+    all.erase(std::unique(all.begin(), all.end()), all.end());
+    return all;
+}
+
+} // namespace
+
+std::vector<config::ScenarioSpec> prepare(const Sweep& sweep, int threads) {
+    std::vector<config::ScenarioSpec> specs;
+    (void)check_points(sweep, threads, true, specs);
     return specs;
+}
+
+std::vector<std::string> validate(const Sweep& sweep, int threads) {
+    std::vector<config::ScenarioSpec> none;
+    return check_points(sweep, threads, false, none);
 }
 
 } // namespace trnsim::study

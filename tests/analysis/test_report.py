@@ -1,16 +1,18 @@
-"""Tests of analysis/report.py on small results files that trnsim writes: a sweep, a plan and
-a run with failures. Each report must hold valid PNGs with plotted data (pixels of the data
-series' colours) and an HTML page that references every image and holds the summary table.
+"""Tests of analysis/report.py on small results files that trnsim writes: a sweep over two
+axes and over four, plans with and without a feasible candidate, runs with and without
+failures. Each report must hold valid PNGs with plotted data (pixels of the data series'
+colours) and an HTML page whose figures read as the command line prints them: the same
+strings for the step time, throughput, cost, ETTR and intervals (both use the formatter of
+src/core/format.cpp, analysis/trnsim_format.py in Python), time and cost first in the wide
+tables, and the closest misses when no candidate meets the constraints.
 
 Run from the repository root:
     /usr/bin/python3 -m unittest discover -s tests/analysis -v
 Environment: TRNSIM_SOURCE_DIR, TRNSIM_BIN, TRNSIM_BUILD_DIR as for test_summary.py.
 """
 
-import os
 import re
 import struct
-import subprocess
 import sys
 import tempfile
 import unittest
@@ -22,75 +24,20 @@ matplotlib.use("Agg")
 import matplotlib.image  # noqa: E402
 import numpy as np  # noqa: E402
 
-SOURCE_DIR = Path(os.environ.get("TRNSIM_SOURCE_DIR", Path(__file__).resolve().parents[2]))
-BUILD_DIR = Path(os.environ.get("TRNSIM_BUILD_DIR", SOURCE_DIR / "build"))
-TRNSIM_BIN = Path(os.environ.get("TRNSIM_BIN", BUILD_DIR / "src" / "cli" / "trnsim"))
-REPORT_PY = SOURCE_DIR / "analysis" / "report.py"
-PYTHON = sys.executable or "/usr/bin/python3"
+from report_cases import (BATCH_PLAN, LATE_PLAN, MULTI_SWEEP, PLAN, RAW_LARGE,  # noqa: E402
+                          RELIABILITY, SCIENTIFIC, SOURCE_DIR, SWEEP, Tables, cli_line,
+                          run_report, trnsim)
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 sys.path.insert(0, str(SOURCE_DIR / "analysis"))
 import report  # noqa: E402
 import timeline  # noqa: E402
+import trnsim_format  # noqa: E402
 
 #: The colours report.py (and timeline.py, for the failure timeline) draw data in.
 DATA_COLORS = report.SERIES_COLORS[:2] + [report.FRONTIER_COLOR, timeline.PROGRESS_COLOR,
                                           timeline.COMMITTED_COLOR]
-
-RELIABILITY = SOURCE_DIR / "scenarios" / "llama3-405b-reliability.yaml"
-
-SWEEP = f"""base: {RELIABILITY}
-name: report-sweep
-replications: 2
-set:
-  workload.tokens: 30B
-  workload.parallelism: {{tp: 64, pp: 2, zero: 1, recompute: full}}
-sweep:
-  grid:
-    cluster.ultraservers: [32, 64]
-    reliability.checkpoint.interval: [15min, 1h, 4h]
-"""
-
-PLAN = f"""base: {RELIABILITY}
-name: report-plan
-objective: min_cost
-constraints: {{deadline: 40d}}
-search:
-  ultraservers: [64, 128, 256]
-  tp: [32, 64]
-  pp: [1, 2]
-  checkpoint_interval: [auto, 30min, 2h]
-  spares: [4, 16]
-finalists: 3
-frontier: 2
-replications: 2
-"""
-
-#: A plan that searches the global batch: cluster_size.png draws a line per batch.
-BATCH_PLAN = f"""base: {RELIABILITY}
-name: report-batch-plan
-constraints: {{deadline: 40d}}
-search:
-  ultraservers: [64, 128, 256]
-  global_batch: [1024, 2048]
-  tp: [64]
-  pp: [1, 2]
-finalists: 1
-frontier: 0
-replications: 1
-"""
-
-
-def trnsim(*args):
-    done = subprocess.run([str(TRNSIM_BIN), *args], cwd=SOURCE_DIR, capture_output=True,
-                          text=True, timeout=300)
-    if done.returncode != 0:
-        raise AssertionError(f"trnsim {' '.join(args)} failed:\n{done.stdout}{done.stderr}")
-
-
-def run_report(results, directory):
-    return subprocess.run([PYTHON, str(REPORT_PY), str(results), "-o", str(directory)],
-                          cwd=SOURCE_DIR, capture_output=True, text=True, timeout=300)
 
 
 def png_size(path):
@@ -112,29 +59,43 @@ def series_pixels(path):
     return count
 
 
+def check_cells(test, page):
+    tables = Tables(page)
+    for table in tables.tables:
+        for row in table:
+            for text in row:
+                test.assertIsNone(SCIENTIFIC.search(text), f"scientific notation: {text!r}")
+                test.assertIsNone(RAW_LARGE.search(text), f"a raw large number: {text!r}")
+    return tables
+
+
 class ReportTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls._tmp = tempfile.TemporaryDirectory(prefix="trnsim-report-")
         cls.tmp = Path(cls._tmp.name)
-        (cls.tmp / "sweep.yaml").write_text(SWEEP)
-        (cls.tmp / "plan.yaml").write_text(PLAN)
-        (cls.tmp / "batch-plan.yaml").write_text(BATCH_PLAN)
+        for name, text in (("sweep", SWEEP), ("multi", MULTI_SWEEP), ("plan", PLAN),
+                           ("batch-plan", BATCH_PLAN), ("late", LATE_PLAN)):
+            (cls.tmp / f"{name}.yaml").write_text(text)
         cls.sweep = cls.tmp / "sweep.h5"
+        cls.multi = cls.tmp / "multi.h5"
         cls.plan = cls.tmp / "plan.h5"
+        cls.late = cls.tmp / "late.h5"
         cls.single = cls.tmp / "run.h5"
-        trnsim("batch", str(cls.tmp / "sweep.yaml"), "-o", str(cls.sweep), "-q")
-        trnsim("plan", str(cls.tmp / "plan.yaml"), "-o", str(cls.plan), "-q")
         cls.batch_plan = cls.tmp / "batch-plan.h5"
+        trnsim("batch", str(cls.tmp / "sweep.yaml"), "-o", str(cls.sweep), "-q")
+        trnsim("batch", str(cls.tmp / "multi.yaml"), "-o", str(cls.multi), "-q")
+        cls.plan_out = trnsim("plan", str(cls.tmp / "plan.yaml"), "-o", str(cls.plan))
+        cls.late_out = trnsim("plan", str(cls.tmp / "late.yaml"), "-o", str(cls.late))
         trnsim("plan", str(cls.tmp / "batch-plan.yaml"), "-o", str(cls.batch_plan), "-q")
-        trnsim("run", str(RELIABILITY), "-q", "-o", str(cls.single), "--set",
-               "simulation.replications=2", "--set", "workload.tokens=500B")
+        cls.single_out = trnsim("run", str(RELIABILITY), "-o", str(cls.single), "--set",
+                                "simulation.replications=2", "--set", "workload.tokens=500B")
 
     @classmethod
     def tearDownClass(cls):
         cls._tmp.cleanup()
 
-    def check_report(self, results, expected_pngs, table_rows):
+    def check_report(self, results, expected_pngs):
         out = self.tmp / (results.stem + "-report")
         done = run_report(results, out)
         self.assertEqual(done.returncode, 0, done.stderr)
@@ -150,31 +111,110 @@ class ReportTest(unittest.TestCase):
             self.assertGreater(width, 300, name)
             self.assertGreater(height, 200, name)
             self.assertGreater(series_pixels(path), 150, f"{name}: no plotted data")
-        self.assertEqual(page.count("<table>"), 1)
-        self.assertEqual(page.count("<tr>") - 1, table_rows)
-        return page
+        return page, check_cells(self, page)
 
     def test_sweep_report(self):
-        page = self.check_report(self.sweep, ["cluster_size.png", "checkpoint.png", "pareto.png"],
-                                 table_rows=6)
+        page, tables = self.check_report(
+            self.sweep, ["axes.png", "cluster_size.png", "checkpoint.png", "pareto.png"])
         self.assertIn("report-sweep", page)
-        self.assertIn("&plusmn;", page)  # means with their 95% intervals
+        points = tables.tables[0]
+        self.assertEqual(len(points) - 1, 6)  # 2 sizes x 3 intervals
+        header = points[0]
+        # Time to train and cost come first, then the swept keys (in their units).
+        self.assertEqual(header[:4], ["point", "time to train", "cost", "ETTR"])
+        interval = header.index("reliability.checkpoint.interval")
+        self.assertEqual([r[interval] for r in points[1:]],
+                         ["15.0 min", "60.0 min", "4.00 h"] * 2)
+        # Every mean has its interval (2 replicates), the same way in every ETTR cell.
+        for row in points[1:]:
+            self.assertRegex(row[3], r"^\d+\.\d% \u00b1 (<?\d+\.\d%|0)$")
+            self.assertIn(" \u00b1 ", row[1])
+
+    def test_a_multi_axis_sweep_draws_small_multiples(self):
+        page, tables = self.check_report(
+            self.multi, ["axes.png", "cluster_size.png", "checkpoint.png", "pareto.png"])
+        header = tables.tables[0][0]
+        self.assertEqual(header[:3], ["point", "time to train", "cost"])
+        self.assertEqual(len(tables.tables[0]) - 1, 48)
+        # The random restart times in minutes with three digits, not 16.
+        restart = header.index("reliability.recovery.restart")
+        for row in tables.tables[0][1:]:
+            self.assertRegex(row[restart], r"^\d+(\.\d+)? min$")
+        # 48 points: no single line through "combinations"; the axes are listed by name.
+        self.assertNotIn("combinations", page)
+        self.assertIn("workload.parallelism.zero, reliability.recovery.detection", page)
+        # Layout with the cluster size on x: the restart (random samples) is averaged over;
+        # the interval (2 values, first in the file) gives the panels, the zip group the
+        # lines (2 x 2 = 4 lines of two axes would fit in one panel too, at the limit).
+        frame, keys, units, axes_of, kinds = report.batch_frame(self.multi)
+        axes = report.Axes(frame, keys, units, axes_of, kinds)
+        facet, lines, averaged = report.layout(axes, frame, ["cluster.ultraservers"])
+        self.assertEqual(averaged, [["reliability.recovery.restart"]])
+        self.assertEqual((facet, lines), (None, [["reliability.checkpoint.interval"],
+                                                 ["workload.parallelism.zero",
+                                                  "reliability.recovery.detection"]]))
+        # With ETTR against the interval: the cluster size (3 values) and the zip group (2)
+        # would be 6 lines of two axes, more than MAX_LINES_SHARED (4), so the axis with the
+        # fewest values (the zip group) gives the panels and the sizes the lines.
+        facet, lines, averaged = report.layout(axes, frame, ["reliability.checkpoint.interval"])
+        self.assertEqual(facet, ["workload.parallelism.zero", "reliability.recovery.detection"])
+        self.assertEqual(lines, [["cluster.ultraservers"]])
+        # /batch/keys: the zip group is one axis.
+        self.assertEqual(axes_of["workload.parallelism.zero"],
+                         axes_of["reliability.recovery.detection"])
+        self.assertEqual(units["reliability.checkpoint.interval"], "s")
 
     def test_plan_report(self):
-        page = self.check_report(
+        page, tables = self.check_report(
             self.plan,
-            ["pareto.png", "cluster_size.png", "checkpoint.png", "breakdown.png", "timeline.png"],
-            table_rows=len(report.trnsim_results.load_summary(self.plan)))
+            ["pareto.png", "cluster_size.png", "checkpoint.png", "breakdown.png", "timeline.png"])
         self.assertIn("candidates", page)
-        # The finalists' parallelism, context parallelism right after tensor parallelism.
-        self.assertIn("<th>tp</th><th>cp</th><th>pp</th><th>dp</th>", page)
+        finalists = next(t for t in tables.tables if t and t[0][:3] == ["rank", "time to train",
+                                                                       "cost"])
+        header = finalists[0]
+        self.assertEqual(len(finalists) - 1,
+                         len(report.trnsim_results.load_summary(self.plan)))
+        # The parallelism with context and expert parallelism, and both chip counts named.
+        i = header.index("tp")
+        self.assertEqual(header[i:i + 5], ["tp", "cp", "pp", "dp", "ep"])
+        self.assertIn("job chips", header)
+        self.assertIn("chips with spares", header)
+        # The CLI's table counts job and spare chips: its chips column is "chips with spares".
+        cli_rows = [line.split() for line in self.plan_out.splitlines()
+                    if re.match(r"^\s+\d+\s+\d+\s+[\d,]+\s", line)]
+        self.assertEqual([r[2] for r in cli_rows],
+                         [r[header.index("chips with spares")] for r in finalists[1:]])
+        # The best plan as the CLI prints it: "256 UltraServers (16,384 chips) + 16 spare: 24.8
+        # d, $23,115,386"; the page has the same strings.
+        best = re.match(r"(.*) \+ (\d+) spare: (.*), (\$[\d,]+)$", cli_line(self.plan_out, "best"))
+        self.assertIsNotNone(best)
+        self.assertIn(f"Best plan: {best.group(1)} + {best.group(2)} spare", tables.page_text())
+        self.assertIn(f"time to train {best.group(3)} \u00b1", tables.page_text())
+        self.assertIn(f"cost {best.group(4)} \u00b1", tables.page_text())
+
+    def test_a_plan_without_feasible_candidates_says_so(self):
+        page, tables = self.check_report(self.late, ["pareto.png", "cluster_size.png"])
+        text = tables.page_text()
+        self.assertIn("No candidate met the constraints", text)
+        self.assertIn("nothing was simulated", text)
+        self.assertIn("0 feasible", text)
+        # The CLI's closest misses, figure for figure:
+        #   fastest    64 UltraServers (4,096 chips) + 0 spare, batch 1,024, tp 16 cp 1 pp 4
+        #              dp 256: 16.9 d, $3,714,970 (estimate, misses deadline)
+        for which in ("fastest", "cheapest"):
+            m = re.match(r"(.*): (.*), (\$[\d,]+) \(estimate, misses (\w+)\)$",
+                         cli_line(self.late_out, which))
+            self.assertIsNotNone(m, which)
+            row = next(r for r in tables.tables[0] if r and r[0].startswith(which))
+            self.assertEqual(row[1:4], [m.group(2), m.group(3), m.group(4)])
+            self.assertEqual(row[5], m.group(1))
 
     def test_a_plan_over_batches_draws_a_line_per_batch(self):
         out = self.tmp / "batch-plan-report"
         done = run_report(self.batch_plan, out)
         self.assertEqual(done.returncode, 0, done.stderr)
         page = (out / "index.html").read_text()
-        self.assertIn("<th>global_batch</th>", page)
+        self.assertIn("<th title='global_batch'>batch</th>", page)
         image = matplotlib.image.imread(out / "cluster_size.png")[..., :3]
 
         def pixels(color):
@@ -192,10 +232,38 @@ class ReportTest(unittest.TestCase):
         self.assertLess(pixels(report.SERIES_COLORS[2]), 10)
 
     def test_run_report(self):
-        self.check_report(self.single, ["breakdown.png", "timeline.png"],
-                          table_rows=len(report.trnsim_results.load_summary(self.single).columns)
-                          - 1 - sum(c.startswith("ci95_") for c in
-                                    report.trnsim_results.load_summary(self.single).columns))
+        page, tables = self.check_report(self.single, ["breakdown.png", "timeline.png"])
+        text = tables.page_text()
+        for caption in ("Plan", "Step", "Throughput", "Time and cost", "Reliability"):
+            self.assertIn(f"<caption>{caption}</caption>", page)
+        out = self.single_out
+        # The CLI's strings: "step 16.7 s = ...", "throughput 1.00M tokens/s; MFU 24.3%, ...",
+        # "training ... in 6.21 d; ... = $5,795,474", "run ... ETTR 93.0% +- 0.6%; goodput ...".
+        step = cli_line(out, "step").split(" = ")[0]
+        tokens, mfu = re.match(r"(\S+ tokens/s); MFU (\S+),", cli_line(out, "throughput")).groups()
+        cost = cli_line(out, "training").rsplit(" = ", 1)[1]
+        run = cli_line(out, "run")
+        wall = re.search(r"wall (.*?);", run).group(1).replace("+-", "\u00b1")
+        ettr = re.search(r"ETTR (.*?);", run).group(1).replace("+-", "\u00b1")
+        goodput = re.search(r"goodput (.*)$", run).group(1).replace("+-", "\u00b1")
+        rows = {r[0]: r[1] for t in tables.tables for r in t if len(r) >= 2}
+        self.assertEqual(rows["step time"], step)
+        self.assertEqual(rows["throughput"], tokens)
+        self.assertEqual(rows["MFU"], mfu)
+        self.assertEqual(rows["ETTR"], ettr)
+        self.assertEqual(rows["wall time"], wall)
+        self.assertEqual(rows["goodput (tokens kept)"], goodput)
+        self.assertTrue(rows["cost"].startswith(cost + " \u00b1 $"), (rows["cost"], cost))
+        self.assertIn(step, text)
+        # Bytes in binary units, not raw integers.
+        self.assertRegex(rows["HBM per rank"], r"^\d+\.\d+ GiB$")
+        self.assertRegex(rows["checkpoint size"], r"^\d+(\.\d+)? [GT]iB$")
+        # The interruptions by cause, with the cause names of the CLI's "interrupts" line.
+        causes = next(t for t in tables.tables if t and t[0][0] == "cause")
+        names = [r[0] for r in causes[1:]]
+        cli_causes = re.findall(r"(\w+) [\d.]+(?:,|$)", cli_line(out, "interrupts")
+                                .split("failures: ", 1)[1])
+        self.assertEqual(names[:len(cli_causes)], cli_causes[:len(names)])
 
     def test_a_run_without_failures_has_no_timeline(self):
         plain = self.tmp / "plain.h5"
@@ -204,6 +272,10 @@ class ReportTest(unittest.TestCase):
         self.assertEqual(run_report(plain, out).returncode, 0)
         self.assertTrue((out / "breakdown.png").is_file())
         self.assertFalse((out / "timeline.png").exists())
+        page = (out / "index.html").read_text()
+        self.assertNotIn("\u00b1", page)  # one run: no intervals
+        self.assertNotIn("Reliability", page)
+        check_cells(self, page)
 
     def test_bad_input_exits_two(self):
         missing = run_report(self.tmp / "nope.h5", self.tmp / "x")
@@ -227,6 +299,32 @@ class ReportTest(unittest.TestCase):
         fig.savefig(path, dpi=report.DPI)
         plt.close(fig)
         self.assertLess(series_pixels(path), 10)
+
+    def test_the_cell_checks_can_fail(self):
+        # The old report's cells: 5e+05 s for tokens_per_s and a raw byte count.
+        for bad in ("5e+05 s", "16,296,521,472", "2147483648"):
+            page = f"<table><tr><td>{bad}</td></tr></table>"
+            with self.assertRaises(AssertionError):
+                check_cells(self, page)
+        check_cells(self, "<table><tr><td>$23,115,386</td><td>15.2 GiB</td></tr></table>")
+
+    def test_cells_by_column_name(self):
+        # Hand-written from the schema's units and the formatter's rules.
+        column = trnsim_format.column
+        self.assertEqual(column("tokens_per_s", 499461.9), "499K tokens/s")
+        self.assertEqual(column("memory_per_rank_bytes", 16296521472), "15.2 GiB")
+        self.assertEqual(column("time_to_train_s", 4036608.0), "46.7 d")
+        self.assertEqual(column("checkpoint_interval_s", float("inf")), "none")
+        self.assertEqual(column("cost_usd", 2887234.4), "$2,887,234")
+        self.assertEqual(column("parameters", 70553706496), "70.6B")
+        self.assertEqual(column("chips", 16384), "16,384")
+        interval = trnsim_format.interval
+        self.assertEqual(interval("ettr", 0.991, 0.006), "99.1% \u00b1 0.6%")
+        self.assertEqual(interval("ettr", 0.9996, 0.0001), "100.0% \u00b1 <0.1%")
+        self.assertEqual(interval("ettr", 0.999, 0.0), "99.9% \u00b1 0")
+        self.assertEqual(interval("ettr", 0.999, 0.0, replicated=False), "99.9%")
+        self.assertEqual(interval("goodput", 936000.0, 3870.0), "936K \u00b1 3.87K tokens/s")
+        self.assertEqual(trnsim_format.swept("s", 881.1234567891234), "14.7 min")
 
     def test_the_frontier_helper(self):
         # (time, cost): 1 dominates 3; 0 and 2 trade off; 4 ties 2.

@@ -245,6 +245,19 @@ class ResultsFilesTest(unittest.TestCase):
         self.assertEqual(header[0], "file")
         self.assertIn("mfu", header)
         self.assertEqual(len(done.stdout.splitlines()), 3)
+        # Human units as the CLI prints them (the same formatter), never 5e+05.
+        summary = trnsim_results.load_summary(self.files[0]).iloc[0]
+        sys.path.insert(0, str(SOURCE_DIR / "analysis"))
+        import trnsim_format
+
+        first = done.stdout.splitlines()[1]
+        self.assertIn(trnsim_format.seconds(summary["step_time_s"]), first)
+        self.assertIn(trnsim_format.count(summary["tokens_per_s"]) + " tokens/s", first)
+        self.assertIn(trnsim_format.money(summary["cost_usd"]), first)
+        self.assertIn(trnsim_format.percent(summary["mfu"]), first)
+        self.assertNotRegex(done.stdout, r"\de[+-]\d")
+        memory = run_summary(self.files[0], "--columns", "memory_per_rank_bytes")
+        self.assertRegex(memory.stdout.splitlines()[1], r" \d+\.\d+ GiB$")
 
     def test_summary_csv(self):
         done = run_summary(*self.files, "--csv")

@@ -6,6 +6,7 @@ Environment: TRNSIM_SOURCE_DIR, TRNSIM_BIN, TRNSIM_BUILD_DIR as for test_summary
 """
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -80,6 +81,83 @@ class TimelineTest(unittest.TestCase):
         self.assertGreater(float((rgb.sum(axis=2) < 2.5).mean()), 0.01)
         colours = np.unique((rgb * 255).astype(np.uint8).reshape(-1, 3), axis=0)
         self.assertGreater(len(colours), 50)
+
+    def test_interruptions_are_counted_per_day_by_cause(self):
+        sys.path.insert(0, str(SOURCE_DIR / "analysis"))
+        import timeline
+
+        events = trnsim_results.load_table(self.h5, "/run/events")
+        causes = list(trnsim_results.load_table(self.h5, "/run/causes")["cause"])
+        span = float(events["time_s"].max())
+        edges, unit, rows, failures = timeline.interruptions_by_cause(events, causes, span,
+                                                                      max_causes=100)
+        self.assertEqual(unit, "day")  # weeks of wall time
+        self.assertEqual(edges[1] - edges[0], 86400.0)
+        interruptions = events[events["kind"] == "interruption"]
+        # Every interruption in exactly one bin, under its cause; most first.
+        self.assertEqual(sum(int(r[1].sum()) for r in rows), len(interruptions))
+        for cause, counts, total in rows:
+            self.assertIn(cause, causes)
+            self.assertEqual(int(counts.sum()), total)
+            self.assertEqual(total, int((interruptions["cause"] == cause).sum()))
+        totals = [r[2] for r in rows]
+        self.assertEqual(totals, sorted(totals, reverse=True))
+        self.assertEqual(int(failures.sum()), int((events["kind"] == "failure").sum()))
+        # Beyond 8 causes the rest are merged into one series with their total.
+        edges, unit, merged, _ = timeline.interruptions_by_cause(events, causes, span)
+        self.assertLessEqual(len(merged), 8)
+        if len(rows) > 8:
+            self.assertEqual(merged[-1][0], f"{len(rows) - 7} other causes")
+            self.assertEqual(merged[-1][2], sum(r[2] for r in rows[7:]))
+
+    def test_the_cause_names_are_those_of_the_cli(self):
+        # With one replication the CLI's "interrupts" line lists the first replication's
+        # interruptions by cause, most first: the same names and counts as the plot.
+        sys.path.insert(0, str(SOURCE_DIR / "analysis"))
+        import timeline
+
+        h5 = self.tmp / "one.h5"
+        done = run([str(TRNSIM_BIN), "run", SCENARIO, "-o", str(h5), "--set",
+                    "simulation.replications=1"])
+        self.assertEqual(done.returncode, 0, done.stderr)
+        line = next(x for x in done.stdout.splitlines() if x.startswith("  interrupts "))
+        cli = [(name, float(n)) for name, n in
+               re.findall(r"(\w+) ([\d.]+)(?:,|$)", line.split("failures: ", 1)[1])]
+        events = trnsim_results.load_table(h5, "/run/events")
+        causes = list(trnsim_results.load_table(h5, "/run/causes")["cause"])
+        _, _, rows, _ = timeline.interruptions_by_cause(events, causes,
+                                                        float(events["time_s"].max()),
+                                                        max_causes=100)
+        self.assertEqual([(c, float(t)) for c, _, t in rows], cli)
+
+    def test_no_red_wall_at_scale(self):
+        # Over 50 interruptions the recoveries are not shaded one by one (they would cover
+        # the progress panel); drawn the old way the same run turns the panel red.
+        sys.path.insert(0, str(SOURCE_DIR / "analysis"))
+        import timeline
+
+        n = int((trnsim_results.load_table(self.h5, "/run/events")["kind"] ==
+                 "interruption").sum())
+        self.assertGreater(n, timeline.MAX_MARKED)
+
+        def red_fraction(png):
+            rgb = matplotlib.image.imread(png)[:, :, :3]
+            top = rgb[: rgb.shape[0] // 2]
+            red = (top[..., 0] > 0.6) & (top[..., 0] - top[..., 1] > 0.2) & (
+                top[..., 0] - top[..., 2] > 0.2)
+            return float(red.mean())
+
+        now = self.tmp / "scale.png"
+        timeline.plot(str(self.h5), str(now))
+        old = self.tmp / "wall.png"
+        kept = timeline.MAX_MARKED
+        try:
+            timeline.MAX_MARKED = 10 ** 9
+            timeline.plot(str(self.h5), str(old))
+        finally:
+            timeline.MAX_MARKED = kept
+        self.assertLess(red_fraction(now), 0.001, red_fraction(now))
+        self.assertGreater(red_fraction(old), 0.02)
 
     def test_a_file_without_a_run_simulation_is_refused(self):
         plain = self.tmp / "plain.h5"

@@ -1,9 +1,13 @@
 #include "run_cli.hpp"
 #include "support/scratch.hpp"
 
+#include "trnsim/results/hdf5_writer.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <vector>
 
 namespace trnsim::test {
 namespace {
@@ -61,6 +65,81 @@ TEST(Cli, QuietRunAndOverrides) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_TRUE(r.out.empty()) << r.out;
     EXPECT_TRUE(fs::exists(dir / "q.h5"));
+    fs::remove_all(dir);
+}
+
+TEST(Cli, AJobThatNeverFinishesIsPrintedAsNotDone) {
+    // 1,024 chips failing every second each: the job restarts long before a step completes.
+    // Printed before as "in inf d; -9,223,372,036,854,775,808 instance-hours x $35.76 = $inf".
+    const fs::path dir = test::scratch_path("trnsim-cli-never-done");
+    fs::remove_all(dir);
+    const CliResult r = run_cli({"run", "scenarios/default.yaml", "-o", (dir / "n.h5").string(),
+                                 "--set", "reliability.failures=[{component: chip, mtbf: 1s}]",
+                                 "--set", "simulation.duration=1h"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("238,419 steps: not done"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("0.0% of the replications finished within the run\n"), std::string::npos)
+        << r.out;
+    for (const char* wrong : {"inf d", "-9,223", "$inf", "projected"}) {
+        EXPECT_EQ(r.out.find(wrong), std::string::npos) << wrong << "\n" << r.out;
+    }
+    fs::remove_all(dir);
+}
+
+TEST(Cli, TimelineOutputKeepsEveryFigureAndDropsOnlyCheckpointRows) {
+    // 30 days of Llama 3 405B with failures: the checkpoint interval (Daly's, about 20 s with
+    // async checkpoints) puts some 130,000 checkpoints in the full timeline and a few hundred
+    // failures. output.timeline: summary (the default) keeps every row but the checkpoints,
+    // none keeps neither table; the figures are the same.
+    const fs::path dir = test::scratch_path("trnsim-cli-timeline");
+    fs::remove_all(dir);
+    std::map<std::string, fs::path> files;
+    for (const char* mode : {"full", "summary", "none"}) {
+        files[mode] = dir / (std::string(mode) + ".h5");
+        const CliResult r = run_cli({"run", "scenarios/llama3-405b-reliability.yaml", "-q", "-o",
+                                     files[mode].string(), "--set", "simulation.duration=30d",
+                                     "--set", "simulation.replications=1", "--set",
+                                     std::string("output.timeline=") + mode});
+        ASSERT_EQ(r.exit_code, 0) << mode << ": " << r.err;
+    }
+    const auto column = [](const results::Table& t, const char* name) {
+        return t.columns()[static_cast<std::size_t>(t.find(name))];
+    };
+    const results::Table full_events = results::read_table(files["full"].string(), "/run/events");
+    const results::Table events = results::read_table(files["summary"].string(), "/run/events");
+    const auto& full_kind = column(full_events, "kind").strings;
+    std::vector<double> kept_times;
+    for (std::size_t i = 0; i < full_kind.size(); ++i) {
+        if (full_kind[i] != "checkpoint") {
+            kept_times.push_back(column(full_events, "time_s").floats[i]);
+        }
+    }
+    EXPECT_GT(full_kind.size(), kept_times.size() + 10000); // the checkpoints
+    EXPECT_EQ(column(events, "time_s").floats, kept_times);  // every other event, unchanged
+    for (const auto& k : column(events, "kind").strings) {
+        EXPECT_NE(k, "checkpoint");
+    }
+    const results::Table timeline =
+        results::read_table(files["summary"].string(), "/run/timeline");
+    for (const auto& s : column(timeline, "state").strings) {
+        EXPECT_NE(s, "checkpointing");
+    }
+    EXPECT_GT(timeline.rows(), 100u);
+    EXPECT_LT(fs::file_size(files["summary"]) * 4, fs::file_size(files["full"]));
+    EXPECT_THROW(results::read_table(files["none"].string(), "/run/timeline"), std::runtime_error);
+    EXPECT_THROW(results::read_table(files["none"].string(), "/run/events"), std::runtime_error);
+    // The figures do not depend on what the timeline keeps.
+    const results::Table full_summary = results::read_summary(files["full"].string());
+    for (const char* mode : {"summary", "none"}) {
+        const results::Table s = results::read_summary(files[mode].string());
+        ASSERT_EQ(s.columns().size(), full_summary.columns().size());
+        for (std::size_t c = 0; c < s.columns().size(); ++c) {
+            EXPECT_EQ(s.columns()[c].floats, full_summary.columns()[c].floats)
+                << mode << " " << s.columns()[c].name;
+            EXPECT_EQ(s.columns()[c].ints, full_summary.columns()[c].ints);
+        }
+        EXPECT_EQ(results::read_table(files[mode].string(), "/run/replications").rows(), 1u);
+    }
     fs::remove_all(dir);
 }
 
@@ -137,6 +216,35 @@ TEST(Cli, CollectiveErrorsExitTwo) {
     const CliResult sizes = run_cli({"collective", "--sizes", "4GB:1KB"});
     EXPECT_EQ(sizes.exit_code, 2);
     EXPECT_EQ(run_cli({"collective", "--chip", "trn1", "--ultraservers", "2"}).exit_code, 2);
+}
+
+TEST(Cli, NumericFlagsOutOfRangeExitTwoNamingTheFlag) {
+    // Read as Boost integers, -1 meant "not given" (a default cluster, all ranks) and 2^62
+    // UltraServers overflowed into "18446744073709551552 chips".
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"collective", "--ultraservers", "-1"}, "--ultraservers"},
+        {{"collective", "--ultraservers", "4611686018427387904"}, "--ultraservers"},
+        {{"collective", "--ultraservers", "99999999999999999999"}, "--ultraservers"},
+        {{"collective", "--ultraservers", ""}, "--ultraservers"},
+        {{"collective", "--instances", "-3"}, "--instances"},
+        {{"collective", "--instances", "2x"}, "--instances"},
+        {{"collective", "--ranks", "-5"}, "--ranks"},
+        {{"collective", "--ranks", "1e3"}, "--ranks"},
+        {{"collective", "--lnc", "-1"}, "--lnc"},
+        {{"collective", "--lnc", "4294967298"}, "--lnc"},
+        {{"describe", "topology", "trn2-ultracluster", "--ultraservers", "-2"}, "--ultraservers"},
+        {{"describe", "topology", "trn1-ultracluster", "--instances", "-3"}, "--instances"},
+        {{"run", "scenarios/default.yaml", "--threads", ""}, "--threads"},
+        {{"run", "scenarios/default.yaml", "--threads", "-4"}, "--threads"},
+        {{"batch", "scenarios/studies/c-dense-vs-moe.yaml", "-j", ""}, "-j/--jobs"},
+        {{"kernel", "matmul", "128x128x128", "--lnc", "-1"}, "--lnc"},
+    };
+    for (const auto& [args, flag] : cases) {
+        const CliResult r = run_cli(args);
+        EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[1] << " " << args[2] << "\n" << r.err;
+        EXPECT_NE(r.err.find(flag), std::string::npos) << flag << " in: " << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out;
+    }
 }
 
 TEST(Cli, CollectiveScenarioWritesResults) {

@@ -119,6 +119,35 @@ TEST(KernelCli, BadInputExitsTwoNamingTheArgument) {
     }
 }
 
+TEST(KernelCli, ShapesBeyondTheDetailedModelExitTwoWithTheLimitAtOnce) {
+    // Before: 9e18 aborted on a check (SIGABRT); the others ran out of memory (bad_alloc)
+    // after gigabytes. Each names the limit it is over, quickly and in little memory.
+    const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+        {{"matmul", "9e18x9e18x9e18"}, "above the limit of 1099511627776 (2^40)"},
+        {{"matmul", "1Mx1Mx1M"}, "the detailed model simulates at most 8388608"},
+        {{"elementwise", "1P"}, "above the limit of 1099511627776 (2^40)"},
+        {{"elementwise", "1T", "--bytes", "8"}, "the detailed model simulates at most 8388608"},
+        {{"attention", "32x8x16777216x128"}, "the detailed model simulates at most 8388608"},
+        {{"adamw", "1P"}, "above the limit"},
+        {{"adamw", "1T"}, "the detailed model simulates at most 8388608"},
+        {{"softmax", "1Tx1"}, "the detailed model simulates at most 8388608"},
+        {{"matmul", "1099511627776x1x1"}, "the detailed model simulates at most 8388608"},
+        // Under the estimate but over the limit while lowering: refused at the limit.
+        {{"attention", "32x8x65536x128"}, "more than 8388608 instructions on one core"},
+        {{"reduce", "1T", "--inputs", "8"}, "the detailed model simulates at most 8388608"},
+    };
+    for (const auto& [args, text] : cases) {
+        std::vector<std::string> cmd{"kernel"};
+        cmd.insert(cmd.end(), args.begin(), args.end());
+        const CliResult r = run_cli(cmd, TRNSIM_SOURCE_DIR, 30.0);
+        EXPECT_EQ(r.exit_code, 2) << args[0] << " " << args[1] << "\n" << r.err;
+        EXPECT_NE(r.err.find(text), std::string::npos) << text << " in: " << r.err;
+        EXPECT_TRUE(r.out.empty()) << r.out;
+        EXPECT_LT(r.wall_s, 10.0) << args[1];
+        EXPECT_LT(r.max_rss_kib, 1L << 20) << args[1] << ": " << r.max_rss_kib << " KiB";
+    }
+}
+
 TEST(KernelCli, QuickCalibrationWritesALoadableChipTwiceTheSame) {
     const fs::path dir = test::scratch_path("trnsim-cli-calibrate");
     fs::remove_all(dir);

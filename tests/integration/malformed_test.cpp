@@ -220,6 +220,26 @@ std::vector<Case> cases() {
         {"cluster_too_big_for_fabric",
          "cluster: {ultraservers: 9000}\nworkload: {type: collective}\n", {},
          "cluster", ""},
+        // Issue 15: inputs that ran (or validated) before.
+        {"seed_above_2_53", v + "seed: 9007199254740993\n", {},
+         "seed: out of range: must be 0 to 2^53", "scenario.yaml:10:7"},
+        {"two_documents", v + "---\nname: second\n", {}, "more than one YAML document",
+         "scenario.yaml:10:1"},
+        {"dotted_key_beside_nested", v + "workload.parallelism.tp: 8\n", {},
+         "workload.parallelism.tp: a key is one name", "scenario.yaml:10:1"},
+        {"mtbf_below_the_tick", reliable("  failures: [{component: chip, mtbf: 0.5ns}]\n"), {},
+         "reliability.failures[0].mtbf: out of range: must be at least 1ns", ""},
+        {"straggler_outside_the_cluster",
+         with("hardware: {chip: trn2}",
+              "hardware: {chip: trn2, speed: {chips: [{chip: 256, speed: 0.5}]}}"),
+         {}, "hardware.speed.chips[0].chip: chip 256 is not in the cluster (256 chips", ""},
+        {"step_fabric_smaller_than_the_cluster",
+         with("cluster: {ultraservers: 4}", "cluster: {instances: 1}") +
+             "simulation: {fidelity: step}\n",
+         {}, "cluster.fabric: fabric trn2-ultracluster holds 64 chips for this cluster", ""},
+        {"trace_rank_outside_the_job",
+         v + "simulation: {fidelity: step}\noutput: {trace: t.json, trace_ranks: [5000]}\n", {},
+         "output.trace_ranks[0]: rank 5000 is not in the job", ""},
     };
 }
 
@@ -259,6 +279,17 @@ TEST_P(Malformed, ExitsTwoNamesTheKeyAndWritesNothing) {
         }
         EXPECT_TRUE(given) << "unexpected " << entry.path();
     }
+    // validate agrees with run: whatever run refuses before simulating, validate refuses
+    // with the same message.
+    std::vector<std::string> check{"validate", "scenario.yaml"};
+    for (const auto& o : c.overrides) {
+        check.push_back("--set");
+        check.push_back(o);
+    }
+    const CliResult v = run_cli(check, dir.string());
+    EXPECT_EQ(v.exit_code, 2) << "validate accepted what run refuses:\n" << v.out;
+    EXPECT_NE(v.err.find(c.key), std::string::npos) << "validate: expected '" << c.key
+                                                      << "' in: " << v.err;
     fs::remove_all(dir);
 }
 

@@ -85,6 +85,50 @@ sweep:
     reliability.spares.ultraservers: [0, 2]
 )";
 
+/// "[1, 2, ..., n]".
+std::string seeds(int n) {
+    std::string v = "[";
+    for (int i = 1; i <= n; ++i) {
+        v += (i > 1 ? ", " : "") + std::to_string(i);
+    }
+    return v + "]";
+}
+
+TEST(Validate, ALargeSweepIsCheckedInMemoryThatDoesNotGrowWithItsPoints) {
+    // Every point checked, none kept: 3,000 points take about the memory of 300 (prepare kept
+    // every point's scenario, and validated at 5.5 s per 1,000 points).
+    const fs::path dir = scratch("validate-large");
+    long rss[2] = {0, 0};
+    const char* counts[2] = {"300", "3,000"};
+    const int points[2] = {300, 3000};
+    for (int i = 0; i < 2; ++i) {
+        const fs::path f = dir / ("s" + std::to_string(points[i]) + ".yaml");
+        write(f, base("default.yaml") + "sweep: {grid: {seed: " + seeds(points[i]) + "}}\n");
+        const CliResult r = run_cli({"validate", f.string()});
+        ASSERT_EQ(r.exit_code, 0) << r.err;
+        EXPECT_NE(r.out.find(std::string(counts[i]) + " points x 1 replicate, every point valid"),
+                  std::string::npos)
+            << r.out;
+        rss[i] = r.max_rss_kib;
+    }
+    EXPECT_LT(rss[1] - rss[0], 8 * 1024) << rss[0] << " KiB for 300 points, " << rss[1]
+                                         << " KiB for 3,000";
+    fs::remove_all(dir);
+}
+
+TEST(Validate, AnOversizedSweepIsRefusedAtOnce) {
+    const fs::path dir = scratch("validate-oversized");
+    write(dir / "big.yaml", base("default.yaml") + "sweep:\n  grid:\n    seed: " + seeds(200) +
+                                "\n    workload.parallelism.recompute: [none, selective, full]\n"
+                                "    cost.instance_hour: " + seeds(200) + "\n");
+    const CliResult r = run_cli({"validate", (dir / "big.yaml").string()}, dir.string(), 30.0);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("sweep: has 120,000 points (200 x 3 x 200)"), std::string::npos) << r.err;
+    EXPECT_LT(r.wall_s, 5.0);
+    EXPECT_LT(r.max_rss_kib, 200 * 1024);
+    fs::remove_all(dir);
+}
+
 TEST(Batch, OneFileWhateverTheThreadCount) {
     const fs::path d = scratch("threads");
     write(d / "sweep.yaml", kFailures);
@@ -110,6 +154,18 @@ TEST(Batch, OneFileWhateverTheThreadCount) {
     const auto& interval =
         points.columns()[static_cast<std::size_t>(column(points, "reliability.checkpoint.interval"))];
     EXPECT_EQ(interval.floats, (std::vector<double>{1200, 1200, 7200, 7200})); // SI seconds
+    // /batch/keys: two grid keys, two axes, the interval in seconds, the spares a count.
+    const auto keys = results::read_table((d / "one.h5").string(), "/batch/keys");
+    ASSERT_EQ(keys.rows(), 2u);
+    const auto key_column = [&](const char* name) -> const auto& {
+        return keys.columns()[static_cast<std::size_t>(column(keys, name))];
+    };
+    EXPECT_EQ(key_column("key").strings, (std::vector<std::string>{
+                                             "reliability.checkpoint.interval",
+                                             "reliability.spares.ultraservers"}));
+    EXPECT_EQ(key_column("axis").ints, (std::vector<std::int64_t>{0, 1}));
+    EXPECT_EQ(key_column("kind").strings, (std::vector<std::string>{"list", "list"}));
+    EXPECT_EQ(key_column("unit").strings, (std::vector<std::string>{"s", "integer"}));
     const auto mean = results::read_table((d / "one.h5").string(), "/batch/mean");
     EXPECT_EQ(mean.rows(), 4u);
     EXPECT_GE(mean.find("ci95_ettr"), 0);
@@ -260,6 +316,28 @@ replications: 2
               std::string::npos)
         << late.out;
     EXPECT_NE(late.out.find("(estimate, misses deadline)"), std::string::npos) << late.out;
+    // The same closest misses in the file, for the HTML report: candidate 1 (64 UltraServers)
+    // is the fastest; both miss the deadline of 1 day (default.yaml takes weeks).
+    const auto search = results::read_table((d / "l.h5").string(), "/plan/search");
+    ASSERT_EQ(search.rows(), 1u);
+    const auto cell = [&](const results::Table& t, const char* name) -> const auto& {
+        return t.columns()[static_cast<std::size_t>(column(t, name))];
+    };
+    EXPECT_EQ(cell(search, "candidates").ints[0], 2);
+    EXPECT_EQ(cell(search, "feasible").ints[0], 0);
+    EXPECT_EQ(cell(search, "fastest").ints[0], 1);
+    const std::int64_t cheapest = cell(search, "cheapest").ints[0];
+    ASSERT_TRUE(cheapest == 0 || cheapest == 1);
+    const auto late_candidates = results::read_table((d / "l.h5").string(), "/plan/candidates");
+    const auto& cost = cell(late_candidates, "cost_usd").floats;
+    const auto other = static_cast<std::size_t>(1 - cheapest);
+    EXPECT_LE(cost[static_cast<std::size_t>(cheapest)], cost[other]);
+    // 64 UltraServers of 64 chips, no spares: job chips equal chips.
+    EXPECT_EQ(cell(late_candidates, "job_chips").ints[1], 4096);
+    const auto verdicts = results::read_table((d / "l.h5").string(), "/plan/verdicts");
+    ASSERT_EQ(verdicts.rows(), 1u);
+    EXPECT_EQ(cell(verdicts, "verdict").strings[0], "deadline");
+    EXPECT_EQ(cell(verdicts, "candidates").ints[0], 2);
     fs::remove_all(d);
 }
 

@@ -106,6 +106,11 @@ struct InstanceSpec {
     int efa_interfaces = 1;
     /// On-demand price, USD per instance-hour.
     Money price_per_hour;
+    /// Other published prices per instance-hour (zero: none sourced): the effective hourly
+    /// rate of a 1-year and a 3-year reservation, and an EC2 Capacity Block.
+    Money price_reserved_1y;
+    Money price_reserved_3y;
+    Money price_capacity_block;
 };
 
 /// A group of instances joined by NeuronLink (Trn2 UltraServer: 4 instances, 4x4x4 torus).
@@ -130,6 +135,12 @@ struct ServingCosts {
     /// useful FLOPs / (prefill_efficiency x peak). Weight-bound prefills of a few tokens are
     /// unaffected; long prompts are compute-bound at this fraction.
     double prefill_efficiency = 1.0;
+    /// Per context-encoding (prefill) graph, beyond iteration_overhead: the NeuronCores switch
+    /// from the token-generation executable to the context-encoding one (the bucket-switching
+    /// latency of the Transformers NeuronX developer guide, the profiler's model-switch event)
+    /// and the host prepares the prompt (embedding on the host, the hidden states written to
+    /// every rank). A decode step repeats the executable of the step before it and pays none.
+    Duration prefill_graph_overhead;
 };
 
 /// The Neuron runtime's collective engine on this chip (the chip file's `collectives`

@@ -33,6 +33,12 @@
 
 namespace trnsim::compute {
 
+/// The largest program the detailed model builds and simulates on one core: 2^23
+/// instructions (about 350 MB with their dependencies, and seconds of simulation). A program
+/// that would grow past it is refused with an InputError instead of exhausting memory (the
+/// instruction ids are 32-bit; a 1Mx1Mx1M matmul would need about 10^11 instructions).
+inline constexpr std::int64_t kMaxProgramInstructions = std::int64_t{1} << 23;
+
 /// Instruction queues of one core (in-order each).
 enum class Queue : std::uint8_t { tensor, vector, scalar, gpsimd, dma0, dma1, dma2, dma3 };
 inline constexpr std::size_t kQueueCount = 8;

@@ -40,6 +40,17 @@ struct DetailedResult {
     double hbm_bytes() const { return core.hbm_bytes * cores; }
 };
 
+/// A lower bound on the instructions of the program one core runs for `piece` (a kernel
+/// after split_across_cores), from tile counts alone (as doubles: any shape, no overflow):
+/// matmul moving tiles, attention score tiles, [128 x 8 KiB] tiles of streaming kernels.
+double estimated_instructions(const Kernel& piece);
+
+/// InputError("kernel", ...) when `k` on a rank of `lnc` cores is beyond what the detailed
+/// model represents: a program over kMaxProgramInstructions (core_program.hpp) by
+/// estimated_instructions. No lowering, no allocation: `trnsim kernel matmul 9e18x9e18x9e18`
+/// and `1Mx1Mx1M` are refused at once. DetailedModel::run calls it first.
+void check_detailed_size(const Kernel& k, int lnc);
+
 class DetailedModel {
 public:
     DetailedModel(const ChipSpec& chip, int lnc);

@@ -106,12 +106,47 @@ struct SimulationSpec {
     int replications = 1;
 };
 
+/// cost.pricing: which of the chip file's instance prices applies.
+enum class Pricing { on_demand, reserved_1y, reserved_3y, capacity_block };
+
+constexpr std::array<EnumName<Pricing>, 4> enum_names(Pricing) {
+    return {{
+        {Pricing::on_demand, "on_demand"},
+        {Pricing::reserved_1y, "reserved_1y"},
+        {Pricing::reserved_3y, "reserved_3y"},
+        {Pricing::capacity_block, "capacity_block"},
+    }};
+}
+inline const char* to_string(Pricing v) { return enum_name(v); }
+
 struct CostSpec {
-    Money instance_hour; ///< USD per instance-hour (default: the chip's on-demand price)
+    Pricing pricing = Pricing::on_demand;
+    /// USD per instance-hour: the chip file's price for `pricing`, unless the scenario gives
+    /// cost.instance_hour, which overrides it.
+    Money instance_hour;
+    /// Where instance_hour came from, for the summary: "trn1.32xlarge on_demand, chip trn1"
+    /// or "cost.instance_hour".
+    std::string origin;
 };
+
+/// output.timeline: what a run simulation's /run/events and /run/timeline hold.
+enum class TimelineOutput {
+    full,    ///< every event and state change, checkpoints included
+    summary, ///< without checkpoints (the failures, interruptions, repairs and recoveries)
+    none,    ///< neither table
+};
+constexpr std::array<EnumName<TimelineOutput>, 3> enum_names(TimelineOutput) {
+    return {{
+        {TimelineOutput::full, "full"},
+        {TimelineOutput::summary, "summary"},
+        {TimelineOutput::none, "none"},
+    }};
+}
+inline const char* to_string(TimelineOutput v) { return enum_name(v); }
 
 struct OutputSpec {
     std::string file; ///< HDF5 results path (default: results/<name>.h5)
+    TimelineOutput timeline = TimelineOutput::summary; ///< output.timeline
     std::string trace; ///< Chrome/Perfetto JSON timeline of the step simulation (empty: none)
     std::vector<int> trace_ranks{0}; ///< ranks the timeline shows
 };
@@ -140,6 +175,10 @@ struct ScenarioSpec {
     std::string source_file;
     std::string resolved_yaml;
     SourceMap sources;
+    /// Every file read to build the scenario: the scenario file (when read from one), its
+    /// model, chip, fabric and reliability presets, its failure trace. Outputs must not be
+    /// any of them.
+    std::vector<std::string> input_files;
 };
 
 } // namespace trnsim::config

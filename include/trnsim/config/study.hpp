@@ -55,6 +55,16 @@ struct Override {
 /// "path=value" (for messages and tables).
 std::string to_string(const Override& o);
 
+/// The overrides of --set arguments ("key.path=value", the value read as YAML); errors about
+/// them point at "command line (--set key.path=value)". InputError for a text without '='.
+std::vector<Override> set_overrides(const std::vector<std::string>& texts);
+
+/// An override of `key_path` to the string `value` taken literally (never read as YAML, so
+/// "" stays an empty name and "a: b" a name), given by the command-line option `option`
+/// ("-o"); errors about it point at "command line (-o VALUE)".
+Override option_override(const std::string& key_path, const std::string& value,
+                         const std::string& option);
+
 /// A scenario file read and checked once, to build many scenarios from (the points of a
 /// sweep, a plan's finalists) without reading the file again; a file that changes while a
 /// sweep is prepared cannot give its points different bases. Copies share the text; safe to
@@ -75,10 +85,19 @@ private:
     std::shared_ptr<const Parsed> parsed_;
 };
 
+/// What load_scenario_with builds besides the validated values.
+struct LoadOptions {
+    /// ScenarioSpec::resolved_yaml (every default filled in, as stored in results files). Off
+    /// for the points of a sweep: its results store the base scenario and each point's values.
+    bool resolved_text = true;
+};
+
 /// The scenario of `base` with `overrides` applied in order, with the validation of `--set`:
 /// an error about an overridden key (or a key below it) points at the override's origin.
-/// Throws InputError.
-ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides);
+/// The presets its scenarios load are kept with `base` and reused while their files are
+/// unchanged. Throws InputError.
+ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Override>& overrides,
+                                const LoadOptions& options = {});
 
 /// The same for the file at `path` (read and parsed for this one scenario).
 ScenarioSpec load_scenario_with(const std::string& path, const std::vector<Override>& overrides);
@@ -162,6 +181,7 @@ struct SweepSpec {
     std::vector<SweepAxis> axes;          ///< grid keys then zip groups, in file order
     std::optional<RandomAxis> random;
     std::string output_file;              ///< default: results/<name>.h5
+    SourceLocation output_origin;         ///< where output.file was given (else the file)
 };
 
 /// Reads and validates a sweep file (its own keys and the shape of the values; the values
@@ -223,6 +243,7 @@ struct PlanSpec {
     std::optional<std::int64_t> seed;  ///< default: the base's
     std::optional<int> replications;   ///< default: the base's simulation.replications
     std::string output_file;
+    SourceLocation output_origin; ///< where output.file was given (else the file)
 };
 
 /// Reads and validates a plan file. Throws InputError with FILE:LINE:COL.

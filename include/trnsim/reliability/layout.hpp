@@ -34,7 +34,10 @@
 // and the job slows down (fewer rails or spines) until the element is repaired in place; this is
 // the default for a leaf when instances have several rails and for a spine or core tier with
 // more than one switch. A switch set to `interrupt` restarts the job (the restart places ranks
-// away from it).
+// away from it). Either only when the switch carries the job's traffic: a leaf serving one of
+// the job's instances, a spine of a pod with such a leaf, a core tier when the job's leaves lie
+// in two pods or more; a switch that only the idle spares use neither stops nor slows the job
+// (and a spare's NIC neither).
 #pragma once
 
 #include "trnsim/core/enum_names.hpp"
@@ -45,6 +48,7 @@
 
 #include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace trnsim::reliability {
@@ -55,6 +59,7 @@ struct HardwareFacts {
     std::vector<int> instance_torus{4, 4}; ///< dimensions of the NeuronLink torus per instance
     int efa_interfaces = 1;                ///< per instance
     Bandwidth efa_bandwidth_per_instance;
+    Bytes host_memory; ///< per instance (zero: unknown, not checked)
 };
 
 enum class Impact : std::uint8_t {
@@ -111,6 +116,16 @@ public:
     /// Leaf l serves instances [(l mod leaves_per_rail) x instances_per_leaf, + instances_per_leaf)
     /// on rail l / leaves_per_rail; spine s sits in pod s / spines_per_pod.
     std::int64_t pod_of_spine(std::int64_t spine) const { return spine / spines_per_pod_; }
+    /// Leaves per pod (k/2); pod p holds leaves [p x leaves_per_pod, + leaves_per_pod) of the
+    /// rail-major leaf numbering.
+    std::int64_t leaves_per_pod() const { return spines_per_pod_; }
+    std::int64_t pod_of_leaf(std::int64_t leaf) const { return leaf / leaves_per_pod(); }
+    /// The physical domains leaf `leaf` serves: [first, last).
+    std::pair<std::int64_t, std::int64_t> domains_of_leaf(std::int64_t leaf) const;
+    /// Switches of class `c` (leaf, spine, core) that carry the traffic of a job on domains
+    /// 0 .. job_domains - 1 (the job's placement before any spare is used): its leaves, the
+    /// spines of their pods, the cores when they span two pods or more.
+    std::int64_t switches_carrying(ComponentClass c, std::int64_t job_domains) const;
 
     /// What a failure of class `c` with effect `e` does (the header's blast-radius rules). An
     /// effect the class cannot have (a degrading chip) is reported by `effect_problem`.

@@ -31,6 +31,7 @@
 
 #include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
+#include "trnsim/reliability/checkpoint.hpp"
 #include "trnsim/reliability/failure_model.hpp"
 #include "trnsim/reliability/layout.hpp"
 #include "trnsim/reliability/spec.hpp"
@@ -75,6 +76,10 @@ struct RunControl {
     int threads = 1;
     std::uint64_t seed = 1;
     bool record = true;      ///< keep the events and timeline of the first replication
+    /// With record: keep the checkpoints too (their events, and the checkpointing states of
+    /// the timeline). Off, a checkpoint leaves no row: the timeline keeps the running state
+    /// it interrupts (output.timeline: summary); every figure is the same either way.
+    bool record_checkpoints = true;
 };
 
 enum class JobState : std::uint8_t {
@@ -198,6 +203,8 @@ struct RunFacts {
     std::array<std::int64_t, kClassCount> components{}; ///< with failure processes
     double job_failure_rate = 0.0;     ///< per second, full job (sum of component rates)
     double checkpoint_interval_s = 0.0; ///< on the full job; +inf: no periodic checkpoint
+    IntervalReason checkpoint_interval_reason = IntervalReason::fixed; ///< what set it
+    double checkpoint_daly_s = 0.0;     ///< auto: Daly's optimum before the bounds
     double checkpoint_stall_s = 0.0;      ///< training stalls per checkpoint
     double checkpoint_background_s = 0.0; ///< async upload or memory peer copy
     double restore_s = 0.0;               ///< reload of the whole job's checkpoint

@@ -11,6 +11,7 @@
 #include "trnsim/results/trace.hpp"
 #include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/sim/scenario_run.hpp"
 #include "trnsim/sim/step_sim.hpp"
 
 #include <string>
@@ -43,6 +44,10 @@ results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::Tr
 results::ResultsFile collective_results(const config::ScenarioSpec& spec,
                                         const sim::CollectiveBenchResult& result,
                                         const Writer& writer);
+
+/// The results file of any scenario's outcome (run_results or collective_results).
+results::ResultsFile scenario_results(const config::ScenarioSpec& spec,
+                                      const sim::ScenarioOutcome& outcome, const Writer& writer);
 
 /// The timeline of a step simulation, for results::write_chrome_trace.
 results::TraceData step_trace(const config::ScenarioSpec& spec, const sim::StepSimResult& step);

@@ -11,6 +11,7 @@
 // modification times are not recorded, so the same inputs give byte-identical files.
 #pragma once
 
+#include "trnsim/results/output_files.hpp"
 #include "trnsim/results/table.hpp"
 
 #include <cstdint>
@@ -41,8 +42,12 @@ struct ResultsFile {
     std::vector<std::pair<std::string, std::string>> texts;
 };
 
-/// Writes `file` to `path` (parent directories are created). Throws std::runtime_error when
-/// the file cannot be written; the target is then left untouched.
+/// Writes `file` under the temporary name of `path` (parent directories are created) and
+/// returns it complete, to be committed (output_files.hpp). Throws std::runtime_error when it
+/// cannot be written; the temporary is then removed and the target left untouched.
+PendingFile stage_hdf5(const std::string& path, const ResultsFile& file);
+
+/// stage_hdf5, then commit: `path` holds the new file, or (on an error) what it held before.
 void write_hdf5(const std::string& path, const ResultsFile& file);
 
 /// Reads back a table of a results file ("/summary", "/batch/points"); std::runtime_error

@@ -3,6 +3,8 @@
 // microseconds.
 #pragma once
 
+#include "trnsim/results/output_files.hpp"
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,8 +27,12 @@ struct TraceData {
     std::string title;                  ///< stored in the file's metadata
 };
 
-/// Writes the timeline to `path` (temporary file, then rename). Throws std::runtime_error when
-/// it cannot be written.
+/// Writes the timeline under the temporary name of `path` and returns it complete, to be
+/// committed (output_files.hpp). Throws std::runtime_error when it cannot be written (the
+/// temporary is then removed).
+PendingFile stage_chrome_trace(const std::string& path, const TraceData& trace);
+
+/// stage_chrome_trace, then commit.
 void write_chrome_trace(const std::string& path, const TraceData& trace);
 
 } // namespace trnsim::results

@@ -22,6 +22,7 @@
 //   + kernels x serving.kernel_overhead
 //   + sum over its collectives of network::collective_seconds over the TP group
 //   + serving.iteration_overhead
+//   + serving.prefill_graph_overhead (context-encoding graphs only)
 //
 // Kernels per layer: norm, QKV projection, rotary embedding, KV cache write, attention
 // (a fused flash kernel, or with serving.materialized_attention the score matmul, mask,
@@ -98,8 +99,8 @@ struct ReplicaMemory {
 
 /// The terms of one iteration's time, seconds summed over its graphs, so a fit can recombine
 /// the fixed costs with other coefficients: total = decode_kernel_s + prefill_kernel_s +
-/// collective_s + kernels x kernel_overhead + graphs x iteration_overhead (the prefill
-/// efficiency is already inside prefill_kernel_s).
+/// collective_s + kernels x kernel_overhead + graphs x iteration_overhead + prefill_graphs x
+/// prefill_graph_overhead (the prefill efficiency is already inside prefill_kernel_s).
 struct IterationBreakdown {
     double decode_kernel_s = 0.0;   ///< kernels of decode, verification and draft graphs
     double prefill_kernel_s = 0.0;  ///< kernels of context-encoding graphs
@@ -109,6 +110,7 @@ struct IterationBreakdown {
     double kernels = 0.0;     ///< expected counts (fractional for routed experts)
     double collectives = 0.0;
     double graphs = 0.0;
+    double prefill_graphs = 0.0; ///< of the graphs: context-encoding graphs
 
     /// The time with these coefficients.
     double seconds(const compute::ServingCosts& c) const;
@@ -142,6 +144,8 @@ public:
 
     /// The compiled sequence buckets, ascending (the last is max_context).
     const std::vector<std::int64_t>& buckets() const { return buckets_; }
+    /// The context-encoding buckets: serving.prefill_buckets, or buckets() when not given.
+    const std::vector<std::int64_t>& prefill_buckets() const { return prefill_buckets_; }
     const ReplicaMemory& memory() const { return memory_; }
     /// The replica's tensor-parallel group over chip, instance, UltraServer and fabric.
     const network::GroupShape& tp_group() const { return tp_group_; }
@@ -155,9 +159,13 @@ public:
 
 private:
     struct PrefillShape {
-        std::size_t q = 0;  ///< bucket index of the new tokens
-        std::size_t kv = 0; ///< bucket index of the keys attended (>= q)
+        std::size_t q = 0;  ///< prefill bucket index of the new tokens
+        std::size_t kv = 0; ///< kv_buckets_ index of the keys attended (>= the q bucket)
         std::int64_t graphs = 0;
+        /// Transformers NeuronX: prompt tokens beyond the largest prefill bucket, encoded one
+        /// by one by the decode graph (at the decode bucket `leftover_bucket`).
+        std::int64_t leftover = 0;
+        std::size_t leftover_bucket = 0;
     };
     std::size_t bucket_index(std::int64_t context) const;
     PrefillShape prefill_shape(const IterationShape& shape) const;
@@ -166,13 +174,17 @@ private:
     compute::ChipSpec chip_;
     ServingSpec serving_;
     std::vector<std::int64_t> buckets_;
+    std::vector<std::int64_t> prefill_buckets_;
+    /// Key counts a prefill graph can attend to: buckets_ and prefill_buckets_ together.
+    std::vector<std::int64_t> kv_buckets_;
+    bool tnx_context_ = false; ///< serving.prefill_buckets given (TNx context encoding)
     ReplicaMemory memory_;
     network::GroupShape tp_group_;
     int prefill_batch_ = 1;
     int max_k_ = 0;
-    /// Seconds of one prefill graph per (new-token bucket i, key bucket j >= i), row major
-    /// over buckets_.size()^2 (entries with j < i unused), and of one decode iteration per
-    /// (bucket, draft length 0..max_k_).
+    /// Seconds of one prefill graph per (prefill bucket i, key bucket j of kv_buckets_ at
+    /// least bucket i), row major over prefill_buckets_.size() x kv_buckets_.size() (other
+    /// entries unused), and of one decode iteration per (bucket, draft length 0..max_k_).
     std::vector<double> prefill_table_;
     std::vector<double> decode_table_;
     std::unique_ptr<const Impl> impl_;

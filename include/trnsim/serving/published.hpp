@@ -3,9 +3,10 @@
 // client each row describes, and the fit of a chip's serving coefficients to named rows.
 //
 // The fit (fit_serving_costs): for a given prefill efficiency every benchmark figure the
-// driver predicts is linear in the other two coefficients,
+// driver predicts is linear in the other three coefficients,
 //     kernel_s + collective_s + kernels x kernel_overhead + graphs x iteration_overhead
-// (IterationBreakdown); for each efficiency the two are the non-negative least-squares
+//       + prefill_graphs x prefill_graph_overhead
+// (IterationBreakdown); for each efficiency the three are the non-negative least-squares
 // minimiser of the squared relative errors of TTFT p50 and TPOT p50 over the rows given
 // (solved exactly on every set of active constraints), and the efficiency is searched on a
 // fixed grid from 0.05 to 1 refined to 0.001. Deterministic: the same chip data and rows give
@@ -27,7 +28,7 @@
 namespace trnsim::serving {
 
 struct PublishedRow {
-    std::string key;          ///< INF-T1, INF-T2
+    std::string key;          ///< INF-T1, INF-I1, INF-T2
     std::string table;        ///< latency, throughput, vllm
     std::string model;        ///< as published
     std::string preset;       ///< scenarios/models/ preset
@@ -53,6 +54,9 @@ struct PublishedRow {
     /// The published output tokens/s disagrees by more than 10% with the published TTFT and
     /// TPOT p50 (batch x output / (TTFT + (output - 1) TPOT)).
     bool throughput_inconsistent() const;
+    /// The data file marks the row's TTFT as contradicting the release's other rows (its note
+    /// starts with "unreproducible").
+    bool ttft_unreproducible() const { return note.rfind("unreproducible", 0) == 0; }
 };
 
 /// Reads the CSV (lines starting with '#' are comments). Throws InputError naming the file.
@@ -60,8 +64,9 @@ std::vector<PublishedRow> read_published_rows(const std::filesystem::path& file)
 
 /// The replica a row ran: tp, lnc, max_batch = batch, max_context, default buckets, BF16
 /// compute, the row's weight storage; the stack decides prefill batching and attention
-/// (tnx-2.18: the static batch prefilled together, materialised attention; otherwise one
-/// prompt per prefill graph, fused attention), and the draft when the row speculates.
+/// (tnx-2.18: the static batch prefilled together, materialised attention, context buckets
+/// half of the token buckets; otherwise one prompt per prefill graph, fused attention), and
+/// the draft when the row speculates.
 ServingSpec serving_spec_for(const PublishedRow& row,
                              const std::optional<workload::ModelSpec>& draft);
 

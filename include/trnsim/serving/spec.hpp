@@ -24,8 +24,9 @@ namespace trnsim::serving {
 enum class RouterPolicy { round_robin, least_loaded, prefix_affinity };
 
 /// Speculative decoding: a draft model proposes `k` tokens, the target model verifies them in
-/// one iteration. acceptance[i] is the probability that draft token i is accepted given that
-/// tokens 0..i-1 were (per-position acceptance, as vLLM reports it).
+/// one iteration. acceptance[i] is the fraction of iterations in which draft position i is
+/// accepted (vLLM's per-position acceptance rate; non-increasing, since a position is only
+/// accepted after every earlier one): the mean acceptance length is 1 + sum_i acceptance[i].
 struct SpeculativeSpec {
     std::string draft_ref;            ///< preset name or file as written
     workload::ModelSpec draft;        ///< the draft model's dimensions
@@ -67,6 +68,19 @@ struct ServingSpec {
     /// softmax, times V, each through HBM), as Transformers NeuronX compiled it up to Neuron
     /// SDK 2.18; false: a fused flash-attention kernel (SDK 2.19 and later, NxD Inference).
     bool materialized_attention = false;
+    // ---- appended for the Transformers NeuronX context buckets (docs/serving.md) ----
+    /// Compiled context-encoding buckets, ascending, each at most max_context. Empty: prefill
+    /// graphs use `buckets` and attend to the bucket holding cached + new tokens (NxD Inference,
+    /// vLLM). Given: Transformers NeuronX context encoding (transformers_neuronx/bucket.py
+    /// context_sizes, base.py context): a prompt pads to the smallest of these that holds it
+    /// and its graph attends only to its own tokens; a prompt longer than the largest is
+    /// encoded up to the largest and its remaining tokens run one by one through the decode
+    /// graph. TNx's default is half of each token-generation bucket.
+    std::vector<std::int64_t> prefill_buckets;
+    /// One-way latency of a request from the router to a replica, and of a replica's report
+    /// back to the router (a network hop through the serving front end). The fleet simulation
+    /// uses it as its lookahead.
+    Duration router_latency = Duration::from_ns(1'000'000);
 };
 
 /// A size (tokens) drawn per request.
@@ -91,6 +105,15 @@ struct ArrivalSpec {
     double speedup = 1.0;        ///< trace: timestamps divided by this
 };
 
+/// Shared prompt prefixes (a system prompt or few-shot header reused by many requests):
+/// `groups` distinct prefixes of `tokens` tokens each; a `fraction` of the requests start with
+/// one of them, chosen uniformly. The prefix goes in front of the drawn input tokens.
+struct PrefixSpec {
+    int groups = 0;            ///< 0: no shared prefixes
+    std::int64_t tokens = 0;   ///< tokens of each prefix
+    double fraction = 1.0;     ///< of the requests, in [0, 1]
+};
+
 /// workload.requests
 struct RequestSpec {
     TokenDistribution input;
@@ -98,6 +121,7 @@ struct RequestSpec {
     ArrivalSpec arrival;
     std::int64_t count = 0;      ///< requests to issue (0 when `duration` is given)
     Duration duration;           ///< arrivals stop after this (zero when `count` is given)
+    PrefixSpec prefix;           ///< shared prefixes (none by default)
 };
 
 /// workload.slo: a request meets the SLO when both hold (a zero value is not allowed).

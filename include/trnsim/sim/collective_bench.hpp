@@ -48,7 +48,11 @@ struct CollectiveBenchResult {
     std::vector<CollectiveRow> rows;
 };
 
-/// Runs every size. Throws InputError (key paths under workload.collective and cluster) for
+/// Every check run_collective_bench makes (the fabric holds the cluster, lnc, ranks, an
+/// algorithm that applies at every size), without simulating. InputError as below.
+void check_collective_bench(const CollectiveBenchSpec& spec);
+
+/// Runs every size, after checking them all. Throws InputError (key paths under workload.collective and cluster) for
 /// requests the cluster cannot hold; `on_row` (may be empty) sees each row as it is done.
 CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
                                            const std::function<void(const CollectiveRow&)>& on_row = {});

@@ -50,6 +50,18 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
 /// Validates the scenario's plan (InputError with a key path, not yet located in the file).
 workload::Plan make_plan(const config::ScenarioSpec& spec);
 
+/// InputError (hardware.speed.chips[i].chip) for a listed chip outside the cluster, at every
+/// fidelity (the analytic estimate ignores the factors, but a chip that does not exist is a
+/// mistake in the scenario all the same).
+void check_chip_speeds(const config::ScenarioSpec& spec, std::int64_t chips);
+
+/// Every check run_training makes before it simulates, without simulating: the plan, the
+/// chips of hardware.speed, at step fidelity the fabric (it must hold exactly the cluster) and
+/// the step options (trace ranks), with a reliability section the run simulation's input.
+/// `trnsim validate` calls it, so what run refuses, validate refuses; run_training makes the
+/// same checks before its first simulation. Returns the plan. InputError with a key path.
+workload::Plan check_training(const config::ScenarioSpec& spec);
+
 struct RunOptions {
     /// Keep the events and timeline of the first replication of the run simulation (what
     /// /run/events and /run/timeline hold); sweeps, which store neither, turn it off.

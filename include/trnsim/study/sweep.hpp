@@ -60,7 +60,8 @@ struct Sweep {
 std::int64_t derive_seed(std::int64_t base_seed, const std::string& key, int replicate);
 
 /// Expands `spec` (base_seed and base_replications are the base scenario's, used when the
-/// sweep gives none). Points beyond 10 million are refused (InputError).
+/// sweep gives none). The point count follows from the axes before any point is built: more
+/// than 100,000 points, or 1,000,000 runs with the replications, are refused (InputError).
 Sweep expand(const config::SweepSpec& spec, std::int64_t base_seed, int base_replications);
 
 /// Reads the base scenario, then expands the sweep (the base scenario's errors are located
@@ -72,6 +73,11 @@ Sweep load(const config::SweepSpec& spec);
 /// in point order, located at the sweep value it comes from when the error concerns a swept
 /// key, with the point named in the message; nothing has run then.
 std::vector<config::ScenarioSpec> prepare(const Sweep& sweep, int threads);
+
+/// The checks of prepare, keeping nothing of the points (memory does not grow with them):
+/// `trnsim validate` of a sweep. Returns every file the points read (sorted, unique), for the
+/// output checks.
+std::vector<std::string> validate(const Sweep& sweep, int threads);
 
 /// "sweep point 3 of 12 (cluster.ultraservers=16, ...)".
 std::string describe(const Sweep& sweep, const Point& p);

@@ -97,6 +97,45 @@ TEST(Scenario, RangeErrorsSayWhatIsAllowed) {
     EXPECT_NE(e.message().find("must be 0 to 3"), std::string::npos) << e.what();
 }
 
+TEST(Scenario, RangesHoldAtTheirDocumentedBounds) {
+    // seed: 0 to 2^53, exactly (2^53 + 1 was rounded to 2^53 and accepted).
+    EXPECT_EQ(load_scenario_text(kMinimal, "t.yaml", {"seed=9007199254740992"}).seed,
+              9'007'199'254'740'992);
+    EXPECT_EQ(load_error(kMinimal, {"seed=9007199254740993"}).key_path(), "seed");
+    // grad_bucket: > 0, so 1B is allowed (the bound was applied as > 1B).
+    EXPECT_EQ(load_scenario_text(kMinimal, "t.yaml", {"workload.parallelism.grad_bucket=1B"})
+                  .training.parallelism.grad_bucket,
+              Bytes(1));
+    EXPECT_EQ(load_error(kMinimal, {"workload.parallelism.grad_bucket=0B"}).key_path(),
+              "workload.parallelism.grad_bucket");
+    // An MTBF shorter than the engine's 1 ns tick.
+    const std::string reliable = std::string(kMinimal) + "reliability: {}\n";
+    const InputError mtbf =
+        load_error(reliable, {"reliability.failures=[{component: chip, mtbf: 0.5ns}]"});
+    EXPECT_EQ(mtbf.key_path(), "reliability.failures[0].mtbf");
+    EXPECT_NE(mtbf.message().find("at least 1ns"), std::string::npos) << mtbf.what();
+    EXPECT_NO_THROW(
+        load_scenario_text(reliable, "t.yaml", {"reliability.failures=[{component: chip, mtbf: 1ns}]"}));
+}
+
+TEST(Scenario, StragglerChipsOutsideTheClusterAreRejectedAtEveryFidelity) {
+    // 2 UltraServers = 128 chips; chip 128 does not exist. The analytic estimate does not use
+    // the factors, and accepted it.
+    for (const char* fidelity : {"analytic", "step"}) {
+        const ScenarioSpec s = load_scenario_text(
+            kMinimal, "t.yaml",
+            {"hardware.speed.chips=[{chip: 128, speed: 0.5}]", "workload.parallelism.tp=8",
+             std::string("simulation.fidelity=") + fidelity});
+        try {
+            sim::check_training(s);
+            ADD_FAILURE() << fidelity << ": accepted chip 128 of 128";
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), "hardware.speed.chips[0].chip") << e.what();
+        }
+        EXPECT_THROW(sim::run_training(s), InputError) << fidelity;
+    }
+}
+
 TEST(Scenario, ChoiceErrorsListTheChoices) {
     const InputError e = load_error(std::string(kMinimal) + "  precision: fp16\n");
     EXPECT_EQ(e.key_path(), "workload.precision");
@@ -272,6 +311,39 @@ workload: {model: llama3-8b, sequence_length: 4096, global_batch: 64, steps: 10}
     EXPECT_EQ(s.hardware.lnc, 1);
     EXPECT_DOUBLE_EQ(s.cost.instance_hour.usd(), 21.5);
     EXPECT_EQ(s.hardware.hbm_reserve.count(), std::int64_t{1} << 30);
+}
+
+TEST(Scenario, PricesComeFromTheChipFileWithTheirOrigin) {
+    const std::string text = R"(hardware: {chip: trn1}
+cluster: {instances: 4}
+workload: {model: llama3-8b, sequence_length: 4096, global_batch: 64, steps: 10}
+)";
+    // trn1.yaml: on-demand $21.50, 1-year reservation $13.23, Capacity Block $15.49.
+    const ScenarioSpec od = load_scenario_text(text, "t.yaml");
+    EXPECT_EQ(od.cost.origin, "trn1.32xlarge on_demand, chip file trn1");
+    const ScenarioSpec ri = load_scenario_text(text, "t.yaml", {"cost.pricing=reserved_1y"});
+    EXPECT_DOUBLE_EQ(ri.cost.instance_hour.usd(), 13.23);
+    const ScenarioSpec cb = load_scenario_text(text, "t.yaml", {"cost.pricing=capacity_block"});
+    EXPECT_DOUBLE_EQ(cb.cost.instance_hour.usd(), 15.49);
+    // A price the scenario gives wins, and says so.
+    const ScenarioSpec given = load_scenario_text(
+        text, "t.yaml", {"cost.pricing=reserved_1y", "cost.instance_hour=10USD"});
+    EXPECT_DOUBLE_EQ(given.cost.instance_hour.usd(), 10.0);
+    EXPECT_EQ(given.cost.origin, "cost.instance_hour");
+    // Switching the chip switches the price (no price written in the scenario).
+    const ScenarioSpec trn2 = load_scenario_text(
+        "hardware: {chip: trn2}\ncluster: {ultraservers: 1}\n"
+        "workload: {model: llama3-8b, sequence_length: 4096, global_batch: 64, steps: 10}\n",
+        "t.yaml");
+    EXPECT_DOUBLE_EQ(trn2.cost.instance_hour.usd(), 35.76);
+    // A pricing the chip file has no source for is an error at its key.
+    try {
+        (void)load_scenario_text(text, "t.yaml", {"cost.pricing=reserved_3y"});
+        FAIL() << "expected an InputError";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "cost.pricing");
+        EXPECT_NE(e.message().find("no reserved_3y price"), std::string::npos);
+    }
 }
 
 } // namespace

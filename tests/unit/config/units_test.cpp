@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+
 namespace trnsim::config {
 namespace {
 
@@ -101,6 +103,20 @@ TEST(ParseCount, Suffixes) {
     EXPECT_THROW(parse_count("abc"), UnitError);
     EXPECT_THROW(parse_count("nan"), UnitError);
     EXPECT_THROW(parse_count("inf"), UnitError);
+}
+
+TEST(ParseCount, PlainIntegersAreExactBeyondTwoToThe53) {
+    // 2^53 + 1 has no double: read through one it became 2^53 (issue 15).
+    EXPECT_EQ(parse_count("9007199254740993"), 9'007'199'254'740'993);
+    EXPECT_EQ(parse_count("+9007199254740993"), 9'007'199'254'740'993);
+    EXPECT_EQ(parse_count("-9007199254740993"), -9'007'199'254'740'993);
+    EXPECT_EQ(parse_count("9223372036854775807"), INT64_MAX);
+    EXPECT_THROW(parse_count("9223372036854775808"), UnitError);
+    EXPECT_THROW(parse_count("+-5"), UnitError);
+    // A fraction is not a whole number however large (it was rounded within 1e-6).
+    EXPECT_THROW(parse_count("1000000.5"), UnitError);
+    EXPECT_EQ(parse_count("1.1K"), 1100);
+    EXPECT_EQ(parse_count("0.1K"), 100);
 }
 
 TEST(ParseSizeList, RangesAndLists) {

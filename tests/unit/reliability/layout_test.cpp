@@ -134,5 +134,36 @@ TEST(Layout, BlastRadius) {
     EXPECT_FALSE(single.effect_problem(ComponentClass::nic, Effect::degrade).empty());
 }
 
+TEST(Layout, SwitchesCarryingAJobExcludeThoseOfTheIdleSpares) {
+    // Radix 8: 4 instances per leaf, 4 leaves and 4 spines per pod, 16 cores. 4 job instances
+    // and 28 spares, one rail: 8 leaves in 2 pods, 8 spines. The job sits under leaf 0 only:
+    // 1 leaf, the 4 spines of pod 0, no core (one pod).
+    HardwareFacts one = trn2();
+    one.efa_interfaces = 1;
+    FabricSpec f;
+    f.switch_radix = 8;
+    const Layout l(topology::make_cluster_shape({0, 4}, 16, 0), one, f, 28, all_present());
+    EXPECT_EQ(l.count(ComponentClass::leaf), 8);
+    EXPECT_EQ(l.count(ComponentClass::spine), 8);
+    EXPECT_EQ(l.count(ComponentClass::core), 16);
+    EXPECT_EQ(l.switches_carrying(ComponentClass::leaf, 4), 1);
+    EXPECT_EQ(l.switches_carrying(ComponentClass::spine, 4), 4);
+    EXPECT_EQ(l.switches_carrying(ComponentClass::core, 4), 0);
+    EXPECT_EQ(l.domains_of_leaf(0), (std::pair<std::int64_t, std::int64_t>{0, 4}));
+    EXPECT_EQ(l.domains_of_leaf(7), (std::pair<std::int64_t, std::int64_t>{28, 32}));
+    // 20 job instances: leaves 0-4 in pods 0 and 1, every spine, the cores.
+    EXPECT_EQ(l.switches_carrying(ComponentClass::leaf, 20), 5);
+    EXPECT_EQ(l.switches_carrying(ComponentClass::spine, 20), 8);
+    EXPECT_EQ(l.switches_carrying(ComponentClass::core, 20), 16);
+    // Two rails: leaves 0-7 on rail 0 and 8-15 on rail 1 (pods 0-1 and 2-3). A job of 4
+    // instances uses leaf 0 and leaf 8, pods 0 and 2: 2 leaves, 8 spines, and the cores.
+    HardwareFacts two = one;
+    two.efa_interfaces = 2;
+    const Layout r2(topology::make_cluster_shape({0, 4}, 16, 0), two, f, 28, all_present());
+    EXPECT_EQ(r2.switches_carrying(ComponentClass::leaf, 4), 2);
+    EXPECT_EQ(r2.switches_carrying(ComponentClass::spine, 4), 8);
+    EXPECT_EQ(r2.switches_carrying(ComponentClass::core, 4), 16);
+}
+
 } // namespace
 } // namespace trnsim::reliability

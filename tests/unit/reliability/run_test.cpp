@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <tuple>
 
 namespace trnsim::reliability {
 namespace {
@@ -407,6 +408,89 @@ TEST(Scenario, AFailureOfASpareDoesNotInterrupt) {
     EXPECT_EQ(r.failures, 1);
     EXPECT_EQ(r.interruptions, 0);
     EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 9 * kMin) * 1e9));
+}
+
+/// traced_input on radix-8 switches (4 instances per leaf, 4 leaves and spines per pod, 16
+/// cores) with 28 spares: 32 instances, 8 leaves in 2 pods. The job (instances 0-3) uses leaf
+/// 0 and the spines of pod 0 only; leaves 1-7, the spines of pod 1 and the cores carry only
+/// idle spares.
+RunInput spare_fabric_input() {
+    RunInput in = traced_input();
+    in.spec.spares.instances = 28;
+    in.spec.fabric.switch_radix = 8;
+    return in;
+}
+
+TEST(Scenario, ASwitchOfTheIdleSparesNeitherStopsNorSlowsTheJob) {
+    // One rail: a leaf failure interrupts, but only the job's leaf (leaf 0). A failure of
+    // leaf 5 (instances 20-23, spares) leaves the job alone: 10 h of work + 9 checkpoints of
+    // 1 min, as without any failure. (Before, every leaf of the spare pool stopped the job.)
+    for (std::int64_t leaf : {1, 5, 7}) {
+        RunInput in = spare_fabric_input();
+        in.spec.trace.failures.push_back(trace_at(2.5 * kHour, ComponentClass::leaf, leaf));
+        const ReplicationResult r = run(in, 1).replications[0];
+        EXPECT_EQ(r.failures, 1) << leaf;
+        EXPECT_EQ(r.interruptions, 0) << leaf;
+        EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 9 * kMin) * 1e9)) << leaf;
+    }
+    // The job's own leaf: one interruption, recovered in place as a software failure is
+    // (28 min lost since the 2:02 checkpoint, 2 + 10 + 1 min down): 10 h 50 min.
+    RunInput in = spare_fabric_input();
+    in.spec.trace.failures.push_back(trace_at(2.5 * kHour, ComponentClass::leaf, 0));
+    const ReplicationResult r = run(in, 1).replications[0];
+    EXPECT_EQ(r.interruptions, 1);
+    EXPECT_EQ(r.spares_assigned, 0);
+    EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 50 * kMin) * 1e9));
+    // Spines degrade (4 per pod). A spine of pod 1 (spines 4-7) or a core (the job is in one
+    // pod) does not slow the job; a spine of pod 0 does, for its 2 h repair: at 3/4 of the
+    // spines a communication-bound step takes 4/3 as long, 30 min more over those 2 h.
+    for (const auto& [cls, index, slower_s] :
+         {std::tuple{ComponentClass::spine, 5, 0.0}, std::tuple{ComponentClass::core, 3, 0.0},
+          std::tuple{ComponentClass::spine, 1, 30 * kMin}}) {
+        RunInput d = spare_fabric_input();
+        d.spec.repair.automatic = seconds(2 * kHour);
+        d.spec.checkpoint.interval = seconds(100 * kHour);
+        d.job.step_time = [](std::int64_t, double f) -> std::optional<double> { return 1.0 / f; };
+        d.spec.trace.failures.push_back(trace_at(kHour, cls, index));
+        const ReplicationResult x = run(d, 1).replications[0];
+        EXPECT_EQ(x.interruptions, 0);
+        EXPECT_NEAR(static_cast<double>(x.wall_ns) * 1e-9, 10 * kHour + slower_s, 1e-6)
+            << to_string(cls) << " " << index;
+        EXPECT_EQ(state(x, JobState::running_degraded) > 0, slower_s > 0.0);
+    }
+}
+
+TEST(Scenario, InterruptionsDoNotGrowWithTheSparePool) {
+    // 8 job instances under 2 leaves (radix 8), leaves failing every 20 days each with
+    // interrupting effect (one rail). The spare pool grows from 8 to 8,000 instances, so the
+    // leaves from 4 to 2,002: before, every one of them stopped the job, about 500 times as
+    // many interruptions. The job's two leaves fail about 2 x 60 d / 20 d = 6 times per run
+    // either way (60 days of work); over 20 replications the means agree within noise.
+    const auto mean_interruptions = [](std::int64_t spares, double& job_rate) {
+        RunInput in = instances_input(8, spares, 60 * kDay);
+        in.spec.fabric.switch_radix = 8;
+        in.spec.checkpoint.interval = seconds(kHour);
+        FailureSpec leaf = failure(ComponentClass::leaf, 20 * kDay, "switch_or_cable");
+        leaf.effect = Effect::interrupt;
+        in.spec.failures.push_back(leaf);
+        const RunSummary r = run(in, 20, 7, 2);
+        job_rate = r.facts.job_failure_rate;
+        double sum = 0.0;
+        for (const auto& x : r.replications) {
+            sum += static_cast<double>(x.interruptions);
+        }
+        return sum / static_cast<double>(r.replications.size());
+    };
+    double rate_small = 0.0, rate_large = 0.0;
+    const double small = mean_interruptions(8, rate_small);
+    const double large = mean_interruptions(8000, rate_large);
+    // The job's failure rate counts the job's 2 leaves in both cases: 2 / 20 d.
+    EXPECT_DOUBLE_EQ(rate_small, 2.0 / (20 * kDay));
+    EXPECT_DOUBLE_EQ(rate_large, rate_small);
+    EXPECT_GT(small, 3.0);
+    EXPECT_LT(small, 9.0);
+    EXPECT_LT(large, small * 1.5 + 1.0);
+    EXPECT_GT(large, small / 1.5 - 1.0);
 }
 
 TEST(Scenario, ALeafFailureSlowsTheJobUntilRepaired) {

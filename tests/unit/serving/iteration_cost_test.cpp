@@ -1,4 +1,5 @@
 #include "trnsim/config/load.hpp"
+#include "trnsim/core/error.hpp"
 #include "trnsim/serving/benchmark.hpp"
 #include "trnsim/serving/iteration_cost.hpp"
 
@@ -62,6 +63,54 @@ workload::ModelSpec tiny() {
     m.ffn_hidden = 512;
     m.vocab = 1024;
     return m;
+}
+
+TEST(Buckets, TnxContextBucketsEncodeTheRestTokenByToken) {
+    // Transformers NeuronX 2.18 (base.py, context): with context buckets {64, 128} of a
+    // 256-token replica, a 200-token prompt is one context graph of 128 tokens attending to
+    // its own 128 keys, then 72 decode steps; the decode steps are at the bucket holding the
+    // prompt (256). A 100-token prompt pads to the 128 bucket and runs no decode step.
+    ServingSpec s = spec(1, 1, 256);
+    s.prefill_buckets = {64, 128};
+    const Replica r = make("trn1", tiny(), s);
+    EXPECT_EQ(r.model->prefill_buckets(), (std::vector<std::int64_t>{64, 128}));
+    EXPECT_EQ(r.model->buckets(), (std::vector<std::int64_t>{128, 256}));
+    const double graph128 = r.model->seconds(prefill(1, 128));
+    EXPECT_DOUBLE_EQ(r.model->seconds(prefill(1, 100)), graph128);
+    EXPECT_LT(r.model->seconds(prefill(1, 64)), graph128);
+    EXPECT_NEAR(r.model->seconds(prefill(1, 200)),
+                graph128 + 72.0 * r.model->seconds(decode(1, 200)), 1e-12);
+    // The breakdown recomputes the same terms: one prefill graph and 72 decode graphs.
+    const IterationBreakdown b = r.model->breakdown(prefill(1, 200));
+    EXPECT_DOUBLE_EQ(b.graphs, 73.0);
+    EXPECT_DOUBLE_EQ(b.prefill_graphs, 1.0);
+    EXPECT_NEAR(b.seconds(r.chip.serving), r.model->seconds(prefill(1, 200)), 1e-9);
+    // Buckets beyond max_context are rejected with their key.
+    ServingSpec bad = spec(1, 1, 256);
+    bad.prefill_buckets = {128, 512};
+    try {
+        make("trn1", tiny(), bad);
+        ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("workload.serving.prefill_buckets"),
+                  std::string::npos)
+            << e.what();
+    }
+}
+
+TEST(Coefficients, ThePrefillGraphOverheadIsPaidOncePerContextGraph) {
+    // Raising serving.prefill_graph_overhead by 1 ms adds 1 ms per context-encoding graph
+    // (prefill_batch 1: a graph per prompt, so 3 ms for 3 prompts) and nothing to a decode.
+    ServingSpec s = spec(1, 4, 256);
+    Replica a = make("trn1", tiny(), s);
+    compute::ChipSpec chip = a.chip;
+    chip.serving.prefill_graph_overhead = chip.serving.prefill_graph_overhead +
+                                          Duration::from_ns(1000000);
+    const IterationCostModel b(tiny(), chip, chip.lnc_default, s,
+                               ReplicaPlacement::single(chip, chip.lnc_default, 1),
+                               chip.hbm_runtime_reserve);
+    EXPECT_NEAR(b.seconds(prefill(3, 100)) - a.model->seconds(prefill(3, 100)), 3e-3, 1e-12);
+    EXPECT_DOUBLE_EQ(b.seconds(decode(4, 200)), a.model->seconds(decode(4, 200)));
 }
 
 TEST(Buckets, NeuronDefaultsArePowersOfTwoUpToMaxContext) {

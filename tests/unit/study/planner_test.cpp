@@ -171,19 +171,20 @@ TEST(Planner, ACpThatDoesNotDivideIsRejectedNamingCp) {
 }
 
 TEST(Planner, TheCandidateCountGuardCountsCp) {
-    // 10,000 cluster sizes x 1,001 cp values = 10,010,000 candidates: over the 10 million
-    // limit only with cp counted (10,000 without).
+    // 1,000 cluster sizes x 1,001 cp values = 1,001,000 candidates: over the limit of one
+    // million (10 million before: 800 MB of candidates) only with cp counted.
     const auto p = plan_of(R"(search:
-  ultraservers: {from: 1, to: 10000, step: 1}
+  ultraservers: {from: 1, to: 1000, step: 1}
   cp: {from: 1, to: 1001, step: 1}
 )",
                            "default.yaml");
     try {
         enumerate(p, base_of(p));
-        FAIL() << "enumerated more than 10 million candidates";
+        FAIL() << "enumerated more than a million candidates";
     } catch (const InputError& e) {
         EXPECT_EQ(e.key_path(), "search");
-        EXPECT_NE(std::string(e.what()).find("more than 10 million"), std::string::npos);
+        EXPECT_NE(std::string(e.what()).find("has 1,001,000 candidates"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("at most 1,000,000"), std::string::npos) << e.what();
     }
 }
 

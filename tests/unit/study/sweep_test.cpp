@@ -101,6 +101,72 @@ TEST(SweepPoints, RandomSamplesStayInRangeAndRepeat) {
     EXPECT_NE(random(5, 4).points[0].key, s.points[0].key);
 }
 
+/// "[1, 2, ..., n]".
+std::string values(int n) {
+    std::string v = "[";
+    for (int i = 1; i <= n; ++i) {
+        v += (i > 1 ? ", " : "") + std::to_string(i);
+    }
+    return v + "]";
+}
+
+TEST(SweepSize, CountedFromTheAxesAndCappedBeforeAnyPointIsBuilt) {
+    // 20 x 4 x 4 x 4 x 4 x 5 x 3 x 50 = 3,840,000 points: 8 GB in validate before. Refused
+    // from the axis sizes alone (this takes microseconds and no memory).
+    const auto spec = config::load_sweep_text(
+        "base: " + kDir + "default.yaml\nsweep:\n  grid:\n    seed: " + values(20) +
+            "\n    workload.sequence_length: [1024, 2048, 4096, 8192]\n"
+            "    workload.global_batch: [256, 512, 1024, 2048]\n"
+            "    workload.parallelism.tp: [1, 2, 4, 8]\n"
+            "    workload.parallelism.zero: [0, 1, 2, 3]\n"
+            "    workload.parallelism.microbatch: [1, 2, 4, 8, 16]\n"
+            "    workload.parallelism.recompute: [none, selective, full]\n"
+            "    cost.instance_hour: " + values(50) + "\n",
+        "big.yaml");
+    try {
+        (void)expand(spec, 1, 1);
+        ADD_FAILURE() << "expanded 3.84 million points";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "sweep");
+        EXPECT_NE(e.message().find("has 3,840,000 points (20 x 4 x 4 x 4 x 4 x 5 x 3 x 50)"),
+                  std::string::npos)
+            << e.what();
+        EXPECT_NE(e.message().find("at most 100,000 points"), std::string::npos) << e.what();
+    }
+    // Random samples count as points too, and runs (points x replications) are bounded.
+    const auto random = config::load_sweep_text(
+        "base: " + kDir + "default.yaml\nsweep:\n  grid: {seed: " + values(11) +
+            "}\n  random: {samples: 10000, keys: {cost.instance_hour: {uniform: [$1, $9]}}}\n",
+        "random.yaml");
+    EXPECT_THROW((void)expand(random, 1, 1), InputError);
+    const auto runs = config::load_sweep_text(
+        "base: " + kDir + "default.yaml\nreplications: 1000\nsweep: {grid: {seed: " +
+            values(1001) + "}}\n",
+        "runs.yaml");
+    try {
+        (void)expand(runs, 1, 1);
+        ADD_FAILURE() << "1,001,000 runs accepted";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "replications");
+    }
+    const auto fits = config::load_sweep_text(
+        "base: " + kDir + "default.yaml\nreplications: 1000\nsweep: {grid: {seed: " +
+            values(1000) + "}}\n",
+        "fits.yaml");
+    EXPECT_EQ(expand(fits, 1, 1).runs(), 1'000'000);
+}
+
+TEST(SweepValidation, ValidateChecksWhatPrepareChecksKeepingNothing) {
+    const Sweep bad = sweep_of("sweep:\n  grid:\n    cluster.ultraservers: [16, 3]\n");
+    EXPECT_THROW((void)validate(bad, 2), InputError);
+    EXPECT_THROW((void)prepare(bad, 2), InputError);
+    const Sweep good = sweep_of("sweep:\n  grid:\n    cluster.ultraservers: [16, 32]\n");
+    const std::vector<std::string> files = validate(good, 2);
+    // The base scenario and the presets it reads (chip and model), once each.
+    EXPECT_EQ(files.size(), 3u) << ::testing::PrintToString(files);
+    EXPECT_EQ(prepare(good, 2).size(), 2u);
+}
+
 TEST(SweepSeeds, DependOnThePointAndReplicateOnly) {
     const Sweep small = sweep_of("replications: 3\nsweep: {grid: {cluster.ultraservers: [8, 16]}}\n");
     const Sweep large =

@@ -1,0 +1,72 @@
+// Per-request records of a serving run and the summary figures computed from them.
+//
+// Definitions (times in seconds of simulated time):
+//   TTFT  first_token - arrival (the first token comes out of the prefill that completes the
+//         prompt; arrival is when the client sent the request, so the router's latency counts)
+//   TPOT  (finish - first_token) / (output_tokens - 1), the mean time per output token after
+//         the first; a request of one output token has none (it is left out of the TPOT
+//         percentiles and meets any TPOT objective)
+//   E2E   finish - arrival
+//   SLO   a request meets it when TTFT <= slo.ttft and TPOT <= slo.tpot (a zero bound is no
+//         bound)
+//   span  from the first arrival to the last finish; output_tokens_per_s and
+//         goodput_requests_per_s (requests meeting the SLO) are per second of span
+//
+// Percentiles: linear interpolation between closest ranks (Hyndman and Fan's type 7, the
+// default of numpy.percentile and of R): for n sorted values x_0 <= ... <= x_{n-1} and a
+// fraction p, h = (n - 1) p and P = x_floor(h) + (h - floor(h)) (x_floor(h)+1 - x_floor(h)).
+// One value gives itself; no value gives 0.
+#pragma once
+
+#include "trnsim/serving/spec.hpp"
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace trnsim::serving {
+
+struct RequestRecord {
+    std::uint64_t id = 0;
+    std::int64_t arrival_ns = 0;
+    std::int64_t first_token_ns = -1;
+    std::int64_t finish_ns = -1;       ///< -1: not finished
+    std::int32_t input_tokens = 0;     ///< as served (after the cut to max_context)
+    std::int32_t output_tokens = 0;
+    std::uint32_t replica = 0;         ///< the replica that finished it
+    std::uint32_t prefill_replica = 0; ///< where it was prefilled (== replica unless disaggregated)
+    std::uint32_t preemptions = 0;
+
+    bool finished() const { return finish_ns >= 0; }
+    double ttft_s() const { return static_cast<double>(first_token_ns - arrival_ns) * 1e-9; }
+    double e2e_s() const { return static_cast<double>(finish_ns - arrival_ns) * 1e-9; }
+    /// 0 for a single output token.
+    double tpot_s() const {
+        return output_tokens > 1 ? static_cast<double>(finish_ns - first_token_ns) * 1e-9 /
+                                       static_cast<double>(output_tokens - 1)
+                                 : 0.0;
+    }
+};
+
+/// The type 7 percentile (above) of values sorted ascending; p in [0, 1].
+double percentile_sorted(std::span<const double> sorted, double p);
+
+struct ServingSummary {
+    std::uint64_t requests = 0;        ///< finished requests
+    std::uint64_t unfinished = 0;      ///< records without a finish (left out of the figures)
+    std::uint64_t output_tokens = 0;
+    std::uint64_t met_slo = 0;
+    std::uint64_t preempted_requests = 0; ///< requests preempted at least once
+    double ttft_p50_s = 0.0, ttft_p90_s = 0.0, ttft_p99_s = 0.0;
+    double tpot_p50_s = 0.0, tpot_p90_s = 0.0, tpot_p99_s = 0.0;
+    double e2e_p50_s = 0.0, e2e_p99_s = 0.0;
+    double ttft_mean_s = 0.0, tpot_mean_s = 0.0;
+    double span_s = 0.0;
+    double output_tokens_per_s = 0.0;
+    double goodput_requests_per_s = 0.0;
+    double slo_attainment = 0.0;       ///< met_slo / requests
+};
+
+ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& slo);
+
+} // namespace trnsim::serving

@@ -1,0 +1,307 @@
+// The per-replica scheduler: continuous batching over a paged KV cache, as vLLM schedules a
+// replica and as its Neuron integration (NxD Inference) runs it.
+//
+// Sequences. A request of P prompt tokens and O output tokens is admitted into the running
+// batch (at most max_batch sequences, prefilling or decoding), prefills its prompt, which
+// yields its first token, then decodes one token per iteration (1 + accepted drafts with
+// speculative decoding) until it has O. Its KV cache holds P + g - 1 tokens once it has
+// generated g (the last generated token is fed to the next iteration, which writes its KV).
+//
+// KV cache. `kv_blocks` blocks of kv_block tokens (the cost model derives the count from the
+// HBM left after weights). A sequence holds ceil(kv tokens / kv_block) blocks. Admission
+// allocates the blocks of the whole prefill at once and only when, after it, at least a
+// watermark of 1% of the blocks stays free (vLLM's default watermark), so prefills never run
+// out; each decode iteration takes a block for every sequence whose KV cache fills its last
+// block. When a decode iteration needs more blocks than are free, the youngest running
+// sequence (the last admitted) is preempted, repeatedly, until the rest fit: its blocks are
+// freed and it goes back to the front of the queue to recompute (it prefills its prompt and
+// the tokens it had generated, P + g, which also yields its next token). The constructor
+// requires room for one sequence of max_context tokens plus the watermark, so a replica with
+// nothing running can always admit the head of its queue.
+//
+// An iteration, decided at its start (begin()):
+//   - whole-prompt prefill (prefill_chunk 0): if the head of the queue can be admitted, the
+//     iteration prefills it and the following ones that can be admitted, up to
+//     prefill_batch prompts, and decodes nothing (prefill first, as vLLM without chunked
+//     prefill and NxD Inference's separate context-encoding graph do); otherwise it decodes
+//     every running sequence;
+//   - chunked prefill: it decodes every running sequence and prefills up to prefill_chunk
+//     tokens, continuing the sequences in prefill in admission order and then admitting from
+//     the queue (first come, first served: a head that does not fit stops admission), unless
+//     this iteration preempted a sequence;
+//   - its time is IterationCost::time of its shape (real tokens, unpadded).
+// Requests are served first come, first served; preempted ones go before the others.
+//
+// Prefix caching (prefix_caching): the full blocks of a shared prefix (Request::prefix_id) are
+// kept once computed and shared by later requests with the same prefix, reference-counted;
+// their prefill starts after the cached tokens. A prefix becomes reusable at the end of the
+// iteration that completes it; a request admitted while its prefix is still being computed
+// computes it privately. Cached blocks no running sequence uses count as free: they are
+// evicted, least recently used first, when blocks are needed.
+//
+// Speculative decoding (speculative.k > 0): every decode iteration verifies k draft tokens per
+// sequence. acceptance[i] is the fraction of iterations in which draft position i is accepted
+// (vLLM's per-position acceptance rate; a position is only accepted after every earlier one, so
+// the rates do not increase): one uniform u per sequence-iteration accepts the positions with
+// u < acceptance[i]. A sequence gains its accepted drafts plus one token (the bonus or
+// correction token), at most the tokens it has left, so the mean gain is 1 + sum_i
+// acceptance[i] (vLLM's mean acceptance length: INF-T2's 1 + 0.865 + 0.725 + 0.635 = 3.22).
+// Draws use the stream (seed, speculation, request index), one Philox block per iteration of
+// that sequence, so they do not depend on the replica or on the batch.
+// A sequence holds blocks for its KV tokens plus the k + 1 it verifies (vLLM's lookahead
+// slots).
+//
+// Disaggregation (ReplicaRole): a prefill replica hands each prefilled sequence off (its KV
+// blocks stay held until release()); a decode replica takes handed-off sequences
+// (add_transferred) that join the decode batch when a slot and their blocks are free, and
+// recomputes locally any sequence it preempts.
+//
+// Steps. A step is one iteration, or with fast_forward several identical decode-only
+// iterations run at once: when nothing is in prefill or can be admitted and speculation is
+// off, the next iterations have the same shape up to the next finish, the end of the compiled
+// bucket holding the longest context (IterationCost::bucket_end) and the iteration whose
+// blocks would not fit. The scheduler keeps per-sequence state in offsets from a decode
+// iteration counter (context = base + counter), a heap of finish iterations, a heap of
+// contexts and a count of sequences by the iteration at which they need their next block, so
+// a step costs O(kv_block + log batch) plus O(log batch) per admission, finish or
+// preemption, never O(batch). An event that can change the schedule (an arrival) calls
+// interrupt(), which shortens the step to the first iteration boundary at or after it: the
+// results are those of stepping iteration by iteration (tests prove it).
+//
+// KV blocks of a fast-forwarded step are taken at its end (for the iterations it ran); the
+// blocks in use at any time inside it are known exactly (used_blocks_at).
+//
+// Times are int64 nanoseconds of simulated time. Not thread-safe: one replica, one thread.
+#pragma once
+
+#include "trnsim/serving/iteration.hpp"
+#include "trnsim/serving/request.hpp"
+#include "trnsim/serving/spec.hpp"
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace trnsim::serving {
+
+enum class ReplicaRole { unified, prefill, decode };
+
+/// What a step produced for one request.
+struct Completion {
+    enum class Kind : std::uint8_t {
+        finished,  ///< all output tokens generated at `time_ns`
+        prefilled, ///< prefill replica: first token at `time_ns`, KV held under `handoff`
+    };
+    Kind kind = Kind::finished;
+    std::uint64_t request = 0;
+    std::int64_t first_token_ns = 0;
+    std::int64_t time_ns = 0;
+    std::uint32_t preemptions = 0;
+    std::uint32_t handoff = 0;
+};
+
+struct SchedulerStats {
+    std::uint64_t steps = 0;
+    std::uint64_t iterations = 0;
+    std::uint64_t prefill_iterations = 0;    ///< with prefill work (whole or chunk)
+    std::uint64_t busy_ns = 0;               ///< sum of step times
+    std::uint64_t prefill_tokens = 0;        ///< computed (cached prefix tokens excluded)
+    std::uint64_t decode_tokens = 0;         ///< generated by decode iterations
+    std::uint64_t preemptions = 0;
+    std::uint64_t prefix_hits = 0;           ///< admissions that reused a cached prefix
+    std::uint64_t prefix_hit_tokens = 0;     ///< prefill tokens they did not compute
+    std::uint64_t prefix_evictions = 0;
+    std::uint64_t speculative_steps = 0;     ///< sequence-iterations with speculation
+    std::uint64_t speculative_accepted = 0;  ///< drafts accepted over them (before the cap)
+    std::int64_t peak_used_blocks = 0;
+};
+
+class ReplicaScheduler {
+public:
+    /// Throws InputError (workload.serving...) for a spec it cannot run: max_batch, kv_block or
+    /// max_context below 1, a negative prefill_chunk, prefill_batch below 1, speculation with
+    /// acceptance of the wrong length or outside [0, 1], or a KV cache too small for one
+    /// sequence of max_context tokens plus the watermark. `cost` must outlive the scheduler.
+    ReplicaScheduler(const ServingSpec& spec, const IterationCost& cost, std::int64_t kv_blocks,
+                     std::uint64_t seed, ReplicaRole role = ReplicaRole::unified,
+                     bool fast_forward = true);
+
+    /// A request arrives (queued until admitted).
+    void add(const Request& r);
+    /// Decode replica: a prefilled sequence whose KV cache has arrived.
+    void add_transferred(const Request& r, std::int64_t first_token_ns, std::uint32_t preemptions);
+    /// Prefill replica: the KV cache of hand-off `handoff` has been copied; frees its blocks.
+    void release(std::uint32_t handoff);
+
+    bool busy() const { return step_.active; }
+    /// Whether anything waits or runs (begin() may still find nothing it can run now).
+    bool has_work() const { return running_ > 0 || !waiting_.empty() || !ready_.empty(); }
+
+    /// Starts the next step at `now` (not busy). Returns its end, or -1 when nothing can run.
+    std::int64_t begin(std::int64_t now);
+    /// During a step: something that may change the schedule happened at `at` (start < at <=
+    /// end). A multi-iteration step is cut to end at the first iteration boundary >= at.
+    /// Returns the step's end.
+    std::int64_t interrupt(std::int64_t at);
+    /// Ends the current step (at step_end()) and returns what it produced, valid until the
+    /// next call.
+    const std::vector<Completion>& end();
+
+    std::int64_t step_end() const { return step_.start + step_.n * step_.d; }
+    std::int64_t step_iterations() const { return step_.n; }
+    /// The shape of the current (or last) step's iterations.
+    const IterationShape& shape() const { return step_.shape; }
+
+    std::int64_t capacity_blocks() const { return capacity_; }
+    /// Blocks in use (held by sequences, hand-offs or referenced prefixes) between steps.
+    std::int64_t used_blocks() const { return capacity_ - pool_ - idle_cached_; }
+    /// Blocks in use at time t: inside the current step (start <= t < end), else now.
+    std::int64_t used_blocks_at(std::int64_t t) const;
+    std::int64_t running() const { return running_; }
+    std::int64_t queued() const {
+        return static_cast<std::int64_t>(waiting_.size() + ready_.size());
+    }
+    const SchedulerStats& stats() const { return stats_; }
+
+    /// Recounts the blocks from scratch and checks every invariant (TRNSIM_CHECK): free +
+    /// held by sequences + hand-offs + cached prefixes == capacity, batch <= max_batch, the
+    /// decode bookkeeping matches the sequences. O(running); for tests, between steps.
+    void check_invariants() const;
+
+private:
+    enum class State : std::uint8_t { free, waiting, prefill, decode, joining };
+    static constexpr std::uint32_t kNone = 0xffffffffu;
+
+    struct Seq {
+        Request req;
+        std::int64_t first_token_ns = -1;
+        std::int64_t generated = 0; ///< tokens generated (fast decode: when it entered decode)
+        std::int64_t target = 0;    ///< tokens this prefill covers (prompt + generated)
+        std::int64_t done = 0;      ///< of them, cached or computed
+        std::int64_t chunk = 0;     ///< prefill tokens of the current step
+        std::int64_t own = 0;       ///< private blocks (fast decode: computed from kv)
+        std::int64_t kv = 0;        ///< KV tokens (fast decode: the base, kv = base + G)
+        std::uint64_t admitted = 0; ///< admission order
+        std::uint32_t entry = kNone;
+        std::uint32_t preemptions = 0;
+        std::uint32_t spec_iterations = 0;
+        std::uint32_t version = 0;
+        std::uint32_t prev = kNone, next = kNone; ///< running list (admission order)
+        State state = State::free;
+        bool transferred = false;
+    };
+    struct Entry {
+        std::int64_t blocks = 0;
+        std::int64_t refs = 0;
+        bool present = false;
+        bool ready = false;
+        std::uint32_t prev = kNone, next = kNone; ///< LRU list of idle entries
+    };
+    struct HeapItem {
+        std::int64_t key;
+        std::uint32_t slot;
+        std::uint32_t version;
+    };
+    struct Held {
+        std::int64_t blocks = 0;
+        std::uint32_t entry = kNone;
+    };
+    struct Step {
+        bool active = false;
+        bool fast = false;       ///< decode in the offset form (not speculative)
+        std::int64_t start = 0, d = 0, n = 0;
+        std::int64_t g0 = 0;     ///< decode counter at the start
+        std::int64_t reserved = 0; ///< fast decode blocks of a one-iteration step
+        IterationShape shape;
+    };
+
+    // Sequences and lists.
+    std::uint32_t new_seq(const Request& r);
+    void free_seq(std::uint32_t s);
+    void link_running(std::uint32_t s);
+    void unlink_running(std::uint32_t s);
+
+    // Blocks.
+    std::int64_t available() const { return pool_ + idle_cached_ - step_.reserved; }
+    void take(std::int64_t blocks);
+    void give(std::int64_t blocks) { pool_ += blocks; }
+    std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + block_ - 1) / block_; }
+    std::int64_t shared_blocks(const Seq& q) const;
+    void unref(std::uint32_t entry);
+    void lru_push(std::uint32_t e);
+    void lru_remove(std::uint32_t e);
+
+    // Admission and preemption.
+    bool try_admit(std::uint32_t s, bool commit);
+    bool try_admit_transferred(std::uint32_t s);
+    void preempt(std::uint32_t s);
+    bool reserve_decode();
+
+    // Fast decode bookkeeping.
+    std::int64_t key_of(std::int64_t base) const;
+    void enter_decode(std::uint32_t s);
+    void leave_decode(Seq& q);
+    std::int64_t demand(std::int64_t iterations) const;
+    std::int64_t max_base();
+    std::int64_t next_finish();
+    void compact_heaps();
+
+    // Steps.
+    void plan_prefill_whole();
+    void plan_prefill_chunked(bool preempted);
+    void finish_prefill(std::uint32_t s, std::int64_t t);
+    void finish(std::uint32_t s, std::int64_t t);
+    void speculate(std::uint32_t s);
+
+    const IterationCost& cost_;
+    const ReplicaRole role_;
+    const bool fast_forward_;
+    const std::uint64_t seed_;
+    std::int64_t max_batch_ = 1;
+    std::int64_t chunk_ = 0;
+    std::int64_t prefill_batch_ = 1;
+    std::int64_t block_ = 1;
+    std::int64_t max_context_ = 0;
+    bool prefix_caching_ = false;
+    int spec_k_ = 0;
+    std::vector<double> acceptance_;
+
+    std::int64_t capacity_ = 0;
+    std::int64_t watermark_ = 0;
+    std::int64_t pool_ = 0;         ///< free blocks
+    std::int64_t idle_cached_ = 0;  ///< blocks of cached prefixes no sequence references
+
+    std::vector<Seq> seqs_;
+    std::vector<std::uint32_t> free_slots_;
+    std::deque<std::uint32_t> waiting_; ///< to prefill (preempted ones at the front)
+    std::deque<std::uint32_t> ready_;   ///< decode replica: transferred, to join the batch
+    std::uint32_t head_ = kNone, tail_ = kNone; ///< running list
+    std::int64_t running_ = 0;
+    std::uint64_t admissions_ = 0;
+    std::vector<std::uint32_t> prefilling_; ///< in admission order
+    std::vector<std::uint32_t> joining_;    ///< transferred sequences joining this step
+
+    // Prefix cache, by prefix id.
+    std::vector<Entry> entries_;
+    std::uint32_t lru_head_ = kNone, lru_tail_ = kNone;
+
+    // Hand-offs (prefill replica).
+    std::vector<Held> held_;
+    std::vector<std::uint32_t> free_held_;
+
+    // Fast decode state.
+    std::int64_t g_ = 0;                  ///< decode iterations so far
+    std::int64_t decoding_ = 0;           ///< sequences in decode
+    std::int64_t sum_base_ = 0;
+    std::vector<std::int64_t> by_key_;    ///< decoding sequences by (-base) mod kv_block
+    std::vector<HeapItem> finish_heap_;   ///< min G of the last iteration
+    std::vector<HeapItem> context_heap_;  ///< max base
+
+    Step step_;
+    std::vector<Completion> out_;
+    std::array<std::vector<std::uint32_t>, 3> scratch_; ///< end()'s lists, kept to reuse
+    SchedulerStats stats_;
+};
+
+} // namespace trnsim::serving

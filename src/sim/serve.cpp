@@ -1,0 +1,749 @@
+// The serving fleet on the engine (sim/serve.hpp describes the model).
+#include "trnsim/sim/serve.hpp"
+
+#include "trnsim/core/assert.hpp"
+#include "trnsim/core/error.hpp"
+#include "trnsim/engine/simulator.hpp"
+#include "trnsim/network/flow_network.hpp"
+#include "trnsim/serving/request.hpp"
+#include "trnsim/serving/scheduler.hpp"
+#include "trnsim/topology/fabric.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <string>
+
+namespace trnsim::sim {
+
+namespace {
+
+using serving::Completion;
+using serving::ReplicaRole;
+using serving::ReplicaScheduler;
+using serving::Request;
+using serving::RequestRecord;
+
+constexpr engine::EntityId kRouter = 0;
+constexpr engine::EntityId kWake = 1;
+constexpr engine::EntityId kFirstReplica = 2;
+
+enum : engine::EventType {
+    kStart = 1,    ///< router, time 0
+    kArrival = 2,  ///< router to itself: open-loop request `payload` arrives
+    kRequest = 3,  ///< router to replica: request `payload`
+    kStep = 4,     ///< replica to itself: end of a step or a kick; payload: generation
+    kReport = 5,   ///< replica to router: payload replica, aux kFinished or kPrefilled
+    kKvArrived = 6, ///< fabric to decode replica: the KV cache of request `payload` is there
+    kRelease = 7,  ///< decode replica to prefill replica: free hand-off `payload`
+    kWakeUp = 8,   ///< the fabric's wake-up (ignored)
+};
+constexpr std::uint16_t kFinished = 0;
+constexpr std::uint16_t kPrefilled = 1;
+constexpr std::uint32_t kStepPriority = 1; ///< after the arrivals of the same instant
+
+/// The fleet-wide state of one request. Written by the router when it issues the request,
+/// then only by the replica that holds it (ownership moves with events across window
+/// barriers, so no two threads touch a slot at once).
+struct Slot {
+    RequestRecord rec;
+    std::uint32_t decode_replica = 0; ///< disaggregated: chosen by the router
+    std::uint32_t handoff = 0;        ///< disaggregated: the prefill replica's hand-off
+    std::uint32_t prefix_id = 0;
+};
+
+/// Slots by request id in chunks that never move: the router adds chunks as it issues
+/// requests; replicas read chunks added in earlier windows.
+class RecordTable {
+public:
+    static constexpr unsigned kShift = 16;
+    static constexpr std::uint64_t kChunk = std::uint64_t{1} << kShift;
+
+    RecordTable() : chunks_(std::size_t{1} << (32 - kShift)) {}
+    Slot& at(std::uint64_t id) { return chunks_[id >> kShift][id & (kChunk - 1)]; }
+    const Slot& at(std::uint64_t id) const { return chunks_[id >> kShift][id & (kChunk - 1)]; }
+    void ensure(std::uint64_t id) {
+        auto& c = chunks_[id >> kShift];
+        if (!c) {
+            c = std::make_unique<Slot[]>(kChunk);
+        }
+    }
+    /// Moves the records of ids [0, n) out, freeing chunks as it goes.
+    std::vector<RequestRecord> take(std::uint64_t n) {
+        std::vector<RequestRecord> out;
+        out.reserve(n);
+        for (std::uint64_t id = 0; id < n; ++id) {
+            out.push_back(at(id).rec);
+            if ((id & (kChunk - 1)) == kChunk - 1) {
+                chunks_[id >> kShift].reset();
+            }
+        }
+        chunks_.clear();
+        return out;
+    }
+
+private:
+    std::vector<std::unique_ptr<Slot[]>> chunks_;
+};
+
+// ------------------------------------------------------------------------------------------
+// Placement
+
+struct Placement {
+    std::vector<ReplicaPlacement> replicas;
+    std::uint32_t per_unit = 0;
+    std::uint32_t units = 0;
+    bool unit_is_ultraserver = false;
+    std::int64_t chips_per_domain = 0; ///< an UltraServer's when the cluster has them
+    std::int64_t instances = 0;
+    std::int64_t chips = 0;
+};
+
+Placement place(const ServeInput& in, int lnc) {
+    const compute::ChipSpec& chip = in.chip;
+    const serving::ServingSpec& sv = in.spec.serving;
+    const std::int64_t ipu = chip.ultraserver ? chip.ultraserver->instances : 0;
+    const topology::ClusterShape shape =
+        topology::make_cluster_shape(in.cluster, chip.instance.chips, ipu);
+    if (shape.instances < 1) {
+        throw InputError("cluster", "the cluster has no instances");
+    }
+    const std::int64_t rpc = chip.ranks_per_chip(lnc);
+    const std::int64_t cpi = chip.instance.chips;
+    const std::int64_t tp = sv.tp;
+    if (tp < 1) {
+        throw InputError("workload.serving.tp", "must be at least 1");
+    }
+    Placement p;
+    p.instances = shape.instances;
+    p.chips = shape.chips;
+    p.chips_per_domain = cpi * shape.instances_per_ultraserver;
+    std::int64_t chips_per_replica = 1, per_chip = 1, unit_chips = cpi;
+    if (tp <= rpc) {
+        if (rpc % tp != 0) {
+            throw InputError("workload.serving.tp",
+                             "tp " + std::to_string(tp) + " must divide the " +
+                                 std::to_string(rpc) + " ranks of a chip (LNC " +
+                                 std::to_string(lnc) + ")");
+        }
+        per_chip = rpc / tp;
+    } else {
+        if (tp % rpc != 0) {
+            throw InputError("workload.serving.tp",
+                             "tp " + std::to_string(tp) + " must be a multiple of the " +
+                                 std::to_string(rpc) + " ranks of a chip (LNC " +
+                                 std::to_string(lnc) + ")");
+        }
+        chips_per_replica = tp / rpc;
+        if (chips_per_replica > cpi) {
+            if (shape.ultraservers == 0) {
+                throw InputError("workload.serving.tp",
+                                 "tp " + std::to_string(tp) + " needs " +
+                                     std::to_string(chips_per_replica) +
+                                     " chips, more than an instance holds, and the cluster has "
+                                     "no UltraServers");
+            }
+            unit_chips = cpi * shape.instances_per_ultraserver;
+            p.unit_is_ultraserver = true;
+        }
+        if (chips_per_replica > unit_chips || unit_chips % chips_per_replica != 0) {
+            throw InputError("workload.serving.tp",
+                             "tp " + std::to_string(tp) + " (" +
+                                 std::to_string(chips_per_replica) +
+                                 " chips) must divide the chips of an instance (" +
+                                 std::to_string(cpi) + ") or of an UltraServer");
+        }
+    }
+    const std::int64_t per_unit = unit_chips / chips_per_replica * per_chip;
+    const std::int64_t units = p.unit_is_ultraserver
+                                   ? shape.instances / shape.instances_per_ultraserver
+                                   : shape.instances;
+    const std::int64_t capacity = per_unit * units;
+    const std::int64_t replicas = sv.replicas == 0 ? capacity : sv.replicas;
+    if (replicas < 1 || replicas > capacity) {
+        throw InputError("workload.serving.replicas",
+                         std::to_string(replicas) + " replicas of tp " + std::to_string(tp) +
+                             " do not fit: the cluster holds " + std::to_string(capacity));
+    }
+    if (replicas + kFirstReplica >= engine::kMaxEntities) {
+        throw InputError("workload.serving.replicas", "too many replicas for the engine");
+    }
+    const std::int64_t prefill = sv.disaggregated.prefill_replicas;
+    if (prefill < 0 || (prefill > 0 && prefill >= replicas)) {
+        throw InputError("workload.serving.disaggregated.prefill_replicas",
+                         "must leave at least one of the " + std::to_string(replicas) +
+                             " replicas to decode");
+    }
+    p.per_unit = static_cast<std::uint32_t>(per_unit);
+    p.units = static_cast<std::uint32_t>((replicas + per_unit - 1) / per_unit);
+    p.replicas.resize(static_cast<std::size_t>(replicas));
+    for (std::int64_t r = 0; r < replicas; ++r) {
+        ReplicaPlacement& rp = p.replicas[static_cast<std::size_t>(r)];
+        const std::int64_t unit = r / per_unit, slot = r % per_unit;
+        rp.unit = static_cast<std::uint32_t>(unit);
+        rp.first_chip = static_cast<std::uint32_t>(unit * unit_chips +
+                                                   (slot / per_chip) * chips_per_replica);
+        rp.chips = static_cast<std::uint32_t>(chips_per_replica);
+        rp.domain = static_cast<std::uint32_t>(rp.first_chip / p.chips_per_domain);
+        // Prefill replicas spread evenly: r is one when floor((r + 1) p / n) > floor(r p / n).
+        rp.prefill = prefill > 0 && ((r + 1) * prefill) / replicas > (r * prefill) / replicas;
+    }
+    return p;
+}
+
+// ------------------------------------------------------------------------------------------
+// The router's view of a pool of replicas
+
+class Pool {
+public:
+    void add(std::uint32_t replica) { members_.push_back(replica); }
+    void build() {
+        const std::size_t n = members_.size();
+        load_.assign(n, 0);
+        last_.assign(n, 0);
+        leaves_ = 1;
+        while (leaves_ < n) {
+            leaves_ <<= 1;
+        }
+        tree_.assign(2 * leaves_, kEmpty);
+        for (std::size_t i = 0; i < n; ++i) {
+            tree_[leaves_ + i] = static_cast<std::uint32_t>(i);
+        }
+        for (std::size_t v = leaves_ - 1; v >= 1; --v) {
+            tree_[v] = better(tree_[2 * v], tree_[2 * v + 1]);
+        }
+    }
+    std::size_t size() const { return members_.size(); }
+    std::uint32_t member(std::uint32_t m) const { return members_[m]; }
+
+    /// Picks a member for `policy` (prefix: the request's prefix id, 0 for none), counts it.
+    std::uint32_t choose(serving::RouterPolicy policy, std::uint32_t prefix, std::int64_t slack) {
+        std::uint32_t m = 0;
+        switch (policy) {
+        case serving::RouterPolicy::round_robin:
+            m = static_cast<std::uint32_t>(cursor_++ % members_.size());
+            break;
+        case serving::RouterPolicy::least_loaded:
+            m = tree_[1];
+            break;
+        case serving::RouterPolicy::prefix_affinity: {
+            m = tree_[1];
+            if (prefix != 0) {
+                const auto pref = static_cast<std::uint32_t>((prefix - 1) % members_.size());
+                if (load_[pref] <= load_[m] + slack) {
+                    m = pref;
+                }
+            }
+            break;
+        }
+        }
+        ++load_[m];
+        last_[m] = ++clock_;
+        update(m);
+        return m;
+    }
+    void done(std::uint32_t m) {
+        --load_[m];
+        update(m);
+    }
+
+private:
+    static constexpr std::uint32_t kEmpty = 0xffffffffu;
+    std::uint32_t better(std::uint32_t a, std::uint32_t b) const {
+        if (a == kEmpty) {
+            return b;
+        }
+        if (b == kEmpty) {
+            return a;
+        }
+        if (load_[a] != load_[b]) {
+            return load_[a] < load_[b] ? a : b;
+        }
+        if (last_[a] != last_[b]) {
+            return last_[a] < last_[b] ? a : b;
+        }
+        return a < b ? a : b;
+    }
+    void update(std::uint32_t m) {
+        for (std::size_t v = (leaves_ + m) / 2; v >= 1; v /= 2) {
+            tree_[v] = better(tree_[2 * v], tree_[2 * v + 1]);
+        }
+    }
+
+    std::vector<std::uint32_t> members_;
+    std::vector<std::int64_t> load_;
+    std::vector<std::uint64_t> last_;
+    std::vector<std::uint32_t> tree_;
+    std::size_t leaves_ = 1;
+    std::uint64_t cursor_ = 0;
+    std::uint64_t clock_ = 0;
+};
+
+/// The engine delay of the events between router and replicas, W = max(router_window,
+/// router_latency L), which is the lookahead. The router works at the requests' arrival times;
+/// the replicas run W - L behind it in engine time, so a request sent at its arrival t reaches
+/// its replica at engine t + W, replica time t + L. W = L is exact; with W > L the router
+/// decides each request as it arrives but hears of a finish 2W - L after it (instead of L),
+/// and a closed-loop client sends its next request then.
+std::int64_t hop_ns(const ServeInput& in) {
+    const std::int64_t l = std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1);
+    return std::max(l, in.options.router_window.ns());
+}
+
+// ------------------------------------------------------------------------------------------
+// The engine model
+
+class ServeModel {
+public:
+    ServeModel(const ServeInput& in, const Placement& pl, const serving::RequestSource& source,
+               const topology::Fabric* fabric, std::uint32_t partitions)
+        : in_(in), pl_(pl), source_(source), hop_(hop_ns(in)),
+          off_(hop_ - std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1)),
+          sample_ns_(in.options.kv_sample.ns()) {
+        const serving::ServingSpec& sv = in.spec.serving;
+        disaggregated_ = sv.disaggregated.prefill_replicas > 0;
+        policy_ = sv.router;
+        slack_ = sv.max_batch;
+        reports_ = policy_ != serving::RouterPolicy::round_robin || source.closed_loop() ||
+                   disaggregated_;
+        prefix_tokens_ = in.spec.requests.prefix.tokens;
+        const ReplicaKind pre = in.prefill.cost ? in.prefill : in.replica;
+        reps_.reserve(pl.replicas.size());
+        pool_of_.resize(pl.replicas.size());
+        for (std::size_t r = 0; r < pl.replicas.size(); ++r) {
+            const bool is_prefill = pl.replicas[r].prefill;
+            const ReplicaKind& kind = is_prefill ? pre : in.replica;
+            const ReplicaRole role = !disaggregated_ ? ReplicaRole::unified
+                                     : is_prefill    ? ReplicaRole::prefill
+                                                     : ReplicaRole::decode;
+            reps_.emplace_back(sv, *kind.cost, kind.kv_blocks, in.seed, role,
+                               in.options.fast_forward);
+            Pool& pool = is_prefill ? prefill_pool_ : main_pool_;
+            pool_of_[r] = static_cast<std::uint32_t>(pool.size());
+            pool.add(static_cast<std::uint32_t>(r));
+        }
+        main_pool_.build();
+        prefill_pool_.build();
+        if (disaggregated_) {
+            fabric_net_ = std::make_unique<network::FlowNetwork>(
+                *fabric, partitions, kWake, kWakeUp, in.chip.hbm_bandwidth,
+                in.chip.on_chip_latency, std::max<std::uint32_t>(in.options.fabric_shards, 1));
+        }
+    }
+
+    template <class Q>
+    void handle(engine::Context<Q>& ctx, const engine::Event& e) {
+        const engine::EntityId self = ctx.self();
+        if (self == kRouter) {
+            router(ctx, e);
+        } else if (self >= kFirstReplica) {
+            replica(ctx, self - kFirstReplica, e);
+        }
+    }
+
+    /// The engine calls this for the entity of the next event: its replica's state.
+    void prefetch(engine::EntityId e) const {
+        if (e >= kFirstReplica) {
+            // The replica's scheduler object (about 1 KiB; its vectors' contents are one more
+            // load away and are left to the handler).
+            const char* p = reinterpret_cast<const char*>(&reps_[e - kFirstReplica]);
+            for (std::size_t off = 0; off < sizeof(Replica); off += 64) {
+                __builtin_prefetch(p + off, 1);
+            }
+        }
+    }
+
+    template <class Q>
+    void window_edge(engine::WindowEdge<Q>& edge) {
+        if (fabric_net_) {
+            fabric_net_->resolve_at(edge, kWake);
+        }
+    }
+
+    std::uint64_t issued() const { return next_id_; }
+    /// The last event any replica handled.
+    std::int64_t last_event() const {
+        std::int64_t t = 0;
+        for (const Replica& rep : reps_) {
+            t = std::max(t, rep.last_event);
+        }
+        return t;
+    }
+    RecordTable& table() { return table_; }
+
+    /// After the run: the KV samples up to `end` and the per-replica figures.
+    void finish(std::int64_t end, ServingRun& out) {
+        std::int64_t capacity = 0;
+        out.replica_kv_peak_fraction.resize(reps_.size());
+        for (std::size_t r = 0; r < reps_.size(); ++r) {
+            Replica& rep = reps_[r];
+            sample_until(rep, end + 1);
+            const ReplicaScheduler& s = rep.sched;
+            capacity += s.capacity_blocks();
+            const serving::SchedulerStats& st = s.stats();
+            out.replica_kv_peak_fraction[r] = static_cast<double>(st.peak_used_blocks) /
+                                              static_cast<double>(s.capacity_blocks());
+            out.kv_cache_peak_fraction =
+                std::max(out.kv_cache_peak_fraction, out.replica_kv_peak_fraction[r]);
+            out.stats.steps += st.steps;
+            out.stats.iterations += st.iterations;
+            out.stats.preemptions += st.preemptions;
+            out.stats.prefix_hits += st.prefix_hits;
+            out.stats.kv_transfers += rep.transfers;
+            out.stats.kv_transfer_bytes += rep.transfer_bytes;
+        }
+        if (sample_ns_ > 0 && !reps_.empty()) {
+            const std::size_t n = reps_.front().samples.size();
+            out.kv_series.resize(n);
+            for (std::size_t k = 0; k < n; ++k) {
+                std::int64_t used = 0;
+                for (const Replica& rep : reps_) {
+                    used += rep.samples[k];
+                }
+                out.kv_series[k].time_s = static_cast<double>(k) * in_.options.kv_sample.seconds();
+                out.kv_series[k].used_fraction =
+                    static_cast<double>(used) / static_cast<double>(capacity);
+            }
+        }
+    }
+
+private:
+    struct Replica {
+        Replica(const serving::ServingSpec& sv, const serving::IterationCost& cost,
+                std::int64_t blocks, std::uint64_t seed, ReplicaRole role, bool fast)
+            : sched(sv, cost, blocks, seed, role, fast) {}
+        ReplicaScheduler sched;
+        std::uint64_t generation = 0;
+        std::int64_t pending = -1; ///< time of the valid step event, -1 when none
+        std::int64_t next_sample = 0;
+        std::vector<std::int32_t> samples; ///< blocks in use every sample_ns_
+        std::int64_t last_event = 0;
+        std::uint64_t transfers = 0;       ///< KV caches received
+        double transfer_bytes = 0.0;
+    };
+
+    static engine::EntityId entity(std::uint32_t replica) { return kFirstReplica + replica; }
+
+    Request request_of(const Slot& s) const {
+        Request r;
+        r.id = s.rec.id;
+        r.arrival = SimTime::from_ns(s.rec.arrival_ns);
+        r.input_tokens = s.rec.input_tokens;
+        r.output_tokens = s.rec.output_tokens;
+        r.prefix_id = s.prefix_id;
+        r.prefix_tokens = s.prefix_id != 0 ? prefix_tokens_ : 0;
+        return r;
+    }
+
+    // ---------------------------------------------------------------- router
+    template <class Q>
+    void router(engine::Context<Q>& ctx, const engine::Event& e) {
+        const std::int64_t now = ctx.now_ns();
+        switch (e.type) {
+        case kStart:
+            if (source_.closed_loop()) {
+                for (int c = 0; c < in_.spec.requests.arrival.concurrency; ++c) {
+                    if (!issue(ctx, now)) {
+                        break;
+                    }
+                }
+            } else {
+                const SimTime t = source_.next_arrival(0, SimTime::zero());
+                if (source_.issued(0, t)) {
+                    ctx.schedule_at_ns(kRouter, t.ns(), kArrival, 0);
+                }
+            }
+            break;
+        case kArrival: {
+            issue(ctx, now);
+            const SimTime t = source_.next_arrival(next_id_, SimTime::from_ns(now));
+            if (source_.issued(next_id_, t)) {
+                ctx.schedule_at_ns(kRouter, t.ns(), kArrival, next_id_);
+            }
+            break;
+        }
+        case kReport: {
+            const auto r = static_cast<std::uint32_t>(e.payload);
+            if (e.aux == kPrefilled) {
+                prefill_pool_.done(pool_of_[r]);
+            } else {
+                main_pool_.done(pool_of_[r]);
+                if (source_.closed_loop()) {
+                    issue(ctx, now);
+                }
+            }
+            break;
+        }
+        default:
+            break;
+        }
+    }
+
+    /// Issues the next request at `now`; false when the limits say no more.
+    template <class Q>
+    bool issue(engine::Context<Q>& ctx, std::int64_t now) {
+        const std::uint64_t id = next_id_;
+        if (!source_.issued(id, SimTime::from_ns(now))) {
+            return false;
+        }
+        ++next_id_;
+        const Request r = source_.request(id, SimTime::from_ns(now));
+        table_.ensure(id);
+        Slot& s = table_.at(id);
+        s.rec.id = id;
+        s.rec.arrival_ns = now;
+        s.rec.input_tokens = static_cast<std::int32_t>(r.input_tokens);
+        s.rec.output_tokens = static_cast<std::int32_t>(r.output_tokens);
+        s.prefix_id = r.prefix_id;
+        std::uint32_t target = 0;
+        if (disaggregated_) {
+            target = prefill_pool_.member(prefill_pool_.choose(policy_, r.prefix_id, slack_));
+            const serving::RouterPolicy decode_policy =
+                policy_ == serving::RouterPolicy::round_robin ? policy_
+                                                              : serving::RouterPolicy::least_loaded;
+            s.decode_replica = main_pool_.member(main_pool_.choose(decode_policy, 0, slack_));
+        } else {
+            target = main_pool_.member(main_pool_.choose(policy_, r.prefix_id, slack_));
+        }
+        ctx.schedule_at_ns(entity(target), now + hop_, kRequest, id);
+        return true;
+    }
+
+    // ---------------------------------------------------------------- replicas
+    void sample_until(Replica& rep, std::int64_t t) {
+        if (sample_ns_ <= 0) {
+            return;
+        }
+        while (rep.next_sample < t) {
+            rep.samples.push_back(static_cast<std::int32_t>(rep.sched.used_blocks_at(rep.next_sample)));
+            rep.next_sample += sample_ns_;
+        }
+    }
+
+    template <class Q>
+    void replica(engine::Context<Q>& ctx, std::uint32_t r, const engine::Event& e) {
+        Replica& rep = reps_[r];
+        const std::int64_t now = ctx.now_ns() - off_; // the replicas' time (see hop_ns)
+        sample_until(rep, now);
+        rep.last_event = now;
+        switch (e.type) {
+        case kRequest: {
+            Slot& s = table_.at(e.payload);
+            s.rec.prefill_replica = r;
+            rep.sched.add(request_of(s));
+            poke(ctx, r, now);
+            break;
+        }
+        case kKvArrived: {
+            Slot& s = table_.at(e.payload);
+            rep.sched.add_transferred(request_of(s), s.rec.first_token_ns, s.rec.preemptions);
+            ++rep.transfers;
+            rep.transfer_bytes += kv_bytes(s);
+            ctx.schedule_at_ns(entity(s.rec.prefill_replica), ctx.now_ns() + hop_, kRelease,
+                               s.handoff);
+            poke(ctx, r, now);
+            break;
+        }
+        case kRelease:
+            rep.sched.release(static_cast<std::uint32_t>(e.payload));
+            poke(ctx, r, now);
+            break;
+        case kStep:
+            if (e.payload != rep.generation) {
+                return; // superseded by a shorter step
+            }
+            rep.pending = -1;
+            if (rep.sched.busy()) {
+                for (const Completion& c : rep.sched.end()) {
+                    completed(ctx, r, c);
+                }
+            }
+            if (const std::int64_t end = rep.sched.begin(now); end >= 0) {
+                schedule_step(ctx, r, end);
+            }
+            break;
+        default:
+            break;
+        }
+    }
+
+    template <class Q>
+    void schedule_step(engine::Context<Q>& ctx, std::uint32_t r, std::int64_t at) {
+        Replica& rep = reps_[r];
+        ++rep.generation;
+        rep.pending = at;
+        ctx.schedule_at_ns(entity(r), at + off_, kStep, rep.generation, 0, kStepPriority);
+    }
+
+    /// Something arrived: cut a fast-forwarded step at the next boundary, or wake an idle
+    /// replica (after the other arrivals of this instant).
+    template <class Q>
+    void poke(engine::Context<Q>& ctx, std::uint32_t r, std::int64_t now) {
+        Replica& rep = reps_[r];
+        if (rep.sched.busy()) {
+            const std::int64_t end = rep.sched.interrupt(now);
+            if (end != rep.pending) {
+                schedule_step(ctx, r, end);
+            }
+        } else if (rep.pending < 0) {
+            schedule_step(ctx, r, now);
+        }
+    }
+
+    double kv_bytes(const Slot& s) const {
+        return static_cast<double>(in_.kv_bytes_per_token.count()) *
+               static_cast<double>(s.rec.input_tokens);
+    }
+
+    template <class Q>
+    void completed(engine::Context<Q>& ctx, std::uint32_t r, const Completion& c) {
+        Slot& s = table_.at(c.request);
+        s.rec.first_token_ns = c.first_token_ns;
+        s.rec.preemptions = c.preemptions;
+        if (c.kind == Completion::Kind::finished) {
+            s.rec.finish_ns = c.time_ns;
+            s.rec.replica = r;
+            if (reports_) {
+                ctx.schedule_at_ns(kRouter, ctx.now_ns() + hop_, kReport, r, kFinished);
+            }
+            return;
+        }
+        // Prefilled: the KV cache goes to the decode replica, one flow per chip pair.
+        s.handoff = c.handoff;
+        const ReplicaPlacement& from = pl_.replicas[r];
+        const ReplicaPlacement& to = pl_.replicas[s.decode_replica];
+        const std::uint32_t pairs = std::min(from.chips, to.chips);
+        const double bytes = kv_bytes(s) / static_cast<double>(pairs);
+        std::vector<network::FlowSpec> flows(pairs);
+        for (std::uint32_t j = 0; j < pairs; ++j) {
+            flows[j] = {from.first_chip + j, to.first_chip + j, bytes, 1.0};
+        }
+        fabric_net_->start_group(ctx.partition(), ctx.now_ns(), entity(s.decode_replica),
+                                 kKvArrived, c.request, std::move(flows));
+        ctx.schedule_at_ns(kRouter, ctx.now_ns() + hop_, kReport, r, kPrefilled);
+    }
+
+    const ServeInput& in_;
+    const Placement& pl_;
+    const serving::RequestSource& source_;
+    const std::int64_t hop_; ///< engine delay of every router-replica event: the lookahead
+    const std::int64_t off_; ///< replica time = engine time - off_ (router: engine time)
+    const std::int64_t sample_ns_;
+    bool disaggregated_ = false;
+    bool reports_ = true;
+    serving::RouterPolicy policy_ = serving::RouterPolicy::least_loaded;
+    std::int64_t slack_ = 1;
+    std::int64_t prefix_tokens_ = 0;
+
+    std::vector<Replica> reps_;
+    std::vector<std::uint32_t> pool_of_; ///< replica -> index in its pool
+    Pool main_pool_;                     ///< unified or decode replicas
+    Pool prefill_pool_;
+    std::uint64_t next_id_ = 0;          ///< router: requests issued
+    RecordTable table_;
+    std::unique_ptr<network::FlowNetwork> fabric_net_;
+};
+
+bool needs_trace(const serving::RequestSpec& r) {
+    using K = serving::TokenDistribution::Kind;
+    return r.arrival.kind == serving::ArrivalSpec::Kind::trace || r.input.kind == K::trace ||
+           r.output.kind == K::trace;
+}
+
+} // namespace
+
+ServingRun simulate_serving(const ServeInput& in) {
+    const int lnc = in.lnc > 0 ? in.lnc : in.chip.lnc_default;
+    if (lnc < 1 || in.chip.physical_cores % lnc != 0) {
+        throw InputError("hardware.lnc", "LNC " + std::to_string(lnc) + " does not divide the " +
+                                             std::to_string(in.chip.physical_cores) +
+                                             " cores of a chip");
+    }
+    if (!in.replica.cost || in.replica.kv_blocks < 1) {
+        throw std::invalid_argument("serve: every replica kind needs a cost and KV blocks");
+    }
+    const Placement pl = place(in, lnc);
+    const bool disaggregated = in.spec.serving.disaggregated.prefill_replicas > 0;
+
+    std::optional<topology::Fabric> fabric;
+    if (disaggregated) {
+        if (!in.fabric) {
+            throw InputError("cluster.fabric",
+                             "disaggregated serving moves KV caches over the fabric: give one");
+        }
+        if (in.kv_bytes_per_token.count() <= 0) {
+            throw std::invalid_argument("serve: disaggregation needs the KV bytes per token");
+        }
+        const std::int64_t domains = in.fabric->scale_up.ultraserver_instances > 0
+                                         ? pl.instances / in.fabric->scale_up.ultraserver_instances
+                                         : pl.instances;
+        fabric = topology::Fabric::build(*in.fabric, domains);
+        if (static_cast<std::int64_t>(fabric->chips()) != pl.chips) {
+            throw InputError("cluster.fabric", "fabric " + in.fabric->name + " holds " +
+                                                   std::to_string(fabric->chips()) +
+                                                   " chips for this cluster, the cluster has " +
+                                                   std::to_string(pl.chips));
+        }
+    }
+
+    std::shared_ptr<const serving::AzureTrace> trace = in.trace;
+    if (!trace && needs_trace(in.spec.requests)) {
+        trace = std::make_shared<serving::AzureTrace>(serving::read_azure_trace(
+            in.spec.requests.arrival.trace_file, in.spec.requests.arrival.speedup));
+    }
+    const serving::RequestSource source(in.spec.requests, in.spec.serving.max_context, in.seed,
+                                        trace);
+
+    // Partition 0: router and wake entity; then one partition per NeuronLink domain with
+    // replicas.
+    const auto replicas = static_cast<std::uint32_t>(pl.replicas.size());
+    std::vector<std::uint32_t> starts = {0};
+    for (std::uint32_t r = 0; r < replicas; ++r) {
+        if (r == 0 || pl.replicas[r].domain != pl.replicas[r - 1].domain) {
+            starts.push_back(kFirstReplica + r);
+        }
+    }
+    const engine::PartitionMap map =
+        engine::PartitionMap::from_starts(kFirstReplica + replicas, starts);
+
+    ServeModel model(in, pl, source, fabric ? &*fabric : nullptr, map.partitions());
+    const Duration lookahead = Duration::from_ns(hop_ns(in));
+    // Few pending events per partition (a step end per replica, requests in flight): a heap
+    // beats the calendar queue's bucket scans here.
+    engine::Simulator<ServeModel, engine::QuaternaryHeap> sim(model, map, lookahead);
+    sim.schedule(kRouter, SimTime::zero(), kStart);
+    const int threads = in.threads > 0 ? in.threads : engine::default_thread_count();
+    const engine::RunStats run = sim.run(SimTime::max(), threads);
+
+    ServingRun out;
+    out.placement = pl.replicas;
+    std::vector<RequestRecord> records = model.table().take(model.issued());
+    std::int64_t end = model.last_event();
+    for (const RequestRecord& r : records) {
+        TRNSIM_CHECK(r.finished(), "serve: a request did not finish");
+        end = std::max(end, r.finish_ns);
+    }
+    model.finish(end, out);
+    out.summary = serving::summarize(records, in.spec.slo);
+    if (in.options.keep_records) {
+        out.requests = std::move(records);
+    }
+    ServingRunStats& st = out.stats;
+    st.replicas = replicas;
+    for (const ReplicaPlacement& p : pl.replicas) {
+        st.prefill_replicas += p.prefill ? 1 : 0;
+    }
+    st.replicas_per_unit = pl.per_unit;
+    st.unit_is_ultraserver = pl.unit_is_ultraserver;
+    st.partitions = map.partitions();
+    st.events = run.events;
+    st.remote_events = run.remote_events;
+    st.windows = run.windows;
+    st.lookahead_ns = lookahead.ns();
+    st.router_latency_ns = std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1);
+    st.threads = run.threads;
+    st.end_s = static_cast<double>(end) * 1e-9;
+    return out;
+}
+
+} // namespace trnsim::sim

@@ -1,0 +1,80 @@
+// Percentiles and the summary figures, by hand.
+#include "trnsim/serving/metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+namespace trnsim::serving {
+namespace {
+
+// Type 7: values 1, 2, 3, 4 (n = 4): p50 h = 1.5 -> 2.5; p90 h = 2.7 -> 3.7; p99 h = 2.97 ->
+// 3.97; p0 -> 1, p100 -> 4.
+TEST(Percentile, LinearBetweenClosestRanks) {
+    const std::vector<double> v = {1, 2, 3, 4};
+    EXPECT_DOUBLE_EQ(percentile_sorted(v, 0.5), 2.5);
+    EXPECT_DOUBLE_EQ(percentile_sorted(v, 0.9), 3.7);
+    EXPECT_DOUBLE_EQ(percentile_sorted(v, 0.99), 3.97);
+    EXPECT_DOUBLE_EQ(percentile_sorted(v, 0.0), 1.0);
+    EXPECT_DOUBLE_EQ(percentile_sorted(v, 1.0), 4.0);
+    EXPECT_DOUBLE_EQ(percentile_sorted(std::vector<double>{7}, 0.99), 7.0);
+    EXPECT_DOUBLE_EQ(percentile_sorted(std::vector<double>{}, 0.5), 0.0);
+}
+
+RequestRecord rec(std::int64_t arrival_ms, std::int64_t first_ms, std::int64_t finish_ms,
+                  int out) {
+    RequestRecord r;
+    r.arrival_ns = arrival_ms * 1'000'000;
+    r.first_token_ns = first_ms * 1'000'000;
+    r.finish_ns = finish_ms * 1'000'000;
+    r.output_tokens = out;
+    return r;
+}
+
+// Three requests (times in ms): A 0 -> 100 -> 1100, 11 tokens: TTFT 0.1 s, TPOT 0.1 s;
+// B 500 -> 900 -> 2900, 21 tokens: TTFT 0.4, TPOT 0.1; C 1000 -> 1050 -> 1050, 1 token:
+// TTFT 0.05, no TPOT. SLO TTFT 0.3 s, TPOT 0.1 s: A and C meet it, B does not.
+// Span 0 -> 2.9 s: 33 tokens / 2.9 s, goodput 2 / 2.9 per s; TPOT p50 over {0.1, 0.1} = 0.1.
+TEST(Summary, HandCase) {
+    const std::vector<RequestRecord> rs = {rec(0, 100, 1100, 11), rec(500, 900, 2900, 21),
+                                           rec(1000, 1050, 1050, 1), RequestRecord{}};
+    SloSpec slo;
+    slo.ttft = Duration::from_ns(300'000'000);
+    slo.tpot = Duration::from_ns(100'000'000);
+    const ServingSummary s = summarize(rs, slo);
+    EXPECT_EQ(s.requests, 3u);
+    EXPECT_EQ(s.unfinished, 1u);
+    EXPECT_EQ(s.output_tokens, 33u);
+    EXPECT_EQ(s.met_slo, 2u);
+    EXPECT_NEAR(s.ttft_p50_s, 0.1, 1e-12);
+    EXPECT_NEAR(s.ttft_p99_s, 0.1 + 0.98 * 0.3, 1e-12); // h = 1.98 over {0.05, 0.1, 0.4}
+    EXPECT_NEAR(s.tpot_p50_s, 0.1, 1e-12);
+    EXPECT_NEAR(s.e2e_p50_s, 1.1, 1e-12); // E2E {1.1, 2.4, 0.05} sorted: 0.05, 1.1, 2.4
+    EXPECT_NEAR(s.span_s, 2.9, 1e-12);
+    EXPECT_NEAR(s.output_tokens_per_s, 33 / 2.9, 1e-9);
+    EXPECT_NEAR(s.goodput_requests_per_s, 2 / 2.9, 1e-12);
+    EXPECT_NEAR(s.slo_attainment, 2.0 / 3.0, 1e-12);
+}
+
+// The summary selects order statistics without sorting: the same values as percentile_sorted
+// over the sorted latencies (random TTFTs with many ties).
+TEST(Summary, SelectionEqualsSorting) {
+    std::vector<RequestRecord> rs;
+    std::vector<double> ttft;
+    std::uint64_t x = 12345;
+    for (int i = 0; i < 5001; ++i) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        const auto ms = static_cast<std::int64_t>((x >> 33) % 700);
+        rs.push_back(rec(0, ms, ms + 10, 2));
+        ttft.push_back(rs.back().ttft_s());
+    }
+    std::sort(ttft.begin(), ttft.end());
+    const ServingSummary s = summarize(rs, SloSpec{});
+    EXPECT_EQ(s.ttft_p50_s, percentile_sorted(ttft, 0.50));
+    EXPECT_EQ(s.ttft_p90_s, percentile_sorted(ttft, 0.90));
+    EXPECT_EQ(s.ttft_p99_s, percentile_sorted(ttft, 0.99));
+    EXPECT_EQ(s.met_slo, 5001u); // zero bounds: no bound
+}
+
+} // namespace
+} // namespace trnsim::serving

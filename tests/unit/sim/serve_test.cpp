@@ -1,0 +1,344 @@
+// The serving fleet on the engine: placement, the router, latency, closed-loop clients,
+// disaggregated KV transfers, and the same results on 1 and 2 threads.
+//
+// Iteration costs come from serving::test::TestCost (1 ms + 10 us per computed token), so
+// expected times are sums written out in the comments.
+#include "unit/serving/test_cost.hpp"
+
+#include "trnsim/config/load.hpp"
+#include "trnsim/core/error.hpp"
+#include "trnsim/serving/replica_sim.hpp"
+#include "trnsim/sim/serve.hpp"
+
+#include <gtest/gtest.h>
+
+namespace trnsim::sim {
+namespace {
+
+using serving::test::TestCost;
+constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kUs = 1'000;
+
+const TestCost& cost() {
+    static const TestCost c;
+    return c;
+}
+
+ServeInput fleet(int ultraservers, int tp, int replicas) {
+    ServeInput in;
+    in.chip = config::load_chip("trn2");
+    in.lnc = 2;
+    in.cluster.ultraservers = ultraservers;
+    serving::ServingSpec& s = in.spec.serving;
+    s.tp = tp;
+    s.replicas = replicas;
+    s.max_batch = 8;
+    s.max_context = 4096;
+    s.kv_block = 16;
+    s.router = serving::RouterPolicy::round_robin;
+    s.router_latency = Duration::from_ns(1 * kMs);
+    in.replica = {&cost(), 2000};
+    in.seed = 3;
+    in.options.kv_sample = Duration::zero();
+    return in;
+}
+
+void fixed_requests(ServeInput& in, std::int64_t count, double rate, std::int64_t input,
+                    std::int64_t output) {
+    serving::RequestSpec& r = in.spec.requests;
+    r.input = {serving::TokenDistribution::Kind::fixed, static_cast<double>(input), 0, 1, 0, {}};
+    r.output = {serving::TokenDistribution::Kind::fixed, static_cast<double>(output), 0, 1, 0, {}};
+    r.arrival.kind = serving::ArrivalSpec::Kind::poisson;
+    r.arrival.rate_per_s = rate;
+    r.count = count;
+}
+
+void random_requests(ServeInput& in, std::int64_t count, double rate) {
+    serving::RequestSpec& r = in.spec.requests;
+    r.input = {serving::TokenDistribution::Kind::lognormal, 600, 500, 1, 3000, {}};
+    r.output = {serving::TokenDistribution::Kind::lognormal, 120, 120, 1, 1000, {}};
+    r.arrival.kind = serving::ArrivalSpec::Kind::gamma;
+    r.arrival.rate_per_s = rate;
+    r.arrival.gamma_cv = 1.5;
+    r.count = count;
+    r.prefix = {8, 128, 0.5};
+}
+
+// trn2 at LNC 2: 4 ranks per chip, 16 chips per instance, 4 instances per UltraServer.
+//   tp 16: 4 chips, 4 replicas per instance; 2 UltraServers = 8 instances = 32 replicas in 2
+//   partitions, one per UltraServer (+ the router's). tp 2: 2 replicas per chip, 32 per instance. tp 128: 32 chips,
+//   2 per UltraServer (partition = UltraServer). tp 48 (12 chips) divides neither.
+TEST(ServeFleet, PlacementFromTheChip) {
+    ServeInput in = fleet(2, 16, 0);
+    fixed_requests(in, 4, 100.0, 10, 2);
+    ServingRun r = simulate_serving(in);
+    EXPECT_EQ(r.stats.replicas, 32u);
+    EXPECT_EQ(r.stats.replicas_per_unit, 4u);
+    EXPECT_FALSE(r.stats.unit_is_ultraserver);
+    EXPECT_EQ(r.stats.partitions, 3u);
+    EXPECT_EQ(r.placement[17].domain, 1u);
+    EXPECT_EQ(r.placement[5].first_chip, 16u + 4u); // instance 1, second replica
+    EXPECT_EQ(r.placement[5].chips, 4u);
+
+    in = fleet(2, 2, 0);
+    fixed_requests(in, 4, 100.0, 10, 2);
+    r = simulate_serving(in);
+    EXPECT_EQ(r.stats.replicas, 256u);
+    EXPECT_EQ(r.placement[3].first_chip, 1u); // replicas 2 and 3 share chip 1
+
+    in = fleet(2, 128, 0);
+    fixed_requests(in, 4, 100.0, 10, 2);
+    r = simulate_serving(in);
+    EXPECT_EQ(r.stats.replicas, 4u);
+    EXPECT_TRUE(r.stats.unit_is_ultraserver);
+    EXPECT_EQ(r.placement[3].first_chip, 64u + 32u);
+
+    in = fleet(2, 48, 0);
+    fixed_requests(in, 4, 100.0, 10, 2);
+    EXPECT_THROW(simulate_serving(in), InputError);
+    in = fleet(1, 16, 17);
+    fixed_requests(in, 4, 100.0, 10, 2);
+    EXPECT_THROW(simulate_serving(in), InputError);
+}
+
+// One request through the router: it reaches the replica 1 ms after it was sent, prefills 100
+// tokens (2 ms: first token at 3 ms) and decodes 4 tokens at 1.01 ms: 7.04 ms.
+TEST(ServeFleet, OneRequestPaysTheRouterLatency) {
+    ServeInput in = fleet(1, 16, 1);
+    fixed_requests(in, 1, 1.0, 100, 5);
+    const ServingRun r = simulate_serving(in);
+    ASSERT_EQ(r.requests.size(), 1u);
+    EXPECT_EQ(r.requests[0].arrival_ns, 0);
+    EXPECT_EQ(r.requests[0].first_token_ns, 3 * kMs);
+    EXPECT_EQ(r.requests[0].finish_ns, 7 * kMs + 40 * kUs);
+    EXPECT_NEAR(r.summary.ttft_p50_s, 0.003, 1e-12);
+}
+
+// One replica behind the router is the same schedule as the replica alone, later by the
+// router latency: every first token and finish moves by exactly 1 ms.
+TEST(ServeFleet, OneReplicaIsTheReplicaShiftedByTheLatency) {
+    ServeInput in = fleet(1, 16, 1);
+    random_requests(in, 400, 6.0);
+    in.spec.serving.prefix_caching = true;
+    const ServingRun f = simulate_serving(in);
+    const serving::RequestSource src(in.spec.requests, in.spec.serving.max_context, in.seed);
+    const serving::ReplicaRun alone =
+        serving::simulate_replica(in.spec, cost(), 2000, src, in.seed);
+    ASSERT_EQ(f.requests.size(), alone.records.size());
+    for (std::size_t i = 0; i < f.requests.size(); ++i) {
+        EXPECT_EQ(f.requests[i].arrival_ns, alone.records[i].arrival_ns);
+        EXPECT_EQ(f.requests[i].first_token_ns, alone.records[i].first_token_ns + kMs) << i;
+        EXPECT_EQ(f.requests[i].finish_ns, alone.records[i].finish_ns + kMs) << i;
+        EXPECT_EQ(f.requests[i].preemptions, alone.records[i].preemptions);
+    }
+}
+
+// Round robin sends request i to replica i mod n; least loaded sends simultaneous requests to
+// distinct replicas and, with all equally loaded, to the one chosen longest ago.
+TEST(ServeFleet, RouterPolicies) {
+    ServeInput in = fleet(1, 16, 8);
+    fixed_requests(in, 40, 50.0, 50, 3);
+    ServingRun r = simulate_serving(in);
+    for (const serving::RequestRecord& q : r.requests) {
+        EXPECT_EQ(q.replica, q.id % 8);
+    }
+    // Least loaded at a low rate (each request done long before the next): every request
+    // finds all replicas idle and goes to the one chosen longest ago: again 0, 1, ..., 7, 0.
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    fixed_requests(in, 24, 5.0, 50, 3);
+    r = simulate_serving(in);
+    for (const serving::RequestRecord& q : r.requests) {
+        EXPECT_EQ(q.replica, q.id % 8);
+    }
+    // Prefix affinity: requests of prefix g go to replica (g - 1) mod 8 while it is not
+    // max_batch requests busier than the least loaded (never here: the load is light).
+    in.spec.serving.router = serving::RouterPolicy::prefix_affinity;
+    in.spec.requests.prefix = {3, 32, 1.0};
+    r = simulate_serving(in);
+    serving::RequestSource src(in.spec.requests, in.spec.serving.max_context, in.seed);
+    for (const serving::RequestRecord& q : r.requests) {
+        const serving::Request req = src.request(q.id, SimTime::zero());
+        EXPECT_EQ(q.replica, (req.prefix_id - 1) % 8);
+    }
+}
+
+// Closed loop, one client, L = 1 ms, 100 prompt tokens and 2 outputs: a request reaches the
+// replica L after it is sent, takes 2 + 1.01 = 3.01 ms, and the client learns of its end L
+// later and sends the next at once: requests are sent every 5.01 ms (0, 5.01, 10.02).
+TEST(ServeFleet, ClosedLoopClients) {
+    ServeInput in = fleet(1, 16, 1);
+    fixed_requests(in, 3, 1.0, 100, 2);
+    in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
+    in.spec.requests.arrival.concurrency = 1;
+    const ServingRun r = simulate_serving(in);
+    ASSERT_EQ(r.requests.size(), 3u);
+    for (int i = 0; i < 3; ++i) {
+        EXPECT_EQ(r.requests[i].arrival_ns, i * (5 * kMs + 10 * kUs));
+        EXPECT_EQ(r.requests[i].finish_ns, r.requests[i].arrival_ns + 4 * kMs + 10 * kUs);
+    }
+    // Two clients keep two requests in flight: both start at 0.
+    in.spec.requests.arrival.concurrency = 2;
+    in.spec.requests.count = 6;
+    const ServingRun two = simulate_serving(in);
+    EXPECT_EQ(two.requests[0].arrival_ns, 0);
+    EXPECT_EQ(two.requests[1].arrival_ns, 0);
+    EXPECT_GT(two.requests[2].arrival_ns, 0);
+}
+
+// Disaggregated, on one UltraServer: tp 4 (one chip per replica), 2 replicas, 1 prefill.
+// Prefill replicas are spread evenly: r is one when floor((r + 1) / 2) > floor(r / 2), so
+// replica 1 (chip 1) prefills and replica 0 (chip 0) decodes; the chips are torus neighbours
+// (one NeuronLink hop: 256 GB/s, 2 us).
+//   Request: 1000 prompt tokens, 3 outputs, sent at 0; at the prefill replica at 1 ms; prefill
+//   1 + 10 = 11 ms: first token at 12 ms. KV: 1000 x 256,000 bytes = 256 MB over the hop:
+//   1 ms + 2 us: it reaches the decode replica at 13.002 ms; two decodes of 1.01 ms finish it
+//   at 15.022 ms.
+TEST(ServeFleet, DisaggregatedKvTransferOverNeuronLink) {
+    ServeInput in = fleet(1, 4, 2);
+    in.fabric = config::load_fabric("trn2-ultraserver");
+    in.spec.serving.disaggregated.prefill_replicas = 1;
+    in.kv_bytes_per_token = Bytes(256'000);
+    fixed_requests(in, 1, 1.0, 1000, 3);
+    const ServingRun r = simulate_serving(in);
+    EXPECT_TRUE(r.placement[1].prefill);
+    EXPECT_FALSE(r.placement[0].prefill);
+    ASSERT_EQ(r.requests.size(), 1u);
+    const serving::RequestRecord& q = r.requests[0];
+    EXPECT_EQ(q.prefill_replica, 1u);
+    EXPECT_EQ(q.replica, 0u);
+    EXPECT_EQ(q.first_token_ns, 12 * kMs);
+    EXPECT_NEAR(static_cast<double>(q.finish_ns), 15'022'000.0, 2.0);
+    EXPECT_EQ(r.stats.kv_transfers, 1u);
+    EXPECT_DOUBLE_EQ(r.stats.kv_transfer_bytes, 256e6);
+}
+
+// The same fleet on 1 and 2 threads: identical per-request records and figures. Two
+// UltraServers (2 partitions, 32 replicas of tp 16), gamma arrivals, prefix caching,
+// least-loaded routing and speculative decoding; then disaggregated with 8 prefill replicas
+// and chunked prefill over the UltraCluster fabric (EFA between the UltraServers), with a
+// router window.
+TEST(ServeFleet, SameResultsOnOneAndTwoThreads) {
+    for (bool disaggregated : {false, true}) {
+        ServeInput in = fleet(2, 16, 0);
+        in.spec.serving.router = serving::RouterPolicy::least_loaded;
+        in.spec.serving.prefix_caching = true;
+        in.options.kv_sample = Duration::from_ns(100 * kMs);
+        // A long router latency keeps the windows few (each costs barriers, slow on a loaded
+        // machine); determinism does not depend on it.
+        in.spec.serving.router_latency = Duration::from_ns(10 * kMs);
+        in.options.router_window = Duration::from_ns(disaggregated ? 15 * kMs : 0);
+        random_requests(in, 3000, 400.0);
+        if (!disaggregated) {
+            serving::SpeculativeSpec sp;
+            sp.k = 2;
+            sp.acceptance = {0.7, 0.5};
+            in.spec.serving.speculative = sp;
+        } else {
+            in.spec.serving.prefill_chunk = 256;
+            in.fabric = config::load_fabric("trn2-ultracluster");
+            in.spec.serving.disaggregated.prefill_replicas = 8;
+            in.kv_bytes_per_token = Bytes(327'680);
+        }
+        in.threads = 1;
+        const ServingRun a = simulate_serving(in);
+        in.threads = 2;
+        const ServingRun b = simulate_serving(in);
+        EXPECT_EQ(b.stats.threads, 2);
+        ASSERT_EQ(a.requests.size(), 3000u);
+        ASSERT_EQ(a.requests.size(), b.requests.size());
+        for (std::size_t i = 0; i < a.requests.size(); ++i) {
+            const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
+            ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
+            ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+            ASSERT_EQ(x.replica, y.replica) << i;
+            ASSERT_EQ(x.prefill_replica, y.prefill_replica) << i;
+            ASSERT_EQ(x.preemptions, y.preemptions) << i;
+        }
+        EXPECT_EQ(a.stats.events, b.stats.events);
+        EXPECT_EQ(a.stats.iterations, b.stats.iterations);
+        EXPECT_EQ(a.summary.ttft_p99_s, b.summary.ttft_p99_s);
+        ASSERT_EQ(a.kv_series.size(), b.kv_series.size());
+        for (std::size_t k = 0; k < a.kv_series.size(); ++k) {
+            EXPECT_EQ(a.kv_series[k].used_fraction, b.kv_series[k].used_fraction);
+        }
+        EXPECT_GT(a.kv_cache_peak_fraction, 0.0);
+        if (disaggregated) {
+            std::uint64_t multi = 0; // one-token requests finish on their prefill replica
+            for (const serving::RequestRecord& q : a.requests) {
+                multi += q.output_tokens > 1 ? 1 : 0;
+                EXPECT_EQ(q.output_tokens > 1, q.replica != q.prefill_replica);
+            }
+            EXPECT_EQ(a.stats.kv_transfers, multi);
+            EXPECT_EQ(a.stats.prefill_replicas, 8u);
+        }
+    }
+}
+
+// Fast-forwarded decode steps, cut by arrivals that come as events, give the records of
+// stepping every iteration, in the fleet too.
+TEST(ServeFleet, FastForwardEqualsStepwise) {
+    ServeInput in = fleet(1, 16, 0);
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    random_requests(in, 1500, 150.0);
+    const ServingRun fast = simulate_serving(in);
+    in.options.fast_forward = false;
+    const ServingRun slow = simulate_serving(in);
+    ASSERT_EQ(fast.requests.size(), slow.requests.size());
+    for (std::size_t i = 0; i < fast.requests.size(); ++i) {
+        ASSERT_EQ(fast.requests[i].first_token_ns, slow.requests[i].first_token_ns) << i;
+        ASSERT_EQ(fast.requests[i].finish_ns, slow.requests[i].finish_ns) << i;
+        ASSERT_EQ(fast.requests[i].replica, slow.requests[i].replica) << i;
+    }
+    EXPECT_EQ(fast.stats.iterations, slow.stats.iterations);
+    EXPECT_LT(fast.stats.steps * 2, slow.stats.steps);
+}
+
+// The router window W > L shifts the replicas W - L behind the router in engine time without
+// changing any replica-side time: with round robin and open-loop arrivals the router uses no
+// report, so every record equals the exact run's. With least-loaded routing only the router's
+// information is older (finishes heard 2W - L late): the figures stay close.
+TEST(ServeFleet, RouterWindowChangesOnlyTheRoutersInformation) {
+    ServeInput in = fleet(1, 16, 0);
+    random_requests(in, 1500, 150.0);
+    const ServingRun exact = simulate_serving(in);
+    in.options.router_window = Duration::from_ns(20 * kMs);
+    const ServingRun w = simulate_serving(in);
+    EXPECT_EQ(w.stats.lookahead_ns, 20 * kMs);
+    EXPECT_LT(w.stats.windows * 4, exact.stats.windows);
+    ASSERT_EQ(exact.requests.size(), w.requests.size());
+    for (std::size_t i = 0; i < w.requests.size(); ++i) {
+        ASSERT_EQ(exact.requests[i].arrival_ns, w.requests[i].arrival_ns) << i;
+        ASSERT_EQ(exact.requests[i].first_token_ns, w.requests[i].first_token_ns) << i;
+        ASSERT_EQ(exact.requests[i].finish_ns, w.requests[i].finish_ns) << i;
+    }
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    in.options.router_window = Duration::zero();
+    const ServingRun ll = simulate_serving(in);
+    in.options.router_window = Duration::from_ns(20 * kMs);
+    const ServingRun llw = simulate_serving(in);
+    EXPECT_NEAR(llw.summary.ttft_p50_s, ll.summary.ttft_p50_s, 0.05 * ll.summary.ttft_p50_s);
+    EXPECT_NEAR(llw.summary.e2e_p50_s, ll.summary.e2e_p50_s, 0.05 * ll.summary.e2e_p50_s);
+    // Closed loop: a client hears of its finish 2W - L = 39 ms after it instead of 1 ms, so
+    // requests follow each other 38 ms later than in the exact case (5.01 ms apart there).
+    ServeInput c = fleet(1, 16, 1);
+    fixed_requests(c, 3, 1.0, 100, 2);
+    c.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
+    c.options.router_window = Duration::from_ns(20 * kMs);
+    const ServingRun cl = simulate_serving(c);
+    EXPECT_EQ(cl.requests[1].arrival_ns, 5 * kMs + 10 * kUs + 38 * kMs);
+    EXPECT_EQ(cl.requests[1].finish_ns - cl.requests[1].arrival_ns, 4 * kMs + 10 * kUs);
+}
+
+TEST(ServeFleet, DisaggregationNeedsAFabric) {
+    ServeInput in = fleet(1, 4, 2);
+    in.spec.serving.disaggregated.prefill_replicas = 1;
+    in.kv_bytes_per_token = Bytes(1000);
+    fixed_requests(in, 1, 1.0, 10, 2);
+    EXPECT_THROW(simulate_serving(in), InputError);
+    in.fabric = config::load_fabric("trn2-ultraserver");
+    in.spec.serving.disaggregated.prefill_replicas = 2;
+    EXPECT_THROW(simulate_serving(in), InputError);
+}
+
+} // namespace
+} // namespace trnsim::sim
