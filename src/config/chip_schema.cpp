@@ -174,11 +174,12 @@ Schema<C> build() {
                      "HBM-to-HBM latency of one message over EFA (unused without EFA)."));
 
     s.section("training", "How training workloads run on the chip.");
-    s.field(real<C>("training.kernel_efficiency",
-                    [](C& c) -> double& { return c.training_kernel_efficiency; }, "1", 0.01, 1.0,
-                    "0.01 to 1",
-                    "Fraction of the calibrated kernel speed that kernels reach inside a "
-                    "compiled training graph (fitted to a published run; docs/validation.md)."));
+    s.field(real<C>("training.engine_sync",
+                    [](C& c) -> double& { return c.training.engine_sync; }, "0", 0.0, 1.0,
+                    "0 to 1",
+                    "Fraction of each kernel's non-bottleneck engine time that a compiled "
+                    "training graph does not hide under its bottleneck (engine "
+                    "synchronisation; fitted to published runs, docs/validation.md)."));
 
     s.section("serving",
               "Fixed costs of compiled inference graphs besides their kernels and collectives "

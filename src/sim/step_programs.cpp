@@ -170,11 +170,13 @@ std::vector<StepPrograms::BlockRef> StepPrograms::chunk_blocks(int stage, int ch
 
 void StepPrograms::build_stage(int stage) {
     const workload::StageStepOps step_ops = workload::build_stage_step_ops(plan_, stage);
+    const auto& st = plan_.stages[static_cast<std::size_t>(stage)];
     // The stage's gradient reduction per group, split over its blocks by parameter share.
     GradientSyncs sync;
     for (const ProgramOp& op : step_ops.gradient_sync) {
         if (between_entities(op.group) && op.bytes > 0.0) {
-            sync[index_of(op.group)] = {true, op.collective, op.bytes * op.repeat, op.name};
+            sync[index_of(op.group)] = {true, op.collective, op.bytes * op.repeat, op.name,
+                                        coster_.stage_hbm_share(workload_program_, st)};
         }
     }
     double dense_total = 0.0, expert_total = 0.0;
@@ -214,6 +216,13 @@ void StepPrograms::build_backward(int stage, int chunk, Pass pass,
         a.group = g;
         a.collective = collective_index(s.op, bytes, g, s.name);
         w.interaction(a);
+        ProgramOp op;
+        op.kind = ProgramOp::Kind::collective;
+        op.name = s.name;
+        op.collective = s.op;
+        op.group = g;
+        op.bytes = bytes;
+        add_interference(w, op, s.hbm_share);
         bytes = 0.0;
     };
     // Adds a block's share of the group's gradients to its bucket; a full bucket goes out.
@@ -271,12 +280,17 @@ void StepPrograms::add_ops(Writer& w, const std::vector<ProgramOp>& ops) {
     std::vector<const ProgramOp*> late;
     bool gathered = false;
     CommGroup gather_group = CommGroup::dp;
+    double share = -1.0; // the block's HBM share, computed when an overlapped collective needs it
     for (const ProgramOp& op : ops) {
         if (!op.is_collective() || !op.overlapped || !between_entities(op.group)) {
             continue;
         }
+        if (share < 0.0) {
+            share = coster_.hbm_share(ops);
+        }
         if (op.collective == CollectiveOp::all_gather) {
             add_collective(w, Action::issue, op);
+            add_interference(w, op, share);
             gathered = true;
             gather_group = op.group;
         } else {
@@ -304,6 +318,14 @@ void StepPrograms::add_ops(Writer& w, const std::vector<ProgramOp>& ops) {
     }
     for (const ProgramOp* op : late) {
         add_collective(w, Action::issue, *op);
+        add_interference(w, *op, share);
+    }
+}
+
+void StepPrograms::add_interference(Writer& w, const ProgramOp& op, double hbm_share) {
+    const double s = coster_.interference(op, hbm_share, 1.0);
+    if (s > 0.0) {
+        w.local(intern(op.name + " on the engines"), false, s);
     }
 }
 

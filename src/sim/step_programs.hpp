@@ -120,6 +120,7 @@ private:
         network::CollectiveOp op = network::CollectiveOp::reduce_scatter;
         double bytes = 0.0;
         std::string name;
+        double hbm_share = 0.0; ///< of the stage's backward kernels (Coster::interference)
     };
     using GradientSyncs = std::array<GradientSync, workload::kCommGroups>;
     class Writer;
@@ -141,6 +142,9 @@ private:
     void build_final(int stage, const workload::StageStepOps& step_ops);
     /// Appends a block pass's ops to a program.
     void add_ops(Writer& w, const std::vector<workload::ProgramOp>& ops);
+    /// The compute an overlapped collective takes from the kernels beside it, as a local op
+    /// ("<name> on the engines"; nothing when it costs nothing).
+    void add_interference(Writer& w, const workload::ProgramOp& op, double hbm_share);
     void add_closed_form(Writer& w, const workload::ProgramOp& op);
     void add_collective(Writer& w, Action::Kind kind, const workload::ProgramOp& op);
 

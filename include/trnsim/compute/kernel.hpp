@@ -149,6 +149,10 @@ struct KernelCost {
     double flops = 0.0;
     /// Bytes read from and written to HBM.
     double hbm_bytes = 0.0;
+    /// Nominal busy seconds of the engines other than the busiest one (TensorE, VectorE,
+    /// ScalarE, GpSimdE, DMA; CostModel::engine_seconds): the work the kernel hides under its
+    /// bottleneck when its engines overlap perfectly.
+    double beside_seconds = 0.0;
 };
 
 } // namespace trnsim::compute
