@@ -1,5 +1,8 @@
 #include "step_programs.hpp"
 
+#include <iterator>
+#include <stdexcept>
+
 namespace trnsim::sim::detail {
 
 using network::CollectiveOp;
@@ -61,12 +64,17 @@ std::array<double, topology::kLinkKinds> closed_form_link_bytes(CollectiveOp op,
 
 } // namespace
 
-/// Appends to one program, merging consecutive local ops into one run_local action.
+/// Appends to one program, merging consecutive local ops into one run_local action. After
+/// tail(), local ops go to the program's after_send list and only issues may follow.
 class StepPrograms::Writer {
 public:
     explicit Writer(Program& p) : program(p) {}
 
     void local(std::uint32_t name, bool tp_collective, double seconds) {
+        if (tail_) {
+            program.after_send.push_back({name, tp_collective, to_ns(seconds)});
+            return;
+        }
         if (!run_open_) {
             Action a;
             a.kind = Action::run_local;
@@ -78,14 +86,20 @@ public:
         program.actions.back().ops_end = static_cast<std::uint32_t>(program.local_ops.size());
     }
     void interaction(const Action& a) {
+        if (tail_ && a.kind != Action::issue) {
+            throw std::logic_error("step programs: only issues may follow a program's kernels");
+        }
         program.actions.push_back(a);
         run_open_ = false;
     }
+    /// The program's kernels are all written.
+    void tail() { tail_ = true; }
 
     Program& program;
 
 private:
     bool run_open_ = false;
+    bool tail_ = false;
 };
 
 StepPrograms::StepPrograms(const workload::Plan& plan, const StepLayout& layout,
@@ -190,8 +204,8 @@ void StepPrograms::build_stage(int stage) {
         const auto blocks = chunk_blocks(stage, c);
         {
             Writer w(programs_[program_index(stage, c, Pass::forward)]);
-            for (const BlockRef& blk : blocks) {
-                add_ops(w, blk.block->forward);
+            for (std::size_t i = 0; i < blocks.size(); ++i) {
+                add_ops(w, blocks[i].block->forward, i + 1 == blocks.size());
             }
         }
         build_backward(stage, c, Pass::backward, blocks, sync, dense_total, expert_total);
@@ -237,7 +251,11 @@ void StepPrograms::build_backward(int stage, int chunk, Pass pass,
         }
     };
     for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
-        add_ops(w, it->block->backward);
+        const bool last = std::next(it) == blocks.rend();
+        add_ops(w, it->block->backward, last);
+        if (last) {
+            w.tail(); // the buckets below go out after the program's last kernel
+        }
         if (pass == Pass::last_backward) {
             // This block's gradients are final.
             add(CommGroup::dp, it->dense_weight, dense_total);
@@ -274,7 +292,7 @@ void StepPrograms::add_collective(Writer& w, Action::Kind kind, const ProgramOp&
     w.interaction(a);
 }
 
-void StepPrograms::add_ops(Writer& w, const std::vector<ProgramOp>& ops) {
+void StepPrograms::add_ops(Writer& w, const std::vector<ProgramOp>& ops, bool last) {
     // Overlapped collectives (ZeRO-3): the parameter gathers go out at the block's start and
     // the block waits for them at its end; the gradient reduce-scatters go out at its end.
     std::vector<const ProgramOp*> late;
@@ -315,6 +333,9 @@ void StepPrograms::add_ops(Writer& w, const std::vector<ProgramOp>& ops) {
         a.kind = Action::wait;
         a.group = gather_group;
         w.interaction(a);
+    }
+    if (last) {
+        w.tail(); // the late reduce-scatters go out after the program's last kernel
     }
     for (const ProgramOp* op : late) {
         add_collective(w, Action::issue, *op);
