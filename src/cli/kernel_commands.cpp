@@ -15,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -86,10 +87,12 @@ constexpr const char* kKernelClasses =
     "classes and shapes:\n"
     "  matmul MxKxN                 C[M,N] = A[M,K] B[K,N] (--batch N)\n"
     "  attention HxGxSxD            H query heads, G key/value heads, S tokens, head dim D\n"
-    "                               (--batch, --kv-len, --v-dim, --causal yes|no)\n"
+    "                               (--batch, --kv-len, --v-dim, --causal yes|no);\n"
+    "                               attention_backward HxGxSxD: its backward pass\n"
     "  softmax ROWSxWIDTH           row softmax\n"
     "  rms_norm ROWSxWIDTH          RMSNorm (layer_norm: LayerNorm)\n"
-    "  gather TOKENSxWIDTH          embedding lookup\n"
+    "  gather TOKENSxWIDTH          embedding lookup (scatter_add: its backward)\n"
+    "  softmax_backward, rms_norm_backward, layer_norm_backward, cross_entropy ROWSxWIDTH\n"
     "  elementwise ELEMENTS         --inputs, --outputs, --passes, --engine vector|scalar;\n"
     "                               silu / gelu / swiglu / add ELEMENTS are presets of it\n"
     "  reduce ELEMENTS              sum of --inputs buffers (a reduction step of a collective)\n"
@@ -166,7 +169,7 @@ compute::Kernel make_kernel(const std::string& cls, const std::string& shape,
         const auto v = parse_shape(shape, 3, "MxKxN");
         return compute::MatmulShape{v[0], v[1], v[2], batch, p};
     }
-    if (cls == "attention") {
+    if (cls == "attention" || cls == "attention_backward") {
         const auto v = parse_shape(shape, 4, "HEADSxKV_HEADSxSEQxHEAD_DIM");
         if (v[0] % v[1] != 0) {
             throw UsageError("attention: the query heads (" + std::to_string(v[0]) +
@@ -180,7 +183,7 @@ compute::Kernel make_kernel(const std::string& cls, const std::string& shape,
         const std::int64_t kv_len = vm.count("kv-len") ? positive(vm, "kv-len", 1, 1 << 24) : v[2];
         const std::int64_t v_dim = vm.count("v-dim") ? positive(vm, "v-dim", 1, 4096) : v[3];
         return compute::AttentionShape{batch, v[0], v[1], v[2], kv_len, v[3], v_dim,
-                                       causal == "yes", p};
+                                       causal == "yes", p, cls == "attention_backward"};
     }
     if (cls == "adamw") {
         const auto v = parse_shape(shape, 1, "PARAMETERS");
@@ -189,12 +192,21 @@ compute::Kernel make_kernel(const std::string& cls, const std::string& shape,
     }
     compute::StreamShape s;
     s.element_bytes = eb;
-    if (cls == "softmax" || cls == "rms_norm" || cls == "layer_norm" || cls == "gather") {
+    const std::pair<const char*, compute::StreamKind> rows[] = {
+        {"softmax", compute::StreamKind::softmax},
+        {"rms_norm", compute::StreamKind::rms_norm},
+        {"layer_norm", compute::StreamKind::layer_norm},
+        {"gather", compute::StreamKind::gather},
+        {"softmax_backward", compute::StreamKind::softmax_backward},
+        {"rms_norm_backward", compute::StreamKind::rms_norm_backward},
+        {"layer_norm_backward", compute::StreamKind::layer_norm_backward},
+        {"scatter_add", compute::StreamKind::scatter_add},
+        {"cross_entropy", compute::StreamKind::cross_entropy}};
+    const auto row = std::find_if(std::begin(rows), std::end(rows),
+                                  [&](const auto& r) { return cls == r.first; });
+    if (row != std::end(rows)) {
         const auto v = parse_shape(shape, 2, "ROWSxWIDTH");
-        s.kind = cls == "softmax"    ? compute::StreamKind::softmax
-                 : cls == "rms_norm" ? compute::StreamKind::rms_norm
-                 : cls == "gather"   ? compute::StreamKind::gather
-                                     : compute::StreamKind::layer_norm;
+        s.kind = row->second;
         s.elements = v[0] * v[1];
         s.row = v[1];
         return s;

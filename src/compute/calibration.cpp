@@ -14,7 +14,9 @@
 #include <cstdio>
 #include <exception>
 #include <mutex>
+#include <set>
 #include <thread>
+#include <tuple>
 
 namespace trnsim::compute {
 
@@ -58,8 +60,8 @@ StreamShape stream_shape(StreamKind kind, std::int64_t elements, std::int64_t ro
     return s;
 }
 
-/// Elementwise variants: SiLU/GELU, addition, SwiGLU product, a two-pass op (RoPE-like), a
-/// three-input sum, an op with two outputs.
+/// Elementwise variants: SiLU/GELU, addition, SwiGLU product (and the GELU/SiLU backward, the
+/// same mix), a two-pass op (RoPE-like), a three-input sum, an op with two outputs.
 struct ElementwiseVariant {
     int inputs, outputs, passes;
     StreamEngine engine;
@@ -78,6 +80,36 @@ StreamShape elementwise(std::int64_t elements, const ElementwiseVariant& v, int 
     s.passes = v.passes;
     s.engine = v.engine;
     return s;
+}
+
+/// The streaming kind of a row class.
+StreamKind row_kind_of(KernelClass cls) {
+    switch (cls) {
+    case KernelClass::softmax:
+        return StreamKind::softmax;
+    case KernelClass::rms_norm:
+        return StreamKind::rms_norm;
+    case KernelClass::layer_norm:
+        return StreamKind::layer_norm;
+    case KernelClass::softmax_backward:
+        return StreamKind::softmax_backward;
+    case KernelClass::rms_norm_backward:
+        return StreamKind::rms_norm_backward;
+    case KernelClass::layer_norm_backward:
+        return StreamKind::layer_norm_backward;
+    case KernelClass::scatter_add:
+        return StreamKind::scatter_add;
+    case KernelClass::cross_entropy:
+        return StreamKind::cross_entropy;
+    default:
+        return StreamKind::gather;
+    }
+}
+
+/// Softmax-like kinds run over attention scores and vocabularies: wider rows than norms.
+bool wide_rows(StreamKind k) {
+    return k == StreamKind::softmax || k == StreamKind::softmax_backward ||
+           k == StreamKind::cross_entropy;
 }
 
 std::vector<Kernel> training_shapes(KernelClass cls, bool quick) {
@@ -141,6 +173,55 @@ std::vector<Kernel> training_shapes(KernelClass cls, bool quick) {
         }
         break;
     }
+    case KernelClass::attention_backward: {
+        const std::vector<std::pair<std::int64_t, std::int64_t>> heads =
+            quick ? std::vector<std::pair<std::int64_t, std::int64_t>>{{2, 1}}
+                  : std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 1}, {4, 4}, {8, 1}, {8, 2}};
+        const std::vector<std::int64_t> seq = quick ? std::vector<std::int64_t>{128, 512}
+                                                    : std::vector<std::int64_t>{128, 512, 2048, 4096};
+        const std::vector<std::int64_t> dims = quick ? std::vector<std::int64_t>{128}
+                                                     : std::vector<std::int64_t>{64, 128};
+        for (auto [h, kv] : heads) {
+            for (auto s : seq) {
+                for (auto dim : dims) {
+                    for (bool causal : {true, false}) {
+                        k.push_back(AttentionShape{1, h, kv, s, s, dim, dim, causal,
+                                                   Precision::bf16, true});
+                    }
+                }
+            }
+        }
+        if (!quick) {
+            for (std::int64_t s : {512, 2048}) {
+                k.push_back(AttentionShape{2, 4, 1, s, s, 128, 128, true, Precision::bf16, true});
+                k.push_back(AttentionShape{1, 4, 2, s, s, 128, 128, true, Precision::fp32, true});
+                k.push_back(AttentionShape{1, 4, 4, s, s, 192, 128, true, Precision::bf16, true});
+                k.push_back(AttentionShape{1, 8, 8, 128, 4 * s, 128, 128, true, Precision::bf16, true});
+            }
+            // Ragged query tiles against longer key sequences (queries at the end of a
+            // context).
+            for (auto [q, kv, h, g] : {std::tuple{150, 450, 16, 8}, std::tuple{256, 768, 8, 2},
+                                       std::tuple{1000, 3000, 2, 1}, std::tuple{300, 1200, 4, 4}}) {
+                for (std::int64_t dim : {64, 128}) {
+                    k.push_back(AttentionShape{1, h, g, q, kv, dim, dim, true, Precision::bf16,
+                                               true});
+                }
+            }
+            // Several key/value heads of a few query heads each (the blocks of one head
+            // load while the previous head's compute).
+            for (auto [h, g, q] : {std::tuple{6, 2, 768}, std::tuple{12, 4, 512},
+                                   std::tuple{16, 4, 1024}}) {
+                for (bool causal : {true, false}) {
+                    k.push_back(AttentionShape{1, h, g, q, q, 64, 64, causal, Precision::bf16,
+                                               true});
+                }
+            }
+            // Long sequences whose queries do not all stay resident.
+            k.push_back(AttentionShape{1, 8, 1, 8192, 8192, 128, 128, true, Precision::bf16, true});
+            k.push_back(AttentionShape{1, 2, 2, 16384, 16384, 128, 128, true, Precision::bf16, true});
+        }
+        break;
+    }
     case KernelClass::elementwise:
         for (std::int64_t n : quick ? std::vector<std::int64_t>{1000, 300000}
                                     : std::vector<std::int64_t>{1000, 8000, 60000, 300000, 1500000,
@@ -158,17 +239,19 @@ std::vector<Kernel> training_shapes(KernelClass cls, bool quick) {
     case KernelClass::softmax:
     case KernelClass::rms_norm:
     case KernelClass::layer_norm:
-    case KernelClass::gather: {
-        const StreamKind kind = cls == KernelClass::softmax    ? StreamKind::softmax
-                                : cls == KernelClass::rms_norm ? StreamKind::rms_norm
-                                : cls == KernelClass::layer_norm ? StreamKind::layer_norm
-                                                                  : StreamKind::gather;
+    case KernelClass::gather:
+    case KernelClass::softmax_backward:
+    case KernelClass::rms_norm_backward:
+    case KernelClass::layer_norm_backward:
+    case KernelClass::scatter_add:
+    case KernelClass::cross_entropy: {
+        const StreamKind kind = row_kind_of(cls);
         const std::vector<std::int64_t> rows =
             quick ? std::vector<std::int64_t>{128, 1000}
                   : std::vector<std::int64_t>{1, 8, 64, 128, 300, 1000, 3000, 8192};
         const std::vector<std::int64_t> widths =
             quick ? std::vector<std::int64_t>{512, 4096}
-            : kind == StreamKind::softmax
+            : wide_rows(kind)
                 ? std::vector<std::int64_t>{64, 256, 1024, 4096, 8192, 12288, 16384, 32768, 65536}
                 : std::vector<std::int64_t>{64, 256, 1024, 2048, 4096, 8192, 12288, 16384};
         for (auto r : rows) {
@@ -216,8 +299,13 @@ std::vector<Kernel> held_out_shapes(KernelClass cls, bool quick) {
     Stream r(0x7472'6e73'696d'0000ULL + static_cast<std::uint64_t>(cls));
     const int count = quick ? 6 : 50;
     const std::int64_t big = quick ? 1024 : 8192;
+    // A draw that happens to be a training shape is dropped and drawn again.
+    std::set<std::string> training;
+    for (const Kernel& t : training_shapes(cls, quick)) {
+        training.insert(describe(t));
+    }
     std::vector<Kernel> k;
-    for (int i = 0; i < count; ++i) {
+    while (static_cast<int>(k.size()) < count) {
         switch (cls) {
         case KernelClass::matmul: {
             constexpr Precision kPrecisions[] = {Precision::bf16, Precision::bf16, Precision::bf16,
@@ -228,7 +316,8 @@ std::vector<Kernel> held_out_shapes(KernelClass cls, bool quick) {
                                     r.log_uniform(1, big), batch, p});
             break;
         }
-        case KernelClass::attention: {
+        case KernelClass::attention:
+        case KernelClass::attention_backward: {
             constexpr std::int64_t kKv[] = {1, 2, 4, 8};
             const std::int64_t kv = quick ? 1 : r.pick(kKv);
             const std::int64_t heads = kv * (quick ? 2 : r.log_uniform(1, 4));
@@ -237,7 +326,7 @@ std::vector<Kernel> held_out_shapes(KernelClass cls, bool quick) {
             constexpr std::int64_t kDims[] = {64, 80, 128, 128};
             const std::int64_t dim = quick ? 128 : r.pick(kDims);
             k.push_back(AttentionShape{1, heads, kv, q, kv_len, dim, dim, r.uniform() < 0.6,
-                                       Precision::bf16});
+                                       Precision::bf16, cls == KernelClass::attention_backward});
             break;
         }
         case KernelClass::elementwise: {
@@ -249,12 +338,14 @@ std::vector<Kernel> held_out_shapes(KernelClass cls, bool quick) {
         case KernelClass::softmax:
         case KernelClass::rms_norm:
         case KernelClass::layer_norm:
-        case KernelClass::gather: {
-            const StreamKind kind = cls == KernelClass::softmax    ? StreamKind::softmax
-                                    : cls == KernelClass::rms_norm ? StreamKind::rms_norm
-                                    : cls == KernelClass::layer_norm ? StreamKind::layer_norm
-                                                                      : StreamKind::gather;
-            const std::int64_t w = r.log_uniform(64, quick ? 4096 : (kind == StreamKind::softmax ? 65536 : 16384));
+        case KernelClass::gather:
+        case KernelClass::softmax_backward:
+        case KernelClass::rms_norm_backward:
+        case KernelClass::layer_norm_backward:
+        case KernelClass::scatter_add:
+        case KernelClass::cross_entropy: {
+            const StreamKind kind = row_kind_of(cls);
+            const std::int64_t w = r.log_uniform(64, quick ? 4096 : (wide_rows(kind) ? 65536 : 16384));
             const std::int64_t rows = r.log_uniform(1, quick ? 1000 : 8192);
             k.push_back(stream_shape(kind, rows * w, w, quick ? 2 : (r.uniform() < 0.7 ? 2 : 4)));
             break;
@@ -271,6 +362,9 @@ std::vector<Kernel> held_out_shapes(KernelClass cls, bool quick) {
             k.push_back(s);
             break;
         }
+        }
+        if (training.count(describe(k.back())) > 0) {
+            k.pop_back();
         }
     }
     return k;

@@ -49,7 +49,10 @@ const std::array<KernelClass, kKernelClassCount>& all_kernel_classes() {
     static constexpr std::array<KernelClass, kKernelClassCount> kAll{
         KernelClass::matmul,     KernelClass::attention, KernelClass::elementwise,
         KernelClass::softmax,    KernelClass::rms_norm,  KernelClass::layer_norm,
-        KernelClass::gather,     KernelClass::adamw,     KernelClass::reduce};
+        KernelClass::gather,     KernelClass::adamw,     KernelClass::reduce,
+        KernelClass::attention_backward, KernelClass::softmax_backward,
+        KernelClass::rms_norm_backward,  KernelClass::layer_norm_backward,
+        KernelClass::scatter_add,        KernelClass::cross_entropy};
     return kAll;
 }
 

@@ -193,6 +193,15 @@ void flat_profile(StreamPlan& plan, const StreamShape& s) {
         a.stores = 1;
         a.store_bytes = eb;
         break;
+    case StreamKind::scatter_add:
+        a.loads = 2; // the indexed FP32 rows and the gradient rows
+        a.load_bytes = 4.0 + eb;
+        a.indirect = true;
+        engine(a, kV, 1, 2);
+        a.maps = 1;
+        a.stores = 1;
+        a.store_bytes = 4.0;
+        break;
     default:
         TRNSIM_CHECK(false, "not a flat kernel");
     }
@@ -245,7 +254,7 @@ std::int64_t plan_sbuf_bytes(const StreamPlan& plan, int depth, std::int64_t par
     }
     return (data + work) * plan.buffer_bytes + params +
            static_cast<std::int64_t>(std::max<std::size_t>(1, plan.once.size())) * once +
-           kStatBytes;
+           kStatBytes + plan.accumulators * plan.accumulator_bytes;
 }
 
 StreamPlan plan_stream(const StreamShape& s, const ChipRates& r) {
@@ -260,12 +269,21 @@ StreamPlan plan_stream(const StreamShape& s, const ChipRates& r) {
     const std::int64_t width = s.row > 0 ? s.row : s.elements;
     const std::int64_t rows = ceil_div(s.elements, width);
     StreamPlan plan;
-    if (s.kind == StreamKind::softmax || s.kind == StreamKind::rms_norm ||
-        s.kind == StreamKind::layer_norm) {
+    const bool profiled_kind = s.kind == StreamKind::softmax || s.kind == StreamKind::rms_norm ||
+                               s.kind == StreamKind::layer_norm;
+    const bool stepped_kind = is_row_kind(s.kind) && !profiled_kind &&
+                              s.kind != StreamKind::gather && s.kind != StreamKind::scatter_add;
+    if (profiled_kind || stepped_kind) {
         // The widest chunk (halving from kRowChunkBytes) whose pools fit.
         const std::int64_t type_bytes = std::max(eb, 2);
-        const int params = s.kind == StreamKind::layer_norm ? 2 : s.kind == StreamKind::rms_norm ? 1 : 0;
+        const int params = s.kind == StreamKind::layer_norm ? 2
+                           : s.kind == StreamKind::rms_norm ? 1
+                                                            : row_kind_params(s.kind);
         plan.param_width = width;
+        if (stepped_kind) {
+            plan.accumulators = row_kind_accumulators(s.kind);
+            plan.accumulator_bytes = 4 * width;
+        }
         bool profiled = false;
         for (std::int64_t chunk = std::max<std::int64_t>(1, kRowChunkBytes / type_bytes);;
              chunk /= 2) {
@@ -276,7 +294,15 @@ StreamPlan plan_stream(const StreamShape& s, const ChipRates& r) {
                 }
                 profiled = true;
                 plan.two_pass = two_pass;
-                row_profile(plan, s.kind, eb, two_pass);
+                if (stepped_kind) {
+                    Steps first, between, second;
+                    row_kind_steps(s.kind, eb, two_pass, first, between, second);
+                    plan.first = profile_of(first);
+                    plan.between = profile_of(between);
+                    plan.second = profile_of(second);
+                } else {
+                    row_profile(plan, s.kind, eb, two_pass);
+                }
             }
             row_groups(plan.groups, rows, width, partitions, chunk);
             plan.buffer_bytes = std::min(width, chunk) * type_bytes;
@@ -289,6 +315,10 @@ StreamPlan plan_stream(const StreamShape& s, const ChipRates& r) {
                     plan.once.push_back({3, i, d(p * width * eb), p});
                 }
             }
+            if (s.kind == StreamKind::cross_entropy) {
+                // The target token of every row, loaded once.
+                plan.once.push_back({3, -1, 4.0 * d(rows), std::min(rows, partitions)});
+            }
             plan.depth = fit_depth(plan, r);
             if (plan.depth > 0 || chunk == 1) {
                 break;
@@ -296,12 +326,18 @@ StreamPlan plan_stream(const StreamShape& s, const ChipRates& r) {
         }
     } else {
         flat_profile(plan, s);
-        if (s.kind == StreamKind::gather) {
+        const bool indexed = s.kind == StreamKind::gather || s.kind == StreamKind::scatter_add;
+        if (indexed) {
             plan.once.push_back({3, -1, 4.0 * d(rows), std::min(rows, partitions)});
         }
         // The largest tile (halving from kFlatTileBytes) whose pools fit.
         for (std::int64_t tile = kFlatTileBytes;; tile /= 2) {
-            if (s.kind == StreamKind::gather) {
+            if (s.kind == StreamKind::scatter_add) {
+                // FP32 rows: chunks of up to two tiles of 4-byte elements.
+                const std::int64_t chunk = std::max<std::int64_t>(1, 2 * tile / 4);
+                row_groups(plan.groups, rows, width, partitions, chunk);
+                plan.buffer_bytes = std::min(width, chunk) * 4;
+            } else if (s.kind == StreamKind::gather) {
                 const std::int64_t chunk = std::max<std::int64_t>(1, 4 * tile / eb);
                 row_groups(plan.groups, rows, width, partitions, chunk);
                 plan.buffer_bytes = std::min(width, chunk) * eb;
@@ -454,6 +490,12 @@ Nominal stream_terms(const StreamPlan& plan, const ChipRates& r) {
             once_path += r.latency + alone(o.bytes, d(o.descriptors), d(o.descriptors));
         }
     }
+    // The accumulated parameter gradients: summed over the partitions on GpSimdE, stored.
+    const double acc = plan.accumulators;
+    busy[kG] += acc * (r.overhead[kG] + d(plan.param_width) * r.inv_lanes[kG]) * r.cycle[kG];
+    out_engine += acc * engine_seconds(4.0 * d(plan.param_width), 1.0);
+    issues += acc;
+    n.hbm_bytes += acc * 4.0 * d(plan.param_width);
     n.vector = busy[kV];
     n.scalar = busy[kS];
     n.gpsimd = busy[kG];
@@ -814,6 +856,184 @@ Nominal attention_terms(const AttentionShape& s, const ChipRates& r) {
     return n;
 }
 
+Nominal attention_backward_terms(const AttentionShape& s, const ChipRates& r) {
+    const ChipSpec& chip = *r.chip;
+    const AttentionBackwardGeometry g = attention_backward_geometry(s, chip);
+    const double heads = d(s.batch * s.heads);
+    const double q_tiles = d(g.q_tiles);
+    const double kt = d(g.k_tile);
+    // Per query head: keys visited (summed over query tiles), key tiles (items) and diagonal
+    // items. With causal masks, query tile i sees the first offset + 128 (i + 1) keys (at most
+    // kv_len), so its key tiles are (i + 1) + ceil(offset / 128) below the cap.
+    double keys = 0.0;
+    double tiles = 0.0;
+    double diagonal = 0.0;
+    if (s.causal) {
+        const ArithmeticClamp a =
+            arithmetic_clamp(g.offset + g.q_tile, g.q_tile, g.q_tiles, s.kv_len);
+        keys = a.sum;
+        const double off = d(g.offset) / kt;
+        tiles = a.linear_sum / kt + d(a.linear_count) * (std::ceil(off) - off) +
+                d(a.capped_count * g.k_tiles);
+        diagonal = d(a.linear_count + a.capped_count);
+    } else {
+        keys = q_tiles * d(s.kv_len);
+        tiles = q_tiles * d(g.k_tiles);
+    }
+    const double items = heads * tiles;
+    const double w = tiles > 0.0 ? keys / tiles : 0.0;
+    const double rows = d(s.q_len) / q_tiles;
+    const auto& tensor_engine = chip.core.tensor;
+    // Mean TensorE cycles of a tile of `n` columns when the last of `count` tiles holds the
+    // rest: each costs max(columns, min_matmul_cycles).
+    const auto mean_cycles = [&](std::int64_t total, std::int64_t tile, std::int64_t count) {
+        const std::int64_t last = total - (count - 1) * tile;
+        const double min_cycles = tensor_engine.min_matmul_cycles;
+        return (d(count - 1) * std::max(d(tile), min_cycles) + std::max(d(last), min_cycles)) /
+               d(count);
+    };
+    // Key tiles: exact without a mask (full tiles and the rest); with one, the mean width.
+    const double w_cycles = s.causal ? std::max(w, d(tensor_engine.min_matmul_cycles))
+                                     : mean_cycles(s.kv_len, g.k_tile, g.k_tiles);
+    const double row_cycles = mean_cycles(s.q_len, g.q_tile, g.q_tiles);
+    const double masked = tiles > 0.0 ? diagonal / tiles : 0.0;
+    const auto& te = chip.core.tensor;
+    const double rate = g.p == Precision::fp32 ? te.fp32_rate_divisor : 1.0;
+    const double min_mm = te.min_matmul_cycles;
+    const auto mm = [&](double cols) { return std::max(cols, min_mm) * rate * r.pe_cycle; };
+    // Moving tiles over a head dimension: full 512-column tiles and the rest.
+    const auto over = [&](std::int64_t dim) {
+        const double full = std::floor(d(dim) / d(g.moving));
+        const double rest = d(dim) - full * d(g.moving);
+        return full * mm(d(g.moving)) + (rest > 0.0 ? mm(rest) : 0.0);
+    };
+    const auto vec = [&](std::size_t e, double instructions, double free) {
+        return (instructions * r.overhead[e] + free * r.inv_lanes[e]) * r.cycle[e];
+    };
+    const double t_s = d(g.qk_ctiles) * mm(w_cycles);
+    const double t_dp = d(g.v_ctiles) * mm(w_cycles);
+    const double t_dv = over(s.v_dim);
+    const double t_dk = over(s.qk_dim);
+    const double t_t = mm(row_cycles);
+    const double t_dq = over(s.qk_dim);
+    const double v_ds = vec(0, 1.0, 2.0 * w);
+    const double s_exp = vec(1, 1.0, w);
+    // The transposes' evacuations alternate between ScalarE and GpSimdE.
+    const double s_evac = 0.5 * vec(1, 1.0, rows);
+    const double g_evac = 0.5 * vec(2, 1.0, rows);
+    const double g_acc = vec(2, 1.0, 2.0 * d(s.qk_dim));
+    const double g_mask = masked * vec(2, 1.0, w);
+    // Per query tile: D = rowsum(dO O), dQ zeroed, dQ cast.
+    const double query_tiles = heads * q_tiles;
+    const double v_tile = vec(0, 1.0, 2.0 * d(s.v_dim));
+    const double g_tile = vec(2, 1.0, d(s.qk_dim));
+    const double s_tile = vec(1, 1.0, d(s.qk_dim));
+    // Key tiles visited per block (the block's farthest-reaching query tile), and those of
+    // blocks after the first, which add the earlier blocks' partial dK and dV.
+    const std::int64_t flat = g.group * g.q_tiles;
+    const std::int64_t nb = ceil_div(flat, g.block_tiles);
+    double visits = 0.0;
+    double later_visits = 0.0;
+    for (std::int64_t blk = 0; blk < nb; ++blk) {
+        const std::int64_t f0 = blk * g.block_tiles;
+        const std::int64_t f1 = std::min(flat, f0 + g.block_tiles);
+        const bool spans = f0 / g.q_tiles != (f1 - 1) / g.q_tiles;
+        const double v =
+            d(g.key_tiles(s, spans ? g.q_tiles - 1 : (f1 - 1) % g.q_tiles));
+        visits += v;
+        later_visits += blk > 0 ? v : 0.0;
+    }
+    const double kv_groups = d(s.batch * s.kv_heads);
+    visits *= kv_groups;
+    later_visits *= kv_groups;
+    const double kw = d(s.kv_len) / d(g.k_tiles);
+    const double v_evac = vec(0, 1.0, d(s.qk_dim));
+    const double s_evac_dv = vec(1, 1.0, d(s.v_dim));
+    Nominal n;
+    n.tensor = items * (t_s + t_dp + t_dv + t_dk + t_t + t_dq);
+    n.vector = items * v_ds + query_tiles * v_tile + visits * v_evac +
+               later_visits * vec(0, 0.0, d(s.qk_dim));
+    n.scalar = items * (s_exp + s_evac) + query_tiles * s_tile + visits * s_evac_dv +
+               later_visits * vec(1, 0.0, d(s.v_dim));
+    n.gpsimd = items * (g_acc + g_mask + g_evac) + query_tiles * g_tile;
+    // DMA. Per query tile: Q, dO and O rows in, dQ rows out; per group of four query tiles:
+    // Q^T, dO^T and the log-sum-exp; per visit: K^T, V^T and K rows in, dK and dV out (FP32
+    // partial sums but for the last block), plus the partial sums in after the first block.
+    const double eb = d(g.eb);
+    const double qk = d(s.qk_dim);
+    const double vd = d(s.v_dim);
+    const double q_groups = heads * std::ceil(q_tiles / d(g.query_group));
+    const double q_rows = heads * d(s.q_len);
+    const double identity = r.partitions * r.partitions * 2.0;
+    const double out_bytes = nb > 1 ? (eb + 4.0 * d(nb - 1)) / d(nb) : eb;
+    const double load_bytes = q_rows * (qk + 2.0 * vd) * eb + q_rows * (qk + vd) * eb +
+                              q_rows * 4.0 + visits * kw * (2.0 * qk + vd) * eb +
+                              later_visits * kw * (qk + vd) * 4.0 + identity;
+    const double load_descriptors = q_rows * 3.0 + q_groups * (qk + vd) +
+                                    heads * std::min(d(s.q_len), r.partitions * q_tiles) +
+                                    visits * (qk + vd + kw) + later_visits * 2.0 * kw +
+                                    r.partitions;
+    const double store_bytes = q_rows * qk * eb + visits * kw * (qk + vd) * out_bytes;
+    const double store_descriptors = q_rows + visits * 2.0 * kw;
+    const double load_engine = load_descriptors * r.descriptor + load_bytes * r.inv_bandwidth;
+    const double store_engine = store_descriptors * r.descriptor + store_bytes * r.inv_bandwidth;
+    // What the query tiles load: during their first key tile, the only one they overlap.
+    const double resident_engine =
+        (q_rows * 3.0 + q_groups * (qk + vd) + heads * std::min(d(s.q_len), r.partitions * q_tiles)) *
+            r.descriptor +
+        (q_rows * (qk + 2.0 * vd) * eb + q_rows * (qk + vd) * eb + q_rows * 4.0) * r.inv_bandwidth;
+    const double resident_dmas = q_groups * 6.0;
+    const double dmas = q_groups * 7.0 + visits * 5.0 + later_visits * 2.0 + 1.0;
+    n.dma = std::max((load_engine + store_engine) * r.inv_usable, dmas * r.issue);
+    n.hbm_bytes = load_bytes + store_bytes;
+    n.steps = std::max(1.0, items);
+    // One item's chain, after the first key tile's and query tile's loads.
+    const double first_loads =
+        (std::min(kt, d(s.kv_len)) * qk * eb * r.inv_bandwidth + qk * r.descriptor) /
+            std::min(r.usable, qk) +
+        (rows * (qk + 2.0 * vd) * eb * r.inv_bandwidth + rows * r.descriptor) /
+            std::min(r.usable, rows);
+    const double store =
+        (rows * qk * eb * r.inv_bandwidth + rows * r.descriptor) / std::min(r.usable, rows);
+    const double chain =
+        t_s + s_exp + t_dp + v_ds + t_dv + t_dk + t_t + s_evac + g_evac + t_dq + g_acc;
+    // TensorE below half busy restarts at the warm-up rate again and again (THR): when the
+    // other engines keep it that idle, its work takes up to 1 / warmup_fraction as long.
+    const double others = std::max({n.vector, n.scalar, n.gpsimd, n.dma});
+    const double f = chip.core.tensor.warmup_fraction;
+    const double tensor = n.tensor < f * others ? std::min(others, n.tensor / f) : n.tensor;
+    const double per_item =
+        items > 0.0 ? std::max({tensor, n.vector, n.scalar, n.gpsimd}) / items : 0.0;
+    // The first block's share of the query tiles.
+    const double first = d(std::min(g.block_tiles, flat)) / (kv_groups * d(flat));
+    n.warmup = std::min(n.tensor, r.warmup);
+    // Each block fills and drains the pipeline.
+    const double blocks = kv_groups * d(nb);
+    n.path = 2.0 * r.latency + first_loads + v_tile + chain + s_tile + store +
+             (blocks - 1.0) * chain;
+    n.fixed = 2.0 * r.latency;
+    const double start = r.latency + first_loads + v_tile;
+    const double tail = r.latency + store;
+    n.pipeline = std::max({r.latency + load_engine * r.inv_usable + chain + tail,
+                           start + tensor + n.warmup + g_acc + tail,
+                           start + t_s + s_exp + t_dp + n.vector + (chain - t_s - s_exp - t_dp - v_ds) + tail,
+                           start + t_s + n.scalar + (chain - t_s - s_exp - s_evac) + tail,
+                           start + t_s + s_exp + t_dp + v_ds + t_dv + t_dk + t_t + s_evac + t_dq + n.gpsimd + tail,
+                           start + chain + r.latency + store_engine * r.inv_usable,
+                           r.latency + n.dma,
+                           // The first block's query tiles wait for their loads in their
+                           // first key tile (later blocks load while the one before
+                           // computes); the rest runs at the pace of the busiest engine.
+                           r.latency + std::max({first * resident_engine * r.inv_usable,
+                                                 first * resident_dmas * r.issue,
+                                                 first * query_tiles * per_item}) +
+                               (items - first * query_tiles) * per_item + tail,
+                           // DMA-bound: every transfer, then the last block's later key
+                           // tiles, which have nothing left to load.
+                           r.latency + n.dma + (items - query_tiles) / blocks * per_item + tail});
+    return n;
+}
+
 // The closed forms are chains of floating-point divisions, roundings and conversions. Where the
 // compiler supports it, `terms`, with everything it calls inlined, is also compiled for AVX2 and
 // chosen when the program is loaded on a CPU that has it (about 1.7 times faster on the
@@ -834,6 +1054,8 @@ Nominal terms(const Kernel& piece, const ChipRates& rates) {
         return matmul_terms(std::get<MatmulShape>(piece), rates);
     case KernelClass::attention:
         return attention_terms(std::get<AttentionShape>(piece), rates);
+    case KernelClass::attention_backward:
+        return attention_backward_terms(std::get<AttentionShape>(piece), rates);
     case KernelClass::adamw:
         return stream_terms(plan_adamw(std::get<OptimizerShape>(piece), rates), rates);
     default:

@@ -48,6 +48,7 @@ StreamPlan plan_adamw(const OptimizerShape& s, const ChipRates& rates);
 Nominal stream_terms(const StreamPlan& plan, const ChipRates& rates);
 Nominal matmul_terms(const MatmulShape& s, const ChipRates& rates);
 Nominal attention_terms(const AttentionShape& s, const ChipRates& rates);
+Nominal attention_backward_terms(const AttentionShape& s, const ChipRates& rates);
 /// The terms of any kernel piece on one core of the rates' chip.
 Nominal terms(const Kernel& piece, const ChipRates& rates);
 

@@ -47,6 +47,8 @@ KernelCost CostModel::cost(const Kernel& k) const {
     const detail::Nominal n = detail::terms(split_across_cores(k, lnc_), *rates_);
     c.flops = useful_flops(k);
     c.hbm_bytes = n.hbm_bytes * lnc_;
+    const detail::Nominal::Ranked ranked = n.ranked();
+    c.beside_seconds = ranked.sum - ranked.first;
     double floor = minimum_hbm_bytes(k) * seconds_per_hbm_byte_;
     if (const auto* m = std::get_if<MatmulShape>(&k)) {
         floor = std::max(floor, c.flops * seconds_per_flop_[static_cast<std::size_t>(m->precision)]);

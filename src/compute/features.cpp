@@ -6,12 +6,13 @@ namespace trnsim::compute::detail {
 
 namespace {
 
-enum class Form { matmul, attention, stream };
+enum class Form { matmul, attention, attention_backward, stream };
 
 Form form_of(KernelClass c) {
-    return c == KernelClass::matmul      ? Form::matmul
-           : c == KernelClass::attention ? Form::attention
-                                         : Form::stream;
+    return c == KernelClass::matmul               ? Form::matmul
+           : c == KernelClass::attention          ? Form::attention
+           : c == KernelClass::attention_backward ? Form::attention_backward
+                                                  : Form::stream;
 }
 
 } // namespace
@@ -23,6 +24,9 @@ std::vector<const char*> feature_names(KernelClass c) {
     case Form::matmul:
     case Form::attention:
         return {"pipeline", "pipelined_steps", "runner_up", "constant_us"};
+    case Form::attention_backward:
+        return {"pipeline", "pipelined_steps", "runner_up", "other_resources", "tensor",
+                "constant_us"};
     case Form::stream:
         break;
     }
@@ -36,6 +40,8 @@ std::vector<double> nominal_coefficients(KernelClass c) {
         return {1.0, 0.0, 0.0, 0.0};
     case Form::attention:
         return {1.0, 0.0, 0.0, 0.0};
+    case Form::attention_backward:
+        return {1.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     case Form::stream:
         break;
     }

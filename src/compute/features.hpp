@@ -32,6 +32,8 @@ std::vector<double> nominal_coefficients(KernelClass c);
 
 /// The features of a piece of class `c` whose terms are `n`:
 ///   matmul, attention: pipeline bound, pipelined steps, runner-up resource, 1 us;
+///   attention_backward: the same, the sum of the other resources (imperfect overlap of its
+///   more evenly loaded engines) and TensorE's busy time (five dependent matmuls per tile);
 ///   streaming kernels and AdamW: pipeline bound, pipelined steps, two-pass bound, buffer
 ///   turns, the other resources' sum, 1 us.
 /// "Pipelined steps" is one step's path (fill and drain) plus the other steps at the pace of
@@ -42,6 +44,10 @@ inline FeatureRow feature_values(KernelClass c, const Nominal& n) {
     const double pipelined = n.path + busy.first * (n.steps - 1.0) / n.steps;
     if (c == KernelClass::matmul || c == KernelClass::attention) {
         return {n.pipeline, pipelined, busy.second, kMicrosecond, 0.0, 0.0, 0.0, 0.0};
+    }
+    if (c == KernelClass::attention_backward) {
+        return {n.pipeline, pipelined, busy.second, busy.sum - busy.first, n.tensor,
+                kMicrosecond, 0.0, 0.0};
     }
     return {n.pipeline, pipelined, n.passes, n.buffers, busy.sum - busy.first, kMicrosecond,
             0.0, 0.0};

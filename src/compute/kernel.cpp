@@ -47,18 +47,34 @@ double stream_flops_per_element(const StreamShape& s) {
         return 0.0;
     case StreamKind::reduce:
         return std::max(1, s.inputs - 1);
+    case StreamKind::softmax_backward:
+        return 4.0; // product, row sum, subtract, scale
+    case StreamKind::rms_norm_backward:
+        return 9.0; // sum of squares (2), dy g, dy g x (2), x c - dy g (2), scale, dgamma
+    case StreamKind::layer_norm_backward:
+        return 13.0; // statistics (3), normalise, dy g, two row sums (3), two updates, scale,
+                     // dgamma, dbeta
+    case StreamKind::scatter_add:
+        return 1.0;
+    case StreamKind::cross_entropy:
+        return 6.0; // max, subtract-and-exponentiate, sum, scale, target pick, one-hot
     }
     return 1.0;
 }
 
+
 } // namespace
+
+bool is_row_kind(StreamKind k) {
+    return k != StreamKind::elementwise && k != StreamKind::reduce;
+}
 
 KernelClass class_of(const Kernel& k) {
     if (std::holds_alternative<MatmulShape>(k)) {
         return KernelClass::matmul;
     }
-    if (std::holds_alternative<AttentionShape>(k)) {
-        return KernelClass::attention;
+    if (const auto* a = std::get_if<AttentionShape>(&k)) {
+        return a->backward ? KernelClass::attention_backward : KernelClass::attention;
     }
     if (std::holds_alternative<OptimizerShape>(k)) {
         return KernelClass::adamw;
@@ -76,6 +92,16 @@ KernelClass class_of(const Kernel& k) {
         return KernelClass::gather;
     case StreamKind::reduce:
         return KernelClass::reduce;
+    case StreamKind::softmax_backward:
+        return KernelClass::softmax_backward;
+    case StreamKind::rms_norm_backward:
+        return KernelClass::rms_norm_backward;
+    case StreamKind::layer_norm_backward:
+        return KernelClass::layer_norm_backward;
+    case StreamKind::scatter_add:
+        return KernelClass::scatter_add;
+    case StreamKind::cross_entropy:
+        return KernelClass::cross_entropy;
     }
     return KernelClass::elementwise;
 }
@@ -85,7 +111,11 @@ double useful_flops(const Kernel& k) {
         return 2.0 * d(m->m) * d(m->k) * d(m->n) * d(m->batch);
     }
     if (const auto* a = std::get_if<AttentionShape>(&k)) {
-        return 2.0 * d(a->batch * a->heads) * visible_pairs(*a) * d(a->qk_dim + a->v_dim);
+        // Forward: S = Q K^T (qk_dim) and O = P V (v_dim). Backward: S again, dP = dO V^T and
+        // dV = P^T dO (v_dim), dK = dS^T Q and dQ = dS K (qk_dim).
+        const double dims = a->backward ? 3.0 * d(a->qk_dim) + 2.0 * d(a->v_dim)
+                                        : d(a->qk_dim + a->v_dim);
+        return 2.0 * d(a->batch * a->heads) * visible_pairs(*a) * dims;
     }
     if (const auto* o = std::get_if<OptimizerShape>(&k)) {
         return 12.0 * d(o->params); // about a dozen vector operations per parameter
@@ -102,9 +132,14 @@ double minimum_hbm_bytes(const Kernel& k) {
     }
     if (const auto* a = std::get_if<AttentionShape>(&k)) {
         const double eb = element_bytes(a->precision);
-        return eb * d(a->batch) *
-               (d(a->heads) * d(a->q_len) * d(a->qk_dim + a->v_dim) +
-                d(a->kv_heads) * d(a->kv_len) * d(a->qk_dim + a->v_dim));
+        const double q = d(a->heads) * d(a->q_len) * d(a->qk_dim + a->v_dim);
+        const double kv = d(a->kv_heads) * d(a->kv_len) * d(a->qk_dim + a->v_dim);
+        if (a->backward) {
+            // Read Q, K, V, O, dO and the log-sum-exp per query row; write dQ, dK, dV.
+            return eb * d(a->batch) * (2.0 * q + 2.0 * kv) +
+                   4.0 * d(a->batch * a->heads) * d(a->q_len);
+        }
+        return eb * d(a->batch) * (q + kv);
     }
     if (const auto* o = std::get_if<OptimizerShape>(&k)) {
         // Read master, m, v (FP32) and the gradient; write master, m, v and the working weights.
@@ -126,6 +161,16 @@ double minimum_hbm_bytes(const Kernel& k) {
         return 2.0 * n * s.element_bytes + 4.0 * n / row; // rows read and written, indices
     case StreamKind::reduce:
         return n * (s.inputs + 1) * s.element_bytes;
+    case StreamKind::softmax_backward:
+        return 3.0 * n * s.element_bytes; // y, dy in; dx out
+    case StreamKind::rms_norm_backward:
+        return 3.0 * n * s.element_bytes + row * (s.element_bytes + 4.0); // + scale, its grad
+    case StreamKind::layer_norm_backward:
+        return 3.0 * n * s.element_bytes + row * (s.element_bytes + 8.0);
+    case StreamKind::scatter_add:
+        return n * (s.element_bytes + 8.0) + 4.0 * n / row; // dy; FP32 rows read and written
+    case StreamKind::cross_entropy:
+        return 2.0 * n * s.element_bytes + 4.0 * n / row; // logits in, gradient out; targets
     }
     return 0.0;
 }
@@ -152,7 +197,7 @@ std::string describe(const Kernel& k) {
                (m->batch > 1 ? ", batch " + x(m->batch) : "");
     }
     if (const auto* a = std::get_if<AttentionShape>(&k)) {
-        std::string t = x(a->heads) + "x" + x(a->kv_heads) + "x" + x(a->q_len) + "x" + x(a->qk_dim);
+        std::string t = std::string(a->backward ? "backward " : "") + x(a->heads) + "x" + x(a->kv_heads) + "x" + x(a->q_len) + "x" + x(a->qk_dim);
         if (a->kv_len != a->q_len) {
             t += ", kv length " + x(a->kv_len);
         }
@@ -178,7 +223,12 @@ std::string describe(const Kernel& k) {
     case StreamKind::softmax:
     case StreamKind::rms_norm:
     case StreamKind::layer_norm:
-    case StreamKind::gather: {
+    case StreamKind::gather:
+    case StreamKind::softmax_backward:
+    case StreamKind::rms_norm_backward:
+    case StreamKind::layer_norm_backward:
+    case StreamKind::scatter_add:
+    case StreamKind::cross_entropy: {
         const std::int64_t row = s.row > 0 ? s.row : s.elements;
         return x(ceil_div(s.elements, row)) + "x" + x(row) + eb;
     }
@@ -230,7 +280,7 @@ Kernel split_across_cores(const Kernel& k, int cores) {
         return s;
     }
     StreamShape s = std::get<StreamShape>(k);
-    if (s.kind == StreamKind::elementwise || s.kind == StreamKind::reduce || s.row <= 0) {
+    if (!is_row_kind(s.kind) || s.row <= 0) {
         s.elements = ceil_div(s.elements, c);
     } else {
         s.elements = ceil_div(ceil_div(s.elements, s.row), c) * s.row;

@@ -59,6 +59,16 @@ Step map(Queue engine, int inputs = 1, int param = -1) {
 
 Step tiny(Queue engine, int inputs = 1) { return op(StepKind::tiny, engine, inputs); }
 
+Step reduce(Queue engine, int inputs = 1) { return op(StepKind::reduce, engine, inputs); }
+
+/// acc[index] += the chunk's value times the next input (one instruction streaming both and the
+/// accumulator).
+Step accumulate(Queue engine, int index) {
+    Step s = op(StepKind::map, engine, 3, index);
+    s.accumulate = true;
+    return s;
+}
+
 std::size_t engine_index(Queue q) { return q == Queue::vector ? 0 : q == Queue::scalar ? 1 : 2; }
 
 /// The steps of a row kernel (softmax, RMSNorm, LayerNorm), one pass or two. The second
@@ -168,12 +178,116 @@ void flat_steps(Recipe& r, const StreamShape& s) {
         r.first = {gather, store(2, eb)};
         break;
     }
+    case StreamKind::scatter_add: {
+        // The FP32 rows of the embedding gradient the tokens index (a gather), plus the tokens'
+        // gradient rows, written back to the same rows.
+        Step rows = load(0, 4);
+        rows.indirect = true;
+        r.first = {rows, load(1, eb), map(Queue::vector, 2), store(2, 4)};
+        break;
+    }
     default:
         TRNSIM_CHECK(false, "not a flat kernel");
     }
 }
 
 } // namespace
+
+int row_kind_params(StreamKind kind) {
+    return kind == StreamKind::rms_norm_backward || kind == StreamKind::layer_norm_backward ? 1
+                                                                                           : 0;
+}
+
+int row_kind_accumulators(StreamKind kind) {
+    return kind == StreamKind::rms_norm_backward     ? 1  // dgamma
+           : kind == StreamKind::layer_norm_backward ? 2  // dgamma, dbeta
+                                                     : 0;
+}
+
+void row_kind_steps(StreamKind kind, int eb, bool two_pass, Steps& first, Steps& between,
+                    Steps& second) {
+    first.clear();
+    between.clear();
+    second.clear();
+    const Queue V = Queue::vector;
+    const Queue S = Queue::scalar;
+    const Queue G = Queue::gpsimd;
+    switch (kind) {
+    case StreamKind::softmax_backward:
+        // dx = y (dy - sum(y dy)): the row sum of the product, then one fused update.
+        if (!two_pass) {
+            first = {load(0, eb), load(1, eb), reduce(V, 2), tiny(V), map(V, 2), store(2, eb)};
+        } else {
+            first = {load(0, eb), load(1, eb), reduce(V, 2), tiny(V, 2)}; // running sum
+            between = {tiny(V)};
+            second = {load(0, eb), load(1, eb), map(V, 2), store(2, eb)};
+        }
+        break;
+    case StreamKind::rms_norm_backward:
+        // dy (0), x (1), the scale g (parameter 0). r = 1 / rms(x) recomputed;
+        // dx = r (dy g - x r^2 mean(dy g x)); dgamma += dy x r.
+        if (!two_pass) {
+            first = {load(0, eb),  load(1, eb),   reduce(S),           tiny(V),
+                     map(V, 2, 0), reduce(V, 2),  tiny(V, 2),          map(V, 2),
+                     map(S),       store(2, eb),  accumulate(V, 0)};
+        } else {
+            first = {load(0, eb),  load(1, eb),  load(0, eb, 0), reduce(S),
+                     map(V, 2, 0), reduce(V, 2), tiny(V, 2),     tiny(V, 2)};
+            between = {tiny(V), tiny(V, 2)};
+            second = {load(0, eb), load(1, eb), load(0, eb, 0), map(V, 2, 0),
+                      map(V, 2),   map(S),      store(2, eb),   accumulate(V, 0)};
+        }
+        break;
+    case StreamKind::layer_norm_backward:
+        // dy (0), x (1), g. Mean and variance of x (bn_stats), x^ = (x - mean) r;
+        // dx = r (dy g - mean(dy g) - x^ mean(dy g x^)); dgamma += dy x^, dbeta += dy.
+        if (!two_pass) {
+            first = {load(0, eb),      load(1, eb),      op(StepKind::bn_stats, V),
+                     op(StepKind::bn_aggr, V), tiny(V),   map(S),
+                     map(V, 2, 0),     reduce(V),        reduce(V, 2),
+                     tiny(V, 2),       map(V, 2),        map(V, 2),
+                     map(S),           store(2, eb),     accumulate(V, 0),
+                     accumulate(G, 1)};
+        } else {
+            // Both row sums are linear in x: sum(dy g) and sum(dy g x) in the first pass.
+            first = {load(0, eb),  load(1, eb), load(0, eb, 0), op(StepKind::bn_stats, V),
+                     map(V, 2, 0), reduce(V),   reduce(V, 2),   tiny(V, 2),
+                     tiny(V, 2)};
+            between = {op(StepKind::bn_aggr, V), tiny(V), tiny(V, 2)};
+            second = {load(0, eb), load(1, eb),  load(0, eb, 0),   map(S),
+                      map(V, 2, 0), map(V, 2),   map(V, 2),        map(S),
+                      store(2, eb), accumulate(V, 0), accumulate(G, 1)};
+        }
+        break;
+    case StreamKind::cross_entropy:
+        // Row max, exponentials with their sum (ScalarE), the target's logit (GpSimdE picks it
+        // by index), then the gradient softmax - one-hot written over the logits.
+        if (!two_pass) {
+            first = {load(0, eb),
+                     reduce(V),                            // row max
+                     tiny(V),                              // -max
+                     op(StepKind::map, S, 1, -1, true),    // exp, row sums
+                     tiny(V),                              // 1 / sum, log sum
+                     reduce(G),                            // target logit
+                     map(V),                               // softmax
+                     map(G),                               // - one-hot
+                     store(2, eb)};
+        } else {
+            first = {load(0, eb),
+                     reduce(V),                            // chunk max
+                     tiny(V, 2),                           // running max
+                     op(StepKind::map, S, 1, -1, true),    // exp, chunk sum
+                     tiny(S),                              // rescale factor
+                     tiny(V, 2),                           // running sum
+                     reduce(G)};                           // target logit, if in the chunk
+            between = {tiny(V)};                           // bias = -max - log sum
+            second = {load(0, eb), map(S), map(G), store(2, eb)};
+        }
+        break;
+    default:
+        TRNSIM_CHECK(false, "not a row kind without a hand-written profile");
+    }
+}
 
 PassProfile profile_of(const Steps& steps) {
     PassProfile p;
@@ -195,7 +309,7 @@ PassProfile profile_of(const Steps& steps) {
             p.store_bytes += s.element_bytes;
             break;
         case StepKind::map:
-            ++p.maps;
+            p.maps += s.accumulate ? 0 : 1; // an accumulation writes no new value
             e.ops += 1.0;
             e.streamed += s.inputs;
             break;
@@ -236,6 +350,9 @@ Recipe stream_recipe(const StreamShape& s, const ChipSpec& chip) {
     if (s.kind == StreamKind::softmax || s.kind == StreamKind::rms_norm ||
         s.kind == StreamKind::layer_norm) {
         row_steps(r, s, !r.plan.two_pass);
+    } else if (is_row_kind(s.kind) && s.kind != StreamKind::gather &&
+               s.kind != StreamKind::scatter_add) {
+        row_kind_steps(s.kind, s.element_bytes, r.plan.two_pass, r.first, r.between, r.second);
     } else {
         flat_steps(r, s);
     }
@@ -281,6 +398,13 @@ Program lower_recipe(const Recipe& r, double flops, const ChipSpec& chip) {
     const auto once_pool =
         b.sbuf_pool(once_bytes, std::max(1, static_cast<int>(plan.once.size())));
     const auto param_pool = b.sbuf_pool(plan.buffer_bytes, plan.params_per_chunk ? 4 : 1);
+    std::vector<ProgramBuilder::Buffer> acc_slots;
+    if (plan.accumulators > 0) {
+        const auto acc_pool = b.sbuf_pool(plan.accumulator_bytes, plan.accumulators);
+        for (int i = 0; i < plan.accumulators; ++i) {
+            acc_slots.push_back(b.alloc(acc_pool));
+        }
+    }
     TRNSIM_CHECK(b.fits() && b.sbuf_bytes() == plan_sbuf_bytes(plan, plan.depth,
                                                                   chip.core.sbuf_partitions),
                  "the recipe's pools differ from its plan");
@@ -338,6 +462,15 @@ Program lower_recipe(const Recipe& r, double flops, const ChipSpec& chip) {
                 break;
             }
             case StepKind::map: {
+                if (s.accumulate) {
+                    const auto acc = acc_slots.at(static_cast<std::size_t>(s.param));
+                    const ProgramBuilder::Buffer next =
+                        consumed < loaded.size() ? loaded[consumed] : cur;
+                    const ProgramBuilder::Buffer rd[] = {cur, stats, next, acc};
+                    const ProgramBuilder::Buffer wr[] = {acc};
+                    b.engine(s.engine, w, s.inputs, rd, wr);
+                    break;
+                }
                 const auto out = b.alloc(work_pool);
                 ProgramBuilder::Buffer second = stats;
                 if (s.inputs >= 2) {
@@ -357,7 +490,12 @@ Program lower_recipe(const Recipe& r, double flops, const ChipSpec& chip) {
             }
             case StepKind::reduce: {
                 const auto out = b.alloc(stat_pool);
-                b.engine(s.engine, w, s.inputs, {cur}, {out});
+                // A two-input reduction (a row sum of a product) also reads the next input.
+                if (s.inputs >= 2 && consumed < loaded.size()) {
+                    b.engine(s.engine, w, s.inputs, {cur, loaded[consumed]}, {out});
+                } else {
+                    b.engine(s.engine, w, s.inputs, {cur}, {out});
+                }
                 partial = out;
                 break;
             }
@@ -400,6 +538,12 @@ Program lower_recipe(const Recipe& r, double flops, const ChipSpec& chip) {
             }
         }
     }
+    // The parameter gradients: each accumulator's partitions summed on GpSimdE, then stored.
+    for (const auto acc : acc_slots) {
+        const auto out = b.alloc(stat_pool);
+        b.engine(Queue::gpsimd, plan.param_width, 1, {acc}, {out});
+        b.dma(2, d(plan.param_width * 4), 1, Direction::sbuf_to_hbm, {out}, {});
+    }
     return b.finish(flops, r.description());
 }
 
@@ -408,7 +552,8 @@ Program lower_recipe(const Recipe& r, double flops, const ChipSpec& chip) {
 
 Program lower(const Kernel& k, const ChipSpec& chip) {
     if (const auto* a = std::get_if<AttentionShape>(&k)) {
-        return detail::lower_attention(*a, chip);
+        return a->backward ? detail::lower_attention_backward(*a, chip)
+                           : detail::lower_attention(*a, chip);
     }
     if (const auto* o = std::get_if<OptimizerShape>(&k)) {
         return detail::lower_recipe(detail::adamw_recipe(*o, chip), useful_flops(k), chip);

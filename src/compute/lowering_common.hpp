@@ -93,7 +93,7 @@ enum class StepKind : std::uint8_t {
     bn_aggr,  ///< VectorE aggregation of the pieces' statistics
 };
 
-/// One step of a recipe. 8 bytes.
+/// One step of a recipe. 9 bytes.
 struct Step {
     StepKind kind = StepKind::map;
     Queue engine = Queue::vector;
@@ -109,6 +109,9 @@ struct Step {
     bool also_stats = false;
     /// A gather: one descriptor per row, reading the row indices loaded once.
     bool indirect = false;
+    /// A map that adds into one of the plan's accumulators (a parameter gradient summed over
+    /// the rows) instead of writing a new value: it reads and writes the accumulator.
+    bool accumulate = false;
 };
 
 /// A transfer run once before the tiles (parameter rows, row indices).
@@ -165,6 +168,10 @@ struct StreamPlan {
     std::int64_t param_width = 0;
     bool params_per_chunk = false;
     Fixed<OnceLoad, 2> once;
+    /// FP32 accumulators of a whole row each (parameter gradients of the norm backward kinds),
+    /// resident for the whole kernel.
+    int accumulators = 0;
+    std::int64_t accumulator_bytes = 0;
     PassProfile first;
     PassProfile between;
     PassProfile second;
@@ -216,6 +223,65 @@ struct AttentionGeometry {
 
 /// The tiling of `s` (lower_attention.cpp). Throws InputError when it cannot fit SBUF.
 AttentionGeometry attention_geometry(const AttentionShape& s, const ChipSpec& chip);
+
+/// The tiling of a flash-attention backward pass on one core (lower_attention_backward.cpp).
+///
+/// Per (sequence, key/value head) the query tiles of its query heads, flattened head-major, go
+/// in blocks of `block_tiles` whose Q (both layouts), dO (both layouts), row statistics and FP32
+/// dQ accumulators stay in SBUF. For each block the key tiles (128 keys) stream once: K (both
+/// layouts) and V^T in, dK and dV accumulated in PSUM over the block's query tiles, then
+/// stored (as FP32 partial sums added across blocks when there are several). Per (query tile,
+/// key tile) item: S = Q K^T and dP = dO V^T on TensorE, P = exp(S - LSE) on ScalarE (the
+/// causal diagonal masked on GpSimdE), dS = P (dP - D) on VectorE, dV += P^T dO and
+/// dK += dS^T Q on TensorE, dS transposed on TensorE (evacuated by ScalarE), dQ += dS K on
+/// TensorE, added into the query tile's accumulator on GpSimdE. Before its key tiles, each
+/// query tile's D = rowsum(dO O) (VectorE) and log-sum-exp are loaded or computed; after them,
+/// dQ is cast (ScalarE) and stored.
+struct AttentionBackwardGeometry {
+    Precision p = Precision::bf16; ///< matmuls: BF16, or FP32 for FP32 kernels
+    std::int64_t eb = 2;
+    std::int64_t partitions = 128;
+    std::int64_t q_tile = 128;
+    std::int64_t k_tile = 128;
+    std::int64_t qk_ctiles = 1; ///< contraction tiles over qk_dim (S)
+    std::int64_t v_ctiles = 1;  ///< contraction tiles over v_dim (dP)
+    std::int64_t moving = 512;  ///< moving tile width (dV, dK, dQ over the head dims)
+    std::int64_t q_tiles = 0;
+    std::int64_t k_tiles = 0;
+    std::int64_t group = 1;
+    std::int64_t offset = 0;
+    std::int64_t query_group = 4; ///< query tiles per Q^T / dO^T / statistics load
+    std::int64_t block_tiles = 1; ///< query tiles resident at once
+    /// Slots of the resident pools: twice the block when two blocks fit, so that the next
+    /// block's (or key/value head's) queries load while this one computes.
+    std::int64_t resident_slots = 1;
+    std::int64_t tile_bytes = 0;  ///< SBUF bytes per partition of one resident query tile
+
+    /// Keys query tile i attends to (a prefix of the keys).
+    std::int64_t keys(const AttentionShape& s, std::int64_t i) const {
+        if (!s.causal) {
+            return s.kv_len;
+        }
+        const std::int64_t last_query = std::min(s.q_len, (i + 1) * q_tile) - 1;
+        return std::clamp<std::int64_t>(last_query + offset + 1, 0, s.kv_len);
+    }
+    std::int64_t key_tiles(const AttentionShape& s, std::int64_t i) const {
+        return (keys(s, i) + k_tile - 1) / k_tile;
+    }
+};
+
+AttentionBackwardGeometry attention_backward_geometry(const AttentionShape& s,
+                                                      const ChipSpec& chip);
+Program lower_attention_backward(const AttentionShape& s, const ChipSpec& chip);
+
+/// The steps of the row kinds that have no hand-written profile (the backward kinds and
+/// cross_entropy; lower_stream.cpp): one pass or two, their steps per chunk of the first pass,
+/// between the passes and of the second pass.
+void row_kind_steps(StreamKind kind, int element_bytes, bool two_pass, Steps& first,
+                    Steps& between, Steps& second);
+/// Parameter rows (learned scales) and accumulators such a kind uses.
+int row_kind_params(StreamKind kind);
+int row_kind_accumulators(StreamKind kind);
 
 /// Builds the recipe of a streaming kernel or of AdamW (lower_stream.cpp). O(1).
 Recipe stream_recipe(const StreamShape& s, const ChipSpec& chip);

@@ -174,11 +174,12 @@ Schema<C> build() {
                      "HBM-to-HBM latency of one message over EFA (unused without EFA)."));
 
     s.section("training", "How training workloads run on the chip.");
-    s.field(real<C>("training.kernel_efficiency",
-                    [](C& c) -> double& { return c.training_kernel_efficiency; }, "1", 0.01, 1.0,
-                    "0.01 to 1",
-                    "Fraction of the calibrated kernel speed that kernels reach inside a "
-                    "compiled training graph (fitted to a published run; docs/validation.md)."));
+    s.field(real<C>("training.engine_sync",
+                    [](C& c) -> double& { return c.training.engine_sync; }, "0", 0.0, 1.0,
+                    "0 to 1",
+                    "Fraction of each kernel's non-bottleneck engine time that a compiled "
+                    "training graph does not hide under its bottleneck (engine "
+                    "synchronisation; fitted to published runs, docs/validation.md)."));
 
     s.section("serving",
               "Fixed costs of compiled inference graphs besides their kernels and collectives "
@@ -200,6 +201,22 @@ Schema<C> build() {
                      [](C& c) -> Duration& { return c.serving.prefill_graph_overhead; }, "0ns",
                      "Per context-encoding graph beyond iteration_overhead: switching the cores "
                      "to the prefill executable and preparing the prompt on the host."));
+
+    s.section("collectives",
+              "The runtime's collective engine: what the published nccom-test tables show beyond "
+              "the links (docs/network.md; absent: the links alone). Fitted to named tables.");
+    s.field(duration("collectives.launch",
+                     [](C& c) -> Duration& { return c.collectives.launch; }, "0ns",
+                     "Fixed cost of one collective operation (launch and the ranks' handshake)."));
+    s.field(bandwidth("collectives.rank_bandwidth",
+                      [](C& c) -> Bandwidth& { return c.collectives.rank_bandwidth; }, "0B/s",
+                      "Rate at which one rank's collective transfers move its data (the DMA "
+                      "rings of a collective); 0: the links alone.",
+                      true));
+    s.field(duration("collectives.efa_step_overhead",
+                     [](C& c) -> Duration& { return c.collectives.efa_step_overhead; }, "0ns",
+                     "Extra cost of each collective step that crosses EFA (per-message software "
+                     "and protocol overhead)."));
 
     s.section("instance", "The instance type that holds the chips.");
     s.field(required(text<C>("instance.name", [](C& c) -> std::string& { return c.instance.name; },

@@ -215,6 +215,45 @@ Schema<S> build() {
         "workload.parallelism.recompute",
         [](S& x) -> workload::Recompute& { return par(x).recompute; }, "selective",
         "Activation recomputation: none, the attention core, or whole layers."));
+    {
+        // A list of recomputed parts, each one of the RecomputePart names.
+        std::string names;
+        for (const auto& n : enum_names(workload::RecomputePart{})) {
+            names += (names.empty() ? "" : ", ") + std::string(n.name);
+        }
+        auto e = make_entry<S>(
+            "workload.parallelism.recompute_parts", "list of choices", "", names,
+            "What recompute: selective recomputes, as the framework does (docs/workload.md): "
+            "core_attention (Megatron-LM, NeMo, NxD CoreAttention), norm (NeMo on Neuron "
+            "also checkpoints the layer norms), mlp_activation (NxD's act_fn(gate) * up), mlp "
+            "(NxD's whole LlamaMLP, with its TP collectives).");
+        e.default_doc = "[core_attention]";
+        e.apply = [names](S& x, const YAML::Node& n, const std::string& p,
+                          const SourceLocation& loc, const Context& ctx) {
+            if (!n.IsSequence()) {
+                throw InputError(p, "expected a list such as [core_attention, norm]", loc);
+            }
+            std::vector<workload::RecomputePart> parts;
+            for (std::size_t i = 0; i < n.size(); ++i) {
+                const std::string item_path = p + "[" + std::to_string(i) + "]";
+                const SourceLocation item_loc = ctx.locate(p, n[i].Mark());
+                const std::string v = scalar_text(n[i], item_path, item_loc.known() ? item_loc : loc);
+                bool found = false;
+                for (const auto& option : enum_names(workload::RecomputePart{})) {
+                    if (v == option.name) {
+                        parts.push_back(option.value);
+                        found = true;
+                    }
+                }
+                if (!found) {
+                    throw InputError(item_path, "'" + v + "' is not one of: " + names,
+                                     item_loc.known() ? item_loc : loc);
+                }
+            }
+            par(x).recompute_parts = std::move(parts);
+        };
+        s.field(e);
+    }
     s.field(boolean<S>("workload.parallelism.sequence_parallel",
                        [](S& x) -> bool& { return par(x).sequence_parallel; }, "true",
                        "Split norms and residuals along the sequence across TP ranks."));
@@ -225,6 +264,27 @@ Schema<S> build() {
         Bytes(0), Bytes(std::int64_t{1} << 50), true, "> 0",
         "Gradient bucket per rank: gradients go out for data-parallel reduction in buckets "
         "of this size as the last microbatch's backward pass produces them (step fidelity)."));
+
+    s.section("workload.graph",
+              "How the framework builds the compiled training graph, where that changes the "
+              "kernels (docs/workload.md). Each validation scenario sets these from the "
+              "framework configuration it reproduces.");
+    s.field(choice<S, workload::AttentionKernel>(
+        "workload.graph.attention",
+        [](S& x) -> workload::AttentionKernel& { return x.training.graph.attention; }, "flash",
+        "flash: one fused attention kernel (NKI flash attention); materialized: Q K^T, "
+        "softmax and P V as separate kernels through HBM (XLA graphs of NeMo and NxD before "
+        "their flash kernels)."));
+    s.field(real<S>("workload.graph.attention_dropout",
+                    [](S& x) -> double& { return x.training.graph.attention_dropout; }, "0",
+                    0.0, 0.99, "0 to 0.99",
+                    "Dropout probability on the attention probabilities (materialized "
+                    "attention: one more pass over them, its mask kept)."));
+    s.field(real<S>("workload.graph.hidden_dropout",
+                    [](S& x) -> double& { return x.training.graph.hidden_dropout; }, "0", 0.0,
+                    0.99, "0 to 0.99",
+                    "Dropout probability on each block's output before the residual addition "
+                    "(one more pass over the residual stream, its mask kept)."));
 
     add_reliability_keys(s);
 

@@ -66,9 +66,16 @@ LevelAlgorithm pick(const GroupLevel& l, double bytes) {
 ///         + s / bw + a
 /// Mesh and RDH move the ring's bytes; the link over-subscription of their routed traffic
 /// (CCI) is not modelled, which matters only near the upper end of their size ranges.
-double ring_scatter_seconds(double bytes, const GroupShape& group) {
+/// The bandwidth of a level for one member: its links', at most the collective engine's rate.
+Bandwidth member_bandwidth(const GroupLevel& l, const GroupShape& group) {
+    const double cap = group.rank_bandwidth.bytes_per_s();
+    return cap > 0.0 && cap < l.bandwidth.bytes_per_s() ? group.rank_bandwidth : l.bandwidth;
+}
+
+double ring_scatter_seconds(double bytes, const GroupShape& group, bool reduce) {
     double t = 0.0;
     double shard = bytes;
+    const double reduce_rate = reduce ? group.reduce_bandwidth.bytes_per_s() : 0.0;
     for (const auto& l : group.levels) {
         if (l.members <= 1) {
             continue;
@@ -76,18 +83,25 @@ double ring_scatter_seconds(double bytes, const GroupShape& group) {
         const double g = l.members;
         const double a = l.step_latency.seconds();
         const double selecting = l.link == LinkClass::efa ? shard : bytes;
+        const Bandwidth bw = member_bandwidth(l, group);
+        // The (g - 1) / g of the shard a member receives; summed as it arrives (reductions).
+        const auto moved = [&](double fraction) {
+            const double transfer = fraction * transfer_seconds(shard, bw);
+            return reduce_rate > 0.0 ? std::max(transfer, (g - 1.0) / g * shard / reduce_rate)
+                                     : transfer;
+        };
         switch (pick(l, selecting)) {
         case LevelAlgorithm::ring:
-            t += (g - 1.0) / g * transfer_seconds(shard, l.bandwidth) + (g - 1.0) * a;
+            t += moved((g - 1.0) / g) + (g - 1.0) * a;
             break;
         case LevelAlgorithm::mesh:
-            t += (g - 1.0) / g * transfer_seconds(shard, l.bandwidth) + a;
+            t += moved((g - 1.0) / g) + a;
             break;
         case LevelAlgorithm::rdh: {
             const auto q = static_cast<double>(std::bit_floor(static_cast<unsigned>(l.members)));
-            t += (q - 1.0) / q * transfer_seconds(shard, l.bandwidth) + std::log2(q) * a;
+            t += moved((q - 1.0) / q) + std::log2(q) * a;
             if (q != g) {
-                t += transfer_seconds(shard, l.bandwidth) + a;
+                t += transfer_seconds(shard, bw) + a;
             }
             break;
         }
@@ -112,7 +126,8 @@ double all_to_all_seconds(double bytes, const GroupShape& group) {
         const double within = inner * l.members;
         // Share of each member's traffic whose peer is in this level's unit but not the inner one.
         const double share = (within - inner) / total;
-        bandwidth_term = std::max(bandwidth_term, transfer_seconds(bytes * share, l.bandwidth));
+        bandwidth_term =
+            std::max(bandwidth_term, transfer_seconds(bytes * share, member_bandwidth(l, group)));
         latency = std::max(latency, l.step_latency.seconds());
         inner = within;
     }
@@ -126,7 +141,7 @@ double broadcast_seconds(double bytes, const GroupShape& group) {
         if (l.members <= 1) {
             continue;
         }
-        slowest = std::max(slowest, transfer_seconds(bytes, l.bandwidth));
+        slowest = std::max(slowest, transfer_seconds(bytes, member_bandwidth(l, group)));
         latency += (l.members - 1) * l.step_latency.seconds();
     }
     return slowest + latency;
@@ -135,20 +150,24 @@ double broadcast_seconds(double bytes, const GroupShape& group) {
 } // namespace
 
 double collective_seconds(CollectiveOp op, double bytes, const GroupShape& group) {
-    if (bytes <= 0.0) {
+    if (bytes <= 0.0 || group.size() <= 1) {
         return 0.0;
     }
+    const double launch = group.launch.seconds();
     switch (op) {
     case CollectiveOp::all_reduce:
-        return 2.0 * ring_scatter_seconds(bytes, group);
+        return launch + ring_scatter_seconds(bytes, group, true) +
+               ring_scatter_seconds(bytes, group, false);
     case CollectiveOp::reduce_scatter:
+        return launch + ring_scatter_seconds(bytes, group, true);
     case CollectiveOp::all_gather:
-        return ring_scatter_seconds(bytes, group);
+        return launch + ring_scatter_seconds(bytes, group, false);
     case CollectiveOp::all_to_all:
-        return all_to_all_seconds(bytes, group);
+        return launch + all_to_all_seconds(bytes, group);
     case CollectiveOp::broadcast:
-        return broadcast_seconds(bytes, group);
+        return launch + broadcast_seconds(bytes, group);
     case CollectiveOp::send_recv: {
+        // A pipeline transfer: no collective launch.
         double t = 0.0;
         for (const auto& l : group.levels) {
             t = std::max(t, transfer_seconds(bytes, l.bandwidth) + l.step_latency.seconds());

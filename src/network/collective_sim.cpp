@@ -49,7 +49,8 @@ public:
                 // Alone on the fabric, the same flows take the same time.
                 transfers_.emplace(p.signature, ctx.now_ns() - s.phase_start);
             }
-            ctx.schedule_at_ns(ctx.self(), std::max(ctx.now_ns(), s.phase_start + local_ns(p)),
+            ctx.schedule_at_ns(ctx.self(),
+                               std::max(ctx.now_ns() + overhead_ns(p), s.phase_start + local_ns(p)),
                                kPhaseDone);
             return;
         }
@@ -101,6 +102,17 @@ private:
     static std::int64_t local_ns(const Phase& p) {
         return Duration::from_seconds_ceil(p.local_seconds).ns();
     }
+    static std::int64_t overhead_ns(const Phase& p) {
+        return Duration::from_seconds_ceil(p.overhead_seconds).ns();
+    }
+
+public:
+    /// When job j's first phase starts: after the collective's launch.
+    std::int64_t first_phase_of(std::size_t j) const {
+        return jobs_[j].start_ns + Duration::from_seconds_ceil(jobs_[j].plan.launch_seconds).ns();
+    }
+
+private:
 
     template <class Q>
     void start_phase(engine::Context<Q>& ctx, State& s, const CollectivePlan& plan) {
@@ -118,7 +130,7 @@ private:
             if (auto it = transfers_.find(p.signature); it != transfers_.end()) {
                 // These flows ran before, alone: the transfers take the same time.
                 s.repeat_done = p.repeat;
-                const std::int64_t d = std::max(it->second, local_ns(p));
+                const std::int64_t d = std::max(it->second + overhead_ns(p), local_ns(p));
                 ctx.schedule_at_ns(ctx.self(), ctx.now_ns() + d * p.repeat, kStart);
                 return;
             }
@@ -166,7 +178,7 @@ std::vector<CollectiveOutcome> simulate_collectives(const topology::Fabric& fabr
     const Duration lookahead = Duration::from_ns(options.exact ? 1 : min_latency(fabric));
     engine::Simulator<Model> sim(model, map, lookahead);
     for (std::uint32_t j = 0; j < model.jobs(); ++j) {
-        sim.schedule(j, SimTime::from_ns(model.start_of(j)), kStart);
+        sim.schedule(j, SimTime::from_ns(model.first_phase_of(j)), kStart);
     }
     const engine::RunStats r = sim.run(SimTime::max(), options.threads);
     if (stats) {

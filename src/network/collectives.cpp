@@ -56,10 +56,14 @@ std::uint64_t signature(const Phase& p) {
 
 class Builder {
 public:
-    Builder(const topology::Fabric& f, const LocalCosts& local, CollectivePlan& plan)
-        : f_(f), local_(local), plan_(plan) {}
+    Builder(const topology::Fabric& f, const LocalCosts& local, CollectivePlan& plan,
+            int moving_ranks)
+        : f_(f), local_(local), plan_(plan), ranks_(moving_ranks) {}
 
-    /// Appends a phase; `reduced` bytes per chip are reduced on chip (3 HBM accesses a byte).
+    /// Appends a phase; `reduced` bytes per chip are summed on chip (at the ranks' reduce rate,
+    /// or three HBM accesses a byte); each chip's outgoing bytes move at most at its ranks'
+    /// collective rate; a phase with a flow between NeuronLink domains pays the EFA step
+    /// overhead.
     void emit(std::vector<FlowSpec> flows, std::uint32_t repeat, double reduced,
               const std::string& stage) {
         if (flows.size() > kMaxFlowsPerPhase) {
@@ -73,7 +77,34 @@ public:
         Phase p;
         p.flows = std::move(flows);
         p.repeat = repeat;
-        p.local_seconds = reduced > 0.0 ? 3.0 * reduced / local_.hbm.bytes_per_s() : 0.0;
+        const double r = ranks_;
+        const double reduce_rate = local_.reduce_bandwidth.bytes_per_s();
+        if (reduced > 0.0) {
+            p.local_seconds = reduce_rate > 0.0 ? reduced / (r * reduce_rate)
+                                                : 3.0 * reduced / local_.hbm.bytes_per_s();
+        }
+        const double rank_rate = local_.rank_bandwidth.bytes_per_s();
+        bool crosses = false;
+        if (rank_rate > 0.0 || local_.efa_step_overhead.ns() > 0) {
+            // Bytes leaving each chip (flows are grouped by source in every builder).
+            std::vector<std::pair<std::uint32_t, double>> out;
+            for (const FlowSpec& fl : p.flows) {
+                crosses = crosses || f_.domain_of(fl.src) != f_.domain_of(fl.dst);
+                if (!out.empty() && out.back().first == fl.src) {
+                    out.back().second += fl.bytes;
+                } else {
+                    out.push_back({fl.src, fl.bytes});
+                }
+            }
+            if (rank_rate > 0.0) {
+                double most = 0.0;
+                for (const auto& [chip, bytes] : out) {
+                    most = std::max(most, bytes);
+                }
+                p.local_seconds = std::max(p.local_seconds, most / (r * rank_rate));
+            }
+        }
+        p.overhead_seconds = crosses ? local_.efa_step_overhead.seconds() : 0.0;
         p.stage = stage;
         p.signature = signature(p);
         plan_.phases.push_back(std::move(p));
@@ -86,8 +117,16 @@ public:
             return;
         }
         Phase p;
-        p.local_seconds = passes * (r - 1) * bytes_per_rank / local_.hbm.bytes_per_s() +
-                          (r - 1) * local_.step_latency.seconds();
+        // Through HBM, and at most at the ranks' collective rate: each rank moves (r - 1) / r
+        // of its buffer per pass.
+        const double rank_rate = local_.rank_bandwidth.bytes_per_s();
+        const double hbm = passes * (r - 1) * bytes_per_rank / local_.hbm.bytes_per_s();
+        // (bytes_per_rank carries every group the request stands for: ranks_ / r of them.)
+        const double groups = static_cast<double>(ranks_) / r;
+        const double dma = rank_rate > 0.0 ? passes * (r - 1) / static_cast<double>(r) *
+                                                 bytes_per_rank / (groups * rank_rate)
+                                           : 0.0;
+        p.local_seconds = std::max(hbm, dma) + (r - 1) * local_.step_latency.seconds();
         p.stage = stage;
         p.signature = signature(p);
         plan_.phases.push_back(std::move(p));
@@ -235,6 +274,7 @@ private:
     const topology::Fabric& f_;
     const LocalCosts& local_;
     CollectivePlan& plan_;
+    int ranks_;
 };
 
 /// Inside NeuronLink domains (CCI): mesh below 1 MB, RDH up to 56 MB, rings above.
@@ -281,7 +321,8 @@ CollectivePlan plan_collective(const topology::Fabric& f, const CollectiveReques
         throw std::invalid_argument("collective: negative size or no ranks");
     }
     CollectivePlan plan;
-    Builder b(f, local, plan);
+    plan.launch_seconds = req.op == CollectiveOp::send_recv ? 0.0 : local.launch.seconds();
+    Builder b(f, local, plan, req.moving_ranks > 0 ? req.moving_ranks : req.ranks_per_chip);
     const std::size_t p = chips.size();
     const int r = req.ranks_per_chip;
     const double n = req.bytes;

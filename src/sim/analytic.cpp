@@ -20,15 +20,26 @@ struct BlockTime {
     double hbm_bytes = 0.0;
 };
 
-/// max(compute + exposed collectives, overlapped collectives) of one op list.
+/// max(compute + exposed collectives, overlapped collectives) of one op list; the overlapped
+/// collectives' reduction and HBM traffic slow the compute beside them (Coster::interference).
 BlockTime block_time(const std::vector<ProgramOp>& ops, const Coster& c, double comm_scale) {
     double serial = 0.0;
     double beside = 0.0;
     BlockTime t;
+    bool overlapped = false;
     for (const auto& op : ops) {
         const OpCost oc = c.cost(op, comm_scale);
         (op.overlapped ? beside : serial) += oc.seconds;
+        overlapped = overlapped || op.overlapped;
         t.hbm_bytes += oc.hbm_bytes;
+    }
+    if (overlapped) {
+        const double share = c.hbm_share(ops);
+        for (const auto& op : ops) {
+            if (op.overlapped) {
+                serial += c.interference(op, share, comm_scale);
+            }
+        }
     }
     t.seconds = std::max(serial, beside);
     return t;
@@ -39,6 +50,7 @@ struct StageTimes {
     double backward = 0.0;
     double after = 0.0; ///< exposed part after the pipeline
     double grad_sync_exposed = 0.0;
+    double grad_sync_interference = 0.0; ///< its reduction and HBM traffic beside the kernels
     double optimizer = 0.0;
     double param_gather = 0.0;
     double hbm_bytes_per_step = 0.0;
@@ -73,7 +85,19 @@ StageTimes stage_times(const workload::Plan& plan, const workload::StepProgram& 
     const BlockTime sync = block_time(step_ops.gradient_sync, c, comm_scale);
     const BlockTime opt = block_time({step_ops.optimizer}, c, comm_scale);
     const BlockTime gather = block_time(step_ops.parameter_gather, c, comm_scale);
-    s.grad_sync_exposed = std::max(0.0, sync.seconds - s.backward);
+    // The gradient reduction overlaps the last microbatch's backward pass and slows it by its
+    // interference with the kernels (the stage's backward kernels' HBM share).
+    double interference = 0.0;
+    if (!step_ops.gradient_sync.empty()) {
+        const double share = c.stage_hbm_share(prog, st);
+        for (const auto& op : step_ops.gradient_sync) {
+            interference += c.interference(op, share, comm_scale);
+        }
+    }
+    // Its exposed part: what the reduction adds to the step, its engine and HBM time beside the
+    // kernels included (so that the parts of the step add up).
+    s.grad_sync_exposed = interference + std::max(0.0, sync.seconds - s.backward - interference);
+    s.grad_sync_interference = interference;
     s.optimizer = opt.seconds;
     s.param_gather = gather.seconds;
     s.after = s.grad_sync_exposed + s.optimizer + s.param_gather;

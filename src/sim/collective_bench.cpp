@@ -1,5 +1,7 @@
 #include "trnsim/sim/collective_bench.hpp"
 
+#include "trnsim/workload/plan.hpp"
+
 #include "trnsim/core/error.hpp"
 #include "trnsim/network/collective_sim.hpp"
 #include "trnsim/topology/fabric.hpp"
@@ -82,11 +84,21 @@ network::CollectivePlan plan_size(const Prepared& p, double bytes,
     }
 }
 
+/// The chip's costs beside the links: HBM, on-chip latency and its collective engine.
+network::LocalCosts local_costs(const compute::ChipSpec& chip, int lnc) {
+    return {chip.hbm_bandwidth,
+            chip.on_chip_latency,
+            chip.collectives.launch,
+            chip.collectives.rank_bandwidth,
+            chip.collectives.efa_step_overhead,
+            workload::collective_reduce_bandwidth(chip, lnc)};
+}
+
 } // namespace
 
 void check_collective_bench(const CollectiveBenchSpec& spec) {
     const Prepared p = prepare(spec);
-    const network::LocalCosts local{spec.chip.hbm_bandwidth, spec.chip.on_chip_latency};
+    const network::LocalCosts local = local_costs(spec.chip, p.lnc);
     for (double size : spec.sizes) {
         (void)plan_size(p, size, local);
     }
@@ -100,7 +112,7 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
     const std::int64_t ranks = prepared.ranks;
     const std::int64_t chips_used = prepared.chips_used;
     const int lnc = prepared.lnc;
-    const network::LocalCosts local{chip.hbm_bandwidth, chip.on_chip_latency};
+    const network::LocalCosts local = local_costs(chip, lnc);
     network::CollectiveSimOptions options;
     options.exact = spec.exact;
     options.reuse_identical_phases = spec.reuse_identical_phases;

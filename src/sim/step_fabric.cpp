@@ -8,7 +8,14 @@ namespace trnsim::sim::detail {
 
 StepFabric::StepFabric(const workload::Plan& plan, const topology::Fabric& fabric,
                        std::uint32_t partitions, engine::EntityId wake, std::uint32_t shards)
-    : fabric_(fabric), local_{plan.chip.hbm_bandwidth, plan.chip.on_chip_latency}, wake_(wake),
+    : fabric_(fabric),
+      local_{plan.chip.hbm_bandwidth,
+             plan.chip.on_chip_latency,
+             plan.chip.collectives.launch,
+             plan.chip.collectives.rank_bandwidth,
+             plan.chip.collectives.efa_step_overhead,
+             workload::collective_reduce_bandwidth(plan.chip, plan.lnc)},
+      wake_(wake),
       shards_(shards),
       network_(std::make_unique<network::FlowNetwork>(fabric, partitions, wake, kFabricWake,
                                                       local_.hbm, local_.step_latency, shards)),

@@ -97,6 +97,9 @@ void StepFamilies::handle(StepContext& ctx, const engine::Event& e, StepFabric& 
     case kClosedFormDone:
         finish(ctx, f, fabric);
         return;
+    case kFamilyLaunched:
+        start_chip_groups(ctx, f, fabric);
+        return;
     default:
         return;
     }
@@ -107,12 +110,13 @@ void StepFamilies::on_flows_done(StepContext& ctx, Family& f, std::uint32_t chip
     const network::Phase& ph = p.plan->plan.phases[p.phase];
     // The phase's on-chip work (reductions) overlaps its transfers.
     const std::int64_t local = Duration::from_seconds_ceil(ph.local_seconds).ns();
-    std::int64_t at = std::max(ctx.now_ns(), p.phase_start_ns + local);
+    const std::int64_t overhead = Duration::from_seconds_ceil(ph.overhead_seconds).ns();
+    std::int64_t at = std::max(ctx.now_ns() + overhead, p.phase_start_ns + local);
     if (merge_repeats_ && ph.repeat > 1) {
         // The repeats ran as one transfer of all their bytes; each further repeat adds its
-        // flows' latency, or its on-chip work when that is longer.
+        // flows' latency and its step overhead, or its on-chip work when that is longer.
         const std::int64_t k = ph.repeat;
-        at = std::max(ctx.now_ns() + (k - 1) * p.plan->repeat_latency_ns[p.phase],
+        at = std::max(ctx.now_ns() + (k - 1) * p.plan->repeat_latency_ns[p.phase] + k * overhead,
                       p.phase_start_ns + k * local);
     }
     ctx.schedule_at_ns(ctx.self(), at, kPhaseLocalDone, chip_group);
@@ -152,8 +156,18 @@ void StepFamilies::try_start(StepContext& ctx, Family& f, StepFabric& fabric) {
     for (std::uint32_t i = 0; i < plans.size(); ++i) {
         f.progress[i].plan = &plans[i];
     }
+    // The runtime's launch of the collective, then its phases.
+    const double launch = plans.empty() ? 0.0 : plans.front().plan.launch_seconds;
+    if (launch > 0.0) {
+        ctx.schedule_at_ns(ctx.self(), ctx.now_ns() + to_ns(launch), kFamilyLaunched);
+        return;
+    }
+    start_chip_groups(ctx, f, fabric);
+}
+
+void StepFamilies::start_chip_groups(StepContext& ctx, Family& f, StepFabric& fabric) {
     // A plan without phases finishes at once (and may start the next collective).
-    for (std::uint32_t i = 0; i < plans.size() && f.running; ++i) {
+    for (std::uint32_t i = 0; i < f.progress.size() && f.running; ++i) {
         start_phase(ctx, f, i, fabric);
     }
 }
@@ -204,6 +218,8 @@ ChipGroupPlan StepFamilies::plan_chip_group(const ChipGroup& cg, const FamilyCol
     req.bytes = c.bytes * cg.multiplier;
     req.chips = cg.chips;
     req.ranks_per_chip = cg.ranks_per_chip;
+    // The `multiplier` TP indices' ranks move their own bytes.
+    req.moving_ranks = cg.ranks_per_chip * cg.multiplier;
     ChipGroupPlan p;
     p.plan = network::plan_collective(fabric.topology(), req, fabric.local_costs());
     for (const network::Phase& ph : p.plan.phases) {

@@ -98,6 +98,8 @@ private:
     void on_flows_done(StepContext& ctx, Family& f, std::uint32_t chip_group);
     void on_local_done(StepContext& ctx, Family& f, std::uint32_t chip_group, StepFabric& fabric);
     void try_start(StepContext& ctx, Family& f, StepFabric& fabric);
+    /// The first phase of every chip group of the running collective.
+    void start_chip_groups(StepContext& ctx, Family& f, StepFabric& fabric);
     void start_phase(StepContext& ctx, Family& f, std::uint32_t chip_group, StepFabric& fabric);
     void finish(StepContext& ctx, Family& f, StepFabric& fabric);
     const std::vector<ChipGroupPlan>& plans_for(Family& f, std::uint32_t collective,

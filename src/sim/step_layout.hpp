@@ -45,6 +45,7 @@ enum StepEvent : engine::EventType {
     kPhaseLocalDone = 7, ///< family: the phase's on-chip work is done too (payload: chip group)
     kClosedFormDone = 8, ///< family: a closed-form collective ended
     kFabricWake = 9,     ///< the wake entity: the fabric's next rate change or arrival
+    kFamilyLaunched = 10, ///< family: the running collective's launch cost is over
 };
 
 /// The groups whose collectives run between entities, in the order their families are built

@@ -1,5 +1,8 @@
 #include "step_programs.hpp"
 
+#include <iterator>
+#include <stdexcept>
+
 namespace trnsim::sim::detail {
 
 using network::CollectiveOp;
@@ -61,12 +64,17 @@ std::array<double, topology::kLinkKinds> closed_form_link_bytes(CollectiveOp op,
 
 } // namespace
 
-/// Appends to one program, merging consecutive local ops into one run_local action.
+/// Appends to one program, merging consecutive local ops into one run_local action. After
+/// tail(), local ops go to the program's after_send list and only issues may follow.
 class StepPrograms::Writer {
 public:
     explicit Writer(Program& p) : program(p) {}
 
     void local(std::uint32_t name, bool tp_collective, double seconds) {
+        if (tail_) {
+            program.after_send.push_back({name, tp_collective, to_ns(seconds)});
+            return;
+        }
         if (!run_open_) {
             Action a;
             a.kind = Action::run_local;
@@ -78,14 +86,20 @@ public:
         program.actions.back().ops_end = static_cast<std::uint32_t>(program.local_ops.size());
     }
     void interaction(const Action& a) {
+        if (tail_ && a.kind != Action::issue) {
+            throw std::logic_error("step programs: only issues may follow a program's kernels");
+        }
         program.actions.push_back(a);
         run_open_ = false;
     }
+    /// The program's kernels are all written.
+    void tail() { tail_ = true; }
 
     Program& program;
 
 private:
     bool run_open_ = false;
+    bool tail_ = false;
 };
 
 StepPrograms::StepPrograms(const workload::Plan& plan, const StepLayout& layout,
@@ -170,11 +184,13 @@ std::vector<StepPrograms::BlockRef> StepPrograms::chunk_blocks(int stage, int ch
 
 void StepPrograms::build_stage(int stage) {
     const workload::StageStepOps step_ops = workload::build_stage_step_ops(plan_, stage);
+    const auto& st = plan_.stages[static_cast<std::size_t>(stage)];
     // The stage's gradient reduction per group, split over its blocks by parameter share.
     GradientSyncs sync;
     for (const ProgramOp& op : step_ops.gradient_sync) {
         if (between_entities(op.group) && op.bytes > 0.0) {
-            sync[index_of(op.group)] = {true, op.collective, op.bytes * op.repeat, op.name};
+            sync[index_of(op.group)] = {true, op.collective, op.bytes * op.repeat, op.name,
+                                        coster_.stage_hbm_share(workload_program_, st)};
         }
     }
     double dense_total = 0.0, expert_total = 0.0;
@@ -188,8 +204,8 @@ void StepPrograms::build_stage(int stage) {
         const auto blocks = chunk_blocks(stage, c);
         {
             Writer w(programs_[program_index(stage, c, Pass::forward)]);
-            for (const BlockRef& blk : blocks) {
-                add_ops(w, blk.block->forward);
+            for (std::size_t i = 0; i < blocks.size(); ++i) {
+                add_ops(w, blocks[i].block->forward, i + 1 == blocks.size());
             }
         }
         build_backward(stage, c, Pass::backward, blocks, sync, dense_total, expert_total);
@@ -214,6 +230,13 @@ void StepPrograms::build_backward(int stage, int chunk, Pass pass,
         a.group = g;
         a.collective = collective_index(s.op, bytes, g, s.name);
         w.interaction(a);
+        ProgramOp op;
+        op.kind = ProgramOp::Kind::collective;
+        op.name = s.name;
+        op.collective = s.op;
+        op.group = g;
+        op.bytes = bytes;
+        add_interference(w, op, s.hbm_share);
         bytes = 0.0;
     };
     // Adds a block's share of the group's gradients to its bucket; a full bucket goes out.
@@ -228,7 +251,11 @@ void StepPrograms::build_backward(int stage, int chunk, Pass pass,
         }
     };
     for (auto it = blocks.rbegin(); it != blocks.rend(); ++it) {
-        add_ops(w, it->block->backward);
+        const bool last = std::next(it) == blocks.rend();
+        add_ops(w, it->block->backward, last);
+        if (last) {
+            w.tail(); // the buckets below go out after the program's last kernel
+        }
         if (pass == Pass::last_backward) {
             // This block's gradients are final.
             add(CommGroup::dp, it->dense_weight, dense_total);
@@ -265,18 +292,23 @@ void StepPrograms::add_collective(Writer& w, Action::Kind kind, const ProgramOp&
     w.interaction(a);
 }
 
-void StepPrograms::add_ops(Writer& w, const std::vector<ProgramOp>& ops) {
+void StepPrograms::add_ops(Writer& w, const std::vector<ProgramOp>& ops, bool last) {
     // Overlapped collectives (ZeRO-3): the parameter gathers go out at the block's start and
     // the block waits for them at its end; the gradient reduce-scatters go out at its end.
     std::vector<const ProgramOp*> late;
     bool gathered = false;
     CommGroup gather_group = CommGroup::dp;
+    double share = -1.0; // the block's HBM share, computed when an overlapped collective needs it
     for (const ProgramOp& op : ops) {
         if (!op.is_collective() || !op.overlapped || !between_entities(op.group)) {
             continue;
         }
+        if (share < 0.0) {
+            share = coster_.hbm_share(ops);
+        }
         if (op.collective == CollectiveOp::all_gather) {
             add_collective(w, Action::issue, op);
+            add_interference(w, op, share);
             gathered = true;
             gather_group = op.group;
         } else {
@@ -302,8 +334,19 @@ void StepPrograms::add_ops(Writer& w, const std::vector<ProgramOp>& ops) {
         a.group = gather_group;
         w.interaction(a);
     }
+    if (last) {
+        w.tail(); // the late reduce-scatters go out after the program's last kernel
+    }
     for (const ProgramOp* op : late) {
         add_collective(w, Action::issue, *op);
+        add_interference(w, *op, share);
+    }
+}
+
+void StepPrograms::add_interference(Writer& w, const ProgramOp& op, double hbm_share) {
+    const double s = coster_.interference(op, hbm_share, 1.0);
+    if (s > 0.0) {
+        w.local(intern(op.name + " on the engines"), false, s);
     }
 }
 

@@ -64,6 +64,13 @@ struct Action {
 struct Program {
     std::vector<Action> actions;
     std::vector<LocalOp> local_ops;
+    /// Local ops run after the task's pipeline send, on the worker's own clock: the engine
+    /// and HBM time of collectives issued after the program's last kernel (its gradient
+    /// buckets), which the kernels after it lose. They do not hold the send back: the send is
+    /// a DMA transfer of activations finished before those collectives went out, and holding
+    /// it would let one rank's share delay another stage's ranks, which a TP group in lockstep
+    /// cannot model (docs/architecture.md, step entities).
+    std::vector<LocalOp> after_send;
     /// Bytes the program's closed-form TP collectives put on each link kind, per entity (they
     /// never become flows, but count in the link classes' traffic).
     std::array<double, topology::kLinkKinds> tp_link_bytes{};
@@ -120,6 +127,7 @@ private:
         network::CollectiveOp op = network::CollectiveOp::reduce_scatter;
         double bytes = 0.0;
         std::string name;
+        double hbm_share = 0.0; ///< of the stage's backward kernels (Coster::interference)
     };
     using GradientSyncs = std::array<GradientSync, workload::kCommGroups>;
     class Writer;
@@ -139,8 +147,12 @@ private:
     void build_backward(int stage, int chunk, Pass pass, const std::vector<BlockRef>& blocks,
                         const GradientSyncs& sync, double dense_total, double expert_total);
     void build_final(int stage, const workload::StageStepOps& step_ops);
-    /// Appends a block pass's ops to a program.
-    void add_ops(Writer& w, const std::vector<workload::ProgramOp>& ops);
+    /// Appends a block pass's ops to a program; `last`: the program's last block (what it
+    /// issues after its kernels goes to the program's tail, Program::after_send).
+    void add_ops(Writer& w, const std::vector<workload::ProgramOp>& ops, bool last);
+    /// The compute an overlapped collective takes from the kernels beside it, as a local op
+    /// ("<name> on the engines"; nothing when it costs nothing).
+    void add_interference(Writer& w, const workload::ProgramOp& op, double hbm_share);
     void add_closed_form(Writer& w, const workload::ProgramOp& op);
     void add_collective(Writer& w, Action::Kind kind, const workload::ProgramOp& op);
 

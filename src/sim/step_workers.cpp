@@ -210,6 +210,7 @@ bool StepWorkers::end_program(StepContext& ctx, Worker& w, const Program& p,
     if (!send(ctx, w, *task, fabric)) {
         return false;
     }
+    run_ops(ctx, w, p.after_send.data(), p.after_send.data() + p.after_send.size());
     fabric.add_tp_link_bytes(ctx.partition(), p.tp_link_bytes);
     trace(ctx, ctx.self(), 2, w.task_start_ns, w.clock_ns, programs_.task_name(*task));
     ++w.task;
@@ -252,8 +253,12 @@ bool StepWorkers::perform(StepContext& ctx, Worker& w, const Program& p, const A
 }
 
 void StepWorkers::run_local(StepContext& ctx, Worker& w, const Program& p, const Action& a) {
-    for (std::uint32_t i = a.ops_begin; i < a.ops_end; ++i) {
-        const LocalOp& op = p.local_ops[i];
+    run_ops(ctx, w, p.local_ops.data() + a.ops_begin, p.local_ops.data() + a.ops_end);
+}
+
+void StepWorkers::run_ops(StepContext& ctx, Worker& w, const LocalOp* begin, const LocalOp* end) {
+    for (const LocalOp* it = begin; it != end; ++it) {
+        const LocalOp& op = *it;
         const std::int64_t d = op.tp_collective || w.speed == 1.0
                                    ? op.ns
                                    : std::llround(static_cast<double>(op.ns) / w.speed);

@@ -106,6 +106,9 @@ private:
                      const workload::PipelineTask* task, StepFabric& fabric);
     bool perform(StepContext& ctx, Worker& w, const Program& p, const Action& a);
     void run_local(StepContext& ctx, Worker& w, const Program& p, const Action& a);
+    /// Runs local ops back to back on the worker's clock, each at the worker's speed (a
+    /// closed-form TP collective at its own).
+    void run_ops(StepContext& ctx, Worker& w, const LocalOp* begin, const LocalOp* end);
     void enter_tp_barrier(StepContext& ctx, Worker& w, const Action& a);
     void wait_for_collectives(Worker& w, workload::CommGroup group);
     /// Sends a task's output to the neighbouring virtual stage (false: must sleep first).

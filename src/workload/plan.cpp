@@ -1,5 +1,7 @@
 #include "trnsim/workload/plan.hpp"
 
+#include "trnsim/compute/cost_model.hpp"
+
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
 
@@ -25,21 +27,58 @@ int weight_element_bytes(compute::Precision p) { return p == compute::Precision:
 
 } // namespace
 
+RecomputeSet RecomputeSet::of(Recompute r, const std::vector<RecomputePart>& parts) {
+    RecomputeSet set;
+    if (r == Recompute::full) {
+        set.full = set.core_attention = set.norm = set.mlp_activation = set.mlp = true;
+    } else if (r == Recompute::selective) {
+        if (parts.empty()) {
+            set.core_attention = true;
+        }
+        for (RecomputePart p : parts) {
+            set.core_attention |= p == RecomputePart::core_attention;
+            set.norm |= p == RecomputePart::norm;
+            set.mlp_activation |= p == RecomputePart::mlp_activation;
+            set.mlp |= p == RecomputePart::mlp;
+        }
+    }
+    return set;
+}
+
+bool RecomputeSet::has(RecomputePart p) const {
+    switch (p) {
+    case RecomputePart::core_attention:
+        return core_attention;
+    case RecomputePart::norm:
+        return norm;
+    case RecomputePart::mlp_activation:
+        return mlp_activation;
+    case RecomputePart::mlp:
+        return mlp;
+    }
+    return false;
+}
+
 double activation_bytes_per_layer(const ModelSpec& m, bool moe_layer, std::int64_t tokens,
-                                  int tp, bool sequence_parallel, Recompute recompute,
-                                  int element_bytes, std::int64_t top_k) {
+                                  int tp, bool sequence_parallel, const RecomputeSet& recompute,
+                                  int element_bytes, std::int64_t top_k, const GraphSpec& graph,
+                                  std::int64_t sequence_length) {
     const double T = static_cast<double>(tokens);
     const double h = static_cast<double>(m.hidden);
     const double e = element_bytes;
     const double t = tp;
     // Tensors on the residual stream are split by t only under sequence parallelism.
     const double sp = sequence_parallel ? t : 1.0;
-    if (recompute == Recompute::full) {
+    if (recompute.full) {
         return T * h * e / sp; // only the layer input; the rest is recomputed
     }
+    // Each norm keeps its input; its output (the next projection's input) unless recomputed.
+    const double norm = (recompute.norm ? 1.0 : 2.0) * T * h * e / sp;
+    // A dropout keeps its mask (a byte per element).
+    const double hidden_dropout = graph.hidden_dropout > 0.0 ? T * h / sp : 0.0;
     double bytes = 0.0;
     // Attention block: norm input and output.
-    bytes += 2.0 * T * h * e / sp;
+    bytes += norm + hidden_dropout;
     const double heads = static_cast<double>(m.heads);
     double attention_out = T * heads * static_cast<double>(m.v_dim()) * e / t // O-proj input
                            + T * heads / t * 4.0;                             // softmax stats
@@ -52,14 +91,24 @@ double activation_bytes_per_layer(const ModelSpec& m, bool moe_layer, std::int64
         const double kv = std::max(1.0, static_cast<double>(m.kv_heads) / t);
         bytes += T * (heads / t + 2.0 * kv) * static_cast<double>(m.head_dim) * e; // q, k, v
     }
-    if (recompute != Recompute::selective) {
-        bytes += attention_out; // selective recompute rebuilds the attention core output
+    if (!recompute.core_attention) {
+        bytes += attention_out; // recomputing the attention core rebuilds its output
+        if (graph.attention == AttentionKernel::materialized) {
+            // The S x S probabilities of the rank's heads (and the dropout mask).
+            const double probs = T * heads / t * static_cast<double>(sequence_length);
+            bytes += probs * e + (graph.attention_dropout > 0.0 ? probs : 0.0);
+        }
     }
     // MLP block: norm input and output.
-    bytes += 2.0 * T * h * e / sp;
+    bytes += norm + hidden_dropout;
     const auto mlp_act = [&](double tokens_here, double f) {
-        // SwiGLU keeps gate and up outputs and their product; GELU its input and output.
-        const double per = m.mlp == MlpKind::swiglu ? 3.0 : 2.0;
+        // SwiGLU keeps gate and up outputs and their product; GELU its input and output. A
+        // recomputed activation keeps only its inputs; a recomputed MLP nothing (its input is
+        // the norm's output, counted above).
+        if (recompute.mlp) {
+            return 0.0;
+        }
+        const double per = (m.mlp == MlpKind::swiglu ? 3.0 : 2.0) - (recompute.mlp_activation ? 1.0 : 0.0);
         return tokens_here * per * f * e;
     };
     if (moe_layer) {
@@ -227,15 +276,44 @@ network::GroupShape group_shape_of(const compute::ChipSpec& chip_spec, int ranks
     return s;
 }
 
+Bandwidth collective_reduce_bandwidth(const compute::ChipSpec& chip, int lnc) {
+    const compute::CostModel model(chip, lnc);
+    compute::StreamShape s;
+    s.kind = compute::StreamKind::reduce;
+    s.inputs = 2;
+    s.element_bytes = 2;
+    s.elements = std::int64_t{16} << 20;
+    const double seconds = model.stream(s).seconds;
+    return Bandwidth::bytes_per_s(static_cast<double>(s.elements) * s.element_bytes /
+                                       seconds);
+}
+
+network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip, int ranks_per_chip,
+                                            const topology::ClusterShape& cluster,
+                                            const std::vector<std::int64_t>& ranks) {
+    network::GroupShape s = group_shape_of(chip, ranks_per_chip, cluster, ranks);
+    s.launch = chip.collectives.launch;
+    s.rank_bandwidth = chip.collectives.rank_bandwidth;
+    s.reduce_bandwidth =
+        collective_reduce_bandwidth(chip, std::max(1, chip.physical_cores / ranks_per_chip));
+    for (auto& l : s.levels) {
+        if (l.link == network::LinkClass::efa) {
+            l.step_latency = l.step_latency + chip.collectives.efa_step_overhead;
+        }
+    }
+    return s;
+}
+
 network::GroupShape Plan::group_shape(CommGroup g) const {
     return shapes_.at(static_cast<std::size_t>(g));
 }
 
 namespace {
 
-/// Decomposes a group (its members in increasing rank order) over the levels of the cluster.
+/// Decomposes a group (its members in increasing rank order) over the levels of the cluster,
+/// with the chip's collective engine.
 network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ranks) {
-    return group_shape_of(p.chip, p.ranks_per_chip, p.cluster, ranks);
+    return group_shape_with_engine(p.chip, p.ranks_per_chip, p.cluster, ranks);
 }
 
 /// Pipeline neighbours: one level, the link class that separates a rank from the same rank of
@@ -314,6 +392,17 @@ void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& clus
     p.pp = par.pp;
     p.dp = static_cast<int>(dp);
     p.ep = par.ep;
+    if (!par.recompute_parts.empty() && par.recompute != Recompute::selective) {
+        fail(std::string(kPar) + ".recompute_parts",
+             "recompute_parts lists what selective recomputation recomputes; recompute is " +
+                 std::string(to_string(par.recompute)) +
+                 " (use recompute: selective, or drop recompute_parts)");
+    }
+    if (t.graph.attention == AttentionKernel::materialized && par.cp > 1) {
+        fail("workload.graph.attention",
+             "materialized attention with context parallelism (cp = " + str(par.cp) +
+                 ") is not modelled: ring attention runs a fused kernel per key/value block");
+    }
     if (t.moe_imbalance != 1.0 && !m.is_moe()) {
         fail("workload.moe_imbalance", "routing imbalance needs a mixture-of-experts model; " +
                                            m.name + " is dense");
@@ -435,11 +524,14 @@ MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
 
     // The rank's tokens of a microbatch: S / cp of each sequence.
     const std::int64_t tokens = p.tokens_per_rank();
-    const double dense_layer = activation_bytes_per_layer(
-        m, false, tokens, p.tp, par.sequence_parallel, par.recompute, static_cast<int>(e), 0);
+    const RecomputeSet recompute = RecomputeSet::of(par.recompute, par.recompute_parts);
+    const double dense_layer =
+        activation_bytes_per_layer(m, false, tokens, p.tp, par.sequence_parallel, recompute,
+                                   static_cast<int>(e), 0, t.graph, t.sequence_length / p.cp);
     const double moe_layer =
         m.is_moe() ? activation_bytes_per_layer(m, true, tokens, p.tp, par.sequence_parallel,
-                                                par.recompute, static_cast<int>(e), m.moe.top_k)
+                                                recompute, static_cast<int>(e), m.moe.top_k,
+                                                t.graph, t.sequence_length / p.cp)
                    : 0.0;
     const double per_microbatch = static_cast<double>(st.dense_layers) * dense_layer +
                                   static_cast<double>(st.moe_layers) * moe_layer;

@@ -19,9 +19,33 @@ public:
           precision_(p.training.precision),
           e_(p.training.precision == compute::Precision::fp32 ? 4 : 2),
           T_(p.tokens_per_rank()),
-          sp_(par_.sequence_parallel ? p.tp : 1) {}
+          sp_(par_.sequence_parallel ? p.tp : 1), graph_(p.training.graph) {}
 
     std::vector<ProgramOp> ops;
+
+    /// Tags the ops appended while it lives as belonging to a part of the layer.
+    class Part {
+    public:
+        Part(BlockBuilder& b, std::initializer_list<RecomputePart> parts) : b_(b), saved_(b.part_) {
+            for (RecomputePart p : parts) {
+                b_.part_ |= static_cast<std::uint8_t>(1u << static_cast<int>(p));
+            }
+        }
+        ~Part() { b_.part_ = saved_; }
+        Part(const Part&) = delete;
+        Part& operator=(const Part&) = delete;
+
+    private:
+        BlockBuilder& b_;
+        std::uint8_t saved_;
+    };
+
+    /// Appends an op with the current part tags.
+    ProgramOp& add(ProgramOp op) {
+        op.parts = part_;
+        ops.push_back(std::move(op));
+        return ops.back();
+    }
 
     void matmul(const char* name, std::int64_t m, std::int64_t k, std::int64_t n,
                 std::int64_t batch = 1) {
@@ -29,18 +53,35 @@ public:
         op.kind = Kind::matmul;
         op.name = name;
         op.matmul = {m, k, n, batch, precision_};
-        ops.push_back(op);
+        add(op);
     }
 
-    void stream(const char* name, std::int64_t elements, int inputs, int outputs, int passes,
-                compute::StreamEngine engine, int element_bytes = 0,
-                compute::StreamKind kind = compute::StreamKind::elementwise, std::int64_t row = 0) {
+    /// A streaming op; returns it so that the caller lists its backward kernels.
+    ProgramOp& stream(const char* name, std::int64_t elements, int inputs, int outputs,
+                      int passes, compute::StreamEngine engine, int element_bytes = 0,
+                      compute::StreamKind kind = compute::StreamKind::elementwise,
+                      std::int64_t row = 0) {
         ProgramOp op;
         op.kind = Kind::stream;
         op.name = name;
         op.stream = {elements, inputs, outputs, element_bytes > 0 ? element_bytes : e_, passes,
                      engine, kind, row};
-        ops.push_back(op);
+        return add(op);
+    }
+    /// An elementwise kernel of `elements` values (a backward kernel of a streaming op).
+    compute::StreamShape elementwise(std::int64_t elements, int inputs, int outputs, int passes,
+                                     compute::StreamEngine engine, int element_bytes = 0) const {
+        return {elements,      inputs, outputs, element_bytes > 0 ? element_bytes : e_,
+                passes,        engine, compute::StreamKind::elementwise, 0};
+    }
+    /// An op whose backward is the same kernel again (a rotation by the opposite angle; the sum
+    /// of two gradient paths for a residual addition).
+    void same_backward(ProgramOp& op) const { op.grads = {op.stream}; }
+    /// An activation y = f(x): dx = dy f'(x), the derivative on ScalarE and the product on
+    /// VectorE (two inputs, one output).
+    void activation_backward(ProgramOp& op) const {
+        op.grads = {elementwise(op.stream.elements, 2, 1, 1, compute::StreamEngine::scalar,
+                                op.stream.element_bytes)};
     }
 
     /// Appends a collective; false (and nothing appended) when the group has one member.
@@ -56,7 +97,7 @@ public:
         op.group = g;
         op.bytes = bytes;
         op.overlapped = overlapped;
-        ops.push_back(op);
+        add(op);
         return true;
     }
 
@@ -74,12 +115,19 @@ public:
                    CommGroup::tp, hidden_bytes());
     }
 
-    /// RMSNorm or LayerNorm over `elements` values in rows of `row`.
+    /// RMSNorm or LayerNorm over `elements` values in rows of `row`; its backward is the
+    /// norm-backward kernel (input gradient, scale and shift gradients).
     void norm(const char* name, std::int64_t elements, std::int64_t row) {
-        stream(name, elements, 1, 1, 2, compute::StreamEngine::vector, 0,
-               m_.norm == NormKind::layernorm ? compute::StreamKind::layer_norm
-                                              : compute::StreamKind::rms_norm,
-               row);
+        const Part part(*this, {RecomputePart::norm});
+        const bool layer = m_.norm == NormKind::layernorm;
+        ProgramOp& op = stream(name, elements, 1, 1, 2, compute::StreamEngine::vector, 0,
+                               layer ? compute::StreamKind::layer_norm
+                                     : compute::StreamKind::rms_norm,
+                               row);
+        compute::StreamShape g = op.stream;
+        g.kind = layer ? compute::StreamKind::layer_norm_backward
+                       : compute::StreamKind::rms_norm_backward;
+        op.grads = {g};
     }
 
     /// ZeRO-3 gathers the block's parameters before use (prefetched, beside compute).
@@ -110,20 +158,22 @@ public:
             norm("kv_norm", T_ * a.kv_lora_rank, a.kv_lora_rank);
             matmul("kv_up_proj", T_, a.kv_lora_rank,
                    heads * (a.qk_nope_head_dim + a.v_head_dim));
-            stream("rope", T_ * (heads + 1) * a.qk_rope_head_dim, 1, 1, 2,
-                   compute::StreamEngine::vector);
+            same_backward(stream("rope", T_ * (heads + 1) * a.qk_rope_head_dim, 1, 1, 2,
+                                 compute::StreamEngine::vector));
         } else {
             kv_heads = std::max<std::int64_t>(1, m_.kv_heads / t);
             matmul("qkv_proj", T_, h, (heads + 2 * kv_heads) * m_.head_dim);
             if (m_.position == PositionKind::rope) {
-                stream("rope", T_ * (heads + kv_heads) * m_.head_dim, 1, 1, 2,
-                       compute::StreamEngine::vector);
+                same_backward(stream("rope", T_ * (heads + kv_heads) * m_.head_dim, 1, 1, 2,
+                                     compute::StreamEngine::vector));
             }
         }
         // Context parallelism: the keys and values of the whole sequence pass around the CP
         // group (the collective's size is the gathered output: cp blocks of the rank's own
         // keys and values). They are not kept for the backward pass (see derive_backward).
         const std::int64_t cp = p_.cp;
+        {
+        const Part core(*this, {RecomputePart::core_attention});
         if (collective("cp_kv_all_gather", CollectiveOp::all_gather, CommGroup::cp,
                        kv_block_bytes(m_, T_ * cp, p_.tp, e_))) {
             ops.back().regather = true;
@@ -138,45 +188,103 @@ public:
         // 2 cp c^2 + c = S (S + 1) / 2 / cp: 1/cp of the sequence's causal work on every rank.
         const std::int64_t S = p_.training.sequence_length;
         const std::int64_t q = S / cp;
-        ProgramOp attn;
-        attn.kind = Kind::attention;
-        attn.name = "attention";
-        attn.attention = {par_.microbatch, heads, kv_heads, q, q, m_.qk_dim(), m_.v_dim(), true,
-                          precision_};
-        ops.push_back(attn);
-        if (cp > 1) {
-            attn.name = "attention_ring";
-            attn.attention = {par_.microbatch, heads, kv_heads, q, q / 2, m_.qk_dim(), m_.v_dim(),
-                              false, precision_};
-            attn.repeat = static_cast<double>(cp - 1);
-            ops.push_back(attn);
+        if (graph_.attention == AttentionKernel::materialized) {
+            materialized_attention(heads, q);
+        } else {
+            ProgramOp attn;
+            attn.kind = Kind::attention;
+            attn.name = "attention";
+            attn.attention = {par_.microbatch, heads, kv_heads, q, q, m_.qk_dim(), m_.v_dim(),
+                              true, precision_};
+            add(attn);
+            if (cp > 1) {
+                attn.name = "attention_ring";
+                attn.attention = {par_.microbatch, heads, kv_heads, q, q / 2, m_.qk_dim(),
+                                  m_.v_dim(), false, precision_};
+                attn.repeat = static_cast<double>(cp - 1);
+                add(attn);
+            }
         }
+        }
+        finish_attention(heads, h);
+    }
+
+    /// The attention core as separate kernels through HBM (workload.graph.attention:
+    /// materialized): S = Q K^T per query head over all q x q pairs, the row softmax (mask
+    /// and scaling fused into it), the attention dropout, O = P V.
+    void materialized_attention(std::int64_t heads, std::int64_t q) {
+        const std::int64_t batch = par_.microbatch * heads;
+        matmul("attention_scores", q, m_.qk_dim(), q, batch);
+        ProgramOp& softmax = stream("attention_softmax", batch * q * q, 1, 1, 1,
+                                    compute::StreamEngine::scalar, 0,
+                                    compute::StreamKind::softmax, q);
+        compute::StreamShape back = softmax.stream;
+        back.kind = compute::StreamKind::softmax_backward;
+        softmax.grads = {back};
+        if (graph_.attention_dropout > 0.0) {
+            dropout("attention_dropout", batch * q * q);
+        }
+        matmul("attention_values", q, q, m_.v_dim(), batch);
+    }
+
+    /// A dropout: the random mask drawn and applied (one more output, the mask); its backward
+    /// applies the mask to the gradient.
+    void dropout(const char* name, std::int64_t elements) {
+        ProgramOp& op = stream(name, elements, 1, 2, 2, compute::StreamEngine::vector);
+        op.grads = {elementwise(elements, 2, 1, 1, compute::StreamEngine::vector)};
+    }
+
+    void finish_attention(std::int64_t heads, std::int64_t h) {
         matmul("out_proj", T_, heads * m_.v_dim(), h);
         tp_reduce();
-        stream("residual_add", T_ * h / sp_, 2, 1, 1, compute::StreamEngine::vector);
+        residual_add(T_ * h / sp_);
+    }
+
+    /// The residual addition; in the backward pass the gradients of the block and of the skip
+    /// path add up the same way.
+    void residual_add(std::int64_t elements) {
+        if (graph_.hidden_dropout > 0.0) {
+            dropout("hidden_dropout", elements);
+        }
+        same_backward(stream("residual_add", elements, 2, 1, 1, compute::StreamEngine::vector));
     }
 
     /// A SwiGLU or GELU MLP of inner width f, split across TP, over `tokens` tokens.
     void mlp(const char* up_name, std::int64_t tokens, std::int64_t f, std::int64_t batch = 1) {
         const std::int64_t h = m_.hidden;
         const std::int64_t ft = ceil_div(f, p_.tp);
-        if (m_.mlp == MlpKind::swiglu) {
-            matmul(up_name, tokens, h, 2 * ft, batch);
-            stream("silu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar);
-            stream("gate_multiply", tokens * ft * batch, 2, 1, 1, compute::StreamEngine::vector);
-        } else {
-            matmul(up_name, tokens, h, ft, batch);
-            stream("gelu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar);
+        const Part part(*this, {RecomputePart::mlp});
+        matmul(up_name, tokens, h, (m_.mlp == MlpKind::swiglu ? 2 : 1) * ft, batch);
+        {
+            const Part activation(*this, {RecomputePart::mlp_activation});
+            if (m_.mlp == MlpKind::swiglu) {
+                activation_backward(
+                    stream("silu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar));
+                // dy of the product y = silu(g) u: d silu(g) = dy u, du = dy silu(g) (three
+                // inputs, two outputs, two VectorE products).
+                ProgramOp& product = stream("gate_multiply", tokens * ft * batch, 2, 1, 1,
+                                            compute::StreamEngine::vector);
+                product.grads = {elementwise(tokens * ft * batch, 3, 2, 2,
+                                             compute::StreamEngine::vector)};
+            } else {
+                activation_backward(
+                    stream("gelu", tokens * ft * batch, 1, 1, 1, compute::StreamEngine::scalar));
+            }
         }
         matmul("down_proj", tokens, ft, h, batch);
     }
 
     void dense_mlp_block() {
         norm("mlp_norm", T_ * m_.hidden / sp_, m_.hidden);
-        tp_gather();
-        mlp("gate_up_proj", T_, m_.ffn_hidden);
-        tp_reduce();
-        stream("residual_add", T_ * m_.hidden / sp_, 2, 1, 1, compute::StreamEngine::vector);
+        {
+            // The MLP module with its tensor-parallel gather and reduce-scatter (sequence
+            // parallel linear layers).
+            const Part part(*this, {RecomputePart::mlp});
+            tp_gather();
+            mlp("gate_up_proj", T_, m_.ffn_hidden);
+            tp_reduce();
+        }
+        residual_add(T_ * m_.hidden / sp_);
     }
 
     void moe_block() {
@@ -185,8 +293,11 @@ public:
         const std::int64_t local_tokens = T_ / sp_;
         norm("mlp_norm", local_tokens * h, h);
         matmul("router", local_tokens, h, moe.experts);
-        stream("router_topk", local_tokens * moe.experts, 1, 1, 2, compute::StreamEngine::scalar,
-               4);
+        // The gradient through the routing weights (a product with the saved probabilities).
+        ProgramOp& topk = stream("router_topk", local_tokens * moe.experts, 1, 1, 2,
+                                 compute::StreamEngine::scalar, 4);
+        topk.grads = {elementwise(local_tokens * moe.experts, 2, 1, 1,
+                                  compute::StreamEngine::vector, 4)};
         // With routing imbalance k, the busiest rank receives k times the average: the
         // all-to-all lasts as long as its share, and so do its experts; the others wait.
         const double k = p_.training.moe_imbalance;
@@ -208,12 +319,18 @@ public:
             mlp("shared_gate_up_proj", T_, moe.shared_experts * moe.expert_ffn_hidden);
             tp_reduce();
         }
-        stream("residual_add", local_tokens * h, 2, 1, 1, compute::StreamEngine::vector);
+        residual_add(local_tokens * h);
     }
 
     void embedding_block() {
-        stream("embedding_gather", T_ * m_.hidden, 1, 1, 1, compute::StreamEngine::vector, 0,
-               compute::StreamKind::gather, m_.hidden);
+        // Backward: the tokens' gradient rows added into the rows of the (FP32) embedding
+        // gradient they index.
+        ProgramOp& gather = stream("embedding_gather", T_ * m_.hidden, 1, 1, 1,
+                                   compute::StreamEngine::vector, 0, compute::StreamKind::gather,
+                                   m_.hidden);
+        compute::StreamShape scatter = gather.stream;
+        scatter.kind = compute::StreamKind::scatter_add;
+        gather.grads = {scatter};
         // Vocabulary-parallel embedding: partial rows are summed across TP.
         tp_reduce();
     }
@@ -223,8 +340,13 @@ public:
         tp_gather();
         const std::int64_t vocab = ceil_div(m_.vocab, p_.tp);
         matmul("lm_head", T_, m_.hidden, vocab);
-        stream("cross_entropy", T_ * vocab, 1, 1, 3, compute::StreamEngine::scalar, 4,
-               compute::StreamKind::softmax, vocab);
+        // Vocabulary-parallel cross-entropy on FP32 logits (Megatron): the loss, and the
+        // gradient softmax - one-hot saved in place of the logits; the backward pass scales it
+        // by the loss gradient.
+        ProgramOp& xent = stream("cross_entropy", T_ * vocab, 1, 1, 1,
+                                 compute::StreamEngine::vector, 4,
+                                 compute::StreamKind::cross_entropy, vocab);
+        xent.grads = {elementwise(T_ * vocab, 1, 1, 1, compute::StreamEngine::vector, 4)};
     }
 
     double hidden_bytes() const {
@@ -242,6 +364,8 @@ private:
     int e_;
     std::int64_t T_;
     std::int64_t sp_;
+    GraphSpec graph_;
+    std::uint8_t part_ = 0;
 };
 
 /// Backward ops of a forward op list (see program.hpp for the rules). With `regather`, an
@@ -284,15 +408,22 @@ std::vector<ProgramOp> derive_backward(const std::vector<ProgramOp>& fwd, bool r
         }
         case Kind::attention:
             op.name += " backward";
-            op.repeat *= 2.5;
+            op.attention.backward = true;
             bwd.push_back(op);
             break;
-        case Kind::stream:
+        case Kind::stream: {
+            const std::string name = op.name + " backward";
+            const std::vector<compute::StreamShape> grads = op.grads;
+            op.grads.clear();
+            for (const compute::StreamShape& g : grads) {
+                op.name = name;
+                op.stream = g;
+                bwd.push_back(op);
+            }
+            break;
+        }
         case Kind::optimizer:
-            op.name += " backward";
-            op.repeat *= 2.0;
-            bwd.push_back(op);
-            break;
+            break; // the optimizer runs once per step, outside the blocks
         case Kind::collective:
             if (op.overlapped) {
                 // ZeRO-3: gather the parameters again, then reduce-scatter their gradients.
@@ -323,14 +454,15 @@ std::vector<ProgramOp> derive_backward(const std::vector<ProgramOp>& fwd, bool r
 }
 
 /// Prepends the recomputed forward work to a backward block.
-void add_recompute(BlockProgram& b, Recompute r) {
+void add_recompute(BlockProgram& b, const RecomputeSet& r) {
     std::vector<ProgramOp> redo;
     for (const auto& op : b.forward) {
-        // Selective recomputation of the attention core gathers its keys and values again.
-        const bool take =
-            r == Recompute::full
-                ? !op.overlapped
-                : (r == Recompute::selective && (op.kind == Kind::attention || op.regather));
+        // Recomputing the attention core gathers its keys and values again.
+        bool take = r.full && !op.overlapped;
+        for (RecomputePart part : {RecomputePart::core_attention, RecomputePart::norm,
+                                   RecomputePart::mlp_activation, RecomputePart::mlp}) {
+            take = take || (r.has(part) && op.in(part) && !op.overlapped);
+        }
         if (take) {
             ProgramOp copy = op;
             copy.name += " recompute";
@@ -341,12 +473,12 @@ void add_recompute(BlockProgram& b, Recompute r) {
     b.backward.insert(b.backward.begin(), redo.begin(), redo.end());
 }
 
-BlockProgram finish(std::vector<ProgramOp> forward, Recompute r) {
+BlockProgram finish(std::vector<ProgramOp> forward, const RecomputeSet& r) {
     BlockProgram b;
     b.forward = std::move(forward);
-    // Recomputation gathers the attention's keys and values again; without it the backward
-    // pass does.
-    b.backward = derive_backward(b.forward, r == Recompute::none);
+    // Recomputing the attention core gathers its keys and values again; without it the
+    // backward pass does.
+    b.backward = derive_backward(b.forward, !r.core_attention);
     add_recompute(b, r);
     return b;
 }
@@ -355,7 +487,8 @@ BlockProgram finish(std::vector<ProgramOp> forward, Recompute r) {
 
 StepProgram build_program(const Plan& plan) {
     const auto& m = plan.training.model;
-    const auto recompute = plan.training.parallelism.recompute;
+    const RecomputeSet recompute = RecomputeSet::of(plan.training.parallelism.recompute,
+                                                    plan.training.parallelism.recompute_parts);
     StepProgram prog;
     {
         BlockBuilder b(plan);
@@ -374,12 +507,12 @@ StepProgram build_program(const Plan& plan) {
     {
         BlockBuilder b(plan);
         b.embedding_block();
-        prog.embedding = finish(std::move(b.ops), Recompute::none);
+        prog.embedding = finish(std::move(b.ops), RecomputeSet{});
     }
     {
         BlockBuilder b(plan);
         b.head_block();
-        prog.head = finish(std::move(b.ops), Recompute::none);
+        prog.head = finish(std::move(b.ops), RecomputeSet{});
     }
     {
         BlockBuilder b(plan);

@@ -137,7 +137,7 @@ bool plan_case(int threads, bool smoke) {
     config::PlanSpec plan = config::load_plan(file);
     if (smoke) {
         plan = config::load_plan_text("base: " + kStudies + "llama3-405b-15t.yaml\n" + R"(
-constraints: {deadline: 150d}
+constraints: {deadline: 365d}
 search:
   ultraservers: [128, 256, 512]
   tp: [32, 64]

@@ -143,6 +143,38 @@ struct ServingCosts {
     Duration prefill_graph_overhead;
 };
 
+/// The Neuron runtime's collective engine on this chip (the chip file's `collectives`
+/// section; docs/network.md, "Collectives against measurements"): what the published
+/// nccom-test tables show beyond the links. Zero values leave only the links and latencies of
+/// the fabric. The presets' values are fitted to named tables by a test helper (tests/support/
+/// collective_fit.hpp); every other table is held out.
+struct CollectiveEngineSpec {
+    /// Fixed cost of one collective operation: the runtime's launch of it and the handshake of
+    /// its ranks before data moves (nccom-test's small-message floor).
+    Duration launch;
+    /// Rate at which one rank's collective transfers move its data: the DMA rings the runtime
+    /// gives a collective (nccom-test's large-message bus bandwidth). Zero: the links alone.
+    Bandwidth rank_bandwidth;
+    /// Extra cost of each algorithm step that crosses EFA: the per-message software, queue and
+    /// protocol overhead beyond the HBM-to-HBM latency of one message.
+    Duration efa_step_overhead;
+};
+
+/// What a kernel of a compiled training graph costs beyond the calibrated (hand-scheduled)
+/// kernel model (the chip file's `training` section; docs/validation.md, "What a compiled graph
+/// loses"). The other mechanisms of that section have no coefficient of their own: the fixed
+/// cost per kernel is serving.kernel_overhead (the same semaphore wait and issue between one
+/// kernel and the next, fitted on the serving rows), and the HBM traffic and reduction work of
+/// overlapped collectives follow from the calibrated kernel model and the HBM bandwidth.
+struct TrainingCosts {
+    /// Fraction of a kernel's non-bottleneck engine time (the nominal busy time of every
+    /// engine but the busiest, KernelCost::beside_seconds) that a compiled graph does not hide
+    /// under the bottleneck: its engines synchronise through semaphores around each
+    /// instruction the compiler placed, where a hand-scheduled kernel overlaps them. 0 to 1;
+    /// fitted to the published Trn1 runs (tests/support/training_fit.hpp).
+    double engine_sync = 0.0;
+};
+
 struct ChipSpec {
     std::string name;
     std::string description;
@@ -177,14 +209,14 @@ struct ChipSpec {
     InstanceSpec instance;
     std::optional<UltraServerSpec> ultraserver;
 
-    /// Fraction of the calibrated kernel speed that kernels reach inside a compiled training
-    /// graph (training.kernel_efficiency): the detailed core model schedules each kernel by
-    /// hand; a framework's compiled graph adds layout changes, synchronisation and launch gaps
-    /// that it does not see. Fitted once to a published run (docs/validation.md).
-    double training_kernel_efficiency = 1.0;
+    /// What a compiled training graph loses against the calibrated kernels (training section).
+    TrainingCosts training;
 
     /// Fixed costs of compiled inference graphs (serving section).
     ServingCosts serving;
+
+    /// The runtime's collective engine (collectives section).
+    CollectiveEngineSpec collectives;
 
     /// Coefficients of the analytic kernel model (written by `trnsim calibrate`).
     KernelModelSpec kernel_model;

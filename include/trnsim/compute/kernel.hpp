@@ -33,6 +33,12 @@ struct MatmulShape {
 /// Fused (flash-style) attention: softmax(Q K^T) V over `batch` sequences, `heads` query heads
 /// sharing `kv_heads` key/value heads (GQA; kv_heads == heads is plain multi-head attention).
 /// With `causal`, query i sees keys up to i + kv_len - q_len.
+///
+/// With `backward`, the flash-attention backward pass of the same shape (FlashAttention-2, Dao
+/// 2023): from Q, K, V, the output O, its gradient dO and the saved row statistics (log-sum-exp)
+/// it recomputes the probabilities P = exp(Q K^T - LSE) tile by tile and forms
+/// dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)), dK = dS^T Q and dQ = dS K: five
+/// matmuls per tile against the forward's two.
 struct AttentionShape {
     std::int64_t batch = 1;
     std::int64_t heads = 1;
@@ -43,6 +49,7 @@ struct AttentionShape {
     std::int64_t v_dim = 128;
     bool causal = true;
     Precision precision = Precision::bf16;
+    bool backward = false;
 };
 
 /// Which engine executes a streaming operation's passes.
@@ -65,12 +72,28 @@ enum class StreamKind {
     gather,
     /// Sums `inputs` buffers of `elements` values into one.
     reduce,
+    /// Backward of a row softmax: from the output y and its gradient dy (rows of `row`),
+    /// dx = y (dy - rowsum(y dy)).
+    softmax_backward,
+    /// Backward of RMSNorm / LayerNorm over rows of `row`: from the input x, the output gradient
+    /// dy and the learned scale, the input gradient dx (the row statistics recomputed from x)
+    /// and the scale (and shift) gradients accumulated over the rows.
+    rms_norm_backward,
+    layer_norm_backward,
+    /// Backward of an embedding lookup: elements / row gradient rows of `row` elements added
+    /// into the rows of the (FP32) embedding gradient their tokens index.
+    scatter_add,
+    /// Vocabulary-parallel cross-entropy over rows of `row` logits: the row maximum and sum of
+    /// exponentials (the loss), then the gradient softmax - one-hot written in place of the
+    /// logits (Megatron's fused cross-entropy).
+    cross_entropy,
 };
 
 /// A streaming (elementwise or row) operation over `elements` values: reads `inputs` tensors
 /// and writes `outputs` tensors of `element_bytes` each from/to HBM, with `passes` engine
 /// instructions over the data. Row kinds (softmax, norms, gather) need `row`; for them the
-/// instruction mix follows from the kind and inputs/outputs/passes/engine are ignored.
+/// instruction mix follows from the kind and inputs/outputs/passes/engine are ignored (the
+/// backward kinds, scatter_add and cross_entropy are row kinds too).
 struct StreamShape {
     std::int64_t elements = 0;
     int inputs = 1;
@@ -97,6 +120,10 @@ using Kernel = std::variant<MatmulShape, AttentionShape, StreamShape, OptimizerS
 /// The analytic model's class of a kernel.
 KernelClass class_of(const Kernel& k);
 
+/// True for the streaming kinds that work on rows of StreamShape::row elements (every kind but
+/// elementwise and reduce).
+bool is_row_kind(StreamKind k);
+
 /// Useful FLOPs of a kernel (no tile padding, causal-masked work excluded): 2 M K N for a
 /// matmul; for streaming kernels one FLOP per element per instruction.
 double useful_flops(const Kernel& k);
@@ -122,6 +149,10 @@ struct KernelCost {
     double flops = 0.0;
     /// Bytes read from and written to HBM.
     double hbm_bytes = 0.0;
+    /// Nominal busy seconds of the engines other than the busiest one (TensorE, VectorE,
+    /// ScalarE, GpSimdE, DMA; CostModel::engine_seconds): the work the kernel hides under its
+    /// bottleneck when its engines overlap perfectly.
+    double beside_seconds = 0.0;
 };
 
 } // namespace trnsim::compute

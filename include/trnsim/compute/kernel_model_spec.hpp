@@ -26,10 +26,16 @@ enum class KernelClass {
     gather,      ///< embedding row gather
     adamw,       ///< AdamW parameter update
     reduce,      ///< local reduction of buffers (the compute part of a reduce collective)
+    attention_backward,  ///< flash-attention backward pass (AttentionShape::backward)
+    softmax_backward,    ///< row softmax backward
+    rms_norm_backward,   ///< RMSNorm backward (input and scale gradients)
+    layer_norm_backward, ///< LayerNorm backward (input, scale and shift gradients)
+    scatter_add,         ///< embedding backward: gradient rows added into the table
+    cross_entropy,       ///< fused vocabulary-parallel cross-entropy (loss and logit gradient)
 };
-inline constexpr std::size_t kKernelClassCount = 9;
+inline constexpr std::size_t kKernelClassCount = 15;
 
-constexpr std::array<EnumName<KernelClass>, 9> enum_names(KernelClass) {
+constexpr std::array<EnumName<KernelClass>, 15> enum_names(KernelClass) {
     return {{
         {KernelClass::matmul, "matmul"},
         {KernelClass::attention, "attention"},
@@ -40,6 +46,12 @@ constexpr std::array<EnumName<KernelClass>, 9> enum_names(KernelClass) {
         {KernelClass::gather, "gather"},
         {KernelClass::adamw, "adamw"},
         {KernelClass::reduce, "reduce"},
+        {KernelClass::attention_backward, "attention_backward"},
+        {KernelClass::softmax_backward, "softmax_backward"},
+        {KernelClass::rms_norm_backward, "rms_norm_backward"},
+        {KernelClass::layer_norm_backward, "layer_norm_backward"},
+        {KernelClass::scatter_add, "scatter_add"},
+        {KernelClass::cross_entropy, "cross_entropy"},
     }};
 }
 inline const char* to_string(KernelClass v) { return enum_name(v); }

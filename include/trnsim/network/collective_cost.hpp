@@ -23,7 +23,12 @@
 //   rdh   (q - 1) / q * B / bw + log2(q) * a, q the largest power of two <= g, plus a fold
 //         step B / bw + a when g != q (the extra members hand their buffer to a partner)
 //
-// and an all-reduce twice that. Small messages are latency-bound: an all-reduce of 16 KB over
+// and an all-reduce twice that. Every collective also pays the group's `launch` once; a level's
+// bandwidth is at most the group's `rank_bandwidth` (the collective engine's DMA rate per rank,
+// measured by nccom-test); in a reduce-scatter (and the reduce-scatter half of an all-reduce)
+// each level also sums the (g - 1) / g * s bytes it receives at `reduce_bandwidth` (the
+// calibrated reduce kernel), overlapped with the transfer: the level takes the longer of the
+// two. Small messages are latency-bound: an all-reduce of 16 KB over
 // 32 ranks of 16 Trainium1 chips is 4 steps (mesh on chip and over NeuronLink, twice), not the
 // 62 of a flat ring. Mesh and RDH move the ring's bytes; their link over-subscription (routed
 // traffic, CCI) is not modelled.
@@ -60,6 +65,12 @@ struct GroupLevel {
 /// Levels innermost first. Levels with one member cost nothing.
 struct GroupShape {
     std::vector<GroupLevel> levels;
+    /// The runtime's collective engine (compute::CollectiveEngineSpec): a fixed cost per
+    /// collective, the rate one member's transfers move at most (0: the links alone), and the
+    /// rate at which a member sums the data it receives in a reduction (0: free).
+    Duration launch = {};
+    Bandwidth rank_bandwidth = {};
+    Bandwidth reduce_bandwidth = {};
     /// Total members (product of the levels' members).
     long long size() const;
     /// Human-readable: "4 on_chip x 4 neuronlink x 16 efa".

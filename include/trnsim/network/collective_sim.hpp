@@ -1,8 +1,9 @@
 // Simulating collectives on the event engine over the flow-level fabric.
 //
-// Each collective is an entity that starts its phases one after the other: a phase's flows go
-// to the FlowNetwork as one group, and the phase ends when its last flow has arrived and its
-// on-chip work (reductions, overlapped with the transfers) is done. The fabric is resolved at
+// Each collective is an entity that starts its phases one after the other, after its launch
+// cost: a phase's flows go to the FlowNetwork as one group, and the phase ends when its last
+// flow has arrived (plus its per-step overhead) and its on-chip work (reductions, the collective
+// engine's transfer rate; overlapped with the transfers) is done. The fabric is resolved at
 // every window edge (flow_network.hpp); the engine's lookahead is the smallest link latency of
 // the fabric, or 1 ns in exact mode.
 //

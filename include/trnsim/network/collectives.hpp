@@ -51,13 +51,22 @@ struct CollectiveRequest {
     /// send/recv: exactly two chips (from, to).
     std::vector<std::uint32_t> chips;
     int ranks_per_chip = 1;
+    /// Ranks whose collective engines move each chip's bytes (0: ranks_per_chip): more when
+    /// the request stands for the same collective of several groups on the same chips (the
+    /// step simulation's TP indices).
+    int moving_ranks = 0;
     Algorithm algorithm = Algorithm::automatic;
     std::uint32_t root = 0; ///< broadcast root, index into `chips`
 };
 
 struct Phase {
     std::vector<FlowSpec> flows;
-    double local_seconds = 0.0; ///< on-chip work of the phase (reductions), overlapped with it
+    /// On-chip work of the phase, overlapped with its transfers: the reductions of received
+    /// data, and the time the collective engine needs to move each chip's bytes at its ranks'
+    /// collective rate (LocalCosts::rank_bandwidth). The phase lasts the longer of the two.
+    double local_seconds = 0.0;
+    /// Fixed cost added after the transfers (the per-message overhead of a step across EFA).
+    double overhead_seconds = 0.0;
     std::uint32_t repeat = 1;   ///< identical phases in a row
     std::string stage;          ///< for reports: "domain reduce-scatter (ring)"
     /// Hash of the flows: equal signatures, equal transfers.
@@ -66,15 +75,25 @@ struct Phase {
 
 struct CollectivePlan {
     std::vector<Phase> phases;
+    /// The collective's fixed launch cost, before its first phase (LocalCosts::launch).
+    double launch_seconds = 0.0;
     std::string algorithm; ///< e.g. "hierarchical: torus_rings + ring"
     /// Phases counting repeats.
     std::size_t total_phases() const;
 };
 
-/// On-chip costs: HBM bandwidth of one chip and the fixed cost of an on-chip step.
+/// On-chip costs: HBM bandwidth of one chip and the fixed cost of an on-chip step; and the
+/// runtime's collective engine (compute::CollectiveEngineSpec): the launch cost of a
+/// collective, the rate at which one rank's collective transfers move (0: the links alone),
+/// the per-step overhead of steps across EFA, and the rate at which one rank sums received
+/// data (0: three HBM accesses per byte at the chip's HBM bandwidth).
 struct LocalCosts {
     Bandwidth hbm;
     Duration step_latency;
+    Duration launch = {};
+    Bandwidth rank_bandwidth = {};
+    Duration efa_step_overhead = {};
+    Bandwidth reduce_bandwidth = {};
 };
 
 /// Plans a collective. Throws std::invalid_argument for impossible requests (empty group,

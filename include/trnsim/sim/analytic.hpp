@@ -44,7 +44,9 @@ struct StepEstimate {
     double backward_s = 0.0;     ///< one microbatch backward on the slowest stage
     double pipeline_s = 0.0;     ///< all microbatches through the pipeline
     double bubble_s = 0.0;       ///< pipeline fill and drain, seconds per step
-    double grad_sync_exposed_s = 0.0; ///< gradient reduction not hidden by the backward pass
+    /// Gradient reduction not hidden by the backward pass, its engine and HBM time beside the
+    /// kernels included.
+    double grad_sync_exposed_s = 0.0;
     double optimizer_s = 0.0;    ///< the optimizer update, seconds per step
     double param_gather_s = 0.0; ///< ZeRO parameter all-gather, seconds per step
     double exposed_comm_s = 0.0; ///< communication not overlapped with compute, seconds per step

@@ -34,7 +34,12 @@
 //   gradients  P w                       (ZeRO-2 and 3: / d)
 //   optimizer  P (4 master + 8 moments)  (ZeRO-1, 2, 3: / d); FP32 training keeps no master copy
 //   activations  per layer and microbatch (Korthikanti et al. 2022, adapted to GQA, SwiGLU and
-//              flash attention; see activation_bytes_per_layer) over the rank's
+//              flash attention; see activation_bytes_per_layer): norm inputs and outputs (the
+//              output not when norms are recomputed), q, k, v, the attention output and
+//              softmax statistics (not when the attention core is recomputed; materialized
+//              attention adds its S x S probabilities and dropout mask), the MLP's
+//              activations (SwiGLU: gate, up and product; the product not when the activation
+//              is recomputed, nothing when the MLP is), dropout masks; over the rank's
 //              microbatch x sequence_length / cp tokens, x layers of the stage x microbatches
 //              in flight (1F1B: min(m, pp - stage); interleaved: x (1 + (pp-1)/(pp v)))
 //              + the FP32 logits of the rank's tokens of one microbatch on the last stage.
@@ -181,14 +186,29 @@ network::GroupShape group_shape_of(const compute::ChipSpec& chip, int ranks_per_
                                    const topology::ClusterShape& cluster,
                                    const std::vector<std::int64_t>& ranks);
 
+/// The same with the chip's collective engine (compute::CollectiveEngineSpec): the launch cost,
+/// the per-rank collective rate, the EFA step overhead (added to the EFA level's step latency)
+/// and the reduction rate of the calibrated reduce kernel (collective_reduce_bandwidth). The
+/// training plan's groups use it; serving's replicas use the links alone (docs/network.md).
+network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip, int ranks_per_chip,
+                                            const topology::ClusterShape& cluster,
+                                            const std::vector<std::int64_t>& ranks);
+
+/// The rate at which one rank sums received data in a collective's reduction: 32 MiB of BF16
+/// (two inputs, one output) over the time of the chip's calibrated reduce kernel on a rank of
+/// `lnc` cores (compute::CostModel, kernel class reduce).
+Bandwidth collective_reduce_bandwidth(const compute::ChipSpec& chip, int lnc);
+
 /// Bytes of the keys and values of `tokens` tokens on one rank (its kv heads after the TP split,
 /// or every head's up-projected keys and values for MLA): the block a context-parallel rank
 /// passes around the ring.
 double kv_block_bytes(const ModelSpec& m, std::int64_t tokens, int tp, int element_bytes);
 
-/// Activation bytes one rank keeps for the backward pass of one layer and one microbatch.
+/// Activation bytes one rank keeps for the backward pass of one layer and one microbatch
+/// (`sequence_length`: keys each query sees, for materialized attention's probabilities).
 double activation_bytes_per_layer(const ModelSpec& m, bool moe_layer, std::int64_t tokens,
-                                  int tp, bool sequence_parallel, Recompute recompute,
-                                  int element_bytes, std::int64_t top_k);
+                                  int tp, bool sequence_parallel, const RecomputeSet& recompute,
+                                  int element_bytes, std::int64_t top_k,
+                                  const GraphSpec& graph = {}, std::int64_t sequence_length = 0);
 
 } // namespace trnsim::workload

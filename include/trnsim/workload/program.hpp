@@ -25,11 +25,25 @@
 // Model FLOPs do not change: it is the same model over the same tokens.
 //
 // Backward blocks are derived from the forward ones: a matmul becomes its data-gradient and its
-// weight-gradient matmuls, fused attention costs 2.5x its forward (FlashAttention-2: five
-// matmuls instead of two), a streaming op costs 2x (it reads the output gradient and the saved
-// input), and each tensor- or context-parallel all-gather becomes a reduce-scatter and vice
-// versa. Activation recomputation prepends forward work to the backward block: the attention
-// core with its key/value gather (selective) or the whole layer (full).
+// weight-gradient matmuls; fused attention becomes the flash-attention backward kernel
+// (compute::AttentionShape::backward: the probabilities recomputed from the saved log-sum-exp,
+// five matmuls per tile); every streaming op lists the kernels of its own backward
+// (ProgramOp::grads): a norm its norm-backward kernel (input and scale gradients), an
+// activation the product of the output gradient with its derivative, SwiGLU's gate product the
+// two gradient products, the embedding lookup the scatter-add of its gradient rows into the
+// table, the cross-entropy the scaling of its saved softmax - one-hot, rotary embedding the
+// inverse rotation, a residual addition the sum of the two gradient paths. Each tensor- or
+// context-parallel all-gather becomes a reduce-scatter and vice versa. Activation
+// recomputation prepends forward work to the backward block: the whole layer (full, but for the
+// ZeRO-3 gathers) or, selective, the parts of workload.parallelism.recompute_parts
+// (RecomputeSet): the attention core with its key/value gather, the norms, the MLP activation
+// or the whole MLP with its TP collectives.
+//
+// Materialized attention (workload.graph.attention) replaces the fused kernel by the scores
+// matmul Q K^T (a batched matmul per query head over all S x S pairs, causal or not), the row
+// softmax (the mask and the scaling fused into it), the attention dropout when there is one,
+// and the P V matmul; their backward passes are the matmuls' gradients and the softmax and
+// dropout backward kernels. Hidden dropout adds a dropout before each residual addition.
 #pragma once
 
 #include "trnsim/compute/kernel.hpp"
@@ -53,9 +67,12 @@ struct ProgramOp {
     network::CollectiveOp collective = network::CollectiveOp::all_reduce;
     CommGroup group = CommGroup::tp;
     double bytes = 0.0; ///< collective size per rank (see collective_seconds)
-    /// The op's cost is multiplied by this (backward of fused attention: 2.5; the cp - 1
-    /// off-diagonal attention blocks of context parallelism: cp - 1).
+    /// The op's cost is multiplied by this (the cp - 1 off-diagonal attention blocks of
+    /// context parallelism: cp - 1).
     double repeat = 1.0;
+    /// Streaming ops: the kernels of the op's backward pass (empty: its gradient needs no
+    /// kernel of its own).
+    std::vector<compute::StreamShape> grads;
     /// Runs on the collective engines beside compute (ZeRO-3 prefetch, gradient reduction).
     bool overlapped = false;
     /// Forward work repeated in the backward pass for activation recomputation.
@@ -63,6 +80,10 @@ struct ProgramOp {
     /// An all-gather whose output the forward pass does not keep (the context-parallel keys and
     /// values): the backward pass, or the recomputation before it, gathers again.
     bool regather = false;
+    /// The parts of the layer the op belongs to (bit 1 << RecomputePart): what selective
+    /// recomputation may recompute.
+    std::uint8_t parts = 0;
+    bool in(RecomputePart p) const { return (parts >> static_cast<int>(p)) & 1u; }
     /// Name of the collective's backward counterpart; empty: name + " backward".
     std::string backward_name;
 

@@ -8,11 +8,32 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace trnsim::workload {
 
 enum class Schedule { one_f_one_b, interleaved };
 enum class Recompute { none, selective, full };
+
+/// What selective recomputation recomputes in the backward pass (the frameworks differ:
+/// docs/workload.md, "Recomputation"):
+///   core_attention  the attention core: Q K^T, softmax (with its dropout), P V, or the fused
+///                   flash-attention kernel, and a context-parallel gather of keys and values
+///                   (Megatron-LM's and NeMo's "selective", NxD's CoreAttention);
+///   norm            the layer norms before attention and MLP (NeMo on Neuron checkpoints them
+///                   with the core attention under "selective");
+///   mlp_activation  the MLP's activation: SiLU and the gate product, or GELU (NxD's Llama
+///                   examples checkpoint act_fn(gate) * up under selective_checkpoint);
+///   mlp             the whole MLP: its projections, activation and tensor-parallel gather and
+///                   reduce-scatter (NxD's LlamaMLP module at sequence length 8192).
+enum class RecomputePart { core_attention, norm, mlp_activation, mlp };
+
+/// How the framework builds the attention core of its compiled graph.
+enum class AttentionKernel {
+    flash,        ///< one fused kernel (NKI flash attention; compute::AttentionShape)
+    materialized, ///< Q K^T, softmax and P V as separate kernels through HBM (XLA graphs
+                  ///< without a flash kernel: the scores and probabilities are S x S tensors)
+};
 
 constexpr std::array<EnumName<Schedule>, 2> enum_names(Schedule) {
     return {{
@@ -29,6 +50,37 @@ constexpr std::array<EnumName<Recompute>, 3> enum_names(Recompute) {
     }};
 }
 inline const char* to_string(Recompute v) { return enum_name(v); }
+constexpr std::array<EnumName<RecomputePart>, 4> enum_names(RecomputePart) {
+    return {{
+        {RecomputePart::core_attention, "core_attention"},
+        {RecomputePart::norm, "norm"},
+        {RecomputePart::mlp_activation, "mlp_activation"},
+        {RecomputePart::mlp, "mlp"},
+    }};
+}
+inline const char* to_string(RecomputePart v) { return enum_name(v); }
+constexpr std::array<EnumName<AttentionKernel>, 2> enum_names(AttentionKernel) {
+    return {{
+        {AttentionKernel::flash, "flash"},
+        {AttentionKernel::materialized, "materialized"},
+    }};
+}
+inline const char* to_string(AttentionKernel v) { return enum_name(v); }
+
+/// What is recomputed, resolved from the recompute mode and its parts.
+struct RecomputeSet {
+    bool full = false; ///< whole layers (everything but overlapped collectives)
+    bool core_attention = false;
+    bool norm = false;
+    bool mlp_activation = false;
+    bool mlp = false;
+
+    /// none: nothing; full: everything; selective: `parts`, or the attention core alone when
+    /// `parts` is empty.
+    static RecomputeSet of(Recompute r, const std::vector<RecomputePart>& parts = {});
+    bool has(RecomputePart p) const;
+    bool any() const { return full || core_attention || norm || mlp_activation || mlp; }
+};
 
 struct ParallelismSpec {
     int tp = 1;               ///< tensor parallel degree
@@ -41,10 +93,24 @@ struct ParallelismSpec {
     Schedule schedule = Schedule::one_f_one_b;
     int virtual_stages = 1;   ///< model chunks per rank for the interleaved schedule
     Recompute recompute = Recompute::selective;
+    /// Parts recomputed by selective recomputation (empty: the attention core).
+    std::vector<RecomputePart> recompute_parts;
     bool sequence_parallel = true;
     /// Gradient bucket (bytes per rank): gradients go out for reduction in buckets of this
     /// size as the last microbatch's backward pass produces them.
     Bytes grad_bucket = Bytes(std::int64_t{512} << 20);
+};
+
+/// How the framework builds the compiled training graph, where it changes the kernels
+/// (workload.graph).
+struct GraphSpec {
+    AttentionKernel attention = AttentionKernel::flash;
+    /// Dropout probability on the attention probabilities (materialized attention: one more
+    /// pass over the S x S probabilities, and its mask kept for the backward pass).
+    double attention_dropout = 0.0;
+    /// Dropout probability on each block's output before the residual addition (one more pass
+    /// over the residual stream, and its mask kept).
+    double hidden_dropout = 0.0;
 };
 
 struct TrainingSpec {
@@ -55,6 +121,7 @@ struct TrainingSpec {
     std::int64_t steps = 0;        ///< steps to run (0 when `tokens` is given)
     compute::Precision precision = compute::Precision::bf16;
     ParallelismSpec parallelism;
+    GraphSpec graph;
     /// MoE routing imbalance: tokens the busiest expert-parallel rank receives relative to the
     /// average (1 = perfectly balanced). Every rank waits for that one in the all-to-all.
     double moe_imbalance = 1.0;

@@ -33,8 +33,15 @@ TEST(ClosedForms, ProfilesMatchTheLoweringsSteps) {
     const ChipSpec chip = config::load_chip("trn2");
     std::vector<StreamShape> shapes;
     for (StreamKind kind : {StreamKind::softmax, StreamKind::rms_norm, StreamKind::layer_norm,
-                            StreamKind::gather}) {
-        for (std::int64_t row : {64, 4096, 40000}) {
+                            StreamKind::gather, StreamKind::softmax_backward,
+                            StreamKind::rms_norm_backward, StreamKind::layer_norm_backward,
+                            StreamKind::scatter_add, StreamKind::cross_entropy}) {
+        // The norm backward kinds keep their FP32 scale gradients resident: rows up to about
+        // 20,000 elements.
+        const bool norm_backward =
+            kind == StreamKind::rms_norm_backward || kind == StreamKind::layer_norm_backward;
+        for (std::int64_t row : {std::int64_t{64}, std::int64_t{4096},
+                                 std::int64_t{norm_backward ? 16384 : 40000}}) {
             for (int eb : {1, 2, 4}) {
                 StreamShape s;
                 s.kind = kind;

@@ -38,7 +38,7 @@ void check_table(std::size_t enumerators) {
 
 TEST(EnumNames, EveryTableNamesEveryValueOnce) {
     check_table<compute::Precision>(3);
-    check_table<compute::KernelClass>(9);
+    check_table<compute::KernelClass>(15);
     check_table<compute::EngineKind>(5);
     check_table<network::CollectiveOp>(6);
     check_table<network::LinkClass>(4);

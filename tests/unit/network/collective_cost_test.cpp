@@ -111,3 +111,36 @@ TEST(AlphaBeta, MoreBytesNeverCostLess) {
 
 } // namespace
 } // namespace trnsim::network
+
+namespace trnsim::network {
+namespace {
+
+TEST(CollectiveEngine, LaunchRateCapAndReductionsByHand) {
+    // 16 members over NeuronLink at 100 GB/s, 2 us a step, 1 GB: a ring (above 56 MiB). The
+    // collective engine: a 50 us launch, members move at most 40 GB/s, they sum what they
+    // receive at 25 GB/s.
+    GroupShape g{{level(LinkClass::neuronlink, 16, 100.0, 2.0)}};
+    g.launch = Duration::from_ns(50'000);
+    g.rank_bandwidth = Bandwidth::bytes_per_s(40e9);
+    g.reduce_bandwidth = Bandwidth::bytes_per_s(25e9);
+    const double n = 1e9;
+    // All-gather: the launch, 15/16 of the buffer at the 40 GB/s cap, 15 steps.
+    const double ag = 50e-6 + 15.0 / 16.0 * n / 40e9 + 15.0 * 2e-6;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_gather, n, g), ag);
+    // Reduce-scatter: the 15/16 of the buffer a member receives is summed at 25 GB/s, longer
+    // than the transfer at 40 GB/s: the reduction sets the pace.
+    const double rs = 50e-6 + 15.0 / 16.0 * n / 25e9 + 15.0 * 2e-6;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::reduce_scatter, n, g), rs);
+    // All-reduce: one launch, the reduce-scatter half, then the all-gather half.
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, n, g), rs + ag - 50e-6);
+    // A cap above the links' bandwidth changes nothing; a group of one costs nothing.
+    g.rank_bandwidth = Bandwidth::bytes_per_s(1e12);
+    g.reduce_bandwidth = Bandwidth{};
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_gather, n, g),
+                     50e-6 + 15.0 / 16.0 * n / 100e9 + 15.0 * 2e-6);
+    const GroupShape alone{{level(LinkClass::neuronlink, 1, 100.0, 2.0)}, g.launch};
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, n, alone), 0.0);
+}
+
+} // namespace
+} // namespace trnsim::network

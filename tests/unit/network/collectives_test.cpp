@@ -220,3 +220,53 @@ TEST(Plans, BusBandwidthFactors) {
 
 } // namespace
 } // namespace trnsim::network
+
+namespace trnsim::network {
+namespace {
+
+TEST(CollectiveEngine, TheFlowModelPaysTheLaunchAndTheRankRate) {
+    // Two ranks of one Trainium1 chip, all-reduce of 64 MiB: an on-chip reduce-scatter then
+    // all-gather, each rank moving half of its buffer per pass. With a 50 us launch and a
+    // 40 GB/s collective rate per rank, each pass takes 32 MiB / 40 GB/s (longer than the HBM
+    // path, 64 MiB / 820 GB/s) plus the on-chip step (2 us).
+    const topology::Fabric f =
+        topology::Fabric::build(plain("trn1-ultracluster"), 1);
+    LocalCosts local{Bandwidth::bytes_per_s(820e9), Duration::from_ns(2000),
+                     Duration::from_ns(50'000), Bandwidth::bytes_per_s(40e9)};
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_reduce;
+    req.chips = {0};
+    req.ranks_per_chip = 2;
+    req.bytes = 64.0 * kMiB;
+    const CollectivePlan plan = plan_collective(f, req, local);
+    EXPECT_DOUBLE_EQ(plan.launch_seconds, 50e-6);
+    const auto out = simulate_collectives(f, {{plan, 0}}, local, {});
+    const double pass = 32.0 * kMiB / 40e9 + 2e-6;
+    EXPECT_NEAR(out[0].seconds(), 50e-6 + 2.0 * pass, 3e-9);
+    // Without the engine: the HBM path, 64 MiB per pass over the chip's bandwidth.
+    const LocalCosts bare{local.hbm, local.step_latency};
+    const auto plain_out =
+        simulate_collectives(f, {{plan_collective(f, req, bare), 0}}, bare, {});
+    EXPECT_NEAR(plain_out[0].seconds(), 2.0 * (64.0 * kMiB / 820e9 + 2e-6), 3e-9);
+}
+
+TEST(CollectiveEngine, StepsAcrossEfaPayTheirOverhead) {
+    // Two trn1.32xlarge, one chip each, send/recv is not a collective (no launch); a ring
+    // all-reduce over the two chips has 2 phases across EFA, each paying 100 us more.
+    const topology::Fabric f = topology::Fabric::build(plain("trn1-ultracluster"), 2);
+    LocalCosts with{kLocal.hbm, kLocal.step_latency, Duration{}, Bandwidth{},
+                    Duration::from_ns(100'000)};
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_reduce;
+    req.algorithm = Algorithm::ring;
+    req.chips = {0, f.chips_per_instance()};
+    req.bytes = 1.0 * kMiB;
+    const double base =
+        simulate_collectives(f, {{plan_collective(f, req, kLocal), 0}}, kLocal, {})[0].seconds();
+    const double more =
+        simulate_collectives(f, {{plan_collective(f, req, with), 0}}, with, {})[0].seconds();
+    EXPECT_NEAR(more - base, 2.0 * 100e-6, 2e-9);
+}
+
+} // namespace
+} // namespace trnsim::network

@@ -177,11 +177,11 @@ TEST(Plan, ActivationBytesByHand) {
     m.vocab = 1000;
     // tokens 10, tp 1, BF16. Norm inputs/outputs 4 x 2,560; q,k,v 10 x 8 heads x 32 x 2 = 5,120;
     // attention output 2,560 + softmax statistics 160; SwiGLU 10 x 3 x 256 x 2 = 15,360.
-    EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, false, 10, 1, false, Recompute::none, 2, 0),
+    EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, false, 10, 1, false, RecomputeSet::of(Recompute::none), 2, 0),
                      33'440.0);
     EXPECT_DOUBLE_EQ(
-        activation_bytes_per_layer(m, false, 10, 1, false, Recompute::selective, 2, 0), 30'720.0);
-    EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, false, 10, 1, false, Recompute::full, 2, 0),
+        activation_bytes_per_layer(m, false, 10, 1, false, RecomputeSet::of(Recompute::selective), 2, 0), 30'720.0);
+    EXPECT_DOUBLE_EQ(activation_bytes_per_layer(m, false, 10, 1, false, RecomputeSet::of(Recompute::full), 2, 0),
                      2'560.0);
 }
 

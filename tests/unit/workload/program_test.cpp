@@ -1,5 +1,6 @@
 #include "trnsim/compute/kernel.hpp"
 #include "trnsim/config/load.hpp"
+#include "trnsim/core/error.hpp"
 #include "trnsim/workload/plan.hpp"
 #include "trnsim/workload/program.hpp"
 
@@ -154,6 +155,184 @@ TEST(ContextParallelProgram, PipelineTransferCarriesTheRankTokens) {
     const StepProgram one = build_program(plan_with({}));
     const StepProgram two = build_program(plan_with({"workload.parallelism.cp=2"}));
     EXPECT_DOUBLE_EQ(two.pipeline_send.bytes * 2.0, one.pipeline_send.bytes);
+}
+
+} // namespace
+} // namespace trnsim::workload
+
+namespace trnsim::workload {
+namespace {
+
+TEST(BackwardProgram, EveryOpHasItsOwnBackwardKernels) {
+    // Llama 3 8B, tp 4, sequence parallel, no recomputation. The dense layer's forward pass:
+    // attention_norm, tp_all_gather, qkv_proj, rope, attention, out_proj, tp_reduce_scatter,
+    // residual_add, mlp_norm, tp_all_gather, gate_up_proj, silu, gate_multiply, down_proj,
+    // tp_reduce_scatter, residual_add: 16 ops. Backward: two matmuls per matmul (4 x 2), one
+    // kernel per streaming op (7), the attention backward kernel and the four collectives
+    // swapped: 20 ops.
+    const StepProgram p = build_program(plan_with({"workload.parallelism.recompute=none"}));
+    ASSERT_EQ(p.dense_layer.forward.size(), 16u);
+    ASSERT_EQ(p.dense_layer.backward.size(), 20u);
+    const auto& bwd = p.dense_layer.backward;
+    const auto one = [&](const char* name) {
+        const auto ops = named(bwd, name);
+        EXPECT_EQ(ops.size(), 1u) << name;
+        return ops.empty() ? nullptr : ops[0];
+    };
+    // The flash-attention backward kernel of the forward's shape, not a multiple of it.
+    const auto* attn = one("attention backward");
+    ASSERT_NE(attn, nullptr);
+    EXPECT_TRUE(attn->attention.backward);
+    EXPECT_DOUBLE_EQ(attn->repeat, 1.0);
+    const auto& fwd_attn = named(p.dense_layer.forward, "attention")[0]->attention;
+    EXPECT_EQ(attn->attention.q_len, fwd_attn.q_len);
+    EXPECT_EQ(attn->attention.heads, fwd_attn.heads);
+    // Norms: their backward kind over the same rows.
+    const auto* norm = one("attention_norm backward");
+    ASSERT_NE(norm, nullptr);
+    EXPECT_EQ(norm->stream.kind, compute::StreamKind::rms_norm_backward);
+    EXPECT_EQ(norm->stream.row, 4096);
+    // SiLU: dy silu'(x), two inputs, the derivative on ScalarE.
+    const auto* silu = one("silu backward");
+    ASSERT_NE(silu, nullptr);
+    EXPECT_EQ(silu->stream.kind, compute::StreamKind::elementwise);
+    EXPECT_EQ(silu->stream.inputs, 2);
+    EXPECT_EQ(silu->stream.engine, compute::StreamEngine::scalar);
+    // The gate product: d silu = dy u and du = dy silu(g), three inputs, two outputs.
+    const auto* gate = one("gate_multiply backward");
+    ASSERT_NE(gate, nullptr);
+    EXPECT_EQ(gate->stream.inputs, 3);
+    EXPECT_EQ(gate->stream.outputs, 2);
+    // Embedding: the scatter-add of the gradient rows; the head's cross-entropy.
+    const auto& emb = p.embedding.backward;
+    ASSERT_EQ(named(emb, "embedding_gather backward").size(), 1u);
+    EXPECT_EQ(named(emb, "embedding_gather backward")[0]->stream.kind,
+              compute::StreamKind::scatter_add);
+    const auto xent = named(p.head.forward, "cross_entropy");
+    ASSERT_EQ(xent.size(), 1u);
+    EXPECT_EQ(xent[0]->stream.kind, compute::StreamKind::cross_entropy);
+    EXPECT_EQ(xent[0]->stream.element_bytes, 4); // FP32 logits
+    // Useful FLOPs of the layer's backward attention: 2.5 times its forward (five matmuls
+    // against two), by the kernel's own count.
+    EXPECT_DOUBLE_EQ(compute::useful_flops(attn->attention),
+                     2.5 * compute::useful_flops(fwd_attn));
+}
+
+} // namespace
+} // namespace trnsim::workload
+
+namespace trnsim::workload {
+namespace {
+
+std::vector<std::string> names_of(const std::vector<ProgramOp>& ops, const std::string& suffix) {
+    std::vector<std::string> out;
+    for (const ProgramOp& op : ops) {
+        if (op.name.size() > suffix.size() &&
+            op.name.compare(op.name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            out.push_back(op.name);
+        }
+    }
+    return out;
+}
+
+TEST(Recompute, SelectivePartsAsTheFrameworksDefineThem) {
+    const auto recomputed = [](const std::vector<std::string>& parts) {
+        std::vector<std::string> o = {"workload.parallelism.recompute=selective"};
+        if (!parts.empty()) {
+            std::string list;
+            for (const auto& p : parts) {
+                list += (list.empty() ? "" : ", ") + p;
+            }
+            o.push_back("workload.parallelism.recompute_parts=[" + list + "]");
+        }
+        return names_of(build_program(plan_with(o)).dense_layer.backward, " recompute");
+    };
+    // Megatron-LM's selective: the attention core.
+    EXPECT_EQ(recomputed({}), (std::vector<std::string>{"attention recompute"}));
+    // NeMo on Neuron: the core attention and both layer norms.
+    EXPECT_EQ(recomputed({"core_attention", "norm"}),
+              (std::vector<std::string>{"attention_norm recompute", "attention recompute",
+                                        "mlp_norm recompute"}));
+    // NxD: the core attention and act_fn(gate) * up.
+    EXPECT_EQ(recomputed({"core_attention", "mlp_activation"}),
+              (std::vector<std::string>{"attention recompute", "silu recompute",
+                                        "gate_multiply recompute"}));
+    // NxD's whole LlamaMLP: its sequence-parallel gather and reduce-scatter too.
+    EXPECT_EQ(recomputed({"core_attention", "mlp"}),
+              (std::vector<std::string>{"attention recompute", "tp_all_gather recompute",
+                                        "gate_up_proj recompute", "silu recompute",
+                                        "gate_multiply recompute", "down_proj recompute",
+                                        "tp_reduce_scatter recompute"}));
+    // Full: every op of the forward pass.
+    const StepProgram full = build_program(plan_with({"workload.parallelism.recompute=full"}));
+    EXPECT_EQ(names_of(full.dense_layer.backward, " recompute").size(),
+              full.dense_layer.forward.size());
+}
+
+TEST(Recompute, PartsNeedSelective) {
+    EXPECT_THROW(plan_with({"workload.parallelism.recompute=full",
+                            "workload.parallelism.recompute_parts=[norm]"}),
+                 InputError);
+}
+
+TEST(MaterializedAttention, ScoresSoftmaxValuesOverEveryPair) {
+    // Llama 3 8B, tp 4: 8 query heads per rank, S = 8192, head dim 128, microbatch 1.
+    const StepProgram p = build_program(plan_with({"workload.graph.attention=materialized",
+                                                   "workload.graph.attention_dropout=0.1"}));
+    const auto& fwd = p.dense_layer.forward;
+    ASSERT_TRUE(named(fwd, "attention").empty());
+    const auto scores = named(fwd, "attention_scores");
+    const auto values = named(fwd, "attention_values");
+    const auto softmax = named(fwd, "attention_softmax");
+    const auto drop = named(fwd, "attention_dropout");
+    ASSERT_EQ(scores.size(), 1u);
+    ASSERT_EQ(values.size(), 1u);
+    ASSERT_EQ(softmax.size(), 1u);
+    ASSERT_EQ(drop.size(), 1u);
+    // Q K^T per head: 8192 x 128 x 8192, batch 8; all 8192^2 pairs, the causal mask applied
+    // to the scores, not skipped.
+    EXPECT_EQ(scores[0]->matmul.m, 8192);
+    EXPECT_EQ(scores[0]->matmul.k, 128);
+    EXPECT_EQ(scores[0]->matmul.n, 8192);
+    EXPECT_EQ(scores[0]->matmul.batch, 8);
+    EXPECT_EQ(values[0]->matmul.k, 8192);
+    EXPECT_EQ(values[0]->matmul.n, 128);
+    EXPECT_EQ(softmax[0]->stream.elements, std::int64_t{8} * 8192 * 8192);
+    EXPECT_EQ(softmax[0]->stream.row, 8192);
+    // Backward: the two matmuls' gradients, the softmax and dropout backward kernels.
+    const auto& bwd = p.dense_layer.backward;
+    ASSERT_EQ(named(bwd, "attention_softmax backward").size(), 1u);
+    EXPECT_EQ(named(bwd, "attention_softmax backward")[0]->stream.kind,
+              compute::StreamKind::softmax_backward);
+    EXPECT_EQ(named(bwd, "attention_scores data_grad").size(), 1u);
+    EXPECT_EQ(named(bwd, "attention_values weight_grad").size(), 1u);
+    EXPECT_EQ(named(bwd, "attention_dropout backward").size(), 1u);
+    // Selective recomputation recomputes all four.
+    EXPECT_EQ(names_of(bwd, " recompute"),
+              (std::vector<std::string>{"attention_scores recompute", "attention_softmax recompute",
+                                        "attention_dropout recompute",
+                                        "attention_values recompute"}));
+}
+
+TEST(MaterializedAttention, KeepsItsProbabilitiesUnlessRecomputed) {
+    // Llama 3 8B, tp 4, microbatch 1, S = 2048: 8 heads per rank. Without recomputation the
+    // probabilities stay: 8 x 2048^2 BF16 = 64 MiB per layer, plus the dropout mask (a byte
+    // per element) with dropout.
+    const auto act = [](std::vector<std::string> o) {
+        o.push_back("workload.sequence_length=2048");
+        return plan_with(o).memory.stages[0].activations.count();
+    };
+    const std::int64_t flash = act({"workload.parallelism.recompute=none"});
+    const std::int64_t mat = act({"workload.parallelism.recompute=none",
+                                  "workload.graph.attention=materialized"});
+    const std::int64_t drop = act({"workload.parallelism.recompute=none",
+                                   "workload.graph.attention=materialized",
+                                   "workload.graph.attention_dropout=0.1"});
+    // Stage 0 of 4 holds 8 layers and min(m, pp) = 4 microbatches in flight.
+    const std::int64_t per_layer = std::int64_t{8} * 2048 * 2048;
+    EXPECT_EQ(mat - flash, 8 * 4 * 2 * per_layer);
+    EXPECT_EQ(drop - mat, 8 * 4 * per_layer);
+    EXPECT_EQ(act({"workload.graph.attention=materialized"}), act({}));
 }
 
 } // namespace

@@ -1,0 +1,143 @@
+// The published Trainium training runs (tests/data/training/published-runs.csv) against the
+// training step model (sim::run_training on the scenarios of scenarios/validation/), and the
+// fit of a chip's compiled-graph coefficients (compute::TrainingCosts) to the rows marked
+// `fitted`.
+//
+// The fit is the reproducible procedure behind the `training` sections of the chip files: it
+// minimises the largest |ln(simulated / published throughput)| over the fitted rows of the
+// chip, at step fidelity (what the validation reports), over engine_sync in [0, 1] by a
+// golden-section search to a width of 0.002 (the largest error only grows away from its
+// minimum: every row's throughput falls as engine_sync grows), then rounds it to 2 significant
+// digits. The result depends only on the chip file and the scenarios.
+#pragma once
+
+#include "trnsim/config/load.hpp"
+#include "trnsim/sim/run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trnsim::test {
+
+struct TrainingRow {
+    std::string run, chip, source, scenario;
+    double sequences_per_s = 0.0; ///< 0: none published
+    std::string use;              ///< fitted, held_out or predicted
+};
+
+inline std::vector<TrainingRow> read_training_rows(
+    const std::string& path = std::string(TRNSIM_SOURCE_DIR) +
+                              "/tests/data/training/published-runs.csv") {
+    std::ifstream in(path);
+    if (!in) {
+        throw std::runtime_error("cannot read " + path);
+    }
+    std::vector<TrainingRow> rows;
+    bool header = true;
+    for (std::string line; std::getline(in, line);) {
+        if (line.empty() || line[0] == '#') {
+            continue;
+        }
+        if (std::exchange(header, false)) {
+            continue;
+        }
+        std::vector<std::string> f;
+        std::stringstream ss(line);
+        for (std::string cell; std::getline(ss, cell, ',');) {
+            f.push_back(cell);
+        }
+        if (f.size() != 6) {
+            throw std::runtime_error("bad training row: " + line);
+        }
+        TrainingRow r{f[0], f[1], f[2], f[3], f[4].empty() ? 0.0 : std::stod(f[4]), f[5]};
+        rows.push_back(r);
+    }
+    return rows;
+}
+
+inline config::ScenarioSpec training_scenario(const TrainingRow& r,
+                                              const std::vector<std::string>& overrides = {}) {
+    return config::load_scenario(
+        std::string(TRNSIM_SOURCE_DIR) + "/scenarios/validation/" + r.scenario, overrides);
+}
+
+/// Sequences per second of a scenario's step.
+inline double sequences_per_s(const sim::TrainingRun& run) {
+    return static_cast<double>(run.plan.training.global_batch) / run.step.step_s;
+}
+
+/// Simulated sequences per second of `r` with the chip's training section replaced.
+inline double simulate_training_row(const TrainingRow& r, const compute::TrainingCosts& costs) {
+    config::ScenarioSpec spec = training_scenario(r);
+    spec.hardware.chip.training = costs;
+    return sequences_per_s(sim::run_training(spec));
+}
+
+/// The largest |ln(simulated / published)| over `rows` with `costs`.
+inline double training_misfit(const std::vector<TrainingRow>& rows,
+                              const compute::TrainingCosts& costs) {
+    double worst = 0.0;
+    for (const TrainingRow& r : rows) {
+        worst = std::max(worst, std::abs(std::log(simulate_training_row(r, costs) /
+                                                  r.sequences_per_s)));
+    }
+    return worst;
+}
+
+inline double round2(double v) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.2g", v);
+    return std::strtod(text, nullptr);
+}
+
+/// Fits the training section of `chip_name` to its `fitted` rows (see the header); the
+/// chip's own values when it has none.
+inline compute::TrainingCosts fit_training_costs(const std::string& chip_name,
+                                                 const std::vector<TrainingRow>& all) {
+    std::vector<TrainingRow> rows;
+    for (const TrainingRow& r : all) {
+        if (r.chip == chip_name && r.use == "fitted") {
+            rows.push_back(r);
+        }
+    }
+    compute::TrainingCosts costs = config::load_chip(chip_name).training;
+    if (rows.empty()) {
+        return costs;
+    }
+    const auto f = [&](double s) {
+        compute::TrainingCosts c = costs;
+        c.engine_sync = s;
+        return training_misfit(rows, c);
+    };
+    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+    double a = 0.0, b = 1.0;
+    double c = b - phi * (b - a), d = a + phi * (b - a);
+    double fc = f(c), fd = f(d);
+    while (b - a > 0.002) {
+        if (fc < fd) {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - phi * (b - a);
+            fc = f(c);
+        } else {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + phi * (b - a);
+            fd = f(d);
+        }
+    }
+    costs.engine_sync = round2((a + b) / 2.0);
+    return costs;
+}
+
+} // namespace trnsim::test
