@@ -118,7 +118,8 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
          "TTFT p50 " + fmt::seconds(s.ttft_p50_s) + ", p90 " + fmt::seconds(s.ttft_p90_s) +
              ", p99 " + fmt::seconds(s.ttft_p99_s) + "; TPOT p50 " +
              fmt::seconds(s.tpot_p50_s) + ", p90 " + fmt::seconds(s.tpot_p90_s) + ", p99 " +
-             fmt::seconds(s.tpot_p99_s) + "; E2E p50 " + fmt::seconds(s.e2e_p50_s) + ", p99 " +
+             fmt::seconds(s.tpot_p99_s) + "; ITL p50 " + fmt::seconds(s.itl_p50_s) + ", p99 " +
+             fmt::seconds(s.itl_p99_s) + "; E2E p50 " + fmt::seconds(s.e2e_p50_s) + ", p99 " +
              fmt::seconds(s.e2e_p99_s));
     line(out, "throughput",
          fmt::integer(static_cast<std::int64_t>(s.requests)) + " requests in " +

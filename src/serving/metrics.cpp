@@ -111,4 +111,65 @@ ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& 
     return s;
 }
 
+void compact_gaps(std::vector<TokenGap>& gaps) {
+    std::sort(gaps.begin(), gaps.end(),
+              [](const TokenGap& a, const TokenGap& b) { return a.ns < b.ns; });
+    std::size_t out = 0;
+    for (const TokenGap& g : gaps) {
+        if (g.count <= 0) {
+            continue;
+        }
+        if (out > 0 && gaps[out - 1].ns == g.ns) {
+            gaps[out - 1].count += g.count;
+        } else {
+            gaps[out++] = g;
+        }
+    }
+    gaps.resize(out);
+}
+
+double gap_percentile_s(std::span<const TokenGap> gaps, double p) {
+    std::int64_t n = 0;
+    for (const TokenGap& g : gaps) {
+        n += g.count;
+    }
+    if (n == 0) {
+        return 0.0;
+    }
+    const double h = static_cast<double>(n - 1) * std::clamp(p, 0.0, 1.0);
+    const auto lo = static_cast<std::int64_t>(std::floor(h));
+    const std::int64_t hi = std::min(lo + 1, n - 1);
+    // The values at ranks lo and hi (0-based) of the expanded multiset.
+    double x_lo = 0.0, x_hi = 0.0;
+    std::int64_t seen = 0;
+    bool have_lo = false;
+    for (const TokenGap& g : gaps) {
+        seen += g.count;
+        if (!have_lo && lo < seen) {
+            x_lo = static_cast<double>(g.ns);
+            have_lo = true;
+        }
+        if (hi < seen) {
+            x_hi = static_cast<double>(g.ns);
+            break;
+        }
+    }
+    return (x_lo + (h - static_cast<double>(lo)) * (x_hi - x_lo)) * 1e-9;
+}
+
+void add_itl(ServingSummary& summary, std::vector<TokenGap> gaps) {
+    compact_gaps(gaps);
+    summary.itl_p50_s = gap_percentile_s(gaps, 0.5);
+    summary.itl_p90_s = gap_percentile_s(gaps, 0.9);
+    summary.itl_p99_s = gap_percentile_s(gaps, 0.99);
+    double sum = 0.0;
+    std::int64_t n = 0;
+    for (const TokenGap& g : gaps) {
+        sum += static_cast<double>(g.ns) * static_cast<double>(g.count);
+        n += g.count;
+    }
+    summary.itl_count = static_cast<std::uint64_t>(n);
+    summary.itl_mean_s = n > 0 ? sum / static_cast<double>(n) * 1e-9 : 0.0;
+}
+
 } // namespace trnsim::serving

@@ -156,6 +156,7 @@ ReplicaRun run(const InferenceSpec& spec, const IterationCost& cost, std::int64_
     sample_until(last + 1);
     out.stats = sched.stats();
     out.summary = summarize(out.records, spec.slo);
+    add_itl(out.summary, sched.token_gaps());
     return out;
 }
 

@@ -39,12 +39,13 @@ ReplicaScheduler::ReplicaScheduler(const ServingSpec& spec, const IterationCost&
     if (spec.prefill_chunk < 0) {
         throw InputError("workload.serving.prefill_chunk", "must not be negative");
     }
-    if (spec.prefill_batch < 1) {
-        throw InputError("workload.serving.prefill_batch", "must be at least 1");
+    if (spec.prefill_batch < 0) {
+        throw InputError("workload.serving.prefill_batch", "must not be negative");
     }
     max_batch_ = spec.max_batch;
     chunk_ = spec.prefill_chunk;
-    prefill_batch_ = spec.prefill_batch;
+    // 0: the whole compiled batch in one context-encoding graph (ServingSpec::prefill_batch).
+    prefill_batch_ = spec.prefill_batch == 0 ? spec.max_batch : spec.prefill_batch;
     block_ = spec.kv_block;
     max_context_ = spec.max_context;
     prefix_caching_ = spec.prefix_caching;
@@ -304,6 +305,8 @@ void ReplicaScheduler::preempt(std::uint32_t s) {
     Seq& q = seqs_[s];
     switch (q.state) {
     case State::decode:
+        q.tok_ns = last_token(q);
+        q.tok_step = decode_steps_;
         if (spec_k_ == 0) {
             const std::int64_t kv = q.kv + g_;
             q.generated = kv - q.req.input_tokens + 1;
@@ -502,6 +505,8 @@ void ReplicaScheduler::add_transferred(const Request& r, std::int64_t first_toke
     q.generated = 1;
     q.kv = r.input_tokens;
     q.target = r.input_tokens + 1;
+    q.tok_ns = first_token_ns; // its first token, on the prefill replica
+    q.tok_step = decode_steps_;
     ready_.push_back(s);
 }
 
@@ -696,7 +701,11 @@ void ReplicaScheduler::finish_prefill(std::uint32_t s, std::int64_t t) {
     Seq& q = seqs_[s];
     if (q.first_token_ns < 0) {
         q.first_token_ns = t;
+    } else if (q.generated > 0) {
+        gap(t - q.tok_ns, 1); // a recompute's token, after a preemption
     }
+    q.tok_ns = t;
+    q.tok_step = decode_steps_;
     ++q.generated;
     q.kv = q.target;
     if (q.generated >= q.req.output_tokens) {
@@ -729,6 +738,7 @@ void ReplicaScheduler::finish_prefill(std::uint32_t s, std::int64_t t) {
         return;
     }
     enter_decode(s);
+    fresh_.push_back({s, q.version});
 }
 
 void ReplicaScheduler::speculate(std::uint32_t s) {
@@ -748,6 +758,10 @@ void ReplicaScheduler::speculate(std::uint32_t s) {
     ++stats_.speculative_steps;
     stats_.speculative_accepted += static_cast<std::uint64_t>(accepted);
     const std::int64_t gain = std::min(accepted + 1, q.req.output_tokens - q.generated);
+    const std::int64_t t = step_end();
+    gap(t - q.tok_ns, 1);
+    q.tok_ns = t;
+    q.tok_step = decode_steps_;
     q.kv += gain;
     q.generated += gain;
     stats_.decode_tokens += static_cast<std::uint64_t>(gain);
@@ -771,6 +785,19 @@ const std::vector<Completion>& ReplicaScheduler::end() {
     spec_done.clear();
     if (sh.decode_sequences > 0) {
         if (spec_k_ == 0) {
+            // Gaps: the first iteration's against each sequence's previous token, then d.
+            const std::int64_t t1 = step_.start + step_.d;
+            std::int64_t fresh = 0;
+            for (const Fresh& f : fresh_) {
+                const Seq& q = seqs_[f.slot];
+                if (q.state == State::decode && q.version == f.version &&
+                    q.tok_step == decode_steps_) {
+                    gap(t1 - q.tok_ns, 1);
+                    ++fresh;
+                }
+            }
+            gap(t1 - last_decode_end_, decoding_ - fresh);
+            gap(step_.d, (n - 1) * sh.decode_sequences);
             take(demand(n));
             g_ += n;
             stats_.decode_tokens += static_cast<std::uint64_t>(n * sh.decode_sequences);
@@ -784,6 +811,11 @@ const std::vector<Completion>& ReplicaScheduler::end() {
                 }
             }
         }
+    }
+    if (sh.decode_sequences > 0) {
+        ++decode_steps_;
+        last_decode_end_ = t;
+        fresh_.clear();
     }
     stats_.peak_used_blocks = std::max(stats_.peak_used_blocks, used_blocks());
 
@@ -815,6 +847,9 @@ const std::vector<Completion>& ReplicaScheduler::end() {
     // Transferred sequences that joined this iteration enter the decode form.
     for (std::uint32_t s : joining_) {
         Seq& q = seqs_[s];
+        gap(t - q.tok_ns, 1); // since its first token, on the prefill replica
+        q.tok_ns = t;
+        q.tok_step = decode_steps_;
         q.kv += 1;
         q.generated += 1;
         if (q.generated >= q.req.output_tokens) {
@@ -839,6 +874,26 @@ const std::vector<Completion>& ReplicaScheduler::end() {
     step_.active = false;
     step_.reserved = 0;
     return out_;
+}
+
+void ReplicaScheduler::gap(std::int64_t ns, std::int64_t count) {
+    if (count <= 0) {
+        return;
+    }
+    if (!gaps_.empty() && gaps_.back().ns == ns) {
+        gaps_.back().count += count;
+        return;
+    }
+    gaps_.push_back({ns, count});
+    if (gaps_.size() >= 4096) {
+        compact_gaps(gaps_); // a few distinct iteration times, and first gaps
+    }
+}
+
+std::vector<TokenGap> ReplicaScheduler::token_gaps() const {
+    std::vector<TokenGap> g = gaps_;
+    compact_gaps(g);
+    return g;
 }
 
 // ------------------------------------------------------------------------------------------

@@ -372,7 +372,7 @@ public:
     RecordTable& table() { return table_; }
 
     /// After the run: the KV samples up to `end` and the per-replica figures.
-    void finish(std::int64_t end, ServingRun& out) {
+    void finish(std::int64_t end, ServingRun& out, std::vector<serving::TokenGap>& gaps) {
         std::int64_t capacity = 0;
         out.replica_kv_peak_fraction.resize(reps_.size());
         for (std::size_t r = 0; r < reps_.size(); ++r) {
@@ -388,6 +388,8 @@ public:
             out.stats.steps += st.steps;
             out.stats.iterations += st.iterations;
             out.stats.preemptions += st.preemptions;
+            const std::vector<serving::TokenGap> g = s.token_gaps();
+            gaps.insert(gaps.end(), g.begin(), g.end());
             out.stats.prefix_hits += st.prefix_hits;
             out.stats.kv_transfers += rep.transfers;
             out.stats.kv_transfer_bytes += rep.transfer_bytes;
@@ -748,8 +750,10 @@ ServingRun simulate_serving(const ServeInput& in) {
         TRNSIM_CHECK(r.finished(), "serve: a request did not finish");
         end = std::max(end, r.finish_ns);
     }
-    model.finish(end, out);
+    std::vector<serving::TokenGap> gaps;
+    model.finish(end, out, gaps);
     out.summary = serving::summarize(records, in.spec.slo);
+    serving::add_itl(out.summary, std::move(gaps));
     if (in.options.keep_records) {
         out.requests = std::move(records);
     }

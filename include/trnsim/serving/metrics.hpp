@@ -9,6 +9,14 @@
 //   E2E   finish - arrival
 //   SLO   a request meets it when TTFT <= slo.ttft and TPOT <= slo.tpot (a zero bound is no
 //         bound)
+//   ITL   inter-token latency: for every delivery of tokens to a request after its first token,
+//         the time since its previous delivery (one value per token; with speculative
+//         decoding the tokens one iteration accepts arrive together and count once, as vLLM's
+//         benchmark counts a streamed chunk). Percentiles over every delivery of every
+//         request: what Transformers NeuronX's benchmark reports as per-token latency, where
+//         TPOT above is vLLM's per-request mean. The scheduler records the gaps
+//         (ReplicaScheduler::token_gaps); summarize() leaves the itl_ fields 0 and
+//         add_itl() fills them.
 //   span  from the first arrival to the last finish; output_tokens_per_s and
 //         goodput_requests_per_s (requests meeting the SLO) are per second of span
 //
@@ -66,7 +74,25 @@ struct ServingSummary {
     double output_tokens_per_s = 0.0;
     double goodput_requests_per_s = 0.0;
     double slo_attainment = 0.0;       ///< met_slo / requests
+    double itl_p50_s = 0.0, itl_p90_s = 0.0, itl_p99_s = 0.0, itl_mean_s = 0.0;
+    std::uint64_t itl_count = 0;       ///< deliveries behind the itl_ figures
 };
+
+/// `count` deliveries that each came `ns` nanoseconds after the request's previous one.
+struct TokenGap {
+    std::int64_t ns = 0;
+    std::int64_t count = 0;
+};
+
+/// Sorts `gaps` by ns and merges equal ones (counts added; zero counts dropped).
+void compact_gaps(std::vector<TokenGap>& gaps);
+
+/// The type 7 percentile (above) of the multiset the gaps describe (each ns repeated count
+/// times), in seconds; `gaps` compacted. 0 for no gaps.
+double gap_percentile_s(std::span<const TokenGap> gaps, double p);
+
+/// Fills summary's itl_ fields from the gaps (compacted first).
+void add_itl(ServingSummary& summary, std::vector<TokenGap> gaps);
 
 ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& slo);
 

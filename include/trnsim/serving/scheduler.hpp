@@ -22,9 +22,9 @@
 // An iteration, decided at its start (begin()):
 //   - whole-prompt prefill (prefill_chunk 0): if the head of the queue can be admitted, the
 //     iteration prefills it and the following ones that can be admitted, up to
-//     prefill_batch prompts, and decodes nothing (prefill first, as vLLM without chunked
-//     prefill and NxD Inference's separate context-encoding graph do); otherwise it decodes
-//     every running sequence;
+//     prefill_batch prompts (0: max_batch, a static batch encoded together), and decodes
+//     nothing (prefill first, as vLLM without chunked prefill and NxD Inference's separate
+//     context-encoding graph do); otherwise it decodes every running sequence;
 //   - chunked prefill: it decodes every running sequence and prefills up to prefill_chunk
 //     tokens, continuing the sequences in prefill in admission order and then admitting from
 //     the queue (first come, first served: a head that does not fit stops admission), unless
@@ -71,10 +71,21 @@
 // KV blocks of a fast-forwarded step are taken at its end (for the iterations it ran); the
 // blocks in use at any time inside it are known exactly (used_blocks_at).
 //
+// Inter-token gaps (token_gaps, the ITL of metrics.hpp). Every delivery of tokens to a
+// sequence after its first token records the time since its previous delivery: a decode
+// iteration's tokens (all of one iteration together with speculation), a recompute prefill's
+// token after a preemption (the gap spans the preemption), a transferred sequence's first
+// decode (the gap spans the KV transfer). A fast-forwarded step of n iterations of d records
+// each sequence's first gap and (n - 1) x sequences gaps of d; without speculation every
+// sequence in decode decodes in every decode iteration, so its previous token came at the last
+// decode iteration's end unless it entered decode since. O(1) per step plus O(1) per
+// sequence entering decode.
+//
 // Times are int64 nanoseconds of simulated time. Not thread-safe: one replica, one thread.
 #pragma once
 
 #include "trnsim/serving/iteration.hpp"
+#include "trnsim/serving/metrics.hpp"
 #include "trnsim/serving/request.hpp"
 #include "trnsim/serving/spec.hpp"
 
@@ -120,7 +131,7 @@ struct SchedulerStats {
 class ReplicaScheduler {
 public:
     /// Throws InputError (workload.serving...) for a spec it cannot run: max_batch, kv_block or
-    /// max_context below 1, a negative prefill_chunk, prefill_batch below 1, speculation with
+    /// max_context below 1, a negative prefill_chunk or prefill_batch, speculation with
     /// acceptance of the wrong length or outside [0, 1], or a KV cache too small for one
     /// sequence of max_context tokens plus the watermark. `cost` must outlive the scheduler.
     ReplicaScheduler(const ServingSpec& spec, const IterationCost& cost, std::int64_t kv_blocks,
@@ -163,6 +174,8 @@ public:
         return static_cast<std::int64_t>(waiting_.size() + ready_.size());
     }
     const SchedulerStats& stats() const { return stats_; }
+    /// The inter-token gaps so far (above), compacted (metrics.hpp compact_gaps).
+    std::vector<TokenGap> token_gaps() const;
 
     /// Recounts the blocks from scratch and checks every invariant (TRNSIM_CHECK): free +
     /// held by sequences + hand-offs + cached prefixes == capacity, batch <= max_batch, the
@@ -187,6 +200,11 @@ private:
         std::uint32_t preemptions = 0;
         std::uint32_t spec_iterations = 0;
         std::uint32_t version = 0;
+        /// Its last token came at tok_ns, as of the decode step count tok_step (in decode
+        /// without speculation: at the last decode iteration's end once a decode step ran
+        /// since, last_token()).
+        std::int64_t tok_ns = 0;
+        std::uint64_t tok_step = 0;
         std::uint32_t prev = kNone, next = kNone; ///< running list (admission order)
         State state = State::free;
         bool transferred = false;
@@ -253,6 +271,10 @@ private:
     void finish_prefill(std::uint32_t s, std::int64_t t);
     void finish(std::uint32_t s, std::int64_t t);
     void speculate(std::uint32_t s);
+    std::int64_t last_token(const Seq& q) const {
+        return decode_steps_ > q.tok_step ? last_decode_end_ : q.tok_ns;
+    }
+    void gap(std::int64_t ns, std::int64_t count);
 
     const IterationCost& cost_;
     const ReplicaRole role_;
@@ -297,6 +319,16 @@ private:
     std::vector<std::int64_t> by_key_;    ///< decoding sequences by (-base) mod kv_block
     std::vector<HeapItem> finish_heap_;   ///< min G of the last iteration
     std::vector<HeapItem> context_heap_;  ///< max base
+
+    // Inter-token gaps.
+    std::uint64_t decode_steps_ = 0;      ///< steps that decoded
+    std::int64_t last_decode_end_ = 0;    ///< the end of the last of them
+    struct Fresh {
+        std::uint32_t slot;
+        std::uint32_t version;
+    };
+    std::vector<Fresh> fresh_;            ///< entered decode since the last decode step
+    std::vector<TokenGap> gaps_;
 
     Step step_;
     std::vector<Completion> out_;

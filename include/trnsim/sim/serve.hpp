@@ -160,7 +160,7 @@ struct ServingRunStats {
 
 struct ServingRun {
     std::vector<serving::RequestRecord> requests; ///< by request id (empty: keep_records off)
-    serving::ServingSummary summary;              ///< percentiles, throughput, SLO
+    serving::ServingSummary summary;              ///< percentiles, throughput, SLO, ITL
     double kv_cache_peak_fraction = 0.0;
     std::vector<double> replica_kv_peak_fraction; ///< by replica
     std::vector<KvSample> kv_series;              ///< fleet-wide, every kv_sample

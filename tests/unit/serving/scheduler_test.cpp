@@ -54,6 +54,25 @@ ReplicaRun run(const InferenceSpec& spec, const std::vector<Request>& rs, std::i
     return simulate_replica(spec, cost ? *cost : kCost, blocks, rs, 11, o);
 }
 
+/// Inter-token gaps cover each request's span from its first token to its finish exactly
+/// once: their sum is sum of (finish - first token), and without speculation there is one per
+/// output token after the first (a recompute's token included).
+void expect_gaps_cover_requests(const ReplicaRun& r, bool speculative) {
+    double span_s = 0.0;
+    std::uint64_t tokens = 0;
+    for (const RequestRecord& q : r.records) {
+        span_s += static_cast<double>(q.finish_ns - q.first_token_ns) * 1e-9;
+        tokens += static_cast<std::uint64_t>(q.output_tokens - 1);
+    }
+    EXPECT_NEAR(r.summary.itl_mean_s * static_cast<double>(r.summary.itl_count), span_s,
+                1e-9 * span_s);
+    if (speculative) {
+        EXPECT_LE(r.summary.itl_count, tokens);
+    } else {
+        EXPECT_EQ(r.summary.itl_count, tokens);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // One request: prefill 100 tokens = 1 ms + 100 x 10 us = 2 ms, first token at 2 ms; then 4
 // decode iterations of 1 ms + 10 us = 1.01 ms: finish at 2 + 4.04 = 6.04 ms.
@@ -69,6 +88,10 @@ TEST(Scheduler, OneRequestLatencies) {
         EXPECT_NEAR(r.summary.e2e_p50_s, 0.00604, 1e-12);
         EXPECT_EQ(r.stats.iterations, 5u);
         EXPECT_EQ(r.stats.steps, fast ? 2u : 5u); // the 4 decodes are one step when fast
+        // Four gaps of 1.01 ms between its five tokens.
+        EXPECT_EQ(r.summary.itl_count, 4u);
+        EXPECT_NEAR(r.summary.itl_p50_s, 0.00101, 1e-12);
+        EXPECT_NEAR(r.summary.itl_p99_s, 0.00101, 1e-12);
     }
 }
 
@@ -86,6 +109,14 @@ TEST(Scheduler, TwoRequestsBatch) {
     // TPOT of R0: (7.56 - 2) / 4 = 1.39 ms; of R1: (5.54 - 3.5) / 2 = 1.02 ms.
     EXPECT_NEAR(r.records[0].tpot_s(), 0.00139, 1e-12);
     EXPECT_NEAR(r.records[1].tpot_s(), 0.00102, 1e-12);
+    // Inter-token gaps: R0's first decode comes 2.52 ms after its first token (R1's prefill
+    // ran between), then 1.02, 1.01, 1.01; R1's 1.02, 1.02. Sorted: 1.01 1.01 1.02 1.02 1.02
+    // 2.52: p50 (h = 2.5) 1.02 ms, p99 (h = 4.95) 1.02 + 0.95 x 1.50 = 2.445 ms, mean
+    // 7.60 / 6 ms.
+    EXPECT_EQ(r.summary.itl_count, 6u);
+    EXPECT_NEAR(r.summary.itl_p50_s, 0.00102, 1e-12);
+    EXPECT_NEAR(r.summary.itl_p99_s, 0.002445, 1e-12);
+    EXPECT_NEAR(r.summary.itl_mean_s, 0.0076 / 6.0, 1e-12);
 
     // Two prompts per prefill: one iteration of 150 tokens = 2.5 ms, both first tokens at 2.5;
     // R1 finishes at 2.5 + 2 x 1.02 = 4.54, R0 at 4.54 + 2 x 1.01 = 6.56 ms.
@@ -96,6 +127,13 @@ TEST(Scheduler, TwoRequestsBatch) {
     EXPECT_EQ(b.records[1].first_token_ns, 2 * kMs + 500 * kUs);
     EXPECT_EQ(b.records[1].finish_ns, 4 * kMs + 540 * kUs);
     EXPECT_EQ(b.records[0].finish_ns, 6 * kMs + 560 * kUs);
+
+    // prefill_batch 0 is the whole compiled batch (4): the same single prefill of both.
+    two.serving.prefill_batch = 0;
+    const ReplicaRun z = run(two, {req(0, 0, 100, 5), req(1, 0, 50, 3)}, 1000);
+    EXPECT_EQ(z.records[0].first_token_ns, 2 * kMs + 500 * kUs);
+    EXPECT_EQ(z.records[1].first_token_ns, 2 * kMs + 500 * kUs);
+    EXPECT_EQ(z.records[0].finish_ns, 6 * kMs + 560 * kUs);
 }
 
 // A request arriving during another's decode joins at the next iteration boundary.
@@ -111,6 +149,13 @@ TEST(Scheduler, ArrivalCutsAFastForwardedStep) {
         EXPECT_EQ(r.records[1].first_token_ns, 5 * kMs + 120 * kUs);
         EXPECT_EQ(r.records[1].finish_ns, 6 * kMs + 140 * kUs);
         EXPECT_EQ(r.records[0].finish_ns, 12 * kMs + 200 * kUs);
+        // Gaps: R0 1.01, 1.01, then 6.14 - 4.02 = 2.12 ms across R1's prefill, then six of
+        // 1.01; R1 one of 1.02. Sorted: eight 1.01, 1.02, 2.12: p50 1.01, p90 (h = 8.1)
+        // 1.02 + 0.1 x 1.10 = 1.13 ms; the sum 11.22 ms is sum of (finish - first token).
+        EXPECT_EQ(r.summary.itl_count, 10u);
+        EXPECT_NEAR(r.summary.itl_p50_s, 0.00101, 1e-12);
+        EXPECT_NEAR(r.summary.itl_p90_s, 0.00113, 1e-12);
+        EXPECT_NEAR(r.summary.itl_mean_s * 10.0, 0.01122, 1e-12);
     }
 }
 
@@ -159,6 +204,13 @@ TEST(Scheduler, ChunkedPrefillMixesDecode) {
         EXPECT_EQ(r.records[1].first_token_ns, 6 * kMs + 130 * kUs);
         EXPECT_EQ(r.records[1].finish_ns, 7 * kMs + 150 * kUs);
         EXPECT_EQ(r.records[0].finish_ns, 12 * kMs + 200 * kUs);
+        // Gaps: R0 1.65, 1.65, 1.19 (mixed with R1's chunks), 1.02, then five of 1.01; R1
+        // one of 1.02. Sorted: five 1.01, 1.02, 1.02, 1.19, 1.65, 1.65: p50 (h = 4.5) 1.015,
+        // p90 (h = 8.1) 1.65 ms; the sum 11.58 ms = (12.20 - 1.64) + (7.15 - 6.13).
+        EXPECT_EQ(r.summary.itl_count, 10u);
+        EXPECT_NEAR(r.summary.itl_p50_s, 0.001015, 1e-12);
+        EXPECT_NEAR(r.summary.itl_p90_s, 0.00165, 1e-12);
+        EXPECT_NEAR(r.summary.itl_mean_s * 10.0, 0.01158, 1e-12);
     }
 }
 
@@ -189,6 +241,7 @@ TEST(Scheduler, KvExhaustionPreemptsTheYoungestAndRecomputes) {
         EXPECT_EQ(r.stats.preemptions, 1u);
         EXPECT_EQ(r.stats.peak_used_blocks, 10);
         EXPECT_EQ(r.stats.prefill_tokens, 8u + 8u + 21u);
+        expect_gaps_cover_requests(r, false);
     }
 }
 
@@ -215,6 +268,7 @@ TEST(Scheduler, CapacityNeverExceededUnderPressure) {
         EXPECT_EQ(r.summary.requests, 600u);
         EXPECT_GT(r.stats.preemptions, 0u) << "the case must exercise preemption";
         EXPECT_LE(r.stats.peak_used_blocks, 120);
+        expect_gaps_cover_requests(r, false);
         for (double f : r.kv_used_fraction) {
             ASSERT_LE(f, 1.0);
             ASSERT_GE(f, 0.0);
@@ -284,6 +338,13 @@ TEST(Scheduler, SpeculativeHandCases) {
     s.serving.speculative->acceptance = {0.0, 0.0, 0.0};
     const ReplicaRun z = run(s, {req(0, 0, 10, 9)}, 1000);
     EXPECT_EQ(z.records[0].finish_ns, 1 * kMs + 100 * kUs + 8 * (1 * kMs + 40 * kUs));
+    // Nothing accepted: 8 deliveries of one token, 1.04 ms apart.
+    EXPECT_EQ(z.summary.itl_count, 8u);
+    EXPECT_NEAR(z.summary.itl_p50_s, 0.00104, 1e-12);
+    // All accepted: R0's 8 tokens after the first come as 4 + 4, R1's 7 as 4 + 3: four
+    // deliveries.
+    EXPECT_EQ(r.summary.itl_count, 4u);
+    expect_gaps_cover_requests(r, true);
 }
 
 // The mean gain per speculative iteration converges to 1 + sum_i prod_{j<=i} a_j:
@@ -359,6 +420,11 @@ TEST(Scheduler, FastForwardEqualsStepwise) {
             EXPECT_EQ(fast.stats.prefix_evictions, slow.stats.prefix_evictions);
             EXPECT_EQ(fast.stats.peak_used_blocks, slow.stats.peak_used_blocks);
             EXPECT_EQ(fast.kv_used_fraction, slow.kv_used_fraction);
+            EXPECT_EQ(fast.summary.itl_count, slow.summary.itl_count);
+            EXPECT_EQ(fast.summary.itl_p50_s, slow.summary.itl_p50_s);
+            EXPECT_EQ(fast.summary.itl_p99_s, slow.summary.itl_p99_s);
+            EXPECT_DOUBLE_EQ(fast.summary.itl_mean_s, slow.summary.itl_mean_s);
+            expect_gaps_cover_requests(fast, false);
             EXPECT_GT(fast.stats.preemptions, 0u) << "chunk " << chunk;
             std::printf("chunk %lld caching %d: %llu steps fast, %llu stepwise, %llu preemptions, "
                         "%llu prefix hits\n",

@@ -210,6 +210,11 @@ TEST(ServeFleet, DisaggregatedKvTransferOverNeuronLink) {
     EXPECT_NEAR(static_cast<double>(q.finish_ns), 15'022'000.0, 2.0);
     EXPECT_EQ(r.stats.kv_transfers, 1u);
     EXPECT_DOUBLE_EQ(r.stats.kv_transfer_bytes, 256e6);
+    // Two gaps after the first token; the first spans the transfer, together the request's
+    // finish - first token.
+    EXPECT_EQ(r.summary.itl_count, 2u);
+    EXPECT_NEAR(r.summary.itl_mean_s * 2.0,
+                static_cast<double>(q.finish_ns - q.first_token_ns) * 1e-9, 1e-12);
 }
 
 // The same fleet on 1 and 2 threads: identical per-request records and figures. Two
