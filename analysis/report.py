@@ -821,16 +821,49 @@ def plot_kv(path, directory):
         "of the fullest replica, and the requests arrived but not finished.")
 
 
+#: Per-second factors of the rate units of an arrival mapping (20/s, 1200/min).
+RATE_UNITS = {"s": 1.0, "min": 1 / 60.0, "h": 1 / HOUR}
+
+
+def arrival_load(text):
+    """(what, value) of a swept arrival mapping as /batch/points writes it: ('rate', requests
+    per second) for '{poisson: {rate: 20/s}}' or a gamma process, ('speedup', x) for a trace
+    replayed x times faster, ('concurrency', n) for closed-loop clients; None otherwise."""
+    import re
+
+    text = str(text)
+    m = re.search(r"rate:\s*([0-9]*\.?[0-9]+)\s*/\s*(s|min|h)\b", text)
+    if m:
+        return "rate", float(m.group(1)) * RATE_UNITS[m.group(2)]
+    for what in ("speedup", "concurrency"):
+        m = re.search(rf"{what}:\s*([0-9]*\.?[0-9]+)", text)
+        if m:
+            return what, float(m.group(1))
+    return None
+
+
+#: Axis labels of the loads arrival_load finds.
+LOAD_LABELS = {"rate": "arrival rate (requests/s)", "speedup": "trace speed-up",
+               "concurrency": "closed-loop clients"}
+
+
 def load_axis(axes, frame):
     """What the load of a serving sweep is: (x column, label, keys left out of the lines,
-    frame) for a swept numeric arrival key (a rate or a trace speed-up), else the fleet size
-    (instances; a 'fleet' key tells UltraServers from plain instances when both are swept);
-    None when neither varies."""
+    frame) for a swept arrival (a rate, a trace speed-up or a client count, from
+    workload.requests.arrival), else the fleet size (instances; a 'fleet' key tells
+    UltraServers from plain instances when both are swept); None when neither varies."""
     for g in axes.groups:
         for k in g:
-            if (k.startswith("workload.requests.arrival") and
-                    axes.units.get(k) not in (None, "text") and frame[k].nunique() > 1):
+            if not k.startswith("workload.requests.arrival") or frame[k].nunique() < 2:
+                continue
+            if axes.units.get(k) not in (None, "text"):
                 return k, short_key(k), [k], frame
+            loads = [arrival_load(v) for v in frame[k]]
+            kinds = {x[0] for x in loads if x is not None}
+            if None not in loads and len(kinds) == 1:
+                frame = frame.copy()
+                frame["load"] = [x[1] for x in loads]
+                return "load", LOAD_LABELS[kinds.pop()], [k], frame
     if "instances" not in frame or frame["instances"].nunique() < 2:
         return None
     cluster = [k for g in axes.groups for k in g if k == "cluster" or k.startswith("cluster.")]
