@@ -14,6 +14,15 @@ holds (docs/results-schema.md):
                             checkpoint interval, one panel per value of another axis when
                             one line per combination would be too many; cost against time
                             to train with the Pareto frontier
+  a serving run             (workload.type: inference) the latency, throughput, fleet and cost
+                            figures; the CDFs of TTFT, TPOT and end-to-end latency over the
+                            requests (/serving/requests) with the SLO's limits; the KV cache
+                            in use and the requests in flight over time (/serving/kv)
+  a serving sweep           every point with SLO attainment, TTFT and TPOT p99 and cost per
+                            million output tokens first; output throughput, TTFT, TPOT, SLO
+                            attainment and cost per million output tokens against the load
+                            (a swept arrival rate or speed-up, else the fleet size), the
+                            other axes as lines or panels; each swept axis on its own
   a plan (trnsim plan)      the best plan, or that no candidate met the constraints and the
                             closest misses; the finalists with time to train and cost first;
                             cost against time to train of every candidate, the best plan per
@@ -354,7 +363,8 @@ def facet_figure(axes, frame, x, metrics, exclude, xlabel, xscale, title, xtick=
 
 def plot_cluster_size(axes, frame, directory):
     """Time to train and cost against chips; the other axes as lines, panels or bands."""
-    if "chips" not in frame or frame["chips"].nunique() < 2:
+    if ("chips" not in frame or "time_to_train_s" not in frame or
+            frame["chips"].nunique() < 2):
         return None
     exclude = [k for g in axes.groups for k in g if k.startswith("cluster.")]
     metrics = [("time_to_train_s", "time to train (days)", DAY, "ci95_time_to_train_s", "log"),
@@ -400,18 +410,22 @@ def plot_checkpoint(axes, frame, directory):
         f"ETTR (effective training time ratio) against the checkpoint interval ({note}).")
 
 
-def plot_axes(axes, frame, directory):
+def plot_axes(axes, frame, directory, metrics=None):
     """Each swept axis on its own: every point (grey) and the mean per value (line), for time
-    to train, cost and (with failures) ETTR."""
+    to train, cost and (with failures) ETTR, or the given metrics ((column, label, scale);
+    points whose first metric is not finite are left out)."""
     groups = axes.varying()
     if not groups:
         return None
     groups = groups[:MAX_FACETS]
-    metrics = [("time_to_train_s", "time to train (days)", DAY),
-               ("cost_usd", "cost (million USD)", 1e6)]
-    if "ettr" in frame and frame["ettr"].nunique() > 1:
-        metrics.append(("ettr", "ETTR", 1.0))
-    ok = frame[np.isfinite(frame["time_to_train_s"])]
+    if metrics is None:
+        metrics = [("time_to_train_s", "time to train (days)", DAY),
+                   ("cost_usd", "cost (million USD)", 1e6)]
+        if "ettr" in frame and frame["ettr"].nunique() > 1:
+            metrics.append(("ettr", "ETTR", 1.0))
+    if metrics[0][0] not in frame:
+        return None
+    ok = frame[np.isfinite(frame[metrics[0][0]])]
     if ok.empty:
         return None
     fig, grid = plt.subplots(len(metrics), len(groups),
@@ -486,6 +500,8 @@ def runnable_candidates(cands):
 
 
 def plot_batch_pareto(frame, directory):
+    if "time_to_train_s" not in frame:
+        return None
     ok = frame[np.isfinite(frame["time_to_train_s"]) & np.isfinite(frame["cost_usd"])]
     if len(ok) < 2 or ok["time_to_train_s"].nunique() < 2:
         return None
@@ -651,6 +667,260 @@ def plot_plan_checkpoint(cands, finalists, domain, directory):
         "intervals.")
 
 
+# --- serving (workload.type: inference) ------------------------------------------------------
+
+#: Units of the durations in a scenario (docs/scenario-schema.md, Units), in seconds.
+DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0, "min": 60.0, "h": HOUR,
+                  "d": DAY, "w": 7 * DAY, "y": 365.25 * DAY}
+
+
+def is_serving(columns):
+    """Whether a /summary (or /batch/mean) has the serving columns (docs/results-schema.md,
+    "Serving scenarios")."""
+    return "ttft_p50_s" in columns and "slo_attainment" in columns
+
+
+def duration_seconds(text):
+    """Seconds of a scenario duration ('1s', '50ms', '2.5min'), None when it is not one."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([a-z]+)\s*", str(text))
+    if not m or m.group(2) not in DURATION_UNITS:
+        return None
+    return float(m.group(1)) * DURATION_UNITS[m.group(2)]
+
+
+def serving_slo(path):
+    """(ttft, tpot) limits in seconds from the resolved scenario's workload.slo (/meta/scenario);
+    None for a limit it does not give."""
+    import yaml
+
+    try:
+        scenario = yaml.safe_load(trnsim_results.load_meta(path).get("scenario", "")) or {}
+        slo = scenario.get("workload", {}).get("slo", {}) or {}
+    except (yaml.YAMLError, AttributeError):
+        return None, None
+    return duration_seconds(slo.get("ttft", "")), duration_seconds(slo.get("tpot", ""))
+
+
+def seconds_axis(axis):
+    axis.set_major_formatter(matplotlib.ticker.FuncFormatter(
+        lambda v, _: fmt.seconds(v) if v > 0 else "0"))
+    axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+
+
+#: At most this many points of a CDF are drawn (quantiles evenly spaced in rank).
+CDF_POINTS = 4000
+
+
+def cdf_points(values):
+    """(sorted values, fraction of values <= each) of the finite values, thinned to at most
+    CDF_POINTS points that keep the smallest and the largest."""
+    v = np.sort(values[np.isfinite(values)])
+    y = np.arange(1, len(v) + 1) / len(v) if len(v) else np.array([])
+    if len(v) > CDF_POINTS:
+        keep = np.unique(np.linspace(0, len(v) - 1, CDF_POINTS).round().astype(int))
+        v, y = v[keep], y[keep]
+    return v, y
+
+
+def latency_samples(requests):
+    """(column, label, values, SLO key) of the three latencies of /serving/requests: TTFT of
+    every request, TPOT of the requests with more than one output token (the others have
+    none), end to end of every request."""
+    multi = requests["output_tokens"].to_numpy() > 1
+    return [("ttft_s", "time to first token (TTFT)", requests["ttft_s"].to_numpy(float), 0),
+            ("tpot_s", "time per output token (TPOT)",
+             requests["tpot_s"].to_numpy(float)[multi], 1),
+            ("e2e_s", "end to end (E2E)", requests["e2e_s"].to_numpy(float), None)]
+
+
+def plot_latency_cdf(path, directory):
+    """The CDFs of TTFT, TPOT and E2E over the requests, with the SLO's limits."""
+    requests = table_or_none(path, "/serving/requests")
+    if requests is None or requests.empty:
+        return None
+    slo = serving_slo(path)
+    fig, panels = plt.subplots(1, 3, figsize=(12, 3.9), sharey=True)
+    for ax, (col, label, values, which) in zip(panels, latency_samples(requests)):
+        v, y = cdf_points(values)
+        if not len(v):
+            ax.set_title(f"{label}: no requests", fontsize=9)
+            continue
+        ax.step(v, y, where="post", color=SERIES_COLORS[0], lw=1.6, label="requests")
+        limit = slo[which] if which is not None else None
+        if limit:
+            met = float((values[np.isfinite(values)] <= limit).mean())
+            ax.axvline(limit, color=SERIES_COLORS[1], ls="--", lw=1.2,
+                       label=f"SLO {fmt.seconds(limit)}: {fmt.percent(met)} within")
+        positive = v[v > 0]
+        if len(positive) and positive[-1] / positive[0] > 20:
+            ax.set_xscale("log")
+        seconds_axis(ax.xaxis)
+        p50, p99 = np.percentile(values[np.isfinite(values)], [50, 99])
+        ax.set_title(f"{label}\np50 {fmt.seconds(p50)}, p99 {fmt.seconds(p99)}", fontsize=9)
+        ax.set_yticks([0, 0.25, 0.5, 0.75, 0.9, 1.0])
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=7, loc="lower right")
+    panels[0].set_ylabel("fraction of requests at or below")
+    fig.suptitle(f"Latency CDFs over {fmt.integer(len(requests))} requests (/serving/requests)",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return save(fig, directory, "latency_cdf.png"), (
+        "Cumulative distributions of time to first token, time per output token (requests "
+        "with more than one output token) and end-to-end latency over the requests; dashed: "
+        "the scenario's SLO limits and the fraction of requests within each.")
+
+
+def in_flight(requests, times):
+    """Requests arrived and not finished at each of `times`."""
+    arrived = np.searchsorted(np.sort(requests["arrival_s"].to_numpy(float)), times,
+                              side="right")
+    finished = np.searchsorted(np.sort(requests["finish_s"].to_numpy(float)), times,
+                               side="right")
+    return arrived - finished
+
+
+def plot_kv(path, directory):
+    """The fleet's KV cache in use over time (/serving/kv) and, with /serving/requests, the
+    requests in flight."""
+    kv = table_or_none(path, "/serving/kv")
+    if kv is None or len(kv) < 2:
+        return None
+    requests = table_or_none(path, "/serving/requests")
+    rows = 2 if requests is not None and not requests.empty else 1
+    fig, panels = plt.subplots(rows, 1, figsize=(9, 2.8 * rows + 0.6), sharex=True,
+                               squeeze=False)
+    t = kv["time_s"].to_numpy(float)
+    unit, scale = ("h", HOUR) if t[-1] > 2 * HOUR else (("min", 60.0) if t[-1] > 120 else
+                                                         ("s", 1.0))
+    top = panels[0][0]
+    top.plot(t / scale, kv["used_fraction"] * 100.0, color=SERIES_COLORS[0], lw=1.4,
+             label="KV blocks in use, whole fleet")
+    summary = trnsim_results.load_summary(path).iloc[0]
+    if "kv_cache_peak_fraction" in summary:
+        top.axhline(summary["kv_cache_peak_fraction"] * 100.0, color=SERIES_COLORS[1], ls="--",
+                    lw=1, label=f"peak of the fullest replica "
+                                f"{fmt.percent(summary['kv_cache_peak_fraction'])}")
+    top.set_ylabel("KV cache in use (%)")
+    top.set_ylim(bottom=0)
+    top.grid(alpha=0.3)
+    top.legend(fontsize=8, loc="upper right")
+    if rows == 2:
+        bottom = panels[1][0]
+        bottom.plot(t / scale, in_flight(requests, t), color=SERIES_COLORS[2], lw=1.4)
+        bottom.set_ylabel("requests in flight")
+        bottom.set_ylim(bottom=0)
+        bottom.grid(alpha=0.3)
+    panels[-1][0].set_xlabel(f"simulated time ({unit})")
+    fig.suptitle("KV cache use over time (/serving/kv, every simulation.kv_sample)",
+                 fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return save(fig, directory, "kv_cache.png"), (
+        "The fleet's KV cache blocks in use over time (all replicas together) with the peak "
+        "of the fullest replica, and the requests arrived but not finished.")
+
+
+#: Per-second factors of the rate units of an arrival mapping (20/s, 1200/min).
+RATE_UNITS = {"s": 1.0, "min": 1 / 60.0, "h": 1 / HOUR}
+
+
+def arrival_load(text):
+    """(what, value) of a swept arrival mapping as /batch/points writes it: ('rate', requests
+    per second) for '{poisson: {rate: 20/s}}' or a gamma process, ('speedup', x) for a trace
+    replayed x times faster, ('concurrency', n) for closed-loop clients; None otherwise."""
+    import re
+
+    text = str(text)
+    m = re.search(r"rate:\s*([0-9]*\.?[0-9]+)\s*/\s*(s|min|h)\b", text)
+    if m:
+        return "rate", float(m.group(1)) * RATE_UNITS[m.group(2)]
+    for what in ("speedup", "concurrency"):
+        m = re.search(rf"{what}:\s*([0-9]*\.?[0-9]+)", text)
+        if m:
+            return what, float(m.group(1))
+    return None
+
+
+#: Axis labels of the loads arrival_load finds.
+LOAD_LABELS = {"rate": "arrival rate (requests/s)", "speedup": "trace speed-up",
+               "concurrency": "closed-loop clients"}
+
+
+def load_axis(axes, frame):
+    """What the load of a serving sweep is: (x column, label, keys left out of the lines,
+    frame) for a swept arrival (a rate, a trace speed-up or a client count, from
+    workload.requests.arrival), else the fleet size (instances; a 'fleet' key tells
+    UltraServers from plain instances when both are swept); None when neither varies."""
+    for g in axes.groups:
+        for k in g:
+            if not k.startswith("workload.requests.arrival") or frame[k].nunique() < 2:
+                continue
+            if axes.units.get(k) not in (None, "text"):
+                return k, short_key(k), [k], frame
+            loads = [arrival_load(v) for v in frame[k]]
+            kinds = {x[0] for x in loads if x is not None}
+            if None not in loads and len(kinds) == 1:
+                frame = frame.copy()
+                frame["load"] = [x[1] for x in loads]
+                return "load", LOAD_LABELS[kinds.pop()], [k], frame
+    if "instances" not in frame or frame["instances"].nunique() < 2:
+        return None
+    cluster = [k for g in axes.groups for k in g if k == "cluster" or k.startswith("cluster.")]
+    if "ultraservers" in frame and (frame["ultraservers"] > 0).any() and \
+            (frame["ultraservers"] == 0).any():
+        frame = frame.copy()
+        frame["fleet"] = np.where(frame["ultraservers"] > 0, "UltraServers", "instances")
+        # The fleet kind joins the axis of the cluster key so that it labels the same lines.
+        axis = next((i for i, g in enumerate(axes.groups) if set(g) & set(cluster)), None)
+        if axis is None:
+            axes.groups.append(["fleet"])
+        else:
+            axes.groups[axis] = axes.groups[axis] + ["fleet"]
+        axes.units["fleet"] = "text"
+    return "instances", "instances in the fleet", cluster, frame
+
+
+def plot_serving_load(axes, frame, directory):
+    """Output throughput, TTFT and TPOT (p99), SLO attainment and cost per million output
+    tokens against the load; the other axes as lines, panels or bands."""
+    saved = axes.frame, [list(g) for g in axes.groups], dict(axes.units)
+    found = load_axis(axes, frame)
+    if found is None:
+        return []
+    x, xlabel, exclude, frame = found
+    axes.frame = frame
+    xs = frame[x].to_numpy(float)
+    xscale = "log" if xs.min() > 0 and xs.max() / xs.min() >= 4 else "linear"
+    tick = ((lambda v: fmt.integer(int(v))) if x == "instances" else
+            (lambda v: fmt.swept(axes.units.get(x), v)))
+    out = []
+    latency = [("output_tokens_per_s", "output tokens/s (thousands)", 1e3,
+                "ci95_output_tokens_per_s", None),
+               ("ttft_p99_s", "TTFT p99 (s)", 1.0, "ci95_ttft_p99_s", "log"),
+               ("tpot_p99_s", "TPOT p99 (ms)", 1e-3, "ci95_tpot_p99_s", None)]
+    fig, note = facet_figure(axes, frame, x, latency, exclude, xlabel, xscale,
+                             f"Throughput and latency against the load ({xlabel})", xtick=tick)
+    out.append((save(fig, directory, "load.png"),
+                f"Output throughput, TTFT p99 and TPOT p99 against {xlabel} ({note})."))
+    slo_cost = [("slo_attainment", "SLO attainment (%)", 0.01, "ci95_slo_attainment", None),
+                ("cost_per_million_output_tokens_usd", "USD per million output tokens", 1.0,
+                 "ci95_cost_per_million_output_tokens_usd", None)]
+    fig, note = facet_figure(axes, frame, x, slo_cost, exclude, xlabel, xscale,
+                             f"SLO attainment and cost per million output tokens against "
+                             f"{xlabel}", xtick=tick)
+    out.append((save(fig, directory, "slo_cost.png"),
+                f"The fraction of requests meeting the SLO and the cost per million output "
+                f"tokens against {xlabel} ({note})."))
+    axes.frame, axes.groups, axes.units = saved
+    return out
+
+
+SERVING_AXES_METRICS = [("slo_attainment", "SLO attainment", 1.0),
+                        ("cost_per_million_output_tokens_usd", "USD per million output tokens",
+                         1.0)]
+
+
 # ---------------------------------------------------------------------------------------------
 # HTML
 
@@ -684,6 +954,31 @@ GROUPS = [
                      ("checkpoint_interval_s", "checkpoint interval"),
                      ("checkpoint_bytes", "checkpoint size"), ("job_mtbf_s", "job MTBF"),
                      ("spare_domains", "spare domains"), ("done", "replications done")]),
+]
+#: The /summary columns of a serving run (docs/results-schema.md, "Serving scenarios").
+SERVING_GROUPS = [
+    ("Latency", [("ttft_p50_s", "TTFT p50"), ("ttft_p90_s", "TTFT p90"),
+                 ("ttft_p99_s", "TTFT p99"), ("ttft_mean_s", "TTFT mean"),
+                 ("tpot_p50_s", "TPOT p50"), ("tpot_p90_s", "TPOT p90"),
+                 ("tpot_p99_s", "TPOT p99"), ("tpot_mean_s", "TPOT mean"),
+                 ("e2e_p50_s", "end to end p50"), ("e2e_p99_s", "end to end p99")]),
+    ("Throughput and SLO", [("requests", "requests finished"),
+                            ("output_tokens_per_s", "output throughput"),
+                            ("goodput_requests_per_s", "goodput"),
+                            ("slo_attainment", "SLO attainment"),
+                            ("input_tokens", "input tokens"), ("output_tokens", "output tokens"),
+                            ("preempted_requests", "requests preempted"),
+                            ("span_s", "first arrival to last finish"),
+                            ("simulated_s", "simulated time")]),
+    ("Fleet", [("chips", "chips"), ("instances", "instances"), ("ultraservers", "UltraServers"),
+               ("replicas", "replicas"), ("prefill_replicas", "of them prefill only"),
+               ("tp", "ranks per replica"),
+               ("weights_per_rank_bytes", "weights per rank"),
+               ("kv_capacity_tokens_per_replica", "KV cache per replica (tokens)"),
+               ("kv_cache_peak_fraction", "KV cache peak"),
+               ("decode_iteration_s", "decode iteration"), ("mbu", "MBU")]),
+    ("Cost", [("instance_hours", "instance-hours"), ("cost_usd", "cost"),
+              ("cost_per_million_output_tokens_usd", "per million output tokens")]),
 ]
 #: Columns that identify a row rather than describe the run.
 BOOKKEEPING = {"file", "point", "replicate", "seed", "rank", "candidate"}
@@ -763,6 +1058,11 @@ def key_figures(row):
     """The figures a reader looks for first, in one line."""
     parts = [("step time", "step_time_s"), ("throughput", "tokens_per_s"), ("MFU", "mfu"),
              ("time to train", "time_to_train_s"), ("cost", "cost_usd"), ("ETTR", "ettr")]
+    if is_serving(row.index):
+        parts = [("TTFT p99", "ttft_p99_s"), ("TPOT p99", "tpot_p99_s"),
+                 ("SLO met by", "slo_attainment"), ("throughput", "output_tokens_per_s"),
+                 ("cost", "cost_usd"),
+                 ("per million output tokens", "cost_per_million_output_tokens_usd")]
     shown = [f"<span class='fig'>{esc(label)} <b>{esc(cell(row, name))}</b></span>"
              for label, name in parts if name in row and not _missing(row.get(name))]
     return "<p class='key'>" + " &middot; ".join(shown) + "</p>"
@@ -778,9 +1078,10 @@ def _missing(v):
 
 def run_sections(path, row, with_causes=True, skip=()):
     """The grouped figures of one run (a /summary row), and its interruptions by cause."""
-    listed = {name for _, items in GROUPS for name, _ in items} | set(skip)
+    groups = SERVING_GROUPS if is_serving(row.index) else GROUPS
+    listed = {name for _, items in groups for name, _ in items} | set(skip)
     parts = [key_figures(row), "<div class='groups'>"]
-    for title, items in GROUPS:
+    for title, items in groups:
         items = [(n, label) for n, label in items if n in row]
         if items:
             parts.append(key_value_table(row, items, title))
@@ -807,29 +1108,83 @@ def run_sections(path, row, with_causes=True, skip=()):
 
 
 def report_run(path, directory):
-    plots = [plot_breakdown(path, directory), plot_timeline(path, directory)]
     row = trnsim_results.load_summary(path).iloc[0]
+    if is_serving(row.index):
+        return report_serving_run(path, row, directory)
+    plots = [plot_breakdown(path, directory), plot_timeline(path, directory)]
     reps = int(row.get("replications", 1)) if "replications" in row else 1
     heading = ("One run" + (f", {fmt.integer(reps)} replications (mean &plusmn; 95% interval)"
                             if reps > 1 else ""))
     return heading, run_sections(path, row), plots
 
 
+def report_serving_run(path, row, directory):
+    """A serving run: its figures, the latency CDFs and the KV cache over time."""
+    plots = [plot_latency_cdf(path, directory), plot_kv(path, directory)]
+    ttft, tpot = serving_slo(path)
+    parts = []
+    if ttft is not None and tpot is not None:
+        parts.append(f"<p>SLO: TTFT &le; {esc(fmt.seconds(ttft))} and TPOT &le; "
+                     f"{esc(fmt.seconds(tpot))}, met by "
+                     f"<b>{esc(cell(row, 'slo_attainment'))}</b> of the requests.</p>")
+    if not has_table(path, "/serving/requests"):
+        parts.append("<p>The file has no /serving/requests (output.requests: false): no "
+                     "latency CDFs.</p>")
+    parts.append(run_sections(path, row, with_causes=False))
+    replicas = table_or_none(path, "/serving/replicas")
+    if replicas is not None and not replicas.empty and len(replicas) <= 64:
+        parts.append("<h3>Replicas</h3>")
+        parts.append(html_table(
+            [r for _, r in replicas.iterrows()],
+            [Column("replica"), Column("unit", header="instance or UltraServer"),
+             Column("first_chip", header="first chip"), Column("chips"),
+             Column("prefill", text=lambda r: "prefill" if int(r["prefill"]) else "-"),
+             Column("kv_peak_fraction", header="KV cache peak")]))
+    return "One serving run", "\n".join(parts), plots
+
+
 def report_batch(path, directory):
     frame, keys, units, axes_of, kinds = batch_frame(path)
     axes = Axes(frame, keys, units, axes_of, kinds)
+    if is_serving(frame.columns):
+        return report_serving_batch(path, directory, frame, keys, units, axes, kinds)
     plots = [plot_axes(axes, frame, directory), plot_cluster_size(axes, frame, directory),
              plot_checkpoint(axes, frame, directory), plot_batch_pareto(frame, directory)]
+    first = (("time_to_train_s", "time to train"), ("cost_usd", "cost"), ("ettr", "ETTR"),
+             ("goodput", "goodput"))
+    last = (("replicates", "runs"), ("chips", "chips"),
+            ("checkpoint_interval_s", "checkpoint interval"), ("mfu", "MFU"))
+    heading, table = sweep_table(frame, keys, units, axes, kinds, first, last)
+    return heading, table, plots
+
+
+def report_serving_batch(path, directory, frame, keys, units, axes, kinds):
+    """A sweep of serving scenarios: figures against the load, each axis on its own, and the
+    points with SLO attainment, latency and cost first."""
+    plots = plot_serving_load(axes, frame, directory)
+    plots.append(plot_axes(axes, frame, directory, SERVING_AXES_METRICS))
+    first = (("slo_attainment", "SLO met"), ("ttft_p99_s", "TTFT p99"),
+             ("tpot_p99_s", "TPOT p99"),
+             ("cost_per_million_output_tokens_usd", "per million output tokens"),
+             ("output_tokens_per_s", "output throughput"))
+    last = (("replicates", "runs"), ("instances", "instances"), ("chips", "chips"),
+            ("replicas", "replicas"), ("prefill_replicas", "prefill replicas"),
+            ("ttft_p50_s", "TTFT p50"), ("tpot_p50_s", "TPOT p50"), ("cost_usd", "cost"))
+    heading, table = sweep_table(frame, keys, units, axes, kinds, first, last)
+    return heading, table, plots
+
+
+def sweep_table(frame, keys, units, axes, kinds, first, last):
+    """(heading, the sweep's axes and its table of points): `first` columns, the swept keys,
+    then `last`."""
     cols = [Column("point")]
-    for name, header in (("time_to_train_s", "time to train"), ("cost_usd", "cost"),
-                         ("ettr", "ETTR"), ("goodput", "goodput")):
+    for name, header in first:
         if name in frame:
             cols.append(Column(name, header=header))
     for k in keys:
         cols.append(Column(k, header=k, left=units.get(k) == "text",
                            text=lambda r, k=k: fmt.swept(units.get(k), r[k])))
-    for name, header in (("replicates", "runs"), ("chips", "chips"),
-                         ("checkpoint_interval_s", "checkpoint interval"), ("mfu", "MFU")):
+    for name, header in last:
         if name in frame:
             cols.append(Column(name, header=header,
                                text=(lambda r, n=name: cell(r, n, with_ci=False))))
@@ -852,7 +1207,7 @@ def report_batch(path, directory):
              f"Swept axes:</p><ul>{''.join(described)}</ul>")
     table = intro + html_table([r for _, r in frame.iterrows()], cols, sticky=1,
                                scroll=len(frame) > 25)
-    return f"Sweep of {fmt.integer(len(frame))} points", table, plots
+    return f"Sweep of {fmt.integer(len(frame))} points", table
 
 
 def counted_spares(c, domain):

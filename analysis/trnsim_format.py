@@ -158,9 +158,15 @@ def percent(fraction):
 
 #: Columns holding a fraction 0..1, shown as a percentage.
 FRACTIONS = frozenset({"mfu", "hfu", "mbu", "ettr", "est_ettr", "sim_ettr", "bubble_fraction",
-                       "memory_fraction", "done", "min_ettr", "hbm_headroom"})
+                       "memory_fraction", "done", "min_ettr", "hbm_headroom", "slo_attainment",
+                       "kv_cache_peak_fraction", "kv_peak_fraction", "used_fraction"})
 #: Token rates (tokens per second), shown as a count with "tokens/s".
-TOKEN_RATES = frozenset({"tokens_per_s", "goodput", "sim_goodput", "est_goodput"})
+TOKEN_RATES = frozenset({"tokens_per_s", "goodput", "sim_goodput", "est_goodput",
+                         "output_tokens_per_s"})
+#: Request rates (requests per second), shown as a count with "requests/s".
+REQUEST_RATES = frozenset({"goodput_requests_per_s"})
+#: Token counts of a serving run, shown as a count with "tokens" (6.88M tokens).
+TOKEN_COUNTS = frozenset({"input_tokens", "output_tokens", "kv_capacity_tokens_per_replica"})
 #: Counts large enough to read best with an SI suffix (70.6B parameters).
 LARGE_COUNTS = frozenset({"parameters", "active_parameters", "tokens_per_step"})
 
@@ -171,6 +177,10 @@ def column_format(name):
     its interval ("936K +- 3.87K tokens/s")."""
     if name in TOKEN_RATES:
         return count, " tokens/s"
+    if name in REQUEST_RATES:
+        return count, " requests/s"
+    if name in TOKEN_COUNTS:
+        return count, " tokens"
     if name in FRACTIONS:
         return percent, ""
     if name.endswith("_bytes_per_s"):
