@@ -17,6 +17,8 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
         {"tpot_p99_s", s.tpot_p99_s},
         {"e2e_p50_s", s.e2e_p50_s},
         {"e2e_p99_s", s.e2e_p99_s},
+        {"itl_p50_s", s.itl_p50_s},
+        {"itl_p99_s", s.itl_p99_s},
         {"ttft_mean_s", s.ttft_mean_s},
         {"tpot_mean_s", s.tpot_mean_s},
         {"output_tokens_per_s", s.output_tokens_per_s},
