@@ -78,6 +78,18 @@ int resolve_threads(int requested) {
     return requested > 0 ? requested : engine::default_thread_count();
 }
 
+/// The scenario's warnings on stderr; with --strict the first is an input error (exit 2).
+void report_warnings(const config::ScenarioSpec& spec, bool strict) {
+    if (strict && !spec.warnings.empty()) {
+        const config::Warning& w = spec.warnings.front();
+        throw InputError(w.key_path, w.message + " (--strict makes warnings errors)",
+                         w.location);
+    }
+    for (const config::Warning& w : spec.warnings) {
+        std::cerr << config::to_string(w) << "\n";
+    }
+}
+
 } // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
@@ -90,7 +102,8 @@ int cmd_run(const std::vector<std::string>& args) {
         "trace", po::value<std::string>(),
         "write a Chrome/Perfetto JSON timeline of the step simulation (ranks: output.trace_ranks)")(
         "quiet,q", "print nothing but errors")(
-        "json", "print the summary as one JSON object instead of the text summary");
+        "json", "print the summary as one JSON object instead of the text summary")(
+        "strict", "treat warnings (settings without effect) as errors: exit 2");
     po::options_description hidden;
     hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
     po::positional_options_description pos;
@@ -124,6 +137,7 @@ int cmd_run(const std::vector<std::string>& args) {
             "output.file", *named, "the default results file of a run with --set"));
         spec = config::load_scenario_with(scenario_file, overrides);
     }
+    report_warnings(spec, p.vm.count("strict") > 0);
     const bool json = p.vm.count("json") > 0;
     const bool quiet = p.vm.count("quiet") > 0 || json;
     const int threads = resolve_threads(spec.simulation.threads);
@@ -206,7 +220,8 @@ int cmd_validate(const std::vector<std::string>& args) {
     po::options_description opts("options");
     opts.add_options()("help,h", "show this help")(
         "set", po::value<std::vector<std::string>>()->composing(),
-        "override a scenario key (repeatable)");
+        "override a scenario key (repeatable)")(
+        "strict", "treat warnings (settings without effect) as errors: exit 2");
     po::options_description hidden;
     hidden.add_options()("scenario", po::value<std::string>(), "scenario file");
     po::positional_options_description pos;
@@ -232,6 +247,7 @@ int cmd_validate(const std::vector<std::string>& args) {
     }
     const config::ScenarioSpec spec = load(file, overrides);
     check_scenario_outputs(spec); // what run would refuse, validate refuses
+    report_warnings(spec, p.vm.count("strict") > 0);
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
     // Every check that run makes before it simulates: what run refuses, validate refuses.
     if (spec.workload_type == config::WorkloadType::training) {

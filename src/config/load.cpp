@@ -927,6 +927,63 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
     }
 }
 
+/// Settings without effect here, and requests the scenario cannot fulfil (issue 18: a warning
+/// for each, `--strict` refuses them).
+void collect_warnings(ScenarioSpec& spec) {
+    const auto given = [&](const std::string& key) { return spec.sources.contains(key); };
+    const auto warn = [&](const std::string& key, const std::string& message) {
+        spec.warnings.push_back({key, message, spec.sources.find(key)});
+    };
+    const bool training = spec.workload_type == WorkloadType::training;
+    const bool step = training && spec.simulation.fidelity == Fidelity::step;
+    if (!step) {
+        const char* why = training ? "has no effect at simulation.fidelity: analytic (the step "
+                                     "simulation models it)"
+                                   : "has no effect outside a training step simulation";
+        for (const char* key : {"hardware.speed", "simulation.step_entities",
+                                "simulation.fabric_collectives",
+                                "workload.parallelism.grad_bucket"}) {
+            if (given(key)) {
+                warn(key, why);
+            }
+        }
+    }
+    if (given("output.trace_ranks") && spec.output.trace.empty()) {
+        warn("output.trace_ranks", "has no effect without output.trace (or --trace)");
+    }
+    if (!spec.reliability.enabled) {
+        for (const char* key : {"simulation.replications", "simulation.duration",
+                                "simulation.time_limit", "output.timeline"}) {
+            if (given(key)) {
+                warn(key, "has no effect without a reliability section (nothing is replicated "
+                          "or run over time)");
+            }
+        }
+    } else if (spec.reliability.failures.empty() && spec.reliability.trace.failures.empty()) {
+        warn("reliability", "has no failure processes (no preset, failures or trace): the run "
+                            "simulation has nothing to fail, only checkpoints to take");
+    }
+    if (given("cost.pricing") && given("cost.instance_hour")) {
+        warn("cost.pricing", "has no effect: cost.instance_hour sets the price");
+    }
+    if (spec.workload_type == WorkloadType::inference) {
+        const serving::ServingSpec& sv = spec.inference.serving;
+        if (given("workload.serving.ep") && sv.ep > 1 && !spec.inference.model.is_moe()) {
+            warn("workload.serving.ep", "has no effect: the model has no experts");
+        }
+        if (given("workload.serving.prefix_caching") && sv.prefix_caching &&
+            spec.inference.requests.prefix.groups == 0) {
+            warn("workload.serving.prefix_caching",
+                 "finds nothing to reuse: the requests have no shared prefixes "
+                 "(workload.requests.prefix)");
+        }
+        if (given("simulation.router_window") && sv.disaggregated.prefill_replicas == 0 &&
+            spec.simulation.router_window <= sv.router_latency) {
+            warn("simulation.router_window", "has no effect at or below the router latency");
+        }
+    }
+}
+
 ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
                        const std::string& default_name, const std::vector<Override>& overrides,
                        detail::PresetCache* presets = nullptr, const LoadOptions& options = {}) {
@@ -996,6 +1053,7 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
         spec.output.file = "results/" + spec.name + ".h5";
     }
     check_workload(spec, ctx);
+    collect_warnings(spec);
     if (!options.resolved_text) {
         return spec;
     }
@@ -1060,6 +1118,11 @@ std::vector<Override> command_line_overrides(const std::vector<std::string>& tex
 } // namespace
 
 std::string to_string(const Override& o) { return o.path + "=" + o.value; }
+
+std::string to_string(const Warning& w) {
+    return (w.location.known() ? w.location.str() + ": " : std::string()) + "warning: " +
+           w.key_path + ": " + w.message;
+}
 
 std::vector<Override> set_overrides(const std::vector<std::string>& texts) {
     return command_line_overrides(texts);

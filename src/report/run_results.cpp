@@ -80,10 +80,22 @@ results::Meta meta(const config::ScenarioSpec& spec, const Writer& writer) {
     return m;
 }
 
+void add_warnings(results::ResultsFile& f, const config::ScenarioSpec& spec) {
+    if (spec.warnings.empty()) {
+        return;
+    }
+    std::string text;
+    for (const config::Warning& w : spec.warnings) {
+        text += config::to_string(w) + "\n";
+    }
+    f.texts.emplace_back("/meta/warnings", std::move(text));
+}
+
 results::ResultsFile collective_results(const config::ScenarioSpec& spec,
                                         const sim::CollectiveBenchResult& r, const Writer& writer) {
     results::ResultsFile f;
     f.meta = meta(spec, writer);
+    add_warnings(f, spec);
     auto& s = f.summary;
     for (const char* c : {"chips", "chips_used", "ranks", "instances", "ultraservers", "sizes"}) {
         s.add_int(c);
@@ -188,6 +200,7 @@ results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::Tr
     const auto& e = run.step;
     results::ResultsFile f;
     f.meta = meta(spec, writer);
+    add_warnings(f, spec);
 
     f.summary = results::table_from_rows({summary_values(run)});
 

@@ -50,6 +50,7 @@ results::ResultsFile serving_results(const config::ScenarioSpec& spec,
                                      const sim::ServingScenarioRun& run, const Writer& writer) {
     results::ResultsFile f;
     f.meta = meta(spec, writer);
+    add_warnings(f, spec);
     f.summary = results::table_from_rows({serving_summary_values(run)});
 
     if (!run.run.requests.empty()) {

@@ -93,6 +93,45 @@ TEST(Cli, RunsWithOverridesNeverShareAResultsFile) {
     fs::remove_all(dir);
 }
 
+TEST(Cli, SettingsWithoutEffectWarnAndStrictRefusesThem) {
+    const fs::path dir = test::scratch_path("trnsim-cli-warn");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    // Stragglers at analytic fidelity, replications without a reliability section.
+    const std::vector<std::string> sets = {"--set", "hardware.speed.sd=0.05", "--set",
+                                           "simulation.replications=4"};
+    std::vector<std::string> args = {"run", "scenarios/default.yaml", "-q", "-o",
+                                     (dir / "w.h5").string()};
+    args.insert(args.end(), sets.begin(), sets.end());
+    const CliResult r = run_cli(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: hardware.speed: has no effect at simulation.fidelity: "
+                         "analytic"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("warning: simulation.replications: has no effect without a "
+                         "reliability section"),
+              std::string::npos)
+        << r.err;
+    const auto stored = results::read_text((dir / "w.h5").string(), "/meta/warnings");
+    ASSERT_TRUE(stored.has_value());
+    EXPECT_NE(stored->find("hardware.speed"), std::string::npos) << *stored;
+    // --strict: the first warning is an error, before anything runs or is written.
+    args[4] = (dir / "s.h5").string();
+    args.push_back("--strict");
+    const CliResult strict = run_cli(args);
+    EXPECT_EQ(strict.exit_code, 2) << strict.err;
+    EXPECT_NE(strict.err.find("--strict"), std::string::npos) << strict.err;
+    EXPECT_FALSE(fs::exists(dir / "s.h5"));
+    // A scenario without such settings has no warnings and no /meta/warnings.
+    ASSERT_EQ(run_cli({"run", "scenarios/default.yaml", "-q", "--strict", "-o",
+                       (dir / "c.h5").string()})
+                  .exit_code,
+              0);
+    EXPECT_FALSE(results::read_text((dir / "c.h5").string(), "/meta/warnings").has_value());
+    fs::remove_all(dir);
+}
+
 TEST(Cli, JsonSummaryAndCompare) {
     const fs::path dir = test::scratch_path("trnsim-cli-json");
     fs::remove_all(dir);

@@ -159,6 +159,15 @@ struct OutputSpec {
     bool requests = true; ///< output.requests: the per-request table of a serving run
 };
 
+/// A setting that has no effect in this scenario, or a request the scenario cannot fulfil:
+/// printed on stderr as `FILE:LINE:COL: warning: key.path: message`, kept in /meta/warnings;
+/// `--strict` makes the first one an input error (exit 2).
+struct Warning {
+    std::string key_path;
+    std::string message;
+    SourceLocation location;
+};
+
 struct ScenarioSpec {
     std::string name;
     std::int64_t seed = 1; ///< non-negative, at most 2^53
@@ -193,6 +202,10 @@ struct ScenarioSpec {
     /// model, chip, fabric and reliability presets, its failure trace. Outputs must not be
     /// any of them.
     std::vector<std::string> input_files;
+    std::vector<Warning> warnings; ///< in key order of the checks (load.cpp, collect_warnings)
 };
+
+/// "FILE:LINE:COL: warning: key.path: message" (the location as InputError formats it).
+std::string to_string(const Warning& w);
 
 } // namespace trnsim::config

@@ -35,6 +35,10 @@ std::vector<results::NamedValue> summary_values(const sim::TrainingRun& run,
 /// /meta of a file written for `spec`.
 results::Meta meta(const config::ScenarioSpec& spec, const Writer& writer);
 
+/// /meta/warnings: the scenario's warnings, one `FILE:LINE:COL: warning: key: message` line
+/// each (no dataset when there are none).
+void add_warnings(results::ResultsFile& f, const config::ScenarioSpec& spec);
+
 /// The results file of a training run: /summary, /step/..., /plan/memory and, with a
 /// reliability section, /run/....
 results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::TrainingRun& run,
