@@ -12,8 +12,16 @@ ParallelismSpec& par(S& s) { return s.training.parallelism; }
 
 Schema<ChipSpeed> build_chip_speed() {
     Schema<ChipSpeed> s("ChipSpeed");
-    s.field(required(count<ChipSpeed>("chip", [](ChipSpeed& x) -> std::int64_t& { return x.chip; },
-                                      "", 0, std::int64_t{1} << 40, "Chip index.")));
+    s.field(count<ChipSpeed>("chip", [](ChipSpeed& x) -> std::int64_t& { return x.chip; }, "", 0,
+                             std::int64_t{1} << 40, "One chip, by index."));
+    s.field(integer_list<ChipSpeed>("chips", [](ChipSpeed& x) -> std::vector<int>& { return x.chips; },
+                                    "", 0, (1 << 30), "An inclusive range of chips: [first, last]."));
+    s.field(count<ChipSpeed>("instance", [](ChipSpeed& x) -> std::int64_t& { return x.instance; },
+                             "", 0, std::int64_t{1} << 30, "Every chip of one instance."));
+    s.field(count<ChipSpeed>("ultraserver",
+                             [](ChipSpeed& x) -> std::int64_t& { return x.ultraserver; }, "", 0,
+                             std::int64_t{1} << 30, "Every chip of one UltraServer."));
+    s.exactly_one({"chip", "chips", "instance", "ultraserver"}, "");
     s.field(required(real<ChipSpeed>("speed", [](ChipSpeed& x) -> double& { return x.speed; }, "",
                                      0.01, 10.0, "0.01 to 10", "Its speed factor.")));
     return s;
@@ -78,7 +86,9 @@ Schema<S> build() {
     s.field(mapping_list<S, ChipSpeed>(
         "hardware.speed.chips",
         [](S& x) -> std::vector<ChipSpeed>& { return x.hardware.speed.chips; }, &chip_speed_schema,
-        "[{chip: 17, speed: 0.5}]", "Explicit speed factors of chosen chips (override the drawn ones)."));
+        "[{chip: 17, speed: 0.5}, {ultraserver: 3, speed: 0.9}]",
+        "Explicit speed factors of chosen chips, an instance or an UltraServer (override the drawn "
+        "ones; later entries win)."));
 
     s.section("cluster", "How many chips: give exactly one of ultraservers or instances.");
     s.field(count<S>("cluster.ultraservers",

@@ -60,16 +60,57 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
     return in;
 }
 
-void check_chip_speeds(const config::ScenarioSpec& spec, std::int64_t chips) {
-    const auto& listed = spec.hardware.speed.chips;
-    for (std::size_t i = 0; i < listed.size(); ++i) {
-        const std::string key = "hardware.speed.chips[" + std::to_string(i) + "].chip";
-        if (listed[i].chip >= chips) {
-            throw InputError(key, "chip " + std::to_string(listed[i].chip) +
-                                      " is not in the cluster (" + std::to_string(chips) +
-                                      " chips: 0 to " + std::to_string(chips - 1) + ")",
+namespace {
+
+/// The chips [first, last] an entry of hardware.speed.chips selects; InputError (with the
+/// selector's key path) when they are not in the cluster.
+std::pair<std::int64_t, std::int64_t> selected_chips(const config::ScenarioSpec& spec,
+                                                     std::size_t i, std::int64_t chips) {
+    const config::ChipSpeed& c = spec.hardware.speed.chips[i];
+    const std::string base = "hardware.speed.chips[" + std::to_string(i) + "]";
+    const compute::ChipSpec& chip = spec.hardware.chip;
+    const std::int64_t per_instance = chip.instance.chips;
+    const std::int64_t per_us = chip.ultraserver ? chip.chips_per_ultraserver() : 0;
+    std::string key;
+    std::int64_t first = 0, last = 0;
+    if (c.chip >= 0) {
+        key = base + ".chip";
+        first = last = c.chip;
+    } else if (!c.chips.empty()) {
+        key = base + ".chips";
+        if (c.chips.size() != 2 || c.chips[1] < c.chips[0]) {
+            throw InputError(key, "expected [first, last] with first <= last",
                              spec.sources.find(key));
         }
+        first = c.chips[0];
+        last = c.chips[1];
+    } else if (c.instance >= 0) {
+        key = base + ".instance";
+        first = c.instance * per_instance;
+        last = first + per_instance - 1;
+    } else {
+        key = base + ".ultraserver";
+        if (per_us == 0 || spec.cluster.ultraservers == 0) {
+            throw InputError(key, "the cluster has no UltraServers (give an instance or chips)",
+                             spec.sources.find(key));
+        }
+        first = c.ultraserver * per_us;
+        last = first + per_us - 1;
+    }
+    if (last >= chips) {
+        throw InputError(key, "selects chip " + std::to_string(last) +
+                                  ", which is not in the cluster (" + std::to_string(chips) +
+                                  " chips: 0 to " + std::to_string(chips - 1) + ")",
+                         spec.sources.find(key));
+    }
+    return {first, last};
+}
+
+} // namespace
+
+void check_chip_speeds(const config::ScenarioSpec& spec, std::int64_t chips) {
+    for (std::size_t i = 0; i < spec.hardware.speed.chips.size(); ++i) {
+        (void)selected_chips(spec, i, chips);
     }
 }
 
@@ -93,8 +134,11 @@ std::vector<double> chip_speeds(const config::ScenarioSpec& spec, std::int64_t c
             speed[static_cast<std::size_t>(c)] = v;
         }
     }
-    for (const auto& c : sp.chips) {
-        speed[static_cast<std::size_t>(c.chip)] = c.speed;
+    for (std::size_t i = 0; i < sp.chips.size(); ++i) {
+        const auto [first, last] = selected_chips(spec, i, chips);
+        for (std::int64_t c = first; c <= last; ++c) {
+            speed[static_cast<std::size_t>(c)] = sp.chips[i].speed;
+        }
     }
     return speed;
 }

@@ -263,7 +263,7 @@ std::vector<Case> cases() {
         {"straggler_outside_the_cluster",
          with("hardware: {chip: trn2}",
               "hardware: {chip: trn2, speed: {chips: [{chip: 256, speed: 0.5}]}}"),
-         {}, "hardware.speed.chips[0].chip: chip 256 is not in the cluster (256 chips", ""},
+         {}, "hardware.speed.chips[0].chip: selects chip 256, which is not in the cluster (256 chips", ""},
         {"step_fabric_smaller_than_the_cluster",
          with("cluster: {ultraservers: 4}", "cluster: {instances: 1}") +
              "simulation: {fidelity: step}\n",

@@ -66,9 +66,14 @@ constexpr std::array<EnumName<Fidelity>, 2> enum_names(Fidelity) {
 }
 inline const char* to_string(Fidelity v) { return enum_name(v); }
 
-/// One chip's speed factor (hardware.speed.chips).
+/// A speed factor for chosen chips (hardware.speed.chips): exactly one selector is given (the
+/// others stay -1): one chip, an inclusive range of chips, every chip of an instance, or of an
+/// UltraServer (indices from 0, in the cluster's order).
 struct ChipSpeed {
-    std::int64_t chip = 0;
+    std::int64_t chip = -1;
+    std::vector<int> chips;        ///< [first, last]
+    std::int64_t instance = -1;
+    std::int64_t ultraserver = -1;
     double speed = 1.0;
 };
 

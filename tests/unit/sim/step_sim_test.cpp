@@ -330,6 +330,52 @@ TEST(StepSim, TraceSlicesOfALaneDoNotOverlap) {
     }
 }
 
+TEST(StepSim, SpeedSelectorsPickChipsInstancesAndUltraServers) {
+    // trn2: 16 chips per instance, 4 instances (64 chips) per UltraServer; the base scenario
+    // has 2 UltraServers = 128 chips. Instance 2 is chips 32..47, UltraServer 1 is 64..127;
+    // later entries win where they overlap (chip 70 inside UltraServer 1).
+    const config::ScenarioSpec spec = config::load_scenario_text(
+        kBase, "t",
+        {"hardware.speed.chips=[{instance: 2, speed: 0.9}, {ultraserver: 1, speed: 0.8}, "
+         "{chips: [5, 7], speed: 0.5}, {chip: 70, speed: 0.25}]"});
+    const std::vector<double> v = sim::chip_speeds(spec, 128);
+    ASSERT_EQ(v.size(), 128u);
+    for (std::size_t c = 0; c < 128; ++c) {
+        double want = 1.0;
+        if (c >= 32 && c <= 47) {
+            want = 0.9;
+        }
+        if (c >= 64) {
+            want = 0.8;
+        }
+        if (c >= 5 && c <= 7) {
+            want = 0.5;
+        }
+        if (c == 70) {
+            want = 0.25;
+        }
+        EXPECT_EQ(v[c], want) << c;
+    }
+    // Outside the cluster, or two selectors in one entry: input errors naming the entry.
+    const auto refused = [&](const std::string& set, const std::string& key) {
+        try {
+            const config::ScenarioSpec s = config::load_scenario_text(kBase, "t", {set});
+            (void)sim::chip_speeds(s, 128);
+            ADD_FAILURE() << set << " accepted";
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), key) << e.what();
+        }
+    };
+    refused("hardware.speed.chips=[{ultraserver: 2, speed: 0.5}]",
+            "hardware.speed.chips[0].ultraserver");
+    refused("hardware.speed.chips=[{instance: 8, speed: 0.5}]", "hardware.speed.chips[0].instance");
+    refused("hardware.speed.chips=[{chips: [120, 130], speed: 0.5}]",
+            "hardware.speed.chips[0].chips");
+    refused("hardware.speed.chips=[{chips: [9, 3], speed: 0.5}]", "hardware.speed.chips[0].chips");
+    refused("hardware.speed.chips=[{chip: 1, instance: 1, speed: 0.5}]",
+            "hardware.speed.chips[0].instance");
+}
+
 TEST(StepSim, BadOptionsAreInputErrors) {
     EXPECT_THROW(config::load_scenario_text(kBase, "t",
                                             {"simulation.fidelity=analytic", "output.trace=t.json"}),
