@@ -291,6 +291,7 @@ void describe_chip(const std::string& name) {
         std::cout << "  " << k << std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') << v
                   << "\n";
     };
+    row("file", config::preset_file(config::PresetKind::chip, name).string());
     std::string lnc;
     for (int v : c.lnc_allowed) {
         lnc += (lnc.empty() ? "" : ", ") + std::to_string(v) + " (" +
@@ -357,6 +358,7 @@ void describe_model(const std::string& name) {
         std::cout << "  " << k << std::string(k.size() < 22 ? 22 - k.size() : 1, ' ') << v
                   << "\n";
     };
+    row("file", config::preset_file(config::PresetKind::model, name).string());
     const auto compare = [](std::int64_t computed, std::int64_t published) {
         std::string t = fmt::count(static_cast<double>(computed)) + " (" +
                         std::to_string(computed) + ")";
@@ -455,6 +457,8 @@ void describe_topology(const std::vector<std::string>& args) {
         std::cout << "  " << k << std::string(k.size() < 20 ? 20 - k.size() : 1, ' ') << v << "\n";
     };
     std::cout << spec.name << ": " << spec.description << "\n";
+    row("file", config::preset_file(config::PresetKind::fabric, p.vm["fabric"].as<std::string>())
+                    .string());
     const auto count = [](std::uint32_t n, const char* what) {
         return fmt::integer(n) + " " + what + (n == 1 ? "" : "s");
     };

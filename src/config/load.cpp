@@ -26,11 +26,49 @@ namespace trnsim::config {
 namespace fs = std::filesystem;
 using detail::Context;
 
+/// The installed data beside the binary: <prefix>/share/trnsim for <prefix>/bin/trnsim.
+fs::path installed_data_dir() {
+    std::error_code ec;
+    const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+    if (ec) {
+        return {};
+    }
+    const fs::path share = exe.parent_path().parent_path() / "share" / "trnsim";
+    return fs::is_directory(share / "topologies", ec) ? share : fs::path();
+}
+
 fs::path data_dir() {
     if (const char* env = std::getenv("TRNSIM_DATA_DIR"); env != nullptr && *env != '\0') {
         return fs::path(env);
     }
+    if (const fs::path installed = installed_data_dir(); !installed.empty()) {
+        return installed;
+    }
     return fs::path(TRNSIM_DEFAULT_DATA_DIR);
+}
+
+std::vector<fs::path> preset_roots(const fs::path& beside) {
+    std::vector<fs::path> roots;
+    const auto add = [&](const fs::path& p) {
+        if (p.empty()) {
+            return;
+        }
+        std::error_code ec;
+        const fs::path c = fs::weakly_canonical(p, ec);
+        const fs::path key = ec ? p : c;
+        if (std::find(roots.begin(), roots.end(), key) == roots.end()) {
+            roots.push_back(key);
+        }
+    };
+    add(beside);
+    if (const char* env = std::getenv("TRNSIM_DATA_DIR"); env != nullptr && *env != '\0') {
+        add(fs::path(env));
+    }
+    std::error_code ec;
+    add(fs::current_path(ec));
+    add(installed_data_dir());
+    add(fs::path(TRNSIM_DEFAULT_DATA_DIR));
+    return roots;
 }
 
 namespace detail {
@@ -327,11 +365,15 @@ fs::path find_preset(const std::string& ref, const char* kind_dir, const char* k
         }
         throw InputError(path, std::string(kind_name) + " file '" + ref + "' not found", loc);
     }
-    const fs::path dir = ctx.data_dir / kind_dir;
-    const fs::path file = dir / (ref + ".yaml");
-    if (present(file, path, loc)) {
-        return file;
+    // A name: beside the scenario, TRNSIM_DATA_DIR, the working directory, the installed data,
+    // then the data of the build (docs/user-guide.md, "Presets").
+    for (const fs::path& root : preset_roots(ctx.base_dir)) {
+        const fs::path file = root / kind_dir / (ref + ".yaml");
+        if (present(file, path, loc)) {
+            return file;
+        }
     }
+    const fs::path dir = ctx.data_dir / kind_dir;
     const auto names = presets_in(dir);
     std::string msg = "unknown " + std::string(kind_name) + " preset '" + ref + "'";
     const std::string guess = closest(ref, names);
@@ -1206,11 +1248,23 @@ compute::ChipSpec load_chip(const std::string& name_or_path) {
 }
 
 fs::path chip_file(const std::string& name_or_path) {
+    return preset_file(PresetKind::chip, name_or_path);
+}
+
+fs::path preset_file(PresetKind kind, const std::string& name_or_path) {
     Context ctx;
     ctx.file = "<command line>";
     ctx.base_dir = fs::current_path();
     ctx.data_dir = data_dir();
-    return detail::find_preset(name_or_path, "topologies/chips", "chip", ctx, "chip", {});
+    switch (kind) {
+    case PresetKind::chip:
+        return detail::find_preset(name_or_path, "topologies/chips", "chip", ctx, "chip", {});
+    case PresetKind::model:
+        return detail::find_preset(name_or_path, "scenarios/models", "model", ctx, "model", {});
+    case PresetKind::fabric:
+        return detail::find_preset(name_or_path, "topologies", "fabric", ctx, "fabric", {});
+    }
+    return {};
 }
 
 workload::ModelSpec load_model(const std::string& name_or_path) {

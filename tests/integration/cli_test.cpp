@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <vector>
 
@@ -129,6 +131,36 @@ TEST(Cli, SettingsWithoutEffectWarnAndStrictRefusesThem) {
                   .exit_code,
               0);
     EXPECT_FALSE(results::read_text((dir / "c.h5").string(), "/meta/warnings").has_value());
+    fs::remove_all(dir);
+}
+
+TEST(Cli, APresetBesideTheScenarioWinsAndDescribeSaysWhere) {
+    // A copy of trn2.yaml with another price in <dir>/topologies/chips: a scenario in <dir>
+    // naming chip trn2 uses it (its resolved price), wherever trnsim runs from; describe run
+    // in <dir> names that file.
+    const fs::path dir = test::scratch_path("trnsim-cli-presets");
+    fs::remove_all(dir);
+    fs::create_directories(dir / "topologies" / "chips");
+    std::ifstream in(std::string(TRNSIM_SOURCE_DIR) + "/topologies/chips/trn2.yaml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto at = text.find("price: 35.76USD");
+    ASSERT_NE(at, std::string::npos);
+    text.replace(at, 15, "price: 99.50USD");
+    std::ofstream(dir / "topologies" / "chips" / "trn2.yaml") << text;
+    std::ofstream(dir / "s.yaml") << "hardware: {chip: trn2}\ncluster: {ultraservers: 1}\n"
+                                     "workload: {model: llama3-8b, sequence_length: 4096, "
+                                     "global_batch: 64, steps: 10, parallelism: {tp: 4}}\n";
+    const CliResult v = run_cli({"validate", (dir / "s.yaml").string()});
+    ASSERT_EQ(v.exit_code, 0) << v.err;
+    EXPECT_NE(v.out.find("instance_hour: 99.5USD"), std::string::npos) << v.out;
+    const CliResult d = run_cli({"describe", "chip", "trn2"}, dir.string());
+    ASSERT_EQ(d.exit_code, 0) << d.err;
+    EXPECT_NE(d.out.find((dir / "topologies" / "chips" / "trn2.yaml").string()), std::string::npos)
+        << d.out;
+    // Elsewhere the project's own preset.
+    const CliResult own = run_cli({"describe", "chip", "trn2"});
+    EXPECT_NE(own.out.find("topologies/chips/trn2.yaml"), std::string::npos) << own.out;
+    EXPECT_EQ(own.out.find(dir.string()), std::string::npos) << own.out;
     fs::remove_all(dir);
 }
 
