@@ -33,7 +33,8 @@ enum : engine::EventType {
     kArrival = 2,  ///< router to itself: open-loop request `payload` arrives
     kRequest = 3,  ///< router to replica: request `payload`
     kStep = 4,     ///< replica to itself: end of a step or a kick; payload: generation
-    kReport = 5,   ///< replica to router: payload replica, aux kFinished or kPrefilled
+    kReport = 5,   ///< replica to router: payload replica, aux kFinished or kPrefilled (a
+                   ///< one-token request finishes on its prefill replica: kFinished from it)
     kKvArrived = 6, ///< fabric to decode replica: the KV cache of request `payload` is there
     kRelease = 7,  ///< decode replica to prefill replica: free hand-off `payload`
     kWakeUp = 8,   ///< the fabric's wake-up (ignored)
@@ -41,13 +42,16 @@ enum : engine::EventType {
 constexpr std::uint16_t kFinished = 0;
 constexpr std::uint16_t kPrefilled = 1;
 constexpr std::uint32_t kStepPriority = 1; ///< after the arrivals of the same instant
+constexpr std::uint32_t kNoReplica = 0xffffffffu;
 
 /// The fleet-wide state of one request. Written by the router when it issues the request,
 /// then only by the replica that holds it (ownership moves with events across window
 /// barriers, so no two threads touch a slot at once).
 struct Slot {
     RequestRecord rec;
-    std::uint32_t decode_replica = 0; ///< disaggregated: chosen by the router
+    /// Disaggregated: chosen by the router; kNoReplica for a request of one output token,
+    /// which finishes on its prefill replica (its first token is its last).
+    std::uint32_t decode_replica = kNoReplica;
     std::uint32_t handoff = 0;        ///< disaggregated: the prefill replica's hand-off
     std::uint32_t prefix_id = 0;
 };
@@ -243,6 +247,8 @@ public:
         return m;
     }
     void done(std::uint32_t m) {
+        TRNSIM_CHECK(m < members_.size() && load_[m] > 0,
+                     "serve: a report for a replica with no request counted in its pool");
         --load_[m];
         update(m);
     }
@@ -466,10 +472,12 @@ private:
         }
         case kReport: {
             const auto r = static_cast<std::uint32_t>(e.payload);
+            // pool_of_ indexes the replica's own pool: a prefill replica's finish (a one-token
+            // request) frees it in the prefill pool.
             if (e.aux == kPrefilled) {
                 prefill_pool_.done(pool_of_[r]);
             } else {
-                main_pool_.done(pool_of_[r]);
+                (pl_.replicas[r].prefill ? prefill_pool_ : main_pool_).done(pool_of_[r]);
                 if (source_.closed_loop()) {
                     issue(ctx, now);
                 }
@@ -500,10 +508,16 @@ private:
         std::uint32_t target = 0;
         if (disaggregated_) {
             target = prefill_pool_.member(prefill_pool_.choose(policy_, r.prefix_id, slack_));
-            const serving::RouterPolicy decode_policy =
-                policy_ == serving::RouterPolicy::round_robin ? policy_
-                                                              : serving::RouterPolicy::least_loaded;
-            s.decode_replica = main_pool_.member(main_pool_.choose(decode_policy, 0, slack_));
+            // A request of one output token finishes at the end of its prefill (the scheduler's
+            // finish_prefill): no decode replica, no transfer.
+            s.decode_replica = kNoReplica;
+            if (r.output_tokens > 1) {
+                const serving::RouterPolicy decode_policy =
+                    policy_ == serving::RouterPolicy::round_robin
+                        ? policy_
+                        : serving::RouterPolicy::least_loaded;
+                s.decode_replica = main_pool_.member(main_pool_.choose(decode_policy, 0, slack_));
+            }
         } else {
             target = main_pool_.member(main_pool_.choose(policy_, r.prefix_id, slack_));
         }
@@ -611,6 +625,8 @@ private:
             return;
         }
         // Prefilled: the KV cache goes to the decode replica, one flow per chip pair.
+        TRNSIM_CHECK(s.decode_replica != kNoReplica,
+                     "serve: a prefilled request has no decode replica");
         s.handoff = c.handoff;
         const ReplicaPlacement& from = pl_.replicas[r];
         const ReplicaPlacement& to = pl_.replicas[s.decode_replica];

@@ -8,9 +8,12 @@
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/serving/replica_sim.hpp"
+#include "trnsim/serving/trace.hpp"
 #include "trnsim/sim/serve.hpp"
 
 #include <gtest/gtest.h>
+
+#include <memory>
 
 namespace trnsim::sim {
 namespace {
@@ -215,6 +218,88 @@ TEST(ServeFleet, DisaggregatedKvTransferOverNeuronLink) {
     EXPECT_EQ(r.summary.itl_count, 2u);
     EXPECT_NEAR(r.summary.itl_mean_s * 2.0,
                 static_cast<double>(q.finish_ns - q.first_token_ns) * 1e-9, 1e-12);
+}
+
+// A one-token request ends on its prefill replica (its first token is its last): it takes no
+// decode replica, and its finish frees its prefill replica in the router's counts. Four
+// one-chip replicas, two prefilling (replicas 1 and 3: r prefills when floor((r + 1) 2 / 4) >
+// floor(r 2 / 4)), least-loaded routing (ties to the one chosen longest ago, then the lower).
+// Requests from a trace (arrival, prompt, output tokens):
+//   0: 0 s,     100, 5  -> prefill 1 (both idle), decode 0 (both idle)
+//   1: 0.5 ms,  100, 1  -> prefill 3 (1 still counts request 0: its prefilled report reaches
+//                          the router at 1 + 2 + 1 = 4 ms); no decode replica. At replica 3 at
+//                          1.5 ms, prefill 1 ms + 100 x 10 us = 2 ms: first token and finish at
+//                          3.5 ms, reported at 4.5 ms.
+//   2: 1 s,     100, 5  -> everything is idle again: prefill 1 (chosen before 3), decode 2
+//                          (never chosen; 0 was)
+//   3: 2 s,     100, 5  -> prefill 3 (chosen before 1 now), decode 0
+// Counting the one-token request on a decode replica sends request 2 to decode replica 0, and
+// never freeing its prefill replica sends request 3 to prefill replica 1.
+TEST(ServeFleet, OneTokenRequestsFinishOnTheirPrefillReplica) {
+    ServeInput in = fleet(1, 4, 4);
+    in.fabric = config::load_fabric("trn2-ultraserver");
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    in.spec.serving.disaggregated.prefill_replicas = 2;
+    in.kv_bytes_per_token = Bytes(256'000);
+    in.trace = std::make_shared<serving::AzureTrace>(
+        serving::parse_azure_trace("TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                   "2023-11-16 00:00:00.0000,100,5\n"
+                                   "2023-11-16 00:00:00.0005,100,1\n"
+                                   "2023-11-16 00:00:01.0000,100,5\n"
+                                   "2023-11-16 00:00:02.0000,100,5\n",
+                                   "t.csv"));
+    serving::RequestSpec& r = in.spec.requests;
+    r.input.kind = serving::TokenDistribution::Kind::trace;
+    r.output.kind = serving::TokenDistribution::Kind::trace;
+    r.arrival.kind = serving::ArrivalSpec::Kind::trace;
+    r.count = 4;
+    const ServingRun run = simulate_serving(in);
+    ASSERT_EQ(run.requests.size(), 4u);
+    const std::uint32_t prefill[] = {1, 3, 1, 3}, decode[] = {0, 3, 2, 0};
+    for (std::size_t i = 0; i < 4; ++i) {
+        EXPECT_TRUE(run.requests[i].finished()) << i;
+        EXPECT_EQ(run.requests[i].prefill_replica, prefill[i]) << i;
+        EXPECT_EQ(run.requests[i].replica, decode[i]) << i;
+    }
+    EXPECT_EQ(run.requests[1].first_token_ns, 3'500'000);
+    EXPECT_EQ(run.requests[1].finish_ns, 3'500'000);
+    EXPECT_EQ(run.stats.kv_transfers, 3u);
+}
+
+// More prefill than decode replicas, with many one-token requests (each ends on its prefill
+// replica): every request finishes, the same on 1 and 2 threads. Two UltraServers (2
+// partitions, 32 replicas of tp 16), 20 of them prefilling, over the UltraCluster fabric.
+TEST(ServeFleet, MorePrefillThanDecodeReplicasWithOneTokenRequests) {
+    ServeInput in = fleet(2, 16, 0);
+    in.fabric = config::load_fabric("trn2-ultracluster");
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    in.spec.serving.router_latency = Duration::from_ns(10 * kMs);
+    in.spec.serving.disaggregated.prefill_replicas = 20;
+    in.kv_bytes_per_token = Bytes(327'680);
+    random_requests(in, 800, 400.0);
+    in.spec.requests.output = {serving::TokenDistribution::Kind::lognormal, 3, 4, 1, 40, {}};
+    in.threads = 1;
+    const ServingRun a = simulate_serving(in);
+    in.threads = 2;
+    const ServingRun b = simulate_serving(in);
+    EXPECT_EQ(b.stats.threads, 2);
+    EXPECT_EQ(a.stats.prefill_replicas, 20u);
+    ASSERT_EQ(a.requests.size(), 800u);
+    ASSERT_EQ(b.requests.size(), 800u);
+    std::uint64_t one = 0;
+    for (std::size_t i = 0; i < a.requests.size(); ++i) {
+        const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
+        ASSERT_TRUE(x.finished()) << i;
+        one += x.output_tokens == 1 ? 1 : 0;
+        EXPECT_EQ(x.output_tokens == 1, x.replica == x.prefill_replica) << i;
+        ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
+        ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+        ASSERT_EQ(x.replica, y.replica) << i;
+        ASSERT_EQ(x.prefill_replica, y.prefill_replica) << i;
+    }
+    EXPECT_GT(one, 100u); // the case under test is common
+    EXPECT_EQ(a.stats.kv_transfers, 800u - one);
+    EXPECT_EQ(a.stats.events, b.stats.events);
 }
 
 // The same fleet on 1 and 2 threads: identical per-request records and figures. Two
