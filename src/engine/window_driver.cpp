@@ -159,9 +159,12 @@ private:
                                                        std::memory_order_acquire)) {
                     continue; // w holds the cursor's new value
                 }
+                // The slot is this phase's until this item is counted done: read what is
+                // needed of it before (the leader may refill it for a later phase after).
                 const auto i = static_cast<std::uint32_t>(w & kIndex);
+                const std::uint32_t total = s.total;
                 (*s.work)(s.lanes != nullptr ? (*s.lanes)[l][i] : i);
-                if (s.done.fetch_add(1, std::memory_order_acq_rel) + 1 == s.total) {
+                if (s.done.fetch_add(1, std::memory_order_acq_rel) + 1 == total) {
                     s.done.notify_all();
                 }
                 w = s.cursor[l].load(std::memory_order_acquire);
