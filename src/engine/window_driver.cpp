@@ -181,13 +181,24 @@ private:
     std::atomic<bool> stop_{false};
 };
 
-/// The threads of a run, lent to the window-edge hook: in a window run with the helpers its
-/// pieces are a phase of the crew; in a window run inline, a plain loop.
+/// The threads of a run, lent to the window-edge hook. Each parallel_for is shared with the
+/// helpers (a phase of the crew) or run as a plain loop, decided apart from the window's own
+/// mode: an edge's pieces (a fabric's shards, say) may be worth sharing in a window whose
+/// partitions are not, and the other way round. The k-th call of an edge has its own policy
+/// (the same call site, edge after edge, in a model that makes its calls in a fixed order):
+/// its last time predicts its next.
 class Team final : public EdgeTeam {
 public:
-    explicit Team(Crew& crew) : crew_(crew) {}
+    Team(Crew& crew, int threads, Sharing sharing)
+        : crew_(crew), sharing_(sharing), threads_(threads) {
+        for (int k = 0; k < kCallSites; ++k) {
+            policies_.emplace_back(threads);
+        }
+    }
 
     void parallel_for(std::uint32_t n, const std::function<void(std::uint32_t)>& work) override {
+        SharingPolicy& policy = policies_[static_cast<std::size_t>(std::min(call_, kCallSites - 1))];
+        ++call_;
         errors_.assign(n, nullptr);
         const std::function<void(std::uint32_t)> guarded = [&](std::uint32_t i) {
             try {
@@ -196,13 +207,23 @@ public:
                 errors_[i] = std::current_exception();
             }
         };
-        if (!active_ || n < 2) {
+        const bool adaptive = sharing_ == Sharing::adaptive && threads_ > 1 && n > 1;
+        const auto start = std::chrono::steady_clock::now();
+        const bool share =
+            threads_ > 1 && n > 1 && (adaptive ? policy.share() : sharing_ == Sharing::always);
+        if (share) {
+            crew_.run(guarded, nullptr, n);
+        } else {
             for (std::uint32_t i = 0; i < n; ++i) {
                 guarded(i);
             }
-        } else {
-            crew_.run(guarded, nullptr, n);
         }
+        const double seconds =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        if (adaptive) {
+            policy.record(seconds);
+        }
+        seconds_ += seconds;
         for (const auto& e : errors_) {
             if (e) {
                 std::rethrow_exception(e);
@@ -210,13 +231,23 @@ public:
         }
     }
 
-    /// Whether the helpers take part (a window run with them) or not (a window run inline).
-    void set_active(bool active) { active_ = active; }
+    /// Before an edge: its calls count from the first call site again.
+    void begin_edge() {
+        call_ = 0;
+        seconds_ = 0.0;
+    }
+    /// Wall seconds in parallel_for since begin_edge().
+    double seconds() const { return seconds_; }
 
 private:
+    static constexpr int kCallSites = 8; ///< calls past the 8th of an edge share a policy
     Crew& crew_;
+    Sharing sharing_;
+    int threads_ = 1;
+    std::vector<SharingPolicy> policies_;
+    int call_ = 0;
+    double seconds_ = 0.0;
     std::vector<std::exception_ptr> errors_;
-    bool active_ = false;
 };
 
 /// The configured sharing, or TRNSIM_WINDOW_SHARING's when the configuration says adaptive.
@@ -267,7 +298,7 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
     std::atomic<bool> failed{false};
     std::int64_t window_end = 0;
     Crew crew(threads);
-    Team team(crew);
+    Team team(crew, threads, sharing);
 
     // Each thread has a home block of contiguous partitions (a lane of the crew's phases),
     // which it processes and delivers itself window after window when it is awake (their
@@ -300,6 +331,7 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
         guarded(p, [&](std::uint32_t q) { next[q] = model.deliver(q); });
     };
     const auto edge = [&]() {
+        team.begin_edge();
         if (failed.load(std::memory_order_relaxed)) {
             return;
         }
@@ -347,9 +379,7 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
                 }
                 crew.run(process, &blocks, partitions);
                 crew.run(deliver, &blocks, partitions);
-                team.set_active(true);
                 edge();
-                team.set_active(false);
             } else {
                 for (std::uint32_t p = 0; p < partitions; ++p) {
                     process(p);
@@ -360,9 +390,11 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
                 edge();
             }
             if (adaptive) {
+                // The window's own work: the hook's parallel_for calls are measured apart.
                 policy.record(std::chrono::duration<double>(std::chrono::steady_clock::now() -
                                                             start)
-                                  .count());
+                                  .count() -
+                              team.seconds());
             }
         }
         crew.stop();

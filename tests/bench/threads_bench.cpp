@@ -7,7 +7,7 @@
 //   threads_bench --case small    scenarios/default.yaml at step fidelity (1,024 chips)
 //   threads_bench --case large    scenarios/scale/llama3-405b-98k.yaml (98,304 chips)
 //   threads_bench --case smoke    the small case once per thread count, no load (for ctest)
-//   --repeat N                    runs per configuration (default: 9 small, 3 large); medians
+//   --repeat N                    runs per configuration (default: 31 small, 3 large); medians
 //
 // The runs alternate between 1 and 2 threads so that a change in the machine's other load
 // affects both alike. Each time is sim::run_training (the plan, the fabric build and the step
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
         }
     }
     const Case small{"small (default.yaml at step fidelity, 1,024 chips)", "scenarios/default.yaml",
-                     {"simulation.fidelity=step"}, repeat > 0 ? repeat : 9};
+                     {"simulation.fidelity=step"}, repeat > 0 ? repeat : 31};
     const Case large{"large (llama3-405b-98k.yaml, 98,304 chips)",
                      "scenarios/scale/llama3-405b-98k.yaml", {}, repeat > 0 ? repeat : 3};
     bool same = true;

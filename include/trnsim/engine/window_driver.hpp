@@ -20,7 +20,8 @@
 // is either run by the leader alone ("inline") or shared with the other threads ("helpers"),
 // chosen per window by measurement: windows are classed by their expected one-thread time,
 // and per class the driver keeps the mean wall time of a window in each mode, uses the
-// faster and retries the slower one from time to time (docs/engine.md). A shared step never
+// faster and retries the slower one from time to time (docs/engine.md); the hook's
+// parallel_for calls are decided the same way, apart from their window. A shared step never
 // waits for a helper that has not started: the leader takes items itself, and a helper that
 // is asleep or descheduled (a loaded machine) finds the step done when it wakes; waits are a
 // short spin and then a futex sleep. Who runs what depends on timing; what is computed never
