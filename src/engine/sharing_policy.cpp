@@ -1,6 +1,7 @@
 #include "trnsim/engine/sharing_policy.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace trnsim::engine {
 
@@ -43,7 +44,10 @@ bool SharingPolicy::decide(Class& c, int k) const {
         return c.measured;
     }
     if (verdict(k) != 0) {
-        const bool costlier = c.since >= kTrialWindows && c.cost[c.mode] > c.cost[!c.mode];
+        // Sharing whose average rose above the inline cost (more load) gets its trial at once;
+        // inline that got slower does not: load hurts sharing more.
+        const bool costlier =
+            c.mode && c.since >= kTrialWindows && c.cost[c.mode] > c.cost[!c.mode];
         if (c.since >= c.trial_every || costlier) {
             c.measuring = true;
             c.measured = !c.mode;
@@ -79,7 +83,12 @@ void SharingPolicy::finish(Class& c) {
         c.mode = cheaper; // the trial won
         c.trial_every = kTrialMin;
     } else {
-        c.trial_every = std::min(2 * c.trial_every, kTrialMax);
+        // Lost: twice as long to the next trial, and long enough that trials losing as much
+        // as this one cost at most kTrialBudget of the class's time.
+        const double loss = kTrialWindows * (c.cost[!c.mode] - c.cost[c.mode]);
+        const double budget = std::ceil(loss / (kTrialBudget * c.cost[c.mode]));
+        c.trial_every = static_cast<int>(std::min<double>(
+            kTrialMax, std::max<double>(2.0 * c.trial_every, budget)));
     }
 }
 

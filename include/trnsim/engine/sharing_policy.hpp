@@ -13,10 +13,12 @@
 //     stall of a descheduled helper counts in proportion to how often it happens); for the
 //     other mode, the mean of its last trial, kTrialWindows consecutive windows of the class.
 //   - The current mode of a class is the cheaper one. The other gets a trial after
-//     `trial_every` windows of the class in the current mode, or at once when the current
-//     mode's average rises above the other's cost (a change of load). A trial that wins
-//     switches the class and resets `trial_every` to kTrialMin; one that loses doubles it (up
-//     to kTrialMax), so a mode that keeps losing costs a trial every kTrialMax windows.
+//     `trial_every` windows of the class in the current mode, and, when the class shares, at
+//     once when the shared average rises above the inline cost (more load; inline that gets
+//     slower triggers nothing, as load hurts sharing more). A trial that wins switches the
+//     class and resets `trial_every` to kTrialMin; one that loses at least doubles it, and
+//     makes it long enough that trials losing as much cost at most kTrialBudget (1%) of the
+//     class's time (up to kTrialMax windows).
 //   - An inline window that took four times its class or more was misplaced (expected in the
 //     wrong class) and is left out of the costs; a shared one counts whatever it took, since
 //     a helper's stall is part of the cost of sharing. Uncertainty thus leans to inline.
@@ -39,7 +41,8 @@ public:
     static constexpr int kClasses = 24;        ///< kShortest x 2^k, up to about 67 s
     static constexpr int kTrialWindows = 8;
     static constexpr int kTrialMin = 16;   ///< windows of a class between trials, at first
-    static constexpr int kTrialMax = 4096; ///< ... and at most
+    static constexpr int kTrialMax = 65536; ///< ... and at most
+    static constexpr double kTrialBudget = 0.01;
     static constexpr int kAverageWindows = 64;
 
     /// `threads` < 2: every window inline.
