@@ -12,6 +12,8 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <memory>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -74,7 +76,7 @@ inline std::uint32_t wait_change(const std::atomic<std::uint32_t>& word, std::ui
 /// (t, i) to (t, i + 1) while both words carry the phase's ticket t. A phase's slot (work,
 /// lanes) is reused two phases later, which the leader starts only once every item of the
 /// phase is done, so a successful claim always sees its own phase. Items must not throw.
-class Crew {
+class Crew : public std::enable_shared_from_this<Crew> {
 public:
     explicit Crew(int threads) : threads_(threads) {
         for (Slot& s : slots_) {
@@ -87,6 +89,7 @@ public:
     /// lane) and returns when all are done.
     void run(const std::function<void(std::uint32_t)>& work,
              const std::vector<std::vector<std::uint32_t>>* lanes, std::uint32_t n) {
+        start_helpers();
         const std::uint64_t t = ++ticket_;
         Slot& s = slots_[t & 1];
         s.work = &work;
@@ -116,6 +119,9 @@ public:
 
     /// Helper `self`: runs the items of every phase it finds until stop().
     void serve(int self) {
+        if (stop_.load(std::memory_order_acquire)) {
+            return;
+        }
         std::uint32_t seen = wake_.load(std::memory_order_acquire);
         while (!stop_.load(std::memory_order_acquire)) {
             const std::uint64_t t = current_.load(std::memory_order_acquire);
@@ -134,6 +140,25 @@ public:
     }
 
 private:
+    /// Before the first shared phase: the helper threads, detached, each holding the crew
+    /// alive. A run that shares no phase starts none, and no run waits for its helpers to
+    /// finish: after stop() each returns whenever it next gets a core (on a loaded machine
+    /// that can take milliseconds, which a join at the end of the run would add to it). A
+    /// helper that cannot be started is just absent: the leader takes every item itself.
+    void start_helpers() {
+        if (started_) {
+            return;
+        }
+        started_ = true;
+        for (int k = 1; k < threads_; ++k) {
+            try {
+                std::thread([crew = shared_from_this(), k] { crew->serve(k); }).detach();
+            } catch (const std::system_error&) {
+                break;
+            }
+        }
+    }
+
     struct Slot {
         const std::function<void(std::uint32_t)>* work = nullptr;
         const std::vector<std::vector<std::uint32_t>>* lanes = nullptr;
@@ -176,6 +201,7 @@ private:
     const int threads_;
     Slot slots_[2];
     std::uint64_t ticket_ = 0; ///< leader only
+    bool started_ = false;     ///< leader only
     std::atomic<std::uint64_t> current_{0};
     std::atomic<std::uint32_t> wake_{0};
     std::atomic<bool> stop_{false};
@@ -297,7 +323,12 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
     std::exception_ptr edge_error;
     std::atomic<bool> failed{false};
     std::int64_t window_end = 0;
-    Crew crew(threads);
+    const auto crew_ptr = std::make_shared<Crew>(threads);
+    Crew& crew = *crew_ptr;
+    struct StopHelpers { // however the run ends, its helpers return
+        Crew& crew;
+        ~StopHelpers() { crew.stop(); }
+    } stop_helpers{crew};
     Team team(crew, threads, sharing);
 
     // Each thread has a home block of contiguous partitions (a lane of the crew's phases),
@@ -400,19 +431,7 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
         crew.stop();
     };
 
-    if (threads == 1) {
-        lead(); // the same algorithm, without an OpenMP region
-    } else {
-#pragma omp parallel num_threads(threads)
-        {
-            const int self = omp_get_thread_num();
-            if (self == 0) {
-                lead();
-            } else {
-                crew.serve(self);
-            }
-        }
-    }
+    lead(); // on the calling thread; helpers start at the first shared phase
 
     for (const auto& e : errors) {
         if (e) {

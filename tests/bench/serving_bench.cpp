@@ -270,6 +270,7 @@ bool compare_threads(const char* label, const Case& c, int threads) {
 } // namespace
 
 int main(int argc, char** argv) {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0); // each line as it comes, also into a file
     std::string which = "all";
     int threads = 2;
     int load = 0;

@@ -130,6 +130,7 @@ bool run_case(const Case& c, const char* load) {
 } // namespace
 
 int main(int argc, char** argv) {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0); // each line as it comes, also into a file
     std::string which = "all";
     int repeat = 0;
     for (int i = 1; i < argc; ++i) {

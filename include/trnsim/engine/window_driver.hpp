@@ -26,8 +26,9 @@
 // is asleep or descheduled (a loaded machine) finds the step done when it wakes; waits are a
 // short spin and then a futex sleep. Who runs what depends on timing; what is computed never
 // does, so results do not depend on the thread count or on the modes chosen.
-// OpenMP only provides the team of threads; they synchronise through std::atomic (which
-// ThreadSanitizer understands). An exception thrown while handling a partition is caught,
+// The helpers are std::threads, started at the first shared step of a run and never waited
+// for: at the end of a run they return whenever they next get a core. They synchronise
+// through std::atomic (which ThreadSanitizer understands). An exception thrown while handling a partition is caught,
 // the run stops at the next window, and the exception of the lowest-numbered failing
 // partition is rethrown to the caller.
 #pragma once
