@@ -4,7 +4,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,23 +13,29 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
-
 namespace trnsim::bench {
 
 class BackgroundLoad {
 public:
+    /// Each child asks the kernel to kill it when this process dies (PR_SET_PDEATHSIG), so a
+    /// benchmark killed by a signal (SIGPIPE from `| head`, ^C) leaves no busy process behind.
     explicit BackgroundLoad(int processes) {
+        const pid_t parent = ::getpid();
         for (int i = 0; i < processes; ++i) {
-            posix_spawn_file_actions_t actions;
-            posix_spawn_file_actions_init(&actions);
-            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-            char prog[] = "yes";
-            char* argv[] = {prog, nullptr};
-            pid_t pid = 0;
-            const int rc = posix_spawnp(&pid, "yes", &actions, nullptr, argv, environ);
-            posix_spawn_file_actions_destroy(&actions);
-            if (rc != 0) {
+            const pid_t pid = ::fork();
+            if (pid == 0) {
+                ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (::getppid() != parent) {
+                    ::_exit(1); // the parent is already gone
+                }
+                const int fd = ::open("/dev/null", O_WRONLY);
+                if (fd >= 0) {
+                    ::dup2(fd, 1);
+                }
+                ::execlp("yes", "yes", static_cast<char*>(nullptr));
+                ::_exit(127);
+            }
+            if (pid < 0) {
                 stop();
                 throw std::runtime_error("cannot start the background load (yes)");
             }
