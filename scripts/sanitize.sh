@@ -42,9 +42,13 @@ run_tsan() {
     cmake --build --preset tsan --parallel "$(nproc)"
     ctest --preset tsan --parallel "$(nproc)"
     export TSAN_OPTIONS="ignore_noninstrumented_modules=1:halt_on_error=1"
-    for threads in 2 4; do
-        build-tsan/tests/bench/phold_bench --entities 20000 --events 2 --end 20000 \
-            --partitions 16 --threads "$threads" --repeat 1 --queue calendar | tail -1
+    # Every window shared with the helper threads, then as the sharing policy picks.
+    for sharing in always adaptive; do
+        for threads in 2 4; do
+            TRNSIM_WINDOW_SHARING=$sharing build-tsan/tests/bench/phold_bench --entities 20000 \
+                --events 2 --end 20000 --partitions 16 --threads "$threads" --repeat 1 \
+                --queue calendar | tail -1
+        done
     done
 }
 

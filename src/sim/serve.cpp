@@ -784,6 +784,7 @@ ServingRun simulate_serving(const ServeInput& in) {
     st.events = run.events;
     st.remote_events = run.remote_events;
     st.windows = run.windows;
+    st.shared_windows = run.shared_windows;
     st.lookahead_ns = lookahead.ns();
     st.router_latency_ns = std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1);
     st.threads = run.threads;

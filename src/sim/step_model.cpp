@@ -55,6 +55,7 @@ StepSimResult StepModel::result(const engine::RunStats& run) const {
     r.stats.lookahead_ns = layout_.lookahead_ns;
     r.stats.events = run.events;
     r.stats.windows = run.windows;
+    r.stats.shared_windows = run.shared_windows;
     fabric_.add_stats(r.stats);
     r.stats.fabric_collectives = families_.instances();
     r.stats.threads = run.threads;

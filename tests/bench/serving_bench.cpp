@@ -1,7 +1,7 @@
 // Serving benchmark: the fleet simulation (sim/serve.hpp) on the Azure conversation trace.
 //
 //   serving_bench [--case all|single|window|fleet|smoke] [--threads N] [--replicas R]
-//                 [--speedup S] [--hours H] [--latency-ms L] [--window-ms W]
+//                 [--speedup S] [--hours H] [--latency-ms L] [--window-ms W] [--load P]
 //
 // Cases (docs/performance.md):
 //   single  one replica (tp 64, one trn2 instance) serving the whole conversation trace
@@ -16,10 +16,14 @@
 //           and with the fleet's router window (10 ms), on 1 thread
 //   smoke   8 replicas for 20 simulated seconds on 1 and 2 threads (the ctest smoke test)
 //
+// --load P runs P busy processes (`yes > /dev/null`) in the background for the whole
+// benchmark: the loaded machine of issue 15, item 13 (P = 2 on this 2-core machine).
+//
 // Iterations are costed by serving::IterationCostModel (Llama 3 70B, BF16, on trn2 at LNC 2,
 // the chip file's serving coefficients); every replica holds max_batch 32 sequences of up to
 // 8,192 tokens (the conversation trace's longer prompts are cut there), its KV cache in the
 // HBM left after the weights.
+#include "background_load.hpp"
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/serving/iteration_cost.hpp"
@@ -142,14 +146,15 @@ void print_run(const char* label, const Measured& m) {
                 fmt::integer(static_cast<std::int64_t>(r.summary.requests)).c_str(),
                 fmt::seconds(s.end_s).c_str(), fmt::seconds(static_cast<double>(s.router_latency_ns) * 1e-9).c_str(),
                 fmt::seconds(static_cast<double>(s.lookahead_ns) * 1e-9).c_str(), s.threads, s.threads == 1 ? "" : "s", m.wall_s);
-    std::printf("%s:   %s events (%s remote) in %s windows of %s (%.1f events/window), %u partitions; "
+    std::printf("%s:   %s events (%s remote) in %s windows of %s (%.1f events/window, %s shared "
+                "with the helper threads), %u partitions; "
                 "%s iterations in %s scheduler steps (%.1f per step); %s preemptions\n",
                 label, fmt::integer(static_cast<std::int64_t>(s.events)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.remote_events)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.windows)).c_str(),
                 fmt::seconds(static_cast<double>(s.lookahead_ns) * 1e-9).c_str(),
                 static_cast<double>(s.events) / static_cast<double>(std::max<std::uint64_t>(s.windows, 1)),
-                s.partitions, fmt::integer(static_cast<std::int64_t>(s.iterations)).c_str(),
+                fmt::integer(static_cast<std::int64_t>(s.shared_windows)).c_str(), s.partitions, fmt::integer(static_cast<std::int64_t>(s.iterations)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.steps)).c_str(),
                 static_cast<double>(s.iterations) / static_cast<double>(std::max<std::uint64_t>(s.steps, 1)),
                 fmt::integer(static_cast<std::int64_t>(s.preemptions)).c_str());
@@ -202,8 +207,10 @@ bool compare_threads(const char* label, const Case& c, int threads) {
 } // namespace
 
 int main(int argc, char** argv) {
+    std::setvbuf(stdout, nullptr, _IOLBF, 0); // each line as it comes, also into a file
     std::string which = "all";
     int threads = 2;
+    int load = 0;
     Case fleet;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
@@ -229,16 +236,23 @@ int main(int argc, char** argv) {
             fleet.latency_ms = std::stod(next());
         } else if (a == "--window-ms") {
             fleet.window_ms = std::stod(next());
+        } else if (a == "--load") {
+            load = std::stoi(next());
         } else {
             std::fprintf(stderr,
                          "usage: serving_bench [--case all|single|window|fleet|smoke] [--threads N] "
                          "[--replicas R] [--speedup S] [--hours H] [--latency-ms L] "
-                         "[--window-ms W]\n");
+                         "[--window-ms W] [--load P]\n");
             return 2;
         }
     }
     std::printf("iteration costs: serving::IterationCostModel, Llama 3 70B BF16 on trn2 (LNC 2), "
                 "max_batch 32, max_context 8192\n");
+    const bench::BackgroundLoad background(load);
+    if (load > 0) {
+        std::printf("background load: %d busy processes (yes > /dev/null) for the whole run\n",
+                    load);
+    }
     bool ok = true;
     if (which == "smoke") {
         Case c;

@@ -135,12 +135,13 @@ void seed_events(Model& m, Sim& sim) {
 
 /// Runs PHOLD on the engine; returns its statistics.
 template <class Queue>
-engine::RunStats run_engine(Model& m, std::uint32_t partitions, int threads) {
+engine::RunStats run_engine(Model& m, std::uint32_t partitions, int threads,
+                            engine::Sharing sharing = engine::Sharing::adaptive) {
     const Config& c = m.config();
     engine::Simulator<Model, Queue> sim(m, engine::PartitionMap::blocks(c.entities, partitions),
                                         Duration::from_ns(c.lookahead_ns));
     seed_events(m, sim);
-    return sim.run(SimTime::from_ns(c.end_ns), threads);
+    return sim.run(SimTime::from_ns(c.end_ns), threads, sharing);
 }
 
 /// The naive baseline: one std::priority_queue for all entities, one thread, the same event

@@ -190,6 +190,7 @@ struct RunStats {
     std::uint64_t events = 0;       ///< handled
     std::uint64_t remote_events = 0; ///< sent to another partition
     std::uint64_t windows = 0;
+    std::uint64_t shared_windows = 0; ///< windows run with the helper threads (timing-dependent)
     int threads = 1;
     std::uint64_t pending = 0; ///< left in the queues (at or after `until`)
 };
@@ -399,15 +400,18 @@ public:
         Core::inject(target, target, time.ns(), type, payload, aux, priority);
     }
 
-    /// Runs until no event is due before `until`, on `threads` threads (0: default).
-    RunStats run(SimTime until, int threads = 1) {
+    /// Runs until no event is due before `until`, on `threads` threads (0: default);
+    /// `sharing` decides which windows the helper threads join (never the results).
+    RunStats run(SimTime until, int threads = 1, Sharing sharing = Sharing::adaptive) {
         DriverConfig cfg;
         cfg.threads = threads;
+        cfg.sharing = sharing;
         cfg.lookahead_ns = this->lookahead_;
         cfg.until_ns = until.ns();
         const DriverStats d = run_windows(*this, cfg);
         RunStats s;
         s.windows = d.windows;
+        s.shared_windows = d.shared_windows;
         s.threads = d.threads;
         for (const auto& p : this->parts_) {
             s.events += p->processed;

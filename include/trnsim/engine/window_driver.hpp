@@ -8,9 +8,7 @@
 //                (not at the previous window end) jumps over empty stretches of time.
 //   2. parallel  every partition handles its events with time < window_end. Events for other
 //                partitions go to per-(source, destination) outboxes; the lookahead guarantees
-//                they are not due before window_end. Each thread processes a home block of
-//                partitions (the same every window, for its cache), those that handled the most
-//                events in the last window first, then helps with what is left of the others.
+//                they are not due before window_end.
 //   3. parallel  every partition takes the events addressed to it from all outboxes into its
 //                queue (the queue's total order makes the insertion order irrelevant) and
 //                reports its next event time.
@@ -18,11 +16,21 @@
 //                solver, are resolved here, with all partitions stopped). The hook may hand
 //                independent pieces of its work to every thread (EdgeTeam::parallel_for).
 //
-// One thread runs the same algorithm, so results do not depend on the thread count.
-// Threads synchronise through a barrier and counters built on std::atomic (which
-// ThreadSanitizer understands); OpenMP only provides the team of threads. An exception thrown
-// while handling a partition is caught inside the parallel region, the run stops at the next
-// window, and the exception of the lowest-numbered failing partition is rethrown to the caller.
+// Thread 0 leads: it runs the serial steps and takes part in every parallel one. Each window
+// is either run by the leader alone ("inline") or shared with the other threads ("helpers"),
+// chosen per window by measurement: windows are classed by their expected one-thread time,
+// and per class the driver keeps the mean wall time of a window in each mode, uses the
+// faster and retries the slower one from time to time (docs/engine.md); the hook's
+// parallel_for calls are decided the same way, apart from their window. A shared step never
+// waits for a helper that has not started: the leader takes items itself, and a helper that
+// is asleep or descheduled (a loaded machine) finds the step done when it wakes; waits are a
+// short spin and then a futex sleep. Who runs what depends on timing; what is computed never
+// does, so results do not depend on the thread count or on the modes chosen.
+// The helpers are std::threads, started at the first shared step of a run and never waited
+// for: at the end of a run they return whenever they next get a core. They synchronise
+// through std::atomic (which ThreadSanitizer understands). An exception thrown while handling a partition is caught,
+// the run stops at the next window, and the exception of the lowest-numbered failing
+// partition is rethrown to the caller.
 #pragma once
 
 #include <cstdint>
@@ -59,18 +67,31 @@ public:
     virtual std::int64_t next_time(std::uint32_t partition) = 0;
 };
 
+/// Whether windows are shared with the helper threads. Only speed depends on it, never results.
+enum class Sharing {
+    adaptive, ///< per window, by measured wall time (the default)
+    always,   ///< every window with the helpers (tests of the parallel path, benchmarks)
+    never,    ///< every window on the leader alone
+};
+
 struct DriverConfig {
     int threads = 1;
     std::int64_t lookahead_ns = 1;
     std::int64_t until_ns = 0; ///< events at or after this time are not handled
+    /// `adaptive` here gives way to the environment variable TRNSIM_WINDOW_SHARING
+    /// (`adaptive`, `always` or `never`), so that tests and benchmarks can force a mode
+    /// through code that does not pass one.
+    Sharing sharing = Sharing::adaptive;
 };
 
 struct DriverStats {
     std::uint64_t windows = 0;
+    std::uint64_t shared_windows = 0; ///< windows run with the helper threads
     int threads = 1;
 };
 
 /// Runs windows until no event is due before `until`. Rethrows the first model exception.
+/// Throws std::invalid_argument for a lookahead <= 0 or a bad TRNSIM_WINDOW_SHARING.
 DriverStats run_windows(WindowedModel& model, const DriverConfig& config);
 
 /// The number of threads `auto` (0) stands for: OpenMP's default team size.

@@ -146,6 +146,7 @@ struct ServingRunStats {
     std::uint64_t events = 0;
     std::uint64_t remote_events = 0;
     std::uint64_t windows = 0;
+    std::uint64_t shared_windows = 0;  ///< run with the helper threads (timing-dependent)
     std::int64_t lookahead_ns = 0;     ///< the router window (at least the router latency)
     std::int64_t router_latency_ns = 0;
     int threads = 1;

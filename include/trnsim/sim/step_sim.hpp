@@ -125,6 +125,7 @@ struct StepSimStats {
     std::int64_t lookahead_ns = 0;
     std::uint64_t events = 0;
     std::uint64_t windows = 0;
+    std::uint64_t shared_windows = 0; ///< run with the helper threads (timing-dependent)
     std::uint64_t flows = 0;
     std::uint64_t solves = 0;
     std::uint32_t fabric_shards = 0;

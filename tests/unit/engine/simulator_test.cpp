@@ -4,6 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
 
 namespace trnsim::engine {
 namespace {
@@ -35,28 +40,58 @@ const Reference& baseline() {
     return ref;
 }
 
+/// The thread counts and sharing modes a determinism test runs: 1 thread, and 2 and 4 threads
+/// with every window shared, none, and as the policy picks (on tests this small, mostly
+/// inline).
+struct Mode {
+    int threads;
+    Sharing sharing;
+    std::string name() const {
+        static const char* const names[] = {"adaptive", "always", "never"};
+        return std::to_string(threads) + " threads, sharing " +
+               names[static_cast<int>(sharing)];
+    }
+};
+std::vector<Mode> runs() {
+    std::vector<Mode> r = {{1, Sharing::adaptive}};
+    for (int t : {2, 4}) {
+        for (Sharing s : {Sharing::always, Sharing::never, Sharing::adaptive}) {
+            r.push_back({t, s});
+        }
+    }
+    return r;
+}
+
 template <class Queue>
 void check_matrix() {
     const Reference& ref = baseline();
     ASSERT_GT(ref.events, 100'000u);
     for (std::uint32_t partitions : {1u, 3u, 16u, 64u}) {
-        for (int threads : {1, 2, 4}) {
+        for (const Mode& run : runs()) {
             phold::Model m(small_phold());
-            const RunStats s = phold::run_engine<Queue>(m, partitions, threads);
+            const RunStats s = phold::run_engine<Queue>(m, partitions, run.threads, run.sharing);
             SCOPED_TRACE(std::string(Queue::name()) + ", " + std::to_string(partitions) +
-                         " partitions, " + std::to_string(threads) + " threads");
+                         " partitions, " + run.name());
             // Identical per-entity histories: the same events in the same order.
             EXPECT_EQ(m.fingerprints(), ref.fingerprints);
             EXPECT_EQ(m.handled(), ref.handled);
             // Conservation: every handled event made exactly one more.
             EXPECT_EQ(s.events, ref.events);
             EXPECT_EQ(s.pending, 3000u * 2u);
-            EXPECT_EQ(s.threads, std::min<int>(threads, static_cast<int>(partitions)));
+            EXPECT_EQ(s.threads, std::min<int>(run.threads, static_cast<int>(partitions)));
             if (partitions == 1) {
                 EXPECT_EQ(s.remote_events, 0u);
             } else {
                 EXPECT_GT(s.remote_events, 0u);
             }
+            // Forced sharing shares every window (with more than one thread); one thread or
+            // forbidden sharing, none.
+            if (s.threads > 1 && run.sharing == Sharing::always) {
+                EXPECT_EQ(s.shared_windows, s.windows);
+            } else if (s.threads == 1 || run.sharing == Sharing::never) {
+                EXPECT_EQ(s.shared_windows, 0u);
+            }
+            EXPECT_LE(s.shared_windows, s.windows);
         }
     }
 }
@@ -84,11 +119,12 @@ struct ShortSighted {
 };
 
 TEST(Guarantees, LookaheadViolationsStopTheRun) {
-    for (int threads : {1, 2}) {
+    for (const Mode& run : runs()) {
         ShortSighted model;
         Simulator<ShortSighted> sim(model, PartitionMap::blocks(4, 4), Duration::from_ns(100));
         sim.schedule(0, SimTime::zero(), 0);
-        EXPECT_THROW(sim.run(SimTime::from_ns(10'000), threads), LookaheadError);
+        EXPECT_THROW(sim.run(SimTime::from_ns(10'000), run.threads, run.sharing), LookaheadError)
+            << run.name();
     }
 }
 
@@ -119,14 +155,15 @@ struct Failing {
 };
 
 TEST(Guarantees, ExceptionsCrossNoParallelRegionAndAreDeterministic) {
-    for (int threads : {1, 2, 4}) {
+    for (const Mode& run : runs()) {
+        SCOPED_TRACE(run.name());
         Failing model;
         Simulator<Failing> sim(model, PartitionMap::blocks(8, 8), Duration::from_ns(100));
         for (EntityId e = 0; e < 8; ++e) {
             sim.schedule(e, SimTime::zero(), 0);
         }
         try {
-            sim.run(SimTime::from_ns(10'000), threads);
+            sim.run(SimTime::from_ns(10'000), run.threads, run.sharing);
             FAIL() << "expected an exception";
         } catch (const std::runtime_error& e) {
             // Every partition fails in the same window; the lowest partition's error wins.
@@ -211,24 +248,26 @@ struct Spread {
 };
 
 TEST(Windows, HooksRunPiecesOnEveryThread) {
-    for (const int threads : {1, 2, 3}) {
+    std::vector<Mode> all = runs();
+    all.push_back({3, Sharing::always});
+    for (const Mode& run : all) {
         Spread model;
         Simulator<Spread> sim(model, PartitionMap::blocks(8, 4), Duration::from_ns(100));
         for (EntityId e = 0; e < 8; ++e) {
             sim.schedule(e, SimTime::from_ns(e), 0);
         }
-        const RunStats s = sim.run(SimTime::max(), threads);
-        ASSERT_GT(model.edges, 10) << threads;
+        const RunStats s = sim.run(SimTime::max(), run.threads, run.sharing);
+        ASSERT_GT(model.edges, 10) << run.name();
         EXPECT_EQ(s.windows, static_cast<std::uint64_t>(model.edges));
         for (std::uint32_t i = 0; i < Spread::kPieces; ++i) {
             EXPECT_EQ(model.slots[i], static_cast<std::int64_t>(i + 1) * model.edges)
-                << "piece " << i << " on " << threads << " threads";
+                << "piece " << i << ", " << run.name();
         }
     }
 }
 
 TEST(Windows, AFailingPieceStopsTheRunWithItsError) {
-    for (const int threads : {1, 2}) {
+    for (const Mode& run : runs()) {
         Spread model;
         model.fail_at = 5;
         Simulator<Spread> sim(model, PartitionMap::blocks(8, 4), Duration::from_ns(100));
@@ -236,13 +275,44 @@ TEST(Windows, AFailingPieceStopsTheRunWithItsError) {
             sim.schedule(e, SimTime::from_ns(e), 0);
         }
         try {
-            sim.run(SimTime::max(), threads);
-            ADD_FAILURE() << "no exception on " << threads << " threads";
+            sim.run(SimTime::max(), run.threads, run.sharing);
+            ADD_FAILURE() << "no exception on " << run.name();
         } catch (const std::runtime_error& e) {
             EXPECT_STREQ(e.what(), "piece 3 failed");
         }
         EXPECT_EQ(model.edges, 5);
     }
+}
+
+// TRNSIM_WINDOW_SHARING stands in for a run that asks for adaptive sharing (what every
+// simulation passes): tests and benchmarks force a mode through code that passes none.
+TEST(Windows, TheEnvironmentForcesASharingMode) {
+    const auto run_with = [](const char* value) {
+        ::setenv("TRNSIM_WINDOW_SHARING", value, 1);
+        phold::Model m(small_phold());
+        RunStats s;
+        try {
+            s = phold::run_engine<QuaternaryHeap>(m, 16, 2);
+        } catch (...) {
+            ::unsetenv("TRNSIM_WINDOW_SHARING");
+            throw;
+        }
+        ::unsetenv("TRNSIM_WINDOW_SHARING");
+        EXPECT_EQ(m.fingerprints(), baseline().fingerprints) << value;
+        return s;
+    };
+    const RunStats always = run_with("always");
+    EXPECT_GT(always.windows, 100u);
+    EXPECT_EQ(always.shared_windows, always.windows);
+    EXPECT_EQ(run_with("never").shared_windows, 0u);
+    EXPECT_LE(run_with("adaptive").shared_windows, always.windows);
+    EXPECT_THROW(run_with("sometimes"), std::invalid_argument);
+    // A mode passed by the caller wins over the environment.
+    ::setenv("TRNSIM_WINDOW_SHARING", "never", 1);
+    phold::Model m(small_phold());
+    const RunStats forced = phold::run_engine<QuaternaryHeap>(m, 16, 2, Sharing::always);
+    ::unsetenv("TRNSIM_WINDOW_SHARING");
+    EXPECT_EQ(forced.shared_windows, forced.windows);
 }
 
 TEST(Windows, EventsAtOrAfterUntilStayPending) {

@@ -3,6 +3,7 @@
 //
 // Iteration costs come from serving::test::TestCost (1 ms + 10 us per computed token), so
 // expected times are sums written out in the comments.
+#include "support/sharing.hpp"
 #include "unit/serving/test_cost.hpp"
 
 #include "trnsim/config/load.hpp"
@@ -332,8 +333,13 @@ TEST(ServeFleet, SameResultsOnOneAndTwoThreads) {
         in.threads = 1;
         const ServingRun a = simulate_serving(in);
         in.threads = 2;
-        const ServingRun b = simulate_serving(in);
+        const ServingRun b = [&] {
+            const test::ScopedSharing every_window("always"); // the helpers in every window
+            return simulate_serving(in);
+        }();
         EXPECT_EQ(b.stats.threads, 2);
+        EXPECT_EQ(b.stats.shared_windows, b.stats.windows);
+        EXPECT_EQ(a.stats.shared_windows, 0u);
         ASSERT_EQ(a.requests.size(), 3000u);
         ASSERT_EQ(a.requests.size(), b.requests.size());
         for (std::size_t i = 0; i < a.requests.size(); ++i) {

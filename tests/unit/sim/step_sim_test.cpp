@@ -1,3 +1,4 @@
+#include "support/sharing.hpp"
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/sim/run.hpp"
@@ -122,7 +123,11 @@ TEST(StepSim, ResultsDoNotDependOnTheThreadCount) {
             };
         };
         const StepSimResult a = simulate(o, tweak(1));
-        const StepSimResult b = simulate(o, tweak(2));
+        const StepSimResult b = [&] {
+            const test::ScopedSharing every_window("always"); // the helpers in every window
+            return simulate(o, tweak(2));
+        }();
+        EXPECT_EQ(b.stats.shared_windows, b.stats.windows);
         EXPECT_EQ(a.estimate.step_s, b.estimate.step_s);
         ASSERT_EQ(a.entities.size(), b.entities.size());
         for (std::size_t i = 0; i < a.entities.size(); ++i) {
