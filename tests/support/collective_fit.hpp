@@ -13,6 +13,8 @@
 // result depends only on the chip's data, the fabric and the table.
 #pragma once
 
+#include "support/csv_rows.hpp"
+
 #include "trnsim/config/load.hpp"
 #include "trnsim/network/collective_spec.hpp"
 #include "trnsim/sim/collective_bench.hpp"
@@ -43,27 +45,8 @@ struct NccomRow {
 };
 
 inline std::vector<NccomRow> read_nccom_rows(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) {
-        throw std::runtime_error("cannot read " + path);
-    }
     std::vector<NccomRow> rows;
-    bool header = true;
-    for (std::string line; std::getline(in, line);) {
-        if (line.empty() || line[0] == '#') {
-            continue;
-        }
-        if (std::exchange(header, false)) {
-            continue;
-        }
-        std::vector<std::string> f;
-        std::stringstream ss(line);
-        for (std::string cell; std::getline(ss, cell, ',');) {
-            f.push_back(cell);
-        }
-        if (f.size() != 11) {
-            throw std::runtime_error("bad nccom row: " + line);
-        }
+    for (const std::vector<std::string>& f : read_csv_rows(path, 11, "nccom")) {
         NccomRow r;
         r.table = f[0];
         r.source = f[1];

@@ -11,6 +11,8 @@
 // digits. The result depends only on the chip file and the scenarios.
 #pragma once
 
+#include "support/csv_rows.hpp"
+
 #include "trnsim/config/load.hpp"
 #include "trnsim/sim/run.hpp"
 
@@ -36,27 +38,8 @@ struct TrainingRow {
 inline std::vector<TrainingRow> read_training_rows(
     const std::string& path = std::string(TRNSIM_SOURCE_DIR) +
                               "/tests/data/training/published-runs.csv") {
-    std::ifstream in(path);
-    if (!in) {
-        throw std::runtime_error("cannot read " + path);
-    }
     std::vector<TrainingRow> rows;
-    bool header = true;
-    for (std::string line; std::getline(in, line);) {
-        if (line.empty() || line[0] == '#') {
-            continue;
-        }
-        if (std::exchange(header, false)) {
-            continue;
-        }
-        std::vector<std::string> f;
-        std::stringstream ss(line);
-        for (std::string cell; std::getline(ss, cell, ',');) {
-            f.push_back(cell);
-        }
-        if (f.size() != 6) {
-            throw std::runtime_error("bad training row: " + line);
-        }
+    for (const std::vector<std::string>& f : read_csv_rows(path, 6, "training")) {
         TrainingRow r{f[0], f[1], f[2], f[3], f[4].empty() ? 0.0 : std::stod(f[4]), f[5]};
         rows.push_back(r);
     }
