@@ -7,10 +7,13 @@
 #include "trnsim/config/load.hpp"
 #include "trnsim/config/units.hpp"
 #include "trnsim/core/error.hpp"
+#include "trnsim/core/format.hpp"
 #include "trnsim/network/collective_spec.hpp"
 
 #include <boost/program_options.hpp>
 
+#include <cmath>
+#include <iomanip>
 #include <iostream>
 #include <utility>
 
@@ -21,6 +24,67 @@ namespace trnsim::cli {
 namespace {
 /// Bounds of --ultraservers and --instances (the fabric then checks its own, smaller limit).
 constexpr std::int64_t kMaxDomains = 1 << 20;
+/// Every algorithm on the same sizes: one column of times each ("-" where the group does not
+/// allow it), the automatic choice, and the cheapest per size.
+int all_algorithms(const sim::CollectiveBenchSpec& base) {
+    const network::Algorithm candidates[] = {
+        network::Algorithm::automatic, network::Algorithm::ring,
+        network::Algorithm::bidirectional_ring, network::Algorithm::mesh, network::Algorithm::rdh,
+        network::Algorithm::torus_rings, network::Algorithm::hierarchical};
+    std::vector<std::string> names;
+    std::vector<std::vector<double>> seconds; // [algorithm][size], NaN: not allowed
+    std::vector<std::string> automatic;       // what auto picked, per size
+    for (const network::Algorithm a : candidates) {
+        sim::CollectiveBenchSpec spec = base;
+        spec.algorithm = a;
+        std::vector<double> t(base.sizes.size(), std::nan(""));
+        try {
+            const sim::CollectiveBenchResult r = sim::run_collective_bench(spec, {});
+            for (std::size_t i = 0; i < r.rows.size() && i < t.size(); ++i) {
+                t[i] = r.rows[i].seconds;
+                if (a == network::Algorithm::automatic) {
+                    automatic.push_back(r.rows[i].algorithm);
+                }
+            }
+        } catch (const InputError& e) {
+            if (a == network::Algorithm::automatic) {
+                const std::string& key = e.key_path();
+                throw UsageError("--" + key.substr(key.find_last_of('.') + 1) + ": " +
+                                 e.message());
+            }
+            // Not allowed for this group (a torus ring outside a full domain, say): "-".
+        }
+        names.push_back(enum_name(a));
+        seconds.push_back(std::move(t));
+    }
+    std::cout << "  " << enum_name(base.op) << ", time per algorithm (\"-\": the group does not "
+                                             "allow it; * the cheapest)\n";
+    std::cout << "  " << std::setw(10) << "size";
+    for (const auto& n : names) {
+        std::cout << "  " << std::setw(19) << n;
+    }
+    std::cout << "  auto picked\n";
+    for (std::size_t i = 0; i < base.sizes.size(); ++i) {
+        std::size_t best = 0;
+        for (std::size_t a = 1; a < names.size(); ++a) {
+            if (!std::isnan(seconds[a][i]) &&
+                (std::isnan(seconds[best][i]) || seconds[a][i] < seconds[best][i])) {
+                best = a;
+            }
+        }
+        std::cout << "  " << std::setw(10) << fmt::bytes(base.sizes[i]);
+        for (std::size_t a = 0; a < names.size(); ++a) {
+            const double s = seconds[a][i];
+            const bool cheapest = !std::isnan(s) && s <= seconds[best][i];
+            std::cout << "  " << std::setw(19)
+                      << (std::isnan(s) ? std::string("-")
+                                        : fmt::seconds(s) + (cheapest ? "*" : " "));
+        }
+        std::cout << "  " << (i < automatic.size() ? automatic[i] : std::string("-")) << "\n";
+    }
+    return 0;
+}
+
 } // namespace
 
 int cmd_collective(const std::vector<std::string>& args) {
@@ -39,6 +103,8 @@ int cmd_collective(const std::vector<std::string>& args) {
         "bytes per rank: FIRST:LAST in powers of two, or a comma list")(
         "algorithm", po::value<std::string>()->default_value("auto"),
         "auto, hierarchical, ring, bidirectional_ring, mesh, rdh, torus_rings")(
+        "all-algorithms", "time every algorithm the group allows, side by side, and mark the "
+                          "cheapest per size")(
         "exact", "re-solve the fabric at every event time (1 ns windows)")(
         "no-reuse", "simulate every repeated phase instead of reusing the first");
     const po::variables_map vm = parse_options(args, opts, {}, {}, "trnsim collective [options]");
@@ -83,6 +149,9 @@ int cmd_collective(const std::vector<std::string>& args) {
     spec.ranks = integer_flag(vm, "ranks", 2, std::int64_t{1} << 40, 0);
     spec.exact = vm.count("exact") > 0;
     spec.reuse_identical_phases = vm.count("no-reuse") == 0;
+    if (vm.count("all-algorithms")) {
+        return all_algorithms(spec);
+    }
     try {
         // The header goes out with the first row: bad input prints nothing but the error.
         bool first = true;

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <vector>
 
 namespace trnsim::test {
@@ -162,6 +163,28 @@ TEST(Cli, APresetBesideTheScenarioWinsAndDescribeSaysWhere) {
     EXPECT_NE(own.out.find("topologies/chips/trn2.yaml"), std::string::npos) << own.out;
     EXPECT_EQ(own.out.find(dir.string()), std::string::npos) << own.out;
     fs::remove_all(dir);
+}
+
+TEST(Cli, CollectiveAllAlgorithmsMarksTheCheapestPerSize) {
+    const CliResult r =
+        run_cli({"collective", "--all-algorithms", "--sizes", "1KiB,1MiB,1GiB"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    // A header with every algorithm, then one line per size with at least one cheapest mark;
+    // the auto column equals the algorithm it picked, so it can never beat the cheapest.
+    for (const char* name : {"ring", "bidirectional_ring", "mesh", "rdh", "torus_rings",
+                             "hierarchical", "auto picked"}) {
+        EXPECT_NE(r.out.find(name), std::string::npos) << name << "\n" << r.out;
+    }
+    int rows = 0;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+        if (line.find(" KiB ") != std::string::npos || line.find(" MiB ") != std::string::npos ||
+            line.find(" GiB ") != std::string::npos) {
+            ++rows;
+            EXPECT_NE(line.find('*'), std::string::npos) << line;
+        }
+    }
+    EXPECT_EQ(rows, 3) << r.out;
 }
 
 TEST(Cli, JsonSummaryAndCompare) {
