@@ -5,6 +5,7 @@
 // directory was an internal error, and second documents and dotted keys were silently used
 // or dropped.
 #include "run_cli.hpp"
+#include "small_scenario.hpp"
 #include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
@@ -22,17 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kScenario = R"(name: small
-hardware: {chip: trn2}
-cluster: {ultraservers: 4}
-workload:
-  model: llama3-8b
-  sequence_length: 4096
-  global_batch: 256
-  tokens: 10B
-  parallelism: {tp: 4, pp: 1, zero: 1}
-output: {file: small.h5}
-)";
+constexpr const char* kScenario = kSmallScenario;
 
 /// A scratch directory with s.yaml (kScenario), a FIFO, a directory named like a YAML file
 /// and a sparse file just over the 64 MiB limit.

@@ -6,6 +6,7 @@
 // HDF5 file in place of the scenario, and most unwritable paths were internal errors after
 // the simulation.
 #include "run_cli.hpp"
+#include "small_scenario.hpp"
 #include "support/scratch.hpp"
 
 #include <gtest/gtest.h>
@@ -26,17 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr const char* kScenario = R"(name: small
-hardware: {chip: trn2}
-cluster: {ultraservers: 4}
-workload:
-  model: llama3-8b
-  sequence_length: 4096
-  global_batch: 256
-  tokens: 10B
-  parallelism: {tp: 4, pp: 1, zero: 1}
-output: {file: small.h5}
-)";
+constexpr const char* kScenario = kSmallScenario;
 
 class Outputs : public ::testing::Test {
 protected:

@@ -105,12 +105,6 @@ inline double nccom_misfit(const compute::ChipSpec& chip, const std::vector<Ncco
     return sum;
 }
 
-inline double round3(double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3g", v);
-    return std::strtod(text, nullptr);
-}
-
 /// Fits chip.collectives to the `fitted` rows of `chip_name` (see the header).
 inline compute::CollectiveEngineSpec fit_collective_engine(const compute::ChipSpec& base,
                                                            const std::vector<NccomRow>& all) {
@@ -169,9 +163,10 @@ inline compute::CollectiveEngineSpec fit_collective_engine(const compute::ChipSp
         }
     }
     compute::CollectiveEngineSpec e;
-    e.launch = Duration::from_ns(static_cast<std::int64_t>(round3(x[0] * 1e9)));
-    e.rank_bandwidth = Bandwidth::bytes_per_s(round3(std::exp(x[1])));
-    e.efa_step_overhead = Duration::from_ns(static_cast<std::int64_t>(round3(x[2] * 1e9)));
+    e.launch = Duration::from_ns(static_cast<std::int64_t>(round_significant(x[0] * 1e9, 3)));
+    e.rank_bandwidth = Bandwidth::bytes_per_s(round_significant(std::exp(x[1]), 3));
+    e.efa_step_overhead =
+        Duration::from_ns(static_cast<std::int64_t>(round_significant(x[2] * 1e9, 3)));
     return e;
 }
 

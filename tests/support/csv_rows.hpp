@@ -1,7 +1,10 @@
 // The published-data tables of tests/data/ (CSV): lines starting with '#' are comments, the
 // first other line is the header, every row has `columns` comma-separated cells (no quoting).
+// And the rounding the fits apply before a value goes into a chip file.
 #pragma once
 
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -40,6 +43,13 @@ inline std::vector<std::vector<std::string>> read_csv_rows(const std::string& pa
         rows.push_back(std::move(f));
     }
     return rows;
+}
+
+/// `v` rounded to `digits` significant digits (as a chip file states a fitted value).
+inline double round_significant(double v, int digits) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*g", digits, v);
+    return std::strtod(text, nullptr);
 }
 
 } // namespace trnsim::test

@@ -75,12 +75,6 @@ inline double training_misfit(const std::vector<TrainingRow>& rows,
     return worst;
 }
 
-inline double round2(double v) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.2g", v);
-    return std::strtod(text, nullptr);
-}
-
 /// Fits the training section of `chip_name` to its `fitted` rows (see the header); the
 /// chip's own values when it has none.
 inline compute::TrainingCosts fit_training_costs(const std::string& chip_name,
@@ -119,7 +113,7 @@ inline compute::TrainingCosts fit_training_costs(const std::string& chip_name,
             fd = f(d);
         }
     }
-    costs.engine_sync = round2((a + b) / 2.0);
+    costs.engine_sync = round_significant((a + b) / 2.0, 2);
     return costs;
 }
 
