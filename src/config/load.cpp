@@ -403,6 +403,14 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
                              at("cores.lnc_allowed"));
         }
     }
+    const auto& v = c.core.vector;
+    if (v.perf_mode_elements_per_cycle != 0 &&
+        v.perf_mode_elements_per_cycle < v.elements_per_cycle) {
+        throw InputError("core.vector_engine.perf_mode_elements_per_cycle",
+                         "the performance mode cannot be slower than elements_per_cycle (" +
+                             std::to_string(v.elements_per_cycle) + "); 0 for none",
+                         at("core.vector_engine.perf_mode_elements_per_cycle"));
+    }
     if (c.instance.efa_bandwidth.bytes_per_s() > 0.0 && c.efa_latency == Duration::zero()) {
         throw InputError("interconnect.efa_latency",
                          "required when the instance has EFA (instance.efa_bandwidth > 0)",
