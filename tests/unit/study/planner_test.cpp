@@ -500,6 +500,9 @@ TEST(Planner, ConstraintsFrontierAndFinalists) {
         case Verdict::budget:
             ADD_FAILURE() << "no budget was given";
             break;
+        case Verdict::slo:
+            ADD_FAILURE() << "slo is a serving plan's verdict";
+            break;
         }
     }
     // The space exercises every rejection but the budget.
