@@ -1160,7 +1160,13 @@ std::string study_schema_markdown() {
           "analytically (the step estimate, and with a reliability section the closed-form "
           "failure and checkpoint model of docs/reliability.md), then the best `finalists` and "
           "up to `frontier` further points of the estimated cost/time Pareto frontier are "
-          "simulated in full with the base scenario's `simulation.fidelity`.\n\n";
+          "simulated in full with the base scenario's `simulation.fidelity`.\n\n"
+          "A base scenario with `workload.type: inference` makes a serving plan: the search keys "
+          "are chip, ultraservers and instances (both may be given), tp (workload.serving.tp), "
+          "max_batch, replicas and prefill_replicas; every candidate is simulated with "
+          "`requests` requests at the objective's rate (min_cost) or bisected for the highest "
+          "rate within the SLO (max_rate); the training-only keys are refused "
+          "(docs/user-guide.md, section 5).\n\n";
     md += plan_schema().markdown();
     return md;
 }
