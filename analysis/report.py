@@ -28,6 +28,9 @@ holds (docs/results-schema.md):
                             cost against time to train of every candidate, the best plan per
                             cluster size, ETTR against the checkpoint interval, the best
                             plan's breakdown and failure timeline
+  a serving plan            the best fleet, or that none met the SLO objective; the feasible
+                            fleets in rank order and the closest misses; cost per million
+                            output tokens against TTFT p99 with the Pareto frontier
 
 Figures are written as the command line writes them (analysis/trnsim_format.py, tested equal
 to the C++ formatters): 16.8 s, 499K tokens/s, 2.00 GiB, $2,887,234, 99.1%.
@@ -49,6 +52,7 @@ import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 import trnsim_format as fmt  # noqa: E402
 import trnsim_results  # noqa: E402
@@ -1454,8 +1458,12 @@ def report_serving_plan(path, directory):
         cols.insert(3, Column("rate_high", header="misses at", text=lambda r: rate(r["rate_high"])
                               if np.isfinite(r["rate_high"]) else "above the range"))
     ranked = cands[cands["rank"] > 0].sort_values("rank")
-    misses = cands[cands["verdict"] == "slo"].sort_values("slo_attainment", ascending=False,
-                                                          kind="stable").head(3)
+    # The closest miss of each chip first, then the next closest, up to three (as trnsim plan
+    # prints them).
+    slo = cands[cands["verdict"] == "slo"].sort_values("slo_attainment", ascending=False,
+                                                       kind="stable")
+    first = slo.drop_duplicates("chip")
+    misses = pd.concat([first, slo.drop(first.index)]).head(max(3, len(first)))
     if ranked.empty:
         parts.append("<div class='none'><p><b>No candidate met the SLO objective</b>. The "
                      "closest misses:</p>")

@@ -209,7 +209,11 @@ void print_serving_plan(std::ostream& out, const config::PlanSpec& plan,
             fmt::seconds(x.ttft_p99_s).c_str(), fmt::seconds(x.tpot_p99_s).c_str(),
             fmt::money(Money::usd(x.cost_per_million_output_tokens_usd)).c_str(),
             notes.c_str());
-        out << buf;
+        std::string text = buf;
+        while (text.size() > 1 && text[text.size() - 2] == ' ') {
+            text.erase(text.size() - 2, 1); // no trailing blanks before the newline
+        }
+        out << text;
     };
     constexpr std::size_t kRows = 20;
     if (!r.ranking.empty()) {
@@ -235,15 +239,32 @@ void print_serving_plan(std::ostream& out, const config::PlanSpec& plan,
                r.evaluations[static_cast<std::size_t>(b)].slo_attainment;
     });
     if (!misses.empty()) {
-        line("misses", "the closest of the " + fmt::integer(static_cast<std::int64_t>(
-                                                    misses.size())) +
+        line("misses", "the closest of each chip among the " +
+                           fmt::integer(static_cast<std::int64_t>(misses.size())) +
                            " candidates that miss the SLO" +
                            (max_rate ? " (at the low end of the range)" : "") + ":");
         if (r.ranking.empty()) {
             header();
         }
-        for (std::size_t k = 0; k < misses.size() && k < 3; ++k) {
-            row(misses[k], "-");
+        // The closest miss of each chip first (why a chip lost), then the next closest, up
+        // to three rows.
+        std::vector<std::int64_t> shown;
+        std::set<std::string> chips;
+        for (std::int64_t i : misses) {
+            if (chips.insert(r.candidates[static_cast<std::size_t>(i)].chip).second) {
+                shown.push_back(i);
+            }
+        }
+        for (std::int64_t i : misses) {
+            if (shown.size() >= 3) {
+                break;
+            }
+            if (std::find(shown.begin(), shown.end(), i) == shown.end()) {
+                shown.push_back(i);
+            }
+        }
+        for (std::int64_t i : shown) {
+            row(i, "-");
         }
     }
     if (r.ranking.empty()) {
