@@ -260,6 +260,12 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
                              k->origin);
         }
     }
+    if (plan.sources.contains("requests")) {
+        throw InputError("requests",
+                         "is for serving plans (a base with workload.type: inference): the "
+                         "requests of each candidate's serving run",
+                         plan.requests_origin);
+    }
     if (plan.chip.given) {
         throw InputError("search.chip",
                          "is for serving plans (a base with workload.type: inference); a "

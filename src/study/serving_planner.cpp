@@ -5,7 +5,6 @@
 
 #include "trnsim/core/format.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
-#include "trnsim/topology/cluster.hpp"
 
 #include <omp.h>
 
@@ -101,12 +100,11 @@ ServingEvaluation evaluate(const config::PlanSpec& plan, const config::ScenarioS
             throw InputError("cluster.ultraservers",
                              chip.name + " is not sold in UltraServers: count instances");
         }
-        const topology::ClusterShape shape = topology::make_cluster_shape(
-            spec.cluster, chip.instance.chips, chip.ultraserver ? chip.ultraserver->instances : 0);
-        x.chips = shape.chips;
-        x.instances = shape.instances;
-        x.cost_per_hour_usd =
-            static_cast<double>(shape.instances) * spec.cost.instance_hour.usd();
+        x.instances = spec.cluster.ultraservers > 0
+                          ? spec.cluster.ultraservers * chip.ultraserver->instances
+                          : spec.cluster.instances;
+        x.chips = x.instances * chip.instance.chips;
+        x.cost_per_hour_usd = static_cast<double>(x.instances) * spec.cost.instance_hour.usd();
         const sim::ServingLayout layout = sim::check_serving(spec);
         x.replicas = layout.replicas;
         x.prefill_replicas = layout.prefill_replicas;
