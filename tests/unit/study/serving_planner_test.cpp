@@ -56,6 +56,29 @@ config::ScenarioSpec base_of(const config::PlanSpec& p) {
     return config::load_scenario_with(p.base, {});
 }
 
+TEST(ServingPlanner, ReadsTheObjectiveMapping) {
+    const auto cost = plan_of("objective: {type: min_cost, rate: 1200/min, slo_attainment: 1}\n");
+    EXPECT_EQ(cost.objective, config::Objective::min_cost);
+    EXPECT_TRUE(cost.serving.given);
+    EXPECT_EQ(cost.serving.rate_per_s, 20.0);
+    EXPECT_EQ(cost.serving.slo_attainment, 1.0);
+    EXPECT_EQ(cost.serving.rate_origin.line, 2);
+    EXPECT_EQ(cost.requests, 500); // the default
+    const auto rate = plan_of(
+        "objective: {type: max_rate, rate_range: [60/min, 2/s], tolerance: 0.05}\nrequests: 9\n");
+    EXPECT_EQ(rate.objective, config::Objective::max_rate);
+    ASSERT_TRUE(rate.serving.rate_range);
+    EXPECT_EQ((*rate.serving.rate_range)[0], 1.0);
+    EXPECT_EQ((*rate.serving.rate_range)[1], 2.0);
+    EXPECT_EQ(rate.serving.tolerance, 0.05);
+    EXPECT_EQ(rate.serving.slo_attainment, 0.99); // the default
+    EXPECT_EQ(rate.requests, 9);
+    // The scalar form is a training plan's (and a serving plan at the base's own rate).
+    const auto plain = plan_of("objective: min_cost\n");
+    EXPECT_FALSE(plain.serving.given);
+    EXPECT_EQ(enumerate_serving(plain, base_of(plain)).size(), 1u);
+}
+
 TEST(ServingPlanner, EnumeratesEveryCombinationInOrder) {
     const auto p = plan_of(R"(objective: {type: min_cost, rate: 2/s}
 search:
