@@ -241,7 +241,8 @@ void print_serving_plan(std::ostream& out, const config::PlanSpec& plan,
     if (!misses.empty()) {
         line("misses", "the closest of each chip among the " +
                            fmt::integer(static_cast<std::int64_t>(misses.size())) +
-                           " candidates that miss the SLO" +
+                           (misses.size() == 1 ? " candidate that misses" : " candidates that miss") +
+                           " the SLO" +
                            (max_rate ? " (at the low end of the range)" : "") + ":");
         if (r.ranking.empty()) {
             header();
