@@ -286,10 +286,10 @@ int validate_study(const std::string& file) {
         const config::PlanSpec plan = config::load_plan(file);
         const config::ScenarioSpec base = config::load_scenario_with(plan.base, {});
         check_plan_output(plan, base, plan.output_file, std::nullopt);
-        const auto candidates = study::enumerate(plan, base);
+        const std::size_t candidates = study::candidate_count(plan, base);
         std::cout << "trnsim: plan " << plan.name << " (" << file << "): base " << base.name
                   << ", objective " << config::to_string(plan.objective) << ", "
-                  << fmt::integer(static_cast<std::int64_t>(candidates.size()))
+                  << fmt::integer(static_cast<std::int64_t>(candidates))
                   << " candidates\n  valid\n";
         return 0;
     }

@@ -395,6 +395,32 @@ TEST(Planner, SearchesTheBaseCannotTake) {
     }
     const auto instances = plan_of("search: {instances: [8]}\n", "default.yaml");
     EXPECT_THROW(enumerate(instances, base_of(instances)), InputError);
+    // A training plan searches one kind of cluster (a serving plan may search both; the plan
+    // file alone cannot tell, so the check waits for the base).
+    const auto both = plan_of("search: {ultraservers: [8], instances: [4]}\n", "default.yaml");
+    try {
+        enumerate(both, base_of(both));
+        FAIL();
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "search.instances");
+        EXPECT_EQ(e.location().str(), "p.yaml:2:40");
+        EXPECT_NE(e.message().find("not both"), std::string::npos) << e.message();
+    }
+    // Serving keys and objectives in a training plan.
+    for (const auto& [body, key] : std::vector<std::pair<std::string, std::string>>{
+             {"search: {max_batch: [4]}\n", "search.max_batch"},
+             {"search: {chip: [trn1]}\n", "search.chip"},
+             {"requests: 100\n", "requests"},
+             {"objective: {type: max_rate}\n", "objective"}}) {
+        const auto p = plan_of(body, "default.yaml");
+        try {
+            enumerate(p, base_of(p));
+            ADD_FAILURE() << body;
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), key);
+            EXPECT_EQ(e.location().line, 2) << e.what();
+        }
+    }
 }
 
 TEST(Planner, EstimatesWithoutFailuresAreStepsTimesStepTime) {
@@ -499,6 +525,9 @@ TEST(Planner, ConstraintsFrontierAndFinalists) {
             break;
         case Verdict::budget:
             ADD_FAILURE() << "no budget was given";
+            break;
+        case Verdict::slo:
+            ADD_FAILURE() << "slo is a serving plan's verdict";
             break;
         }
     }
