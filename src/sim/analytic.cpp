@@ -2,6 +2,7 @@
 
 #include "coster.hpp"
 #include "trnsim/workload/program.hpp"
+#include "trnsim/workload/schedule.hpp"
 
 #include <algorithm>
 #include <map>
@@ -114,6 +115,14 @@ struct Totals {
     std::vector<StageTimes> stages;
 };
 
+/// Whether the stages hold different numbers of layers (stage_layers, balance, or pp not
+/// dividing the layers).
+bool layers_differ(const workload::Plan& plan) {
+    return std::any_of(plan.stages.begin(), plan.stages.end(), [&](const auto& st) {
+        return st.layers() != plan.stages.front().layers();
+    });
+}
+
 Totals evaluate(const workload::Plan& plan, const workload::StepProgram& prog, const Coster& c,
                 double comm_scale) {
     Totals t;
@@ -130,11 +139,27 @@ Totals evaluate(const workload::Plan& plan, const workload::StepProgram& prog, c
         after = std::max(after, s.after);
         t.stages.push_back(s);
     }
-    // The slowest stage paces the m microbatches; filling and draining the pipeline crosses
-    // every other stage once, in chunks of 1/v of its work.
     const double v = plan.virtual_stages;
-    t.bubble = (all_stages - per_microbatch) / v;
-    t.pipeline = static_cast<double>(plan.microbatches) * per_microbatch + t.bubble;
+    const double m = static_cast<double>(plan.microbatches);
+    if (layers_differ(plan)) {
+        // Stages of unequal layers: a slow stage hides part of the fill and drain behind its
+        // own warm-up and cool-down, which the closed form below does not see; run the
+        // schedule's dependencies with each stage's task times (1/v of the stage per chunk).
+        std::vector<double> forward, backward;
+        for (const StageTimes& s : t.stages) {
+            forward.push_back(s.forward / v);
+            backward.push_back(s.backward / v);
+        }
+        t.pipeline = workload::pipeline_makespan(plan.training.parallelism.schedule,
+                                                 plan.microbatches, plan.virtual_stages,
+                                                 forward, backward);
+        t.bubble = t.pipeline - m * per_microbatch;
+    } else {
+        // The slowest stage paces the m microbatches; filling and draining the pipeline
+        // crosses every other stage once, in chunks of 1/v of its work.
+        t.bubble = (all_stages - per_microbatch) / v;
+        t.pipeline = m * per_microbatch + t.bubble;
+    }
     t.step = t.pipeline + after;
     return t;
 }
@@ -214,6 +239,8 @@ StepEstimate estimate_step(const workload::Plan& plan) {
     e.bubble_s = full.bubble;
     e.slowest_stage = full.slowest;
     for (const auto& s : full.stages) {
+        e.stage_forward_s.push_back(s.forward);
+        e.stage_backward_s.push_back(s.backward);
         e.grad_sync_exposed_s = std::max(e.grad_sync_exposed_s, s.grad_sync_exposed);
         e.optimizer_s = std::max(e.optimizer_s, s.optimizer);
         e.param_gather_s = std::max(e.param_gather_s, s.param_gather);
