@@ -298,6 +298,21 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
         }
     }
     const auto& par = base.training.parallelism;
+    if (plan.pp.given && !par.stage_layers.empty()) {
+        for (const int p : plan.pp.values) {
+            if (static_cast<std::size_t>(p) != par.stage_layers.size()) {
+                throw InputError("search.pp",
+                                 "the base scenario lists workload.parallelism.stage_layers "
+                                 "for " + std::to_string(par.stage_layers.size()) +
+                                     " stages, so it cannot run with pp = " +
+                                     std::to_string(p) +
+                                     "; drop stage_layers (balance: even or llama3 lay out "
+                                     "any pp) or search only pp = " +
+                                     std::to_string(par.stage_layers.size()),
+                                 plan.pp.origin);
+            }
+        }
+    }
     const auto domains = values_of(us ? plan.ultraservers : plan.instances,
                                    us ? base.cluster.ultraservers : base.cluster.instances);
     const auto batch = values_of(plan.global_batch, base.training.global_batch);
