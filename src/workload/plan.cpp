@@ -656,7 +656,27 @@ std::string memory_advice(const Plan& p) {
     if (par.microbatch > 1) {
         advice += ", lower microbatch";
     }
-    return advice + ", or use more chips";
+    // More chips only help through a larger dp, which shards what ZeRO shards (the optimizer
+    // state at zero 1, also the gradients at 2, also the weights at 3): suggest them only when
+    // sharding that part without limit could close the gap.
+    const MemoryBreakdown& m = p.memory.worst;
+    double sharded = par.zero >= 1 ? static_cast<double>(m.optimizer.count()) : 0.0;
+    sharded += par.zero >= 2 ? static_cast<double>(m.gradients.count()) : 0.0;
+    sharded += par.zero >= 3 ? static_cast<double>(m.weights.count()) : 0.0;
+    const double gap = static_cast<double>(m.total().count() - p.memory.capacity_per_rank.count());
+    if (sharded > gap) {
+        return advice + ", or use more chips (a larger dp shards the " +
+               (par.zero >= 3 ? "weights, gradients and optimizer state"
+                : par.zero == 2 ? "gradients and optimizer state"
+                                : "optimizer state") +
+               ")";
+    }
+    const std::string shards =
+        par.zero == 0 ? "shards nothing"
+                      : "shards only " + fmt::bytes(Bytes(static_cast<std::int64_t>(sharded))) +
+                            " of this stage's memory";
+    return advice + " (more chips would not help: at zero " + str(par.zero) + " a larger dp " +
+           shards + ")";
 }
 
 } // namespace

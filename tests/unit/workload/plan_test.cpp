@@ -139,6 +139,25 @@ TEST(Plan, MemoryThatDoesNotFitSaysWhatToChange) {
     EXPECT_NE(w.find("24.0 GiB per rank"), std::string::npos) << w;
     EXPECT_NE(w.find("higher zero stage"), std::string::npos) << w;
     EXPECT_NE(w.find("recompute: full"), std::string::npos) << w;
+    // zero 0 shards nothing over dp: more chips cannot help.
+    EXPECT_NE(w.find("more chips would not help: at zero 0 a larger dp shards nothing"),
+              std::string::npos)
+        << w;
+}
+
+// More chips are suggested only when a larger dp could shard away the excess. Llama 3 70B at
+// tp 8, pp 4 on 32 UltraServers (zero 1): stage 0 needs 29.0 GiB of 24.0 GiB, and zero 1 shards
+// only the 101 MiB optimizer state (the user guide's old example). At zero 3 on 2 UltraServers
+// (dp 8) the weights, gradients and optimizer state sharded without limit would free more than
+// the excess.
+TEST(Plan, MoreChipsAreAdvisedOnlyWhenShardingCouldCloseTheGap) {
+    const InputError z1 = plan_error({"cluster.ultraservers=32", "workload.parallelism.tp=8"});
+    const std::string w1 = z1.what();
+    EXPECT_NE(w1.find("needs 29.0 GiB"), std::string::npos) << w1;
+    EXPECT_NE(w1.find("more chips would not help: at zero 1 a larger dp shards only 101 MiB"),
+              std::string::npos)
+        << w1;
+    EXPECT_EQ(w1.find("or use more chips"), std::string::npos) << w1;
 }
 
 TEST(Plan, WeightAndOptimizerBytesByHand) {
