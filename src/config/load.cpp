@@ -788,8 +788,9 @@ void check_inference(ScenarioSpec& spec, const Context& ctx) {
     if (spec.reliability.enabled) {
         if (given("workload.serving.disaggregated")) {
             throw InputError("reliability",
-                             "failures of a disaggregated fleet are not simulated (docs/serving.md, "
-                             "\"Failures\"): remove the section or workload.serving.disaggregated",
+                             "failures of a disaggregated fleet are not simulated "
+                             "(docs/serving.md, \"Failures\"): remove the section or "
+                             "workload.serving.disaggregated",
                              at("reliability"));
         }
         if (!spec.reliability.trace.failures.empty() || given("reliability.trace")) {

@@ -420,8 +420,8 @@ public:
         st.availability = total > 0.0 ? 1.0 - down / total : 1.0;
         if (layout_) {
             st.spare_domains = static_cast<std::uint32_t>(layout_->spare_domains());
-            st.spare_instances =
-                static_cast<std::uint32_t>(layout_->spare_domains() * layout_->instances_per_domain());
+            st.spare_instances = static_cast<std::uint32_t>(layout_->spare_domains() *
+                                                            layout_->instances_per_domain());
         }
     }
     /// The last event any replica handled.
