@@ -375,6 +375,13 @@ void StepWorkers::start_tp_phase(StepContext& ctx, std::int64_t g, StepFabric& f
         return;
     }
     r.phase_start_ns = ctx.now_ns();
+    if (phases[r.phase].flows.empty()) {
+        // On-chip work only (the ranks of each chip combining through HBM): its time, without
+        // a trip through the fabric, whose answer would wait for the next window edge.
+        ctx.schedule_at_ns(ctx.self(), phase_end_ns(r, ctx.now_ns(), merge_repeats_),
+                           kTpLocalDone, static_cast<std::uint64_t>(g));
+        return;
+    }
     // The plan of the group's position, moved to its chips.
     const std::uint32_t first = layout_.first_chip_of(g);
     const std::uint32_t planned =
