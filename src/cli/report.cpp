@@ -165,11 +165,12 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
     }
     line(out, "fidelity",
          run.step_sim
-             ? std::string("step: simulated on the event engine; calibrated kernel costs, TP "
-                           "collectives in closed form, pipeline, context-, data- and "
-                           "expert-parallel traffic as flows (") +
-                   config::to_string(spec.simulation.step_entities) +
-                   " entities)"
+             ? std::string("step: simulated on the event engine; calibrated kernel costs, ") +
+                   (spec.simulation.tp_collectives == config::TpCollectiveMode::flows
+                        ? "pipeline, TP, context-, data- and expert-parallel traffic as flows ("
+                        : "TP collectives in closed form, pipeline, context-, data- and "
+                          "expert-parallel traffic as flows (") +
+                   config::to_string(spec.simulation.step_entities) + " entities)"
              : std::string("analytic: closed form; calibrated kernel costs, uncongested "
                            "collectives"));
     line(out, "step", step);

@@ -1008,7 +1008,7 @@ void collect_warnings(ScenarioSpec& spec) {
                                      "simulation models it)"
                                    : "has no effect outside a training step simulation";
         for (const char* key : {"hardware.speed", "simulation.step_entities",
-                                "simulation.fabric_collectives",
+                                "simulation.fabric_collectives", "simulation.tp_collectives",
                                 "workload.parallelism.grad_bucket"}) {
             if (given(key)) {
                 warn(key, why);
@@ -1192,7 +1192,8 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
         inference ? std::vector<std::string>{"parallelism", "collective", "moe_imbalance"}
                   : std::vector<std::string>{"serving", "requests", "slo"};
     const std::vector<std::string> other_simulation =
-        inference ? std::vector<std::string>{"fidelity", "step_entities", "fabric_collectives"}
+        inference ? std::vector<std::string>{"fidelity", "step_entities", "fabric_collectives",
+                                           "tp_collectives"}
                   : std::vector<std::string>{"router_window", "kv_sample"};
     if (YAML::Node w = ordered["workload"]; w.IsMap()) {
         for (const std::string& key : other_workload) {

@@ -331,6 +331,12 @@ Schema<S> build() {
         [](S& x) -> FabricCollectiveMode& { return x.simulation.fabric_collectives; }, "flows",
         "Step fidelity: collectives between replicas (data, expert parallel) as flows with "
         "max-min sharing, or at their uncongested closed-form cost."));
+    s.field(choice<S, TpCollectiveMode>(
+        "simulation.tp_collectives",
+        [](S& x) -> TpCollectiveMode& { return x.simulation.tp_collectives; }, "closed_form",
+        "Step fidelity: collectives inside a tensor-parallel group at their uncongested "
+        "closed-form cost, or as flows on the group's links, sharing them with data-parallel "
+        "and pipeline traffic (many more flows; docs/workload.md)."));
     s.field(integer_or_auto<S>("simulation.threads",
                                [](S& x) -> int& { return x.simulation.threads; }, "auto", 1, 4096,
                                "Worker threads (auto: all hardware threads); results do not "

@@ -149,6 +149,7 @@ StepSimOptions step_options(const config::ScenarioSpec& spec, const workload::Pl
                                             : engine::default_thread_count();
     o.entities = spec.simulation.step_entities;
     o.collectives = spec.simulation.fabric_collectives;
+    o.tp_collectives = spec.simulation.tp_collectives;
     o.grad_bucket = plan.training.parallelism.grad_bucket.as_double();
     if (spec.hardware.speed.any()) {
         o.chip_speed = chip_speeds(spec, plan.cluster.chips);

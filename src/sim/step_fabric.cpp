@@ -32,6 +32,13 @@ void StepFabric::start_phase(std::uint32_t partition, std::int64_t now_ns, engin
     network_->start_group_view(partition, now_ns, family, kPhaseFlowsDone, chip_group, flows);
 }
 
+void StepFabric::start_tp_phase(std::uint32_t partition, std::int64_t now_ns,
+                                engine::EntityId worker, std::int64_t tp_group,
+                                std::vector<network::FlowSpec> flows) {
+    network_->start_group(partition, now_ns, worker, kTpFlowsDone,
+                          static_cast<std::uint64_t>(tp_group), std::move(flows));
+}
+
 std::int64_t StepFabric::longest_latency_ns(std::span<const network::FlowSpec> flows) const {
     std::int64_t latency = 0;
     std::vector<std::uint32_t> route;

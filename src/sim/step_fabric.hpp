@@ -42,13 +42,17 @@ public:
     /// edge (a family's cached plan lives for the whole run).
     void start_phase(std::uint32_t partition, std::int64_t now_ns, engine::EntityId family,
                      std::uint32_t chip_group, std::span<const network::FlowSpec> flows);
+    /// One phase of a TP collective run as flows (tp_collectives = flows): `worker` gets
+    /// kTpFlowsDone with `tp_group` when all `flows` (copied) have arrived.
+    void start_tp_phase(std::uint32_t partition, std::int64_t now_ns, engine::EntityId worker,
+                        std::int64_t tp_group, std::vector<network::FlowSpec> flows);
     /// The longest fixed latency of the flows: their routes' latency, the on-chip step for a
     /// copy inside a chip. Flow i takes the route the flow network gives it (salt i).
     std::int64_t longest_latency_ns(std::span<const network::FlowSpec> flows) const;
 
     void window_edge(StepEdge& edge) { network_->resolve_at(edge, wake_); }
 
-    /// Bytes of closed-form TP collectives, by link kind, from a handler of `partition`.
+    /// Bytes of closed-form TP collectives (flows count their own), by link kind, from a handler of `partition`.
     void add_tp_link_bytes(std::uint32_t partition,
                            const std::array<double, topology::kLinkKinds>& bytes);
     /// Traffic per link kind over a step of `step_s` seconds: flows, then the TP bytes of each

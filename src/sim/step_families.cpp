@@ -106,19 +106,7 @@ void StepFamilies::handle(StepContext& ctx, const engine::Event& e, StepFabric& 
 }
 
 void StepFamilies::on_flows_done(StepContext& ctx, Family& f, std::uint32_t chip_group) {
-    const ChipGroupProgress& p = f.progress[chip_group];
-    const network::Phase& ph = p.plan->plan.phases[p.phase];
-    // The phase's on-chip work (reductions) overlaps its transfers.
-    const std::int64_t local = Duration::from_seconds_ceil(ph.local_seconds).ns();
-    const std::int64_t overhead = Duration::from_seconds_ceil(ph.overhead_seconds).ns();
-    std::int64_t at = std::max(ctx.now_ns() + overhead, p.phase_start_ns + local);
-    if (merge_repeats_ && ph.repeat > 1) {
-        // The repeats ran as one transfer of all their bytes; each further repeat adds its
-        // flows' latency and its step overhead, or its on-chip work when that is longer.
-        const std::int64_t k = ph.repeat;
-        at = std::max(ctx.now_ns() + (k - 1) * p.plan->repeat_latency_ns[p.phase] + k * overhead,
-                      p.phase_start_ns + k * local);
-    }
+    const std::int64_t at = phase_end_ns(f.progress[chip_group], ctx.now_ns(), merge_repeats_);
     ctx.schedule_at_ns(ctx.self(), at, kPhaseLocalDone, chip_group);
 }
 
@@ -206,16 +194,17 @@ const std::vector<ChipGroupPlan>& StepFamilies::plans_for(Family& f, std::uint32
     }
     std::vector<ChipGroupPlan> plans;
     for (const ChipGroup& cg : f.chip_groups) {
-        plans.push_back(plan_chip_group(cg, programs_.collective(collective), fabric));
+        const FamilyCollective& c = programs_.collective(collective);
+        plans.push_back(plan_chip_group(cg, c.op, c.bytes, merge_repeats_, fabric));
     }
     return f.plans.emplace(collective, std::move(plans)).first->second;
 }
 
-ChipGroupPlan StepFamilies::plan_chip_group(const ChipGroup& cg, const FamilyCollective& c,
-                                            const StepFabric& fabric) const {
+ChipGroupPlan plan_chip_group(const ChipGroup& cg, network::CollectiveOp op, double bytes,
+                              bool merge_repeats, const StepFabric& fabric) {
     network::CollectiveRequest req;
-    req.op = c.op;
-    req.bytes = c.bytes * cg.multiplier;
+    req.op = op;
+    req.bytes = bytes * cg.multiplier;
     req.chips = cg.chips;
     req.ranks_per_chip = cg.ranks_per_chip;
     // The `multiplier` TP indices' ranks move their own bytes.
@@ -224,14 +213,14 @@ ChipGroupPlan StepFamilies::plan_chip_group(const ChipGroup& cg, const FamilyCol
     p.plan = network::plan_collective(fabric.topology(), req, fabric.local_costs());
     for (const network::Phase& ph : p.plan.phases) {
         p.repeat_latency_ns.push_back(
-            merge_repeats_ && ph.repeat > 1 ? fabric.longest_latency_ns(ph.flows) : 0);
+            merge_repeats && ph.repeat > 1 ? fabric.longest_latency_ns(ph.flows) : 0);
     }
     for (network::Phase& ph : p.plan.phases) {
         // Each flow stands for the same flow of `multiplier` TP indices: that many shares.
         for (network::FlowSpec& fl : ph.flows) {
             fl.weight = static_cast<double>(cg.multiplier);
         }
-        if (merge_repeats_ && ph.repeat > 1) {
+        if (merge_repeats && ph.repeat > 1) {
             // A repeated phase becomes one phase moving all its repeats' bytes.
             for (network::FlowSpec& fl : ph.flows) {
                 fl.bytes *= ph.repeat;
@@ -239,6 +228,21 @@ ChipGroupPlan StepFamilies::plan_chip_group(const ChipGroup& cg, const FamilyCol
         }
     }
     return p;
+}
+
+std::int64_t phase_end_ns(const ChipGroupProgress& p, std::int64_t now_ns, bool merge_repeats) {
+    const network::Phase& ph = p.plan->plan.phases[p.phase];
+    // The phase's on-chip work (reductions) overlaps its transfers.
+    const std::int64_t local = Duration::from_seconds_ceil(ph.local_seconds).ns();
+    const std::int64_t overhead = Duration::from_seconds_ceil(ph.overhead_seconds).ns();
+    if (merge_repeats && ph.repeat > 1) {
+        // The repeats ran as one transfer of all their bytes; each further repeat adds its
+        // flows' latency and its step overhead, or its on-chip work when that is longer.
+        const std::int64_t k = ph.repeat;
+        return std::max(now_ns + (k - 1) * p.plan->repeat_latency_ns[p.phase] + k * overhead,
+                        p.phase_start_ns + k * local);
+    }
+    return std::max(now_ns + overhead, p.phase_start_ns + local);
 }
 
 } // namespace trnsim::sim::detail

@@ -55,6 +55,17 @@ struct ChipGroupProgress {
     std::int64_t phase_start_ns = 0;
 };
 
+/// Plans `op` of `bytes` per rank over a chip group (its multiplier scales the bytes and is
+/// each flow's weight); with `merge_repeats`, repeated phases become one moving all their bytes.
+/// The TP collectives that run as flows use the same plans (a chip group of one TP group).
+ChipGroupPlan plan_chip_group(const ChipGroup& cg, network::CollectiveOp op, double bytes,
+                              bool merge_repeats, const StepFabric& fabric);
+
+/// When a phase whose flows arrived at `now_ns` is over: its step overhead after the flows, or
+/// its on-chip work from its start when that is longer (each further repeat's too, and its
+/// flows' latency, when repeats merge).
+std::int64_t phase_end_ns(const ChipGroupProgress& p, std::int64_t now_ns, bool merge_repeats);
+
 struct Family {
     workload::CommGroup group = workload::CommGroup::dp;
     std::vector<engine::EntityId> members; ///< workers, in increasing order
@@ -104,8 +115,6 @@ private:
     void finish(StepContext& ctx, Family& f, StepFabric& fabric);
     const std::vector<ChipGroupPlan>& plans_for(Family& f, std::uint32_t collective,
                                                 const StepFabric& fabric) const;
-    ChipGroupPlan plan_chip_group(const ChipGroup& cg, const FamilyCollective& c,
-                                  const StepFabric& fabric) const;
 
     const workload::Plan& plan_;
     const StepLayout& layout_;

@@ -46,11 +46,17 @@ enum StepEvent : engine::EventType {
     kClosedFormDone = 8, ///< family: a closed-form collective ended
     kFabricWake = 9,     ///< the wake entity: the fabric's next rate change or arrival
     kFamilyLaunched = 10, ///< family: the running collective's launch cost is over
+    /// worker running its TP group's collective as flows (tp_collectives = flows): the
+    /// launch cost is over, a phase's flows arrived, the phase's on-chip work is done too
+    kTpLaunched = 11,
+    kTpFlowsDone = 12,
+    kTpLocalDone = 13,
 };
 
 /// The groups whose collectives run between entities, in the order their families are built
-/// (the expert groups only for MoE models). TP collectives stay inside an entity (closed form)
-/// and pipeline transfers are point to point, so tp and pp never have families.
+/// (the expert groups only for MoE models). TP collectives stay inside an entity (closed form,
+/// or flows the entity starts itself) and pipeline transfers are point to point, so tp and pp
+/// never have families.
 inline constexpr std::array<workload::CommGroup, 4> kFamilyGroups = {
     workload::CommGroup::dp, workload::CommGroup::cp, workload::CommGroup::ep,
     workload::CommGroup::expert_dp};

@@ -5,10 +5,11 @@ namespace trnsim::sim::detail {
 StepModel::StepModel(const workload::Plan& plan, const topology::Fabric& fabric,
                      const StepSimOptions& options)
     : plan_(plan), layout_(plan, fabric, options), coster_(plan),
-      programs_(plan, layout_, coster_, options.grad_bucket),
+      programs_(plan, layout_, coster_, options.grad_bucket,
+                options.tp_collectives == TpCollectives::flows),
       families_(plan, layout_, programs_, coster_, options),
-      workers_(plan, layout_, programs_, families_, options),
-      fabric_(plan, fabric, layout_.partitions(), wake_entity(), options.fabric_shards) {}
+      fabric_(plan, fabric, layout_.partitions(), wake_entity(), options.fabric_shards),
+      workers_(plan, layout_, programs_, families_, fabric_, options) {}
 
 void StepModel::handle(StepContext& ctx, const engine::Event& e) {
     const engine::EntityId self = ctx.self();

@@ -3,7 +3,7 @@
 // each event to the part its entity belongs to, resolves the fabric at window edges, and puts
 // the step's result together at the end.
 //
-// Invariants: the parts are built in a fixed order (programs, families, workers, fabric) and
+// Invariants: the parts are built in a fixed order (programs, families, fabric, workers) and
 // never rebuilt, so references between them stay valid; during the run only handlers (one
 // entity's state each) and the window edge (all partitions stopped) change state.
 #pragma once
@@ -51,8 +51,8 @@ private:
     Coster coster_;
     StepPrograms programs_;
     StepFamilies families_;
+    StepFabric fabric_; // before the workers, which plan their TP collectives on it
     StepWorkers workers_;
-    StepFabric fabric_;
 };
 
 } // namespace trnsim::sim::detail

@@ -103,8 +103,9 @@ private:
 };
 
 StepPrograms::StepPrograms(const workload::Plan& plan, const StepLayout& layout,
-                           const Coster& coster, double grad_bucket_bytes)
-    : plan_(plan), layout_(layout), coster_(coster), grad_bucket_bytes_(grad_bucket_bytes) {
+                           const Coster& coster, double grad_bucket_bytes, bool tp_flows)
+    : plan_(plan), layout_(layout), coster_(coster), grad_bucket_bytes_(grad_bucket_bytes),
+      tp_flows_(tp_flows) {
     wait_input_name_ = intern("wait: pipeline input");
     const int chunks = layout.virtual_stages;
     for (std::int64_t mb = 0; mb < layout.microbatches; ++mb) {
@@ -352,22 +353,41 @@ void StepPrograms::add_interference(Writer& w, const ProgramOp& op, double hbm_s
 
 void StepPrograms::add_closed_form(Writer& w, const ProgramOp& op) {
     const double s = coster_.cost(op, 1.0).seconds;
-    const auto bytes =
-        closed_form_link_bytes(op.collective, op.bytes * op.repeat, coster_.shape(op.group));
-    // Per entity: a TP group's entity carries all its members' bytes.
-    const double members = layout_.per_rank ? 1.0 : static_cast<double>(layout_.tp);
-    for (std::size_t k = 0; k < bytes.size(); ++k) {
-        w.program.tp_link_bytes[k] += bytes[k] * members;
+    const bool tp = op.group == CommGroup::tp && layout_.tp > 1;
+    const bool flows = tp && tp_flows_;
+    if (!flows) {
+        const auto bytes =
+            closed_form_link_bytes(op.collective, op.bytes * op.repeat, coster_.shape(op.group));
+        // Per entity: a TP group's entity carries all its members' bytes.
+        const double members = layout_.per_rank ? 1.0 : static_cast<double>(layout_.tp);
+        for (std::size_t k = 0; k < bytes.size(); ++k) {
+            w.program.tp_link_bytes[k] += bytes[k] * members;
+        }
     }
-    if (layout_.per_rank && op.group == CommGroup::tp && layout_.tp > 1) {
+    if (flows || (layout_.per_rank && tp)) {
         Action a;
         a.kind = Action::tp_barrier;
         a.barrier_ns = to_ns(s);
         a.barrier_name = intern(op.name);
+        if (flows) {
+            a.tp_flows = true;
+            a.collective = tp_collective_index(op.collective, op.bytes * op.repeat, a.barrier_name);
+        }
         w.interaction(a);
     } else {
         w.local(intern(op.name), true, s);
     }
+}
+
+std::uint32_t StepPrograms::tp_collective_index(CollectiveOp op, double bytes,
+                                                std::uint32_t name) {
+    for (std::uint32_t i = 0; i < tp_collectives_.size(); ++i) {
+        if (tp_collectives_[i].op == op && tp_collectives_[i].bytes == bytes) {
+            return i;
+        }
+    }
+    tp_collectives_.push_back({op, bytes, name});
+    return static_cast<std::uint32_t>(tp_collectives_.size() - 1);
 }
 
 } // namespace trnsim::sim::detail

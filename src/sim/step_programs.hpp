@@ -36,6 +36,13 @@ struct FamilyCollective {
     std::uint32_t name = 0;
 };
 
+/// A TP collective run as flows (tp_collectives = flows). Equal (op, bytes) share one entry.
+struct TpCollective {
+    network::CollectiveOp op = network::CollectiveOp::all_reduce;
+    double bytes = 0.0; ///< per rank, repeats included
+    std::uint32_t name = 0;
+};
+
 /// One local op at nominal speed, in whole nanoseconds (the timeline's unit).
 struct LocalOp {
     std::uint32_t name = 0;
@@ -48,14 +55,20 @@ struct LocalOp {
 struct Action {
     enum Kind : std::uint8_t {
         run_local,  ///< local_ops [ops_begin, ops_end) back to back on the worker's own clock
-        tp_barrier, ///< entities = rank: a TP collective of barrier_ns once the group is there
+        /// A TP collective once the group is there (entities = rank: all its ranks; tp_group:
+        /// the entity): barrier_ns in closed form, or with tp_flows the flows of TP
+        /// collective `collective`
+        tp_barrier,
         issue,      ///< start `collective` on the worker's family of `group`, go on
         blocking,   ///< start `collective` and wait for its end
         wait,       ///< wait until every collective issued on `group` has ended
     };
     Kind kind = run_local;
     workload::CommGroup group = workload::CommGroup::dp; ///< issue, blocking, wait
-    std::uint32_t collective = 0; ///< issue, blocking: index into the collective table
+    /// issue, blocking: index into the collective table; tp_barrier with tp_flows: into the
+    /// TP collective table
+    std::uint32_t collective = 0;
+    bool tp_flows = false; ///< tp_barrier: the collective runs as flows
     std::uint32_t ops_begin = 0, ops_end = 0;
     std::int64_t barrier_ns = 0;
     std::uint32_t barrier_name = 0;
@@ -72,16 +85,17 @@ struct Program {
     /// cannot model (docs/architecture.md, step entities).
     std::vector<LocalOp> after_send;
     /// Bytes the program's closed-form TP collectives put on each link kind, per entity (they
-    /// never become flows, but count in the link classes' traffic).
+    /// are not flows, but count in the link classes' traffic; TP flows count their own).
     std::array<double, topology::kLinkKinds> tp_link_bytes{};
 };
 
 /// Every program of the step, the collective table, the schedules and the names.
 class StepPrograms {
 public:
-    /// `grad_bucket_bytes`: gradients go out in buckets of this size per rank.
+    /// `grad_bucket_bytes`: gradients go out in buckets of this size per rank; `tp_flows`:
+    /// TP collectives run as flows (tp_barrier actions) rather than closed-form local ops.
     StepPrograms(const workload::Plan& plan, const StepLayout& layout, const Coster& coster,
-                 double grad_bucket_bytes);
+                 double grad_bucket_bytes, bool tp_flows);
 
     const std::vector<workload::PipelineTask>& schedule(int stage) const {
         return schedules_[static_cast<std::size_t>(stage)];
@@ -100,6 +114,7 @@ public:
         return finals_[static_cast<std::size_t>(stage)];
     }
     const FamilyCollective& collective(std::uint32_t index) const { return collectives_[index]; }
+    const std::vector<TpCollective>& tp_collectives() const { return tp_collectives_; }
     /// Bytes per rank of one pipeline transfer.
     double pipeline_send_bytes() const { return send_bytes_; }
 
@@ -153,13 +168,16 @@ private:
     /// The compute an overlapped collective takes from the kernels beside it, as a local op
     /// ("<name> on the engines"; nothing when it costs nothing).
     void add_interference(Writer& w, const workload::ProgramOp& op, double hbm_share);
+    /// A collective inside the entity (TP): closed form, a rank-mode barrier, or TP flows.
     void add_closed_form(Writer& w, const workload::ProgramOp& op);
+    std::uint32_t tp_collective_index(network::CollectiveOp op, double bytes, std::uint32_t name);
     void add_collective(Writer& w, Action::Kind kind, const workload::ProgramOp& op);
 
     const workload::Plan& plan_;
     const StepLayout& layout_;
     const Coster& coster_;
     double grad_bucket_bytes_;
+    bool tp_flows_;
 
     std::vector<std::string> names_;
     std::unordered_map<std::string, std::uint32_t> name_index_;
@@ -169,6 +187,7 @@ private:
     workload::StepProgram workload_program_;
     double send_bytes_ = 0.0;
     std::vector<FamilyCollective> collectives_;
+    std::vector<TpCollective> tp_collectives_;
     std::vector<Program> programs_;                              ///< [stage][chunk][Pass]
     std::vector<Program> finals_;                                ///< per stage
     std::vector<std::vector<workload::PipelineTask>> schedules_; ///< per stage

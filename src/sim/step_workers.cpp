@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -15,8 +16,8 @@ using workload::CommGroup;
 
 StepWorkers::StepWorkers(const workload::Plan& plan, const StepLayout& layout,
                          const StepPrograms& programs, const StepFamilies& families,
-                         const StepSimOptions& options)
-    : plan_(plan), layout_(layout), programs_(programs) {
+                         const StepFabric& fabric, const StepSimOptions& options)
+    : plan_(plan), layout_(layout), programs_(programs), merge_repeats_(options.merge_repeats) {
     workers_.resize(layout.workers);
     input_parts_.assign(layout.workers * layout.input_slots, 0);
     if (!options.chip_speed.empty() &&
@@ -32,8 +33,13 @@ StepWorkers::StepWorkers(const workload::Plan& plan, const StepLayout& layout,
         }
         w.speed = speed_of(e, options);
     }
-    if (layout.per_rank) {
+    const bool tp_flows = !programs.tp_collectives().empty();
+    if (layout.per_rank || tp_flows) {
         tp_barriers_.assign(static_cast<std::size_t>(layout.tp_groups), TpBarrier{});
+    }
+    if (tp_flows) {
+        tp_runs_.assign(static_cast<std::size_t>(layout.tp_groups), ChipGroupProgress{});
+        plan_tp_collectives(fabric, options.merge_repeats);
     }
     add_traced(options);
     spans_.resize(layout.partitions());
@@ -59,6 +65,30 @@ double StepWorkers::speed_of(std::uint64_t worker, const StepSimOptions& options
         throw std::invalid_argument("step simulation: chip speed factors must be > 0");
     }
     return speed;
+}
+
+void StepWorkers::plan_tp_collectives(const StepFabric& fabric, bool merge_repeats) {
+    const std::uint32_t per_domain = fabric.topology().chips_per_domain();
+    tp_position_.assign(per_domain, -1);
+    for (std::int64_t g = 0; g < layout_.tp_groups; ++g) {
+        const std::uint32_t first = layout_.first_chip_of(g);
+        std::int32_t& index = tp_position_[first % per_domain];
+        if (index >= 0) {
+            continue;
+        }
+        index = static_cast<std::int32_t>(tp_planned_first_.size());
+        tp_planned_first_.push_back(first);
+        ChipGroup cg;
+        for (int k = 0; k < layout_.chips_per_group; ++k) {
+            cg.chips.push_back(first + static_cast<std::uint32_t>(k));
+        }
+        cg.ranks_per_chip = layout_.group_ranks_per_chip();
+        std::vector<ChipGroupPlan> plans;
+        for (const TpCollective& c : programs_.tp_collectives()) {
+            plans.push_back(plan_chip_group(cg, c.op, c.bytes, merge_repeats, fabric));
+        }
+        tp_plans_.push_back(std::move(plans));
+    }
 }
 
 void StepWorkers::add_traced(const StepSimOptions& options) {
@@ -96,6 +126,24 @@ void StepWorkers::handle(StepContext& ctx, const engine::Event& e, StepFabric& f
     case kCollectiveDone:
         on_collective_done(ctx, w, static_cast<CommGroup>(e.payload), fabric);
         return;
+    case kTpLaunched:
+        start_tp_phase(ctx, layout_.tp_group_of(ctx.self()), fabric);
+        return;
+    case kTpFlowsDone: {
+        const ChipGroupProgress& r = tp_runs_[static_cast<std::size_t>(e.payload)];
+        ctx.schedule_at_ns(ctx.self(), phase_end_ns(r, ctx.now_ns(), merge_repeats_),
+                           kTpLocalDone, e.payload);
+        return;
+    }
+    case kTpLocalDone: {
+        ChipGroupProgress& r = tp_runs_[static_cast<std::size_t>(e.payload)];
+        if (merge_repeats_ || ++r.repeats_done >= r.plan->plan.phases[r.phase].repeat) {
+            ++r.phase;
+            r.repeats_done = 0;
+        }
+        start_tp_phase(ctx, static_cast<std::int64_t>(e.payload), fabric);
+        return;
+    }
     case kTpBarrierDone:
         if (w.waiting == Worker::Waiting::tp_barrier) {
             w.comm_ns += ctx.now_ns() - w.wait_since_ns;
@@ -161,7 +209,8 @@ void StepWorkers::run(StepContext& ctx, Worker& w, StepFabric& fabric) {
         const Program& p = task != nullptr ? programs_.task_program(w.stage, *task)
                                            : programs_.final_program(w.stage);
         const bool more = w.action == p.actions.size() ? end_program(ctx, w, p, task, fabric)
-                                                       : perform(ctx, w, p, p.actions[w.action]);
+                                                       : perform(ctx, w, p, p.actions[w.action],
+                                                                 fabric);
         if (!more) {
             return;
         }
@@ -218,7 +267,8 @@ bool StepWorkers::end_program(StepContext& ctx, Worker& w, const Program& p,
     return true;
 }
 
-bool StepWorkers::perform(StepContext& ctx, Worker& w, const Program& p, const Action& a) {
+bool StepWorkers::perform(StepContext& ctx, Worker& w, const Program& p, const Action& a,
+                          StepFabric& fabric) {
     switch (a.kind) {
     case Action::run_local:
         run_local(ctx, w, p, a);
@@ -226,7 +276,7 @@ bool StepWorkers::perform(StepContext& ctx, Worker& w, const Program& p, const A
         return true;
     case Action::tp_barrier:
         if (sync(ctx, w)) {
-            enter_tp_barrier(ctx, w, a);
+            enter_tp_barrier(ctx, w, a, fabric);
         }
         return false;
     case Action::issue:
@@ -268,7 +318,8 @@ void StepWorkers::run_ops(StepContext& ctx, Worker& w, const LocalOp* begin, con
     }
 }
 
-void StepWorkers::enter_tp_barrier(StepContext& ctx, Worker& w, const Action& a) {
+void StepWorkers::enter_tp_barrier(StepContext& ctx, Worker& w, const Action& a,
+                                   StepFabric& fabric) {
     const std::int64_t g = layout_.tp_group_of(ctx.self());
     TpBarrier& b = tp_barriers_[static_cast<std::size_t>(g)];
     b.latest_ns = std::max(b.latest_ns, w.clock_ns);
@@ -276,15 +327,73 @@ void StepWorkers::enter_tp_barrier(StepContext& ctx, Worker& w, const Action& a)
     w.waiting = Worker::Waiting::tp_barrier;
     w.wait_since_ns = w.clock_ns;
     w.wait_name = a.barrier_name;
-    if (++b.arrived == layout_.tp) {
+    if (++b.arrived == (layout_.per_rank ? layout_.tp : 1)) {
         // The collective runs from the last rank's arrival.
         const std::int64_t at = b.latest_ns + a.barrier_ns;
+        b = TpBarrier{};
+        if (a.tp_flows) {
+            start_tp_run(ctx, g, a.collective, fabric);
+            return;
+        }
         for (int r = 0; r < layout_.tp; ++r) {
             ctx.schedule_at_ns(static_cast<engine::EntityId>(g * layout_.tp + r), at,
                                kTpBarrierDone);
         }
-        b = TpBarrier{};
     }
+}
+
+void StepWorkers::start_tp_run(StepContext& ctx, std::int64_t g, std::uint32_t collective,
+                               StepFabric& fabric) {
+    const std::uint32_t first = layout_.first_chip_of(g);
+    const auto position = static_cast<std::size_t>(
+        tp_position_[first % fabric.topology().chips_per_domain()]);
+    ChipGroupProgress& r = tp_runs_[static_cast<std::size_t>(g)];
+    r = ChipGroupProgress{};
+    r.plan = &tp_plans_[position][collective];
+    // The runtime's launch of the collective, then its phases.
+    const double launch = r.plan->plan.launch_seconds;
+    if (launch > 0.0) {
+        ctx.schedule_at_ns(ctx.self(), ctx.now_ns() + to_ns(launch), kTpLaunched);
+        return;
+    }
+    start_tp_phase(ctx, g, fabric);
+}
+
+void StepWorkers::start_tp_phase(StepContext& ctx, std::int64_t g, StepFabric& fabric) {
+    ChipGroupProgress& r = tp_runs_[static_cast<std::size_t>(g)];
+    const auto& phases = r.plan->plan.phases;
+    if (r.phase >= phases.size()) {
+        // Done: the group's ranks (or the entity) go on.
+        if (!layout_.per_rank) {
+            ctx.schedule_at_ns(ctx.self(), ctx.now_ns(), kTpBarrierDone);
+            return;
+        }
+        for (int k = 0; k < layout_.tp; ++k) {
+            ctx.schedule_at_ns(static_cast<engine::EntityId>(g * layout_.tp + k), ctx.now_ns(),
+                               kTpBarrierDone);
+        }
+        return;
+    }
+    r.phase_start_ns = ctx.now_ns();
+    if (phases[r.phase].flows.empty()) {
+        // On-chip work only (the ranks of each chip combining through HBM): its time, without
+        // a trip through the fabric, whose answer would wait for the next window edge.
+        ctx.schedule_at_ns(ctx.self(), phase_end_ns(r, ctx.now_ns(), merge_repeats_),
+                           kTpLocalDone, static_cast<std::uint64_t>(g));
+        return;
+    }
+    // The plan of the group's position, moved to its chips.
+    const std::uint32_t first = layout_.first_chip_of(g);
+    const std::uint32_t planned =
+        tp_planned_first_[static_cast<std::size_t>(
+            tp_position_[first % fabric.topology().chips_per_domain()])];
+    const std::span<const network::FlowSpec> planned_flows = phases[r.phase].flows;
+    std::vector<network::FlowSpec> flows(planned_flows.begin(), planned_flows.end());
+    for (network::FlowSpec& f : flows) {
+        f.src = f.src - planned + first;
+        f.dst = f.dst - planned + first;
+    }
+    fabric.start_tp_phase(ctx.partition(), ctx.now_ns(), ctx.self(), g, std::move(flows));
 }
 
 void StepWorkers::wait_for_collectives(Worker& w, CommGroup group) {

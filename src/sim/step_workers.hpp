@@ -8,8 +8,17 @@
 // time divides into compute, exposed communication and bubble as it goes; idle is what is
 // left until the last worker's end.
 //
+// TP collectives as flows (tp_collectives = flows): the worker that completes its group's
+// barrier (the entity itself, or the group's last rank) runs the collective's planned phases
+// on the fabric one after another, as a family runs a chip group's (step_families.hpp), and
+// releases the group when the last phase is over. Plans are made once before the run for each
+// position of a TP group inside its NeuronLink domain and collective; a group's flows are its
+// position's plan moved to its own chips (the domains are alike, so the moved plan is the plan
+// of the group's chips).
+//
 // Invariants: a worker's state, input slots and trace records are touched only by its own
-// handler, and the ranks of one TP group share a partition, so its TP barrier is too;
+// handler, and the ranks of one TP group share a partition, so its TP barrier and TP run are
+// too;
 // handlers of different partitions never write the same data. Collectives a worker issues
 // on one group end in the order it issued them (its family runs them one at a time).
 #pragma once
@@ -64,7 +73,8 @@ public:
     /// Throws std::invalid_argument for chip speeds that are not one positive factor per
     /// chip, and for traced ranks outside the plan.
     StepWorkers(const workload::Plan& plan, const StepLayout& layout, const StepPrograms& programs,
-                const StepFamilies& families, const StepSimOptions& options);
+                const StepFamilies& families, const StepFabric& fabric,
+                const StepSimOptions& options);
 
     /// An event for a worker entity.
     void handle(StepContext& ctx, const engine::Event& e, StepFabric& fabric);
@@ -90,6 +100,13 @@ private:
     };
 
     double speed_of(std::uint64_t worker, const StepSimOptions& options) const;
+    /// The TP collectives' plans for each position of a TP group in its domain.
+    void plan_tp_collectives(const StepFabric& fabric, bool merge_repeats);
+    /// Starts TP collective `collective` of TP group `g` as flows, or its next phase, or
+    /// releases the group when it is done.
+    void start_tp_run(StepContext& ctx, std::int64_t g, std::uint32_t collective,
+                      StepFabric& fabric);
+    void start_tp_phase(StepContext& ctx, std::int64_t g, StepFabric& fabric);
     void add_traced(const StepSimOptions& options);
 
     void on_input(StepContext& ctx, Worker& w, std::size_t slot, StepFabric& fabric);
@@ -104,12 +121,13 @@ private:
     bool begin_task(StepContext& ctx, Worker& w);
     bool end_program(StepContext& ctx, Worker& w, const Program& p,
                      const workload::PipelineTask* task, StepFabric& fabric);
-    bool perform(StepContext& ctx, Worker& w, const Program& p, const Action& a);
+    bool perform(StepContext& ctx, Worker& w, const Program& p, const Action& a,
+                 StepFabric& fabric);
     void run_local(StepContext& ctx, Worker& w, const Program& p, const Action& a);
     /// Runs local ops back to back on the worker's clock, each at the worker's speed (a
     /// closed-form TP collective at its own).
     void run_ops(StepContext& ctx, Worker& w, const LocalOp* begin, const LocalOp* end);
-    void enter_tp_barrier(StepContext& ctx, Worker& w, const Action& a);
+    void enter_tp_barrier(StepContext& ctx, Worker& w, const Action& a, StepFabric& fabric);
     void wait_for_collectives(Worker& w, workload::CommGroup group);
     /// Sends a task's output to the neighbouring virtual stage (false: must sleep first).
     bool send(StepContext& ctx, Worker& w, const workload::PipelineTask& t, StepFabric& fabric);
@@ -126,7 +144,15 @@ private:
     std::vector<Worker> workers_;
     /// Flows arrived per (worker, input slot); the input is there at layout_.input_parts().
     std::vector<std::uint16_t> input_parts_;
-    std::vector<TpBarrier> tp_barriers_; ///< per TP group (entities = rank)
+    std::vector<TpBarrier> tp_barriers_; ///< per TP group (entities = rank, or TP flows)
+    // TP flows: per TP group its running collective; per position in a domain (first chip
+    // modulo the domain's chips) its index, and per index the first chip of the group planned
+    // and its plans ([index][TP collective]).
+    bool merge_repeats_ = true;
+    std::vector<ChipGroupProgress> tp_runs_;
+    std::vector<std::int32_t> tp_position_;
+    std::vector<std::uint32_t> tp_planned_first_;
+    std::vector<std::vector<ChipGroupPlan>> tp_plans_;
     /// Looked up only, never iterated, so its order cannot reach the results.
     std::unordered_map<std::uint64_t, TracedWorker> traced_;
     std::vector<std::vector<TraceSpan>> spans_; ///< per partition

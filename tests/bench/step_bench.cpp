@@ -6,6 +6,8 @@
 //   step_bench --case rainier    scenarios/scale/llama3-405b-rainier.yaml (--threads N, default 2)
 //   step_bench --case analytic   analytic evaluations from 1 to 8,192 UltraServers
 //   step_bench --case smoke      the 98k scenario shrunk to 12 UltraServers (for ctest)
+//   step_bench --case 98k-tp-flows, smoke-tp-flows: the same with simulation.tp_collectives:
+//                                flows, one run (--threads N, default 2)
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/sim/run.hpp"
@@ -208,6 +210,15 @@ int main(int argc, char** argv) {
         threads_case(config::load_scenario(scenario_path("llama3-405b-98k.yaml"),
                                            {"cluster.ultraservers=12", "workload.global_batch=64"}),
                      "smoke");
+    } else if (which == "98k-tp-flows" || which == "smoke-tp-flows") {
+        // TP collectives as flows too (simulation.tp_collectives: flows): one run.
+        std::vector<std::string> o = {"simulation.tp_collectives=flows"};
+        if (which == "smoke-tp-flows") {
+            o.insert(o.end(), {"cluster.ultraservers=12", "workload.global_batch=64"});
+        }
+        const config::ScenarioSpec spec =
+            config::load_scenario(scenario_path("llama3-405b-98k.yaml"), o);
+        print(which.c_str(), spec, run_step(spec, threads));
     } else if (which == "rainier") {
         const config::ScenarioSpec spec =
             config::load_scenario(scenario_path("llama3-405b-rainier.yaml"));
@@ -215,7 +226,9 @@ int main(int argc, char** argv) {
     } else if (which == "analytic") {
         analytic_case();
     } else {
-        std::fprintf(stderr, "step_bench: unknown case '%s' (98k, rainier, analytic, smoke)\n",
+        std::fprintf(stderr,
+                     "step_bench: unknown case '%s' (98k, rainier, analytic, smoke, "
+                     "98k-tp-flows, smoke-tp-flows)\n",
                      which.c_str());
         return 2;
     }

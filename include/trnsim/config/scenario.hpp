@@ -32,6 +32,9 @@ enum class Fidelity { analytic, step };
 enum class StepEntityMode { tp_group, rank };
 /// simulation.fabric_collectives: collectives between replicas as flows or in closed form.
 enum class FabricCollectiveMode { flows, closed_form };
+/// simulation.tp_collectives: collectives inside a tensor-parallel group in closed form or as
+/// flows on the fabric.
+enum class TpCollectiveMode { closed_form, flows };
 
 constexpr std::array<EnumName<WorkloadType>, 3> enum_names(WorkloadType) {
     return {{
@@ -57,6 +60,14 @@ constexpr std::array<EnumName<FabricCollectiveMode>, 2> enum_names(FabricCollect
     }};
 }
 inline const char* to_string(FabricCollectiveMode v) { return enum_name(v); }
+
+constexpr std::array<EnumName<TpCollectiveMode>, 2> enum_names(TpCollectiveMode) {
+    return {{
+        {TpCollectiveMode::closed_form, "closed_form"},
+        {TpCollectiveMode::flows, "flows"},
+    }};
+}
+inline const char* to_string(TpCollectiveMode v) { return enum_name(v); }
 
 constexpr std::array<EnumName<Fidelity>, 2> enum_names(Fidelity) {
     return {{
@@ -109,6 +120,7 @@ struct SimulationSpec {
     int threads = 0; ///< 0 = auto (all hardware threads)
     StepEntityMode step_entities = StepEntityMode::tp_group;
     FabricCollectiveMode fabric_collectives = FabricCollectiveMode::flows;
+    TpCollectiveMode tp_collectives = TpCollectiveMode::closed_form;
     // The run simulation (a scenario with a reliability section):
     Duration duration;   ///< zero = until_done
     Duration time_limit; ///< until_done stops here at the latest

@@ -13,7 +13,11 @@
 // wait for the activation (forward) or gradient (backward) from the neighbouring virtual stage,
 // run the chunk's blocks op by op with the costs of the calibrated kernel model divided by the
 // chip's speed factor, then send the result on. TP collectives cost their closed form
-// (network/collective_cost.hpp; they run on the group's own NeuronLink or on-chip links). Every
+// (network/collective_cost.hpp; they run on the group's own NeuronLink or on-chip links), or
+// with tp_collectives = flows run the phases network/collectives.hpp plans for the group's
+// chips as flows, from the moment the entity (in rank mode, the group's last rank) reaches
+// them, with no control latency (the group's ranks sit in one partition): they then share
+// links with the pipeline, data- and expert-parallel flows. Every
 // collective between entities runs through the network: pipeline transfers are flows between
 // the two stages' chips (each context-parallel rank sends its own tokens to the same CP index
 // of the next stage); context-parallel collectives (the key/value exchange of every layer, among
@@ -57,6 +61,7 @@ namespace trnsim::sim {
 /// own enums, so that one spelling serves the schema, the options and the summary.
 using StepEntities = config::StepEntityMode;
 using FabricCollectives = config::FabricCollectiveMode;
+using TpCollectives = config::TpCollectiveMode;
 
 struct StepSimOptions {
     int threads = 1;
@@ -64,6 +69,10 @@ struct StepSimOptions {
     /// flows: collectives between replicas run through the flow model; closed_form: they cost
     /// their uncongested closed form (for comparisons and very large sweeps).
     FabricCollectives collectives = FabricCollectives::flows;
+    /// closed_form: a TP collective costs its uncongested closed form inside its entity;
+    /// flows: it runs the phases network::plan_collective gives for the group's chips as flows
+    /// on the fabric, sharing links with every other transfer (simulation.tp_collectives).
+    TpCollectives tp_collectives = TpCollectives::closed_form;
     /// Repeated identical phases of a collective (the p - 1 steps of a ring) run as one phase
     /// moving all their bytes, plus one route latency (or on-chip step) per further repeat:
     /// the same time when the rates hold over the phase, and p - 1 times fewer flows. false:
