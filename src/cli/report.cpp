@@ -4,6 +4,7 @@
 
 #include "trnsim/core/format.hpp"
 #include "trnsim/network/collective_spec.hpp"
+#include "trnsim/report/run_results.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -143,6 +144,20 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
                  " collectives between replicas; " + fmt::seconds(run.step_sim_wall_s) +
                  " wall on " + std::to_string(st.threads) + " thread" +
                  (st.threads > 1 ? "s" : ""));
+        if (const auto slow = report::slowest_entity(*run.step_sim)) {
+            char speed[32];
+            std::snprintf(speed, sizeof speed, "%.2f", slow->speed);
+            char times[32];
+            std::snprintf(times, sizeof times, "%.3fx", slow->slowdown);
+            const std::string ranks =
+                slow->ranks > 1 ? "ranks " + std::to_string(slow->first_rank) + "-" +
+                                      std::to_string(slow->first_rank + slow->ranks - 1)
+                                : "rank " + std::to_string(slow->first_rank);
+            line(out, "slowest",
+                 "stage " + std::to_string(slow->stage) + ", replica " +
+                     std::to_string(slow->replica) + " (" + ranks + ", speed " + speed +
+                     "): kernels " + times + " the median of its stage");
+        }
     }
     line(out, "", "microbatch on stage " + std::to_string(e.slowest_stage) + ": forward " +
                       fmt::seconds(e.forward_s) + ", backward " + fmt::seconds(e.backward_s) +

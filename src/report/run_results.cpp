@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <map>
 
 namespace trnsim::report {
 
@@ -68,6 +69,31 @@ std::vector<results::NamedValue> summary_values(const sim::TrainingRun& run, boo
         }
     }
     return v;
+}
+
+std::optional<SlowestEntity> slowest_entity(const sim::StepSimResult& r) {
+    if (r.entities.empty()) {
+        return std::nullopt;
+    }
+    std::map<std::int32_t, std::vector<double>> by_stage;
+    for (const auto& e : r.entities) {
+        by_stage[e.stage].push_back(e.compute_s);
+    }
+    std::map<std::int32_t, double> median;
+    for (auto& [stage, times] : by_stage) {
+        std::sort(times.begin(), times.end());
+        const std::size_t n = times.size();
+        median[stage] = n % 2 == 1 ? times[n / 2] : 0.5 * (times[n / 2 - 1] + times[n / 2]);
+    }
+    std::optional<SlowestEntity> best;
+    for (const auto& e : r.entities) {
+        const double m = median[e.stage];
+        const double slowdown = m > 0.0 ? e.compute_s / m : 1.0;
+        if (!best || slowdown > best->slowdown) {
+            best = SlowestEntity{e.stage, e.replica, e.first_rank, e.ranks, e.speed, slowdown};
+        }
+    }
+    return best;
 }
 
 results::Meta meta(const config::ScenarioSpec& spec, const Writer& writer) {
@@ -202,7 +228,19 @@ results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::Tr
     f.meta = meta(spec, writer);
     add_warnings(f, spec);
 
-    f.summary = results::table_from_rows({summary_values(run)});
+    std::vector<results::NamedValue> summary = summary_values(run);
+    if (run.step_sim) {
+        if (const auto slow = slowest_entity(*run.step_sim)) {
+            summary.insert(summary.end(),
+                           {{"slowest_stage", std::int64_t{slow->stage}},
+                            {"slowest_replica", slow->replica},
+                            {"slowest_first_rank", slow->first_rank},
+                            {"slowest_ranks", std::int64_t{slow->ranks}},
+                            {"slowest_speed", slow->speed},
+                            {"slowest_slowdown", slow->slowdown}});
+        }
+    }
+    f.summary = results::table_from_rows({summary});
 
     if (run.step_sim) {
         add_step_tables(f, *run.step_sim);

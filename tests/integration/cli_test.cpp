@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -448,6 +449,74 @@ TEST(Cli, EveryShippedScenarioValidates) {
         EXPECT_EQ(r.exit_code, 0) << p << "\n" << r.err;
         EXPECT_NE(r.out.find("  valid\n"), std::string::npos) << p << "\n" << r.out;
     }
+}
+
+} // namespace
+} // namespace trnsim::test
+
+namespace trnsim::test {
+namespace {
+
+TEST(Cli, TheSummaryNamesTheSlowestStageAndReplica) {
+    // 64 trn2 chips (one UltraServer), TP 4 at LNC=2: one chip per TP group, 64 entities;
+    // PP 2, DP 32. Chip 37 (ranks 148-151) runs at 0.8: its kernels take 1 / 0.8 = 1.25x
+    // as long as those of the other groups of its stage (TP collectives are not slowed), so
+    // the summary names its stage and replica with a slowdown of 1.25.
+    const fs::path dir = test::scratch_path("trnsim-cli-slowest");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path scenario = dir / "straggler.yaml";
+    std::ofstream(scenario) << R"(name: straggler
+hardware:
+  chip: trn2
+  speed: {chips: [{chip: 37, speed: 0.8}]}
+cluster: {ultraservers: 1}
+workload:
+  model: llama3-8b
+  sequence_length: 4096
+  global_batch: 256
+  tokens: 10B
+  parallelism: {tp: 4, pp: 2, zero: 1}
+simulation: {fidelity: step}
+output: {file: straggler.h5}
+)";
+    const CliResult r = run_cli({"run", scenario.string(), "--json", "-o",
+                                 (dir / "s.h5").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto value = [&](const std::string& key) {
+        const std::size_t at = r.out.find("\"" + key + "\":");
+        EXPECT_NE(at, std::string::npos) << key << "\n" << r.out;
+        return at == std::string::npos ? std::nan("")
+                                       : std::stod(r.out.substr(at + key.size() + 3));
+    };
+    EXPECT_EQ(value("slowest_first_rank"), 148.0);
+    EXPECT_EQ(value("slowest_ranks"), 4.0);
+    EXPECT_NEAR(value("slowest_speed"), 0.8, 1e-12);
+    EXPECT_NEAR(value("slowest_slowdown"), 1.25, 0.01);
+    // Its stage and replica are the entity's of /step/entities whose first rank is 148.
+    const CliResult text = run_cli({"run", scenario.string(), "-o", (dir / "t.h5").string()});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    const std::string named = "stage " + std::to_string(static_cast<int>(value("slowest_stage"))) +
+                              ", replica " +
+                              std::to_string(static_cast<int>(value("slowest_replica"))) +
+                              " (ranks 148-151, speed 0.80): kernels 1.2";
+    EXPECT_NE(text.out.find(named), std::string::npos) << named << "\n" << text.out;
+    const results::Table entities =
+        results::read_table((dir / "t.h5").string(), "/step/entities");
+    const auto& col = [&](const char* name) {
+        return entities.columns().at(static_cast<std::size_t>(entities.find(name)));
+    };
+    bool found = false;
+    for (std::size_t i = 0; i < col("first_rank").ints.size(); ++i) {
+        if (col("first_rank").ints[i] == 148) {
+            found = true;
+            EXPECT_EQ(col("stage").ints[i], static_cast<std::int64_t>(value("slowest_stage")));
+            EXPECT_EQ(col("replica").ints[i], static_cast<std::int64_t>(value("slowest_replica")));
+            EXPECT_DOUBLE_EQ(col("speed").floats[i], 0.8);
+        }
+    }
+    EXPECT_TRUE(found);
+    fs::remove_all(dir);
 }
 
 } // namespace
