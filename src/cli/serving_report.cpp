@@ -134,6 +134,18 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
              " per iteration); KV cache peak " + fmt::percent(run.run.kv_cache_peak_fraction) +
              "; " + fmt::integer(static_cast<std::int64_t>(s.preempted_requests)) +
              " requests preempted");
+    if (spec.reliability.enabled) {
+        const sim::ServingRunStats& fs = run.run.stats;
+        line(out, "failures",
+             fmt::integer(static_cast<std::int64_t>(fs.outages)) + " domain outage" +
+                 (fs.outages == 1 ? "" : "s") + "; replicas in service " +
+                 fmt::percent(fs.availability) + " of the time (" +
+                 fmt::seconds(fs.replica_down_s) + " replica-time down); " +
+                 fmt::integer(static_cast<std::int64_t>(s.retried_requests)) +
+                 " requests retried (" + fmt::integer(static_cast<std::int64_t>(fs.retries)) +
+                 " retries); " + fmt::integer(fs.spare_instances) + " spare instance" +
+                 (fs.spare_instances == 1 ? "" : "s"));
+    }
     line(out, "cost",
          fmt::count(run.instance_hours) + " instance-hours x " +
              fmt::money(spec.cost.instance_hour) + " (" + spec.cost.origin + ") = " +

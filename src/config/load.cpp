@@ -761,8 +761,8 @@ std::string exact_number(double v) {
 }
 
 /// workload.type: inference: the model, max_context, sizes and SLO required; the training
-/// keys and a reliability section refused; the draft and the sizes against the compiled
-/// context checked.
+/// keys refused, and failures with disaggregation or a failure trace; the draft and the sizes
+/// against the compiled context checked.
 void check_inference(ScenarioSpec& spec, const Context& ctx) {
     const SourceLocation workload = spec.sources.find("workload");
     const auto at = [&](const std::string& key) { return spec.sources.find(key); };
@@ -778,10 +778,18 @@ void check_inference(ScenarioSpec& spec, const Context& ctx) {
         }
     }
     if (spec.reliability.enabled) {
-        throw InputError("reliability",
-                         "failures of a serving fleet are not simulated yet (docs/serving.md); "
-                         "remove the section for workload.type: inference",
-                         at("reliability"));
+        if (given("workload.serving.disaggregated")) {
+            throw InputError("reliability",
+                             "failures of a disaggregated fleet are not simulated (docs/serving.md, "
+                             "\"Failures\"): remove the section or workload.serving.disaggregated",
+                             at("reliability"));
+        }
+        if (!spec.reliability.trace.failures.empty() || given("reliability.trace")) {
+            throw InputError("reliability.trace",
+                             "a failure trace is not replayed on a serving fleet yet; give "
+                             "failure processes (reliability.failures or a preset)",
+                             at(given("reliability.trace") ? "reliability.trace" : "reliability"));
+        }
     }
     const char* needs = " (needed by workload.type: inference)";
     for (const char* key : {"workload.model", "workload.serving.max_context",
@@ -992,6 +1000,32 @@ void collect_warnings(ScenarioSpec& spec) {
     }
     if (given("output.trace_ranks") && spec.output.trace.empty()) {
         warn("output.trace_ranks", "has no effect without output.trace (or --trace)");
+    }
+    if (spec.reliability.enabled && spec.workload_type == WorkloadType::inference) {
+        for (const char* key : {"reliability.checkpoint", "reliability.recovery.scope",
+                                "reliability.recovery.run_degraded", "simulation.replications",
+                                "simulation.duration", "simulation.time_limit",
+                                "output.timeline"}) {
+            if (given(key)) {
+                warn(key, "has no effect on a serving fleet (nothing is checkpointed; one run "
+                          "until every request has finished; docs/serving.md, \"Failures\")");
+            }
+        }
+        std::string ignored;
+        for (const reliability::FailureSpec& f : spec.reliability.failures) {
+            if (reliability::is_switch(f.component) || f.effect == reliability::Effect::degrade) {
+                const std::string name = f.cause.empty() ? to_string(f.component) : f.cause;
+                if (ignored.find(name) == std::string::npos) {
+                    ignored += (ignored.empty() ? "" : ", ") + name;
+                }
+            }
+        }
+        if (!ignored.empty()) {
+            warn("reliability.failures",
+                 "switch failures and degrading failures (" + ignored +
+                     ") do not take serving replicas down (requests reach them over the "
+                     "front-end network, which is not modelled): they are not simulated");
+        }
     }
     if (!spec.reliability.enabled) {
         for (const char* key : {"simulation.replications", "simulation.duration",

@@ -1,4 +1,5 @@
 #include "run_model.hpp"
+#include "trnsim/reliability/outages.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -923,20 +924,7 @@ void RunModel::arm(Sink& s, engine::EntityId id, std::int64_t now) {
 }
 
 Duration RunModel::repair_time(engine::RandomStream& stream) const {
-    const RepairSpec& r = setup_.input.spec.repair;
-    const auto sample = [&](Duration mean) {
-        return r.distribution == RepairDistribution::fixed
-                   ? mean
-                   : Duration::from_seconds_ceil(stream.exponential(mean.seconds()));
-    };
-    if (stream.uniform() < r.manual_fraction) {
-        return sample(r.manual);
-    }
-    Duration t = sample(r.automatic);
-    if (stream.uniform() < r.auto_escalation) {
-        t += sample(r.manual);
-    }
-    return t;
+    return draw_repair_time(setup_.input.spec.repair, stream);
 }
 
 void RunModel::fail(Sink& s, engine::EntityId self, std::int64_t now, std::uint16_t process) {

@@ -35,6 +35,10 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
         {"input_tokens", i64(s.input_tokens)},
         {"output_tokens", i64(s.output_tokens)},
         {"preempted_requests", i64(s.preempted_requests)},
+        {"retried_requests", i64(s.retried_requests)},
+        {"outages", i64(st.outages)},
+        {"availability", st.availability},
+        {"spare_instances", i64(st.spare_instances)},
         {"span_s", s.span_s},
         {"simulated_s", st.end_s},
         {"kv_capacity_tokens_per_replica", run.memory.kv_capacity_tokens},
@@ -62,7 +66,7 @@ results::ResultsFile serving_results(const config::ScenarioSpec& spec,
             t.add_float(c);
         }
         for (const char* c : {"input_tokens", "output_tokens", "replica", "prefill_replica",
-                              "preemptions"}) {
+                              "preemptions", "retries"}) {
             t.add_int(c);
         }
         for (const char* c : {"ttft_s", "tpot_s", "e2e_s"}) {
@@ -77,7 +81,8 @@ results::ResultsFile serving_results(const config::ScenarioSpec& spec,
                        static_cast<double>(r.first_token_ns) * 1e-9,
                        static_cast<double>(r.finish_ns) * 1e-9, std::int64_t{r.input_tokens},
                        std::int64_t{r.output_tokens}, std::int64_t{r.replica},
-                       std::int64_t{r.prefill_replica}, std::int64_t{r.preemptions}, r.ttft_s(),
+                       std::int64_t{r.prefill_replica}, std::int64_t{r.preemptions},
+                       std::int64_t{r.retries}, r.ttft_s(),
                        r.tpot_s(), r.e2e_s(), std::int64_t{met ? 1 : 0}});
         }
         f.tables.emplace_back("/serving/requests", std::move(t));

@@ -71,6 +71,7 @@ ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& 
         s.output_tokens += static_cast<std::uint64_t>(r.output_tokens);
         s.input_tokens += static_cast<std::uint64_t>(r.input_tokens);
         s.preempted_requests += r.preemptions > 0 ? 1 : 0;
+        s.retried_requests += r.retries > 0 ? 1 : 0;
         first = std::min(first, r.arrival_ns);
         last = std::max(last, r.finish_ns);
         const double t1 = r.ttft_s();

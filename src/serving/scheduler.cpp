@@ -87,6 +87,40 @@ ReplicaScheduler::ReplicaScheduler(const ServingSpec& spec, const IterationCost&
     by_key_.assign(static_cast<std::size_t>(block_), 0);
 }
 
+std::vector<std::uint64_t> ReplicaScheduler::fail() {
+    std::vector<std::uint64_t> ids;
+    for (const Seq& q : seqs_) {
+        if (q.state != State::free) {
+            ids.push_back(q.req.id);
+        }
+    }
+    std::sort(ids.begin(), ids.end());
+    pool_ = capacity_;
+    idle_cached_ = 0;
+    seqs_.clear();
+    free_slots_.clear();
+    waiting_.clear();
+    ready_.clear();
+    head_ = tail_ = kNone;
+    running_ = 0;
+    prefilling_.clear();
+    joining_.clear();
+    entries_.clear();
+    lru_head_ = lru_tail_ = kNone;
+    held_.clear();
+    free_held_.clear();
+    g_ = 0;
+    decoding_ = 0;
+    sum_base_ = 0;
+    by_key_.assign(static_cast<std::size_t>(block_), 0);
+    finish_heap_.clear();
+    context_heap_.clear();
+    fresh_.clear();
+    step_ = Step{};
+    out_.clear();
+    return ids;
+}
+
 // ------------------------------------------------------------------------------------------
 // Sequences and lists
 

@@ -5,11 +5,14 @@
 #include "trnsim/core/error.hpp"
 #include "trnsim/engine/simulator.hpp"
 #include "trnsim/network/flow_network.hpp"
+#include "trnsim/reliability/layout.hpp"
+#include "trnsim/reliability/outages.hpp"
 #include "trnsim/serving/request.hpp"
 #include "trnsim/serving/scheduler.hpp"
 #include "trnsim/topology/fabric.hpp"
 
 #include <algorithm>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <string>
@@ -38,10 +41,17 @@ enum : engine::EventType {
     kKvArrived = 6, ///< fabric to decode replica: the KV cache of request `payload` is there
     kRelease = 7,  ///< decode replica to prefill replica: free hand-off `payload`
     kWakeUp = 8,   ///< the fabric's wake-up (ignored)
+    kOutage = 9,   ///< router to itself: the next domain transition (OutageSchedule)
+    kDetect = 10,  ///< router to itself: it notices that domain `payload` is down
+    kEnable = 11,  ///< router to itself: domain `payload` serves again
+    kDown = 12,    ///< router to replica: its domain failed
+    kUp = 13,      ///< router to replica: its domain serves again
+    kRetry = 14,   ///< replica to router: request `payload` was dropped by a failure
 };
 constexpr std::uint16_t kFinished = 0;
 constexpr std::uint16_t kPrefilled = 1;
 constexpr std::uint32_t kStepPriority = 1; ///< after the arrivals of the same instant
+constexpr std::uint32_t kUpPriority = 2;   ///< after a failure of the same instant
 constexpr std::uint32_t kNoReplica = 0xffffffffu;
 
 /// The fleet-wide state of one request. Written by the router when it issues the request,
@@ -200,10 +210,14 @@ Placement place(const ServeInput& in, int lnc) {
 
 class Pool {
 public:
+    static constexpr std::uint32_t kNone = 0xffffffffu;
+
     void add(std::uint32_t replica) { members_.push_back(replica); }
     void build() {
         const std::size_t n = members_.size();
         load_.assign(n, 0);
+        enabled_.assign(n, 1);
+        available_ = n;
         last_.assign(n, 0);
         leaves_ = 1;
         while (leaves_ < n) {
@@ -220,12 +234,18 @@ public:
     std::size_t size() const { return members_.size(); }
     std::uint32_t member(std::uint32_t m) const { return members_[m]; }
 
-    /// Picks a member for `policy` (prefix: the request's prefix id, 0 for none), counts it.
+    /// Picks a member for `policy` (prefix: the request's prefix id, 0 for none) among the
+    /// enabled ones and counts it; kNone when every member is disabled.
     std::uint32_t choose(serving::RouterPolicy policy, std::uint32_t prefix, std::int64_t slack) {
+        if (available_ == 0) {
+            return kNone;
+        }
         std::uint32_t m = 0;
         switch (policy) {
         case serving::RouterPolicy::round_robin:
-            m = static_cast<std::uint32_t>(cursor_++ % members_.size());
+            do {
+                m = static_cast<std::uint32_t>(cursor_++ % members_.size());
+            } while (enabled_[m] == 0);
             break;
         case serving::RouterPolicy::least_loaded:
             m = tree_[1];
@@ -234,7 +254,7 @@ public:
             m = tree_[1];
             if (prefix != 0) {
                 const auto pref = static_cast<std::uint32_t>((prefix - 1) % members_.size());
-                if (load_[pref] <= load_[m] + slack) {
+                if (enabled_[pref] != 0 && load_[pref] <= load_[m] + slack) {
                     m = pref;
                 }
             }
@@ -252,6 +272,14 @@ public:
         --load_[m];
         update(m);
     }
+    /// A failed member is skipped until enabled again (its load count stays).
+    void set_enabled(std::uint32_t m, bool on) {
+        if ((enabled_[m] != 0) != on) {
+            enabled_[m] = on ? 1 : 0;
+            available_ = on ? available_ + 1 : available_ - 1;
+            update(m);
+        }
+    }
 
 private:
     static constexpr std::uint32_t kEmpty = 0xffffffffu;
@@ -261,6 +289,9 @@ private:
         }
         if (b == kEmpty) {
             return a;
+        }
+        if (enabled_[a] != enabled_[b]) {
+            return enabled_[a] != 0 ? a : b;
         }
         if (load_[a] != load_[b]) {
             return load_[a] < load_[b] ? a : b;
@@ -278,6 +309,8 @@ private:
 
     std::vector<std::uint32_t> members_;
     std::vector<std::int64_t> load_;
+    std::vector<std::uint8_t> enabled_;
+    std::size_t available_ = 0;
     std::vector<std::uint64_t> last_;
     std::vector<std::uint32_t> tree_;
     std::size_t leaves_ = 1;
@@ -330,6 +363,9 @@ public:
         }
         main_pool_.build();
         prefill_pool_.build();
+        if (in.reliability.enabled) {
+            init_failures(in, pl);
+        }
         if (disaggregated_) {
             fabric_net_ = std::make_unique<network::FlowNetwork>(
                 *fabric, partitions, kWake, kWakeUp, in.chip.hbm_bandwidth,
@@ -367,6 +403,27 @@ public:
     }
 
     std::uint64_t issued() const { return next_id_; }
+
+    /// After the run: the failure figures up to `end` (router time).
+    void failure_stats(std::int64_t end, ServingRunStats& st) const {
+        st.outages = outages_count_;
+        st.retries = retries_count_;
+        double down = down_replica_ns_;
+        for (std::size_t d = 0; d < down_since_.size(); ++d) {
+            if (down_since_[d] >= 0 && end > down_since_[d]) {
+                down += static_cast<double>(end - down_since_[d]) *
+                        static_cast<double>(domain_reps_[d].size());
+            }
+        }
+        st.replica_down_s = down * 1e-9;
+        const double total = static_cast<double>(reps_.size()) * static_cast<double>(end);
+        st.availability = total > 0.0 ? 1.0 - down / total : 1.0;
+        if (layout_) {
+            st.spare_domains = static_cast<std::uint32_t>(layout_->spare_domains());
+            st.spare_instances =
+                static_cast<std::uint32_t>(layout_->spare_domains() * layout_->instances_per_domain());
+        }
+    }
     /// The last event any replica handled.
     std::int64_t last_event() const {
         std::int64_t t = 0;
@@ -428,6 +485,7 @@ private:
         std::int64_t last_event = 0;
         std::uint64_t transfers = 0;       ///< KV caches received
         double transfer_bytes = 0.0;
+        bool down = false;                 ///< its domain failed; requests bounce
     };
 
     static engine::EntityId entity(std::uint32_t replica) { return kFirstReplica + replica; }
@@ -452,6 +510,7 @@ private:
             if (source_.closed_loop()) {
                 for (int c = 0; c < in_.spec.requests.arrival.concurrency; ++c) {
                     if (!issue(ctx, now)) {
+                        arrivals_open_ = false;
                         break;
                     }
                 }
@@ -459,7 +518,12 @@ private:
                 const SimTime t = source_.next_arrival(0, SimTime::zero());
                 if (source_.issued(0, t)) {
                     ctx.schedule_at_ns(kRouter, t.ns(), kArrival, 0);
+                } else {
+                    arrivals_open_ = false;
                 }
+            }
+            if (outages_) {
+                next_outage(ctx);
             }
             break;
         case kArrival: {
@@ -467,6 +531,53 @@ private:
             const SimTime t = source_.next_arrival(next_id_, SimTime::from_ns(now));
             if (source_.issued(next_id_, t)) {
                 ctx.schedule_at_ns(kRouter, t.ns(), kArrival, next_id_);
+            } else {
+                arrivals_open_ = false;
+            }
+            break;
+        }
+        case kOutage:
+            if (!all_done()) {
+                transition(ctx, pending_);
+                next_outage(ctx);
+            }
+            break;
+        case kDetect: {
+            const auto d = static_cast<std::size_t>(e.payload);
+            domain_state_[d] = kDownNoticed;
+            for (std::uint32_t r : domain_reps_[d]) {
+                main_pool_.set_enabled(pool_of_[r], false);
+            }
+            std::vector<std::uint64_t> held = std::move(held_[d]);
+            held_[d].clear();
+            for (std::uint64_t id : held) {
+                route(ctx, id, now);
+            }
+            break;
+        }
+        case kEnable: {
+            const auto d = static_cast<std::size_t>(e.payload);
+            domain_state_[d] = kUpState;
+            for (std::uint32_t r : domain_reps_[d]) {
+                main_pool_.set_enabled(pool_of_[r], true);
+            }
+            std::deque<std::uint64_t> stranded = std::move(stranded_);
+            stranded_.clear();
+            for (std::uint64_t id : stranded) {
+                route(ctx, id, now);
+            }
+            break;
+        }
+        case kRetry: {
+            ++retries_count_;
+            const Slot& s = table_.at(e.payload);
+            const std::uint32_t r = s.rec.prefill_replica;
+            main_pool_.done(pool_of_[r]);
+            const std::uint32_t d = pl_.replicas[r].domain;
+            if (domain_state_[d] == kDownUnnoticed) {
+                held_[d].push_back(e.payload); // retried when the router notices
+            } else {
+                route(ctx, e.payload, now);
             }
             break;
         }
@@ -478,8 +589,9 @@ private:
                 prefill_pool_.done(pool_of_[r]);
             } else {
                 (pl_.replicas[r].prefill ? prefill_pool_ : main_pool_).done(pool_of_[r]);
-                if (source_.closed_loop()) {
-                    issue(ctx, now);
+                ++finished_;
+                if (source_.closed_loop() && !issue(ctx, now)) {
+                    arrivals_open_ = false;
                 }
             }
             break;
@@ -519,10 +631,88 @@ private:
                 s.decode_replica = main_pool_.member(main_pool_.choose(decode_policy, 0, slack_));
             }
         } else {
-            target = main_pool_.member(main_pool_.choose(policy_, r.prefix_id, slack_));
+            route(ctx, id, now);
+            return true;
         }
         ctx.schedule_at_ns(entity(target), now + hop_, kRequest, id);
         return true;
+    }
+
+    /// Sends request `id` to a replica by the router's policy, or keeps it until one serves.
+    template <class Q>
+    void route(engine::Context<Q>& ctx, std::uint64_t id, std::int64_t now) {
+        const std::uint32_t m = main_pool_.choose(policy_, table_.at(id).prefix_id, slack_);
+        if (m == Pool::kNone) {
+            stranded_.push_back(id);
+            return;
+        }
+        ctx.schedule_at_ns(entity(main_pool_.member(m)), now + hop_, kRequest, id);
+    }
+
+    // ---------------------------------------------------------------- failures
+    void init_failures(const ServeInput& in, const Placement& pl) {
+        const reliability::ReliabilitySpec& rs = in.reliability;
+        const reliability::FailureModel probe(rs.failures, rs.trace);
+        const std::int64_t ipu = in.chip.ultraserver ? in.chip.ultraserver->instances : 0;
+        const topology::ClusterShape shape =
+            topology::make_cluster_shape(in.cluster, in.chip.instance.chips, ipu);
+        reliability::HardwareFacts hw;
+        hw.instance_torus = in.chip.instance.torus;
+        hw.efa_interfaces = in.chip.instance.efa_interfaces;
+        hw.efa_bandwidth_per_instance = in.chip.instance.efa_bandwidth;
+        hw.host_memory = in.chip.instance.host_memory;
+        const std::int64_t spares =
+            shape.ultraservers > 0 ? rs.spares.ultraservers : rs.spares.instances;
+        layout_ = std::make_unique<reliability::Layout>(shape, hw, rs.fabric, spares,
+                                                        probe.present_classes());
+        std::uint32_t domains = 0;
+        for (const ReplicaPlacement& rp : pl.replicas) {
+            domains = std::max(domains, rp.domain + 1);
+        }
+        domain_reps_.resize(domains);
+        for (std::uint32_t r = 0; r < pl.replicas.size(); ++r) {
+            domain_reps_[pl.replicas[r].domain].push_back(r);
+        }
+        outages_ = std::make_unique<reliability::OutageSchedule>(rs, *layout_, domains, in.seed);
+        domain_state_.assign(domains, kUpState);
+        held_.resize(domains);
+        down_since_.assign(domains, -1);
+        detection_ns_ = rs.recovery.detection.ns();
+        reports_ = true; // the router must know when every request has finished
+    }
+
+    bool all_done() const { return !arrivals_open_ && finished_ == next_id_; }
+
+    template <class Q>
+    void next_outage(engine::Context<Q>& ctx) {
+        if (const std::optional<reliability::UnitTransition> t = outages_->next()) {
+            pending_ = *t;
+            ctx.schedule_at_ns(kRouter, t->time_ns, kOutage, 0);
+        }
+    }
+
+    template <class Q>
+    void transition(engine::Context<Q>& ctx, const reliability::UnitTransition& t) {
+        const std::int64_t now = ctx.now_ns();
+        const std::uint32_t d = t.unit;
+        const auto reps = static_cast<double>(domain_reps_[d].size());
+        if (!t.up) {
+            ++outages_count_;
+            domain_state_[d] = kDownUnnoticed;
+            down_since_[d] = now;
+            for (std::uint32_t r : domain_reps_[d]) {
+                ctx.schedule_at_ns(entity(r), now + hop_, kDown, 0);
+            }
+            ctx.schedule_at_ns(kRouter, now + detection_ns_, kDetect, d);
+        } else {
+            down_replica_ns_ += static_cast<double>(now - down_since_[d]) * reps;
+            down_since_[d] = -1;
+            for (std::uint32_t r : domain_reps_[d]) {
+                ctx.schedule_at_ns(entity(r), now + hop_, kUp, 0, 0, kUpPriority);
+            }
+            // Requests sent from now + 1 reach the replicas after their kUp.
+            ctx.schedule_at_ns(kRouter, now + 1, kEnable, d);
+        }
     }
 
     // ---------------------------------------------------------------- replicas
@@ -541,11 +731,28 @@ private:
         Replica& rep = reps_[r];
         const std::int64_t now = ctx.now_ns() - off_; // the replicas' time (see hop_ns)
         sample_until(rep, now);
+        if (e.type == kDown) {
+            rep.down = true;
+            ++rep.generation; // its pending step never ends
+            rep.pending = -1;
+            for (std::uint64_t id : rep.sched.fail()) {
+                drop(ctx, id);
+            }
+            return;
+        }
+        if (e.type == kUp) {
+            rep.down = false;
+            return;
+        }
         rep.last_event = now;
         switch (e.type) {
         case kRequest: {
             Slot& s = table_.at(e.payload);
             s.rec.prefill_replica = r;
+            if (rep.down) {
+                drop(ctx, e.payload);
+                break;
+            }
             rep.sched.add(request_of(s));
             poke(ctx, r, now);
             break;
@@ -581,6 +788,13 @@ private:
         default:
             break;
         }
+    }
+
+    /// A failure dropped request `id` here: back to the router.
+    template <class Q>
+    void drop(engine::Context<Q>& ctx, std::uint64_t id) {
+        ++table_.at(id).rec.retries;
+        ctx.schedule_at_ns(kRouter, ctx.now_ns() + hop_, kRetry, id);
     }
 
     template <class Q>
@@ -660,6 +874,23 @@ private:
     std::uint64_t next_id_ = 0;          ///< router: requests issued
     RecordTable table_;
     std::unique_ptr<network::FlowNetwork> fabric_net_;
+
+    // Failures (router state; empty without them).
+    static constexpr std::uint8_t kUpState = 0, kDownUnnoticed = 1, kDownNoticed = 2;
+    std::unique_ptr<reliability::Layout> layout_;
+    std::unique_ptr<reliability::OutageSchedule> outages_;
+    reliability::UnitTransition pending_;
+    std::vector<std::vector<std::uint32_t>> domain_reps_; ///< replicas by domain
+    std::vector<std::uint8_t> domain_state_;
+    std::vector<std::vector<std::uint64_t>> held_; ///< by domain: retries until noticed
+    std::deque<std::uint64_t> stranded_;          ///< no replica serves
+    std::vector<std::int64_t> down_since_;         ///< by domain, -1: up
+    std::int64_t detection_ns_ = 0;
+    double down_replica_ns_ = 0.0;
+    std::uint64_t outages_count_ = 0;
+    std::uint64_t retries_count_ = 0;
+    std::uint64_t finished_ = 0;                   ///< reports of finished requests
+    bool arrivals_open_ = true;
 };
 
 bool needs_trace(const serving::RequestSpec& r) {
@@ -768,6 +999,7 @@ ServingRun simulate_serving(const ServeInput& in) {
     }
     std::vector<serving::TokenGap> gaps;
     model.finish(end, out, gaps);
+    model.failure_stats(end, out.stats);
     out.summary = serving::summarize(records, in.spec.slo);
     serving::add_itl(out.summary, std::move(gaps));
     if (in.options.keep_records) {

@@ -37,6 +37,7 @@ Setup setup(const config::ScenarioSpec& spec, int threads) {
     in.replica = {s.cost.get(), mem.kv_capacity_tokens / inf.serving.kv_block};
     in.kv_bytes_per_token = mem.kv_per_token;
     in.trace = spec.trace;
+    in.reliability = spec.reliability;
     in.seed = static_cast<std::uint64_t>(spec.seed);
     in.threads = threads;
     in.options.kv_sample = spec.simulation.kv_sample;
@@ -88,7 +89,9 @@ ServingScenarioRun run_serving(const config::ScenarioSpec& spec, int threads) {
     out.buckets = s.cost->buckets();
 
     const serving::ServingSummary& sum = out.run.summary;
-    out.instance_hours = static_cast<double>(shape.instances) * out.run.stats.end_s / 3600.0;
+    // Spare instances are paid for like the cluster's.
+    out.instance_hours = static_cast<double>(shape.instances + out.run.stats.spare_instances) *
+                         out.run.stats.end_s / 3600.0;
     out.cost_usd = out.instance_hours * spec.cost.instance_hour.usd();
     out.cost_per_million_output_tokens_usd =
         sum.output_tokens > 0 ? out.cost_usd / static_cast<double>(sum.output_tokens) * 1e6

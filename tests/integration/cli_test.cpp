@@ -136,6 +136,40 @@ TEST(Cli, SettingsWithoutEffectWarnAndStrictRefusesThem) {
     fs::remove_all(dir);
 }
 
+TEST(Cli, AServingFleetFailsAndWarnsOfWhatHasNoEffectOnIt) {
+    const fs::path dir = test::scratch_path("trnsim-cli-serve-fail");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const CliResult r = run_cli({"run", "scenarios/serving/llama3-8b-inf2-failures.yaml", "--json",
+                                 "-o", (dir / "f.h5").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("\"outages\":"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\"outages\":0,"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("\"retried_requests\":0,"), std::string::npos) << r.out;
+    // A switch failure and a checkpoint interval have no effect on a serving fleet.
+    std::ifstream in("scenarios/serving/llama3-8b-inf2-failures.yaml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text += "  checkpoint: {interval: 1h}\n";
+    const auto pos = text.find("  recovery:");
+    ASSERT_NE(pos, std::string::npos);
+    text.insert(pos, "    - {component: leaf, mtbf: 10min}\n");
+    {
+        std::ofstream out(dir / "s.yaml");
+        out << text;
+    }
+    const CliResult w = run_cli({"run", (dir / "s.yaml").string(), "-q", "-o",
+                                 (dir / "w.h5").string()});
+    ASSERT_EQ(w.exit_code, 0) << w.err;
+    EXPECT_NE(w.err.find("warning: reliability.checkpoint: has no effect on a serving fleet"),
+              std::string::npos)
+        << w.err;
+    EXPECT_NE(w.err.find("warning: reliability.failures: switch failures and degrading failures "
+                         "(leaf)"),
+              std::string::npos)
+        << w.err;
+    fs::remove_all(dir);
+}
+
 TEST(Cli, APresetBesideTheScenarioWinsAndDescribeSaysWhere) {
     // A copy of trn2.yaml with another price in <dir>/topologies/chips: a scenario in <dir>
     // naming chip trn2 uses it (its resolved price), wherever trnsim runs from; describe run

@@ -44,6 +44,9 @@ struct RequestRecord {
     std::uint32_t replica = 0;         ///< the replica that finished it
     std::uint32_t prefill_replica = 0; ///< where it was prefilled (== replica unless disaggregated)
     std::uint32_t preemptions = 0;
+    /// Times a replica failure dropped it and the router sent it again (its first token and
+    /// finish are those of the attempt that finished; arrival stays the original).
+    std::uint32_t retries = 0;
 
     bool finished() const { return finish_ns >= 0; }
     double ttft_s() const { return static_cast<double>(first_token_ns - arrival_ns) * 1e-9; }
@@ -66,6 +69,7 @@ struct ServingSummary {
     std::uint64_t input_tokens = 0;   ///< prompt tokens of the finished requests, as served
     std::uint64_t met_slo = 0;
     std::uint64_t preempted_requests = 0; ///< requests preempted at least once
+    std::uint64_t retried_requests = 0;   ///< requests a replica failure dropped at least once
     double ttft_p50_s = 0.0, ttft_p90_s = 0.0, ttft_p99_s = 0.0;
     double tpot_p50_s = 0.0, tpot_p90_s = 0.0, tpot_p99_s = 0.0;
     double e2e_p50_s = 0.0, e2e_p99_s = 0.0;

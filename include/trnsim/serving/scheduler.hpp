@@ -145,6 +145,12 @@ public:
     /// Prefill replica: the KV cache of hand-off `handoff` has been copied; frees its blocks.
     void release(std::uint32_t handoff);
 
+    /// The replica failed (its chips' HBM is lost): every sequence, hand-off and cached prefix
+    /// is dropped and any step in progress is abandoned. Returns the ids of the requests it held
+    /// (queued, prefilling, decoding, preempted or joining) by id; the statistics
+    /// and inter-token gaps so far are kept.
+    std::vector<std::uint64_t> fail();
+
     bool busy() const { return step_.active; }
     /// Whether anything waits or runs (begin() may still find nothing it can run now).
     bool has_work() const { return running_ > 0 || !waiting_.empty() || !ready_.empty(); }

@@ -64,6 +64,18 @@
 // use over the sum of the capacities. kv_cache_peak_fraction is the highest fraction of its
 // own capacity any replica reached.
 //
+// Failures (ServeInput::reliability, docs/serving.md "Failures"). The domains' outages come
+// from reliability::OutageSchedule (the layout's domains: UltraServers or instances; spares and
+// repairs as there). The router is also the fleet's controller: when a domain goes down at t,
+// its replicas lose their state (their KV caches and queues) L later and send every request
+// they held back to the router; the router keeps routing to them until it notices at
+// t + recovery.detection, then retries the dropped requests (and those that reached the dead
+// replicas meanwhile) on the others (by its policy; when none serves, in order as soon as one
+// does). A retried request starts over: its arrival stays, its first token and finish are
+// those of the attempt that finished. When the schedule brings the domain back (a spare after
+// detection + restart, or its repair), its replicas start empty. The run ends when every
+// request has finished; outages after that are not simulated.
+//
 // Determinism: every replica handles the same events in the same order on any number of
 // threads, the router's decisions depend only on its events, and request records are written
 // by the one entity that owns the request at the time; results are bit-identical for 1 and N
@@ -74,6 +86,7 @@
 
 #include "trnsim/compute/chip_spec.hpp"
 #include "trnsim/core/units.hpp"
+#include "trnsim/reliability/spec.hpp"
 #include "trnsim/serving/iteration.hpp"
 #include "trnsim/serving/metrics.hpp"
 #include "trnsim/serving/spec.hpp"
@@ -119,6 +132,8 @@ struct ServeInput {
     /// The trace when the requests come from one (null: read spec.requests.arrival.trace_file
     /// when needed).
     std::shared_ptr<const serving::AzureTrace> trace;
+    /// Failures of the fleet's domains (see "Failures" above); `enabled` false: none.
+    reliability::ReliabilitySpec reliability;
     std::uint64_t seed = 1;
     int threads = 1;                   ///< 0: the engine's default
     ServeOptions options;
@@ -157,6 +172,14 @@ struct ServingRunStats {
     std::uint64_t kv_transfers = 0;
     double kv_transfer_bytes = 0.0;
     double end_s = 0.0;             ///< the last event
+    // Failures (zero without them).
+    std::uint64_t outages = 0;      ///< domains that went down during the run
+    std::uint64_t retries = 0;      ///< requests sent again after a failure dropped them
+    double replica_down_s = 0.0;    ///< replica-seconds out of service up to end_s
+    /// 1 - replica_down_s / (replicas x end_s): the fraction of replica time in service.
+    double availability = 1.0;
+    std::uint32_t spare_domains = 0;
+    std::uint32_t spare_instances = 0; ///< of those spares (paid for like the cluster's)
 };
 
 struct ServingRun {

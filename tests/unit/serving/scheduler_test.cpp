@@ -187,6 +187,46 @@ TEST(Scheduler, ChunkedPrefillSplitsAPrompt) {
     }
 }
 
+// A failure drops every sequence (running, waiting, preempted alike) and the cache; the
+// replica then serves as a new one. R0 (100 tokens) prefills 0 -> 2 ms and decodes; R1 and R2
+// wait behind it with max_batch 1. At 3 ms (R0 mid-decode) the replica fails: the ids come back
+// by id, every block is free, and R3 arriving afterwards takes the latencies of a lone request
+// (OneRequestLatencies: first token 2 ms after it starts, finish 6.04 ms).
+TEST(Scheduler, AFailureDropsEverythingAndTheReplicaStartsEmpty) {
+    InferenceSpec s = base_spec();
+    s.serving.max_batch = 1;
+    s.serving.prefix_caching = true;
+    TestCost cost;
+    ReplicaScheduler sched(s.serving, cost, 1000, 1);
+    sched.add(req(2, 0, 50, 5));
+    sched.add(req(0, 0, 100, 5, 1, 64));
+    sched.add(req(1, 0, 50, 5));
+    std::int64_t t = sched.begin(0);
+    sched.end();
+    t = sched.begin(t);
+    EXPECT_TRUE(sched.busy());
+    EXPECT_GT(sched.used_blocks(), 0);
+    const std::vector<std::uint64_t> dropped = sched.fail();
+    EXPECT_EQ(dropped, (std::vector<std::uint64_t>{0, 1, 2}));
+    EXPECT_FALSE(sched.busy());
+    EXPECT_FALSE(sched.has_work());
+    EXPECT_EQ(sched.used_blocks(), 0);
+    sched.check_invariants();
+    sched.add(req(3, 10 * kMs, 100, 5));
+    std::int64_t first = -1, finish = -1;
+    for (t = 10 * kMs; finish < 0;) {
+        t = sched.begin(t);
+        ASSERT_GE(t, 0);
+        for (const Completion& c : sched.end()) {
+            first = c.first_token_ns;
+            finish = c.time_ns;
+        }
+        sched.check_invariants();
+    }
+    EXPECT_EQ(first, 12 * kMs);
+    EXPECT_EQ(finish, 16 * kMs + 40 * kUs);
+}
+
 // Chunked prefill mixes a decode with the chunk of another prompt. Chunk 64; R0 (10 tokens,
 // 10 outputs) and R1 (200 tokens, 2 outputs) at time 0:
 //   it 1: R0's 10 + R1's first 54 tokens: 1 + 0.64 = 1.64 ms; R0's first token at 1.64

@@ -8,6 +8,7 @@
 
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
+#include "trnsim/reliability/outages.hpp"
 #include "trnsim/serving/replica_sim.hpp"
 #include "trnsim/serving/trace.hpp"
 #include "trnsim/sim/serve.hpp"
@@ -368,6 +369,131 @@ TEST(ServeFleet, SameResultsOnOneAndTwoThreads) {
             EXPECT_EQ(a.stats.prefill_replicas, 8u);
         }
     }
+}
+
+/// Hosts that fail every `mtbf_s` on average, repaired in `repair_s` (never by hand).
+reliability::ReliabilitySpec failing_hosts(double mtbf_s, double repair_s, double detection_s,
+                                           double restart_s) {
+    reliability::ReliabilitySpec rs;
+    rs.enabled = true;
+    reliability::FailureSpec f;
+    f.component = reliability::ComponentClass::host;
+    f.cause = "host";
+    f.mtbf_s = mtbf_s;
+    rs.failures = {f};
+    rs.repair.automatic = Duration::from_seconds_ceil(repair_s);
+    rs.repair.manual_fraction = 0.0;
+    rs.recovery.detection = Duration::from_seconds_ceil(detection_s);
+    rs.recovery.restart = Duration::from_seconds_ceil(restart_s);
+    return rs;
+}
+
+// One replica on one UltraServer (one failure domain, no spare) and a closed-loop client: a
+// request of 100 + 2 tokens takes 4.01 ms from its arrival (1 ms to the replica, prefill 2 ms,
+// one decode 1.01 ms) and the next one arrives 1 ms after it finished. The host failure at t1
+// (taken from the same outage schedule the fleet uses) drops or bounces the request in flight;
+// the router notices at t1 + 0.5 s with no replica left, and the domain is back after its
+// repair (60 s, longer than the detection) and the restart (1 s): tb = t1 + 61 s. The
+// request is routed at tb + 1 ns (the router enables the replica 1 ns after it is back),
+// reaches the replica 1 ms later, and has its first token at tb + 1 ns + 3 ms and its finish at
+// tb + 1 ns + 4.01 ms.
+TEST(ServeFleet, AFailedDomainsRequestIsRetriedWhenItReturns) {
+    ServeInput in = fleet(1, 16, 1);
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    in.reliability = failing_hosts(200.0, 60.0, 0.5, 1.0);
+    const compute::ChipSpec& chip = in.chip;
+    reliability::HardwareFacts hw;
+    hw.instance_torus = chip.instance.torus;
+    hw.efa_interfaces = chip.instance.efa_interfaces;
+    hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
+    std::array<bool, reliability::kClassCount> present{};
+    present[static_cast<std::size_t>(reliability::ComponentClass::host)] = true;
+    const reliability::Layout layout(
+        topology::make_cluster_shape(in.cluster, chip.instance.chips, 4), hw,
+        reliability::FabricSpec{}, 0, present);
+    reliability::OutageSchedule sched(in.reliability, layout, 1, in.seed);
+    const auto down = sched.next(), up = sched.next(), again = sched.next();
+    ASSERT_TRUE(down && up && again);
+    ASSERT_FALSE(down->up);
+    ASSERT_TRUE(up->up);
+    const std::int64_t t1 = down->time_ns, tb = up->time_ns;
+    EXPECT_EQ(tb - t1, 61 * 1000 * kMs);
+    const std::int64_t period = 5 * kMs + 10 * kUs;
+    const std::int64_t before = t1 / period; // requests issued before the failure, about
+    fixed_requests(in, before + 4, 1.0, 100, 2);
+    in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
+    in.spec.requests.arrival.concurrency = 1;
+    ASSERT_GT(again->time_ns, tb + 1000 * kMs) << "a second failure would end the test early";
+
+    const ServingRun r = simulate_serving(in);
+    ASSERT_EQ(r.requests.size(), static_cast<std::size_t>(before + 4));
+    EXPECT_EQ(r.stats.outages, 1u);
+    std::size_t spanning = 0;
+    for (std::size_t i = 0; i < r.requests.size(); ++i) {
+        const serving::RequestRecord& q = r.requests[i];
+        ASSERT_TRUE(q.finished());
+        if (q.arrival_ns <= t1 + period && q.finish_ns > tb) {
+            ++spanning;
+            // Routed at tb + 1 ns, 1 ms to the replica, prefill 2 ms, decode 1.01 ms.
+            EXPECT_EQ(q.finish_ns, tb + 1 + 4 * kMs + 10 * kUs);
+            EXPECT_EQ(q.first_token_ns, tb + 1 + 3 * kMs);
+            EXPECT_LE(q.retries, 1u);
+        } else if (i > 0 && q.arrival_ns > tb) {
+            EXPECT_EQ(q.arrival_ns, r.requests[i - 1].finish_ns + kMs);
+            EXPECT_EQ(q.finish_ns, q.arrival_ns + 4 * kMs + 10 * kUs);
+        } else {
+            EXPECT_LT(q.finish_ns, t1 + 2 * kMs);
+        }
+    }
+    EXPECT_EQ(spanning, 1u);
+    EXPECT_LE(r.summary.retried_requests, 1u);
+    const double end = r.stats.end_s * 1e9;
+    EXPECT_NEAR(r.stats.availability, 1.0 - static_cast<double>(tb - t1) / end, 1e-9);
+    EXPECT_NEAR(r.stats.replica_down_s, static_cast<double>(tb - t1) * 1e-9, 1e-9);
+}
+
+// Failures on a fleet of 32 replicas over two UltraServers and a spare: the same records on 1
+// and 2 threads, every request finished once, and the retried ones counted.
+TEST(ServeFleet, FailuresGiveTheSameResultsOnOneAndTwoThreads) {
+    ServeInput in = fleet(2, 16, 0);
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    in.spec.serving.router_latency = Duration::from_ns(10 * kMs);
+    in.reliability = failing_hosts(4.0, 3.0, 0.5, 1.0);
+    in.reliability.spares.ultraservers = 1;
+    reliability::FailureSpec bug;
+    bug.component = reliability::ComponentClass::software;
+    bug.cause = "software";
+    bug.mtbf_s = 6.0;
+    in.reliability.failures.push_back(bug);
+    random_requests(in, 3000, 400.0);
+    in.threads = 1;
+    const ServingRun a = simulate_serving(in);
+    in.threads = 2;
+    const ServingRun b = [&] {
+        const test::ScopedSharing every_window("always");
+        return simulate_serving(in);
+    }();
+    ASSERT_EQ(a.requests.size(), 3000u);
+    ASSERT_EQ(b.requests.size(), 3000u);
+    EXPECT_GT(a.stats.outages, 0u);
+    EXPECT_GT(a.summary.retried_requests, 0u);
+    EXPECT_EQ(a.stats.spare_instances, 4u);
+    std::uint64_t retried = 0;
+    for (std::size_t i = 0; i < a.requests.size(); ++i) {
+        const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
+        ASSERT_TRUE(x.finished());
+        ASSERT_GE(x.first_token_ns, x.arrival_ns);
+        ASSERT_GE(x.finish_ns, x.first_token_ns);
+        ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+        ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
+        ASSERT_EQ(x.replica, y.replica) << i;
+        ASSERT_EQ(x.retries, y.retries) << i;
+        retried += x.retries > 0 ? 1 : 0;
+    }
+    EXPECT_EQ(retried, a.summary.retried_requests);
+    EXPECT_EQ(a.stats.outages, b.stats.outages);
+    EXPECT_EQ(a.stats.availability, b.stats.availability);
+    EXPECT_LT(a.stats.availability, 1.0);
 }
 
 // Fast-forwarded decode steps, cut by arrivals that come as events, give the records of
