@@ -284,6 +284,13 @@ private:
 /// of every group together); larger meshes stay forceable up to kMaxFlowsPerPhase.
 constexpr std::size_t kMaxAutoMeshFlows = 1'000'000;
 
+/// Inside a NeuronLink domain the Neuron runtime runs mesh only for messages below 1 MB (CCI,
+/// shared/reference/trainium.md "Intra-node algorithm choice"): its per-peer buffers and
+/// descriptors, which the phase estimate does not see, make it lose above. So `automatic`
+/// considers a mesh whose flows stay inside one domain (flat on one domain, or the domain
+/// stage of hierarchical) only below this size per rank; a forced mesh runs at any size.
+constexpr double kDomainMeshBelowBytes = 1024.0 * 1024.0;
+
 /// How the chip-level stage runs: one algorithm over all chips, or hierarchical (an algorithm
 /// inside each NeuronLink domain, another among the same-position chips of every domain).
 struct Choice {
@@ -381,7 +388,8 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
     };
     std::vector<Algorithm> flat = {Algorithm::ring, Algorithm::bidirectional_ring,
                                    Algorithm::rdh};
-    if (p * (p - 1) <= kMaxAutoMeshFlows) {
+    const bool domain_mesh = v < kDomainMeshBelowBytes;
+    if (p * (p - 1) <= kMaxAutoMeshFlows && (s.domains > 1 || domain_mesh)) {
         flat.push_back(Algorithm::mesh);
     }
     if (s.symmetric && s.domains == 1 && s.full_domain && f.torus_dims() > 0) {
@@ -410,7 +418,7 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
         // Each is found with the other fixed (ring); the fixed part adds the same to all.
         std::vector<Algorithm> inner = {Algorithm::ring, Algorithm::bidirectional_ring,
                                         Algorithm::rdh};
-        if (s.domains * s.per * (s.per - 1) <= kMaxAutoMeshFlows) {
+        if (s.domains * s.per * (s.per - 1) <= kMaxAutoMeshFlows && domain_mesh) {
             inner.push_back(Algorithm::mesh);
         }
         if (s.full_domain && f.torus_dims() > 0) {

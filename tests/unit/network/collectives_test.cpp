@@ -292,7 +292,7 @@ CollectiveRequest whole_fabric(const topology::Fabric& f, double bytes, Algorith
     return req;
 }
 
-TEST(AutoAlgorithm, MeshWinsAtOneMiBInOneUltraServer) {
+TEST(AutoAlgorithm, MeshWinsBelowOneMiBInOneUltraServer) {
     // One trn2 UltraServer: 64 chips on a 4 x 4 x 4 torus, 256 GB/s links inside an instance
     // (dimensions 0, 1), 128 GB/s between its 4 instances (dimension 2), 2 us a hop; no
     // collective engine (kLocal), so the estimates are the links' and the on-chip stages
@@ -314,7 +314,10 @@ TEST(AutoAlgorithm, MeshWinsAtOneMiBInOneUltraServer) {
     //    link carries two flows: + 4.1 us and + 0.5 us. 2 x (18 + 7.1 + 4.6) = 59.4 us.
     //  flat rings: 126 steps of at least 2 us each.
     // So mesh < torus rings < RDH, by the ~8 us the flow model also shows (148 us against
-    // 156 us with the trn2 collective engine; the size thresholds picked RDH, 175 us).
+    // 156 us with the trn2 collective engine). But inside a NeuronLink domain the runtime
+    // runs mesh only below 1 MB (CCI), so at 1 MiB automatic runs torus rings (the size
+    // thresholds picked RDH, 175 us); at 1 MiB - 64 KiB (every bandwidth term 15/16 of the
+    // above, the latencies the same) mesh is a candidate again and wins.
     const topology::Fabric f =
         topology::Fabric::build(config::load_fabric("trn2-ultracluster"), 1);
     const double v = 1.0 * kMiB;
@@ -326,14 +329,24 @@ TEST(AutoAlgorithm, MeshWinsAtOneMiBInOneUltraServer) {
     EXPECT_NEAR(estimate(Algorithm::torus_rings) - on_chip, 40.2e-6, 0.1e-6);
     EXPECT_NEAR(estimate(Algorithm::rdh) - on_chip, 59.4e-6, 0.2e-6);
     EXPECT_GT(estimate(Algorithm::ring) - on_chip, 126 * 2e-6);
-    const CollectivePlan chosen = plan_collective(f, whole_fabric(f, v, Algorithm::automatic),
-                                                  kLocal);
-    EXPECT_EQ(chosen.algorithm, "mesh");
-    // And the flow model agrees: no allowed algorithm simulates faster.
-    const double automatic = simulate(f, whole_fabric(f, v, Algorithm::automatic));
-    for (Algorithm a : {Algorithm::ring, Algorithm::bidirectional_ring, Algorithm::mesh,
-                        Algorithm::rdh, Algorithm::torus_rings}) {
-        EXPECT_LE(automatic, simulate(f, whole_fabric(f, v, a)) * (1.0 + 1e-9)) << to_string(a);
+    EXPECT_EQ(plan_collective(f, whole_fabric(f, v, Algorithm::automatic), kLocal).algorithm,
+              "torus_rings");
+    const double below = v - 64.0 * 1024;
+    EXPECT_EQ(
+        plan_collective(f, whole_fabric(f, below, Algorithm::automatic), kLocal).algorithm,
+        "mesh");
+    // And the flow model agrees: no allowed algorithm simulates faster (mesh is not allowed
+    // at 1 MiB).
+    for (double size : {v, below}) {
+        const double automatic = simulate(f, whole_fabric(f, size, Algorithm::automatic));
+        for (Algorithm a : {Algorithm::ring, Algorithm::bidirectional_ring, Algorithm::mesh,
+                            Algorithm::rdh, Algorithm::torus_rings}) {
+            if (a == Algorithm::mesh && size >= v) {
+                continue;
+            }
+            EXPECT_LE(automatic, simulate(f, whole_fabric(f, size, a)) * (1.0 + 1e-9))
+                << to_string(a) << " " << size;
+        }
     }
 }
 
