@@ -1,7 +1,10 @@
 #include "serving_report.hpp"
 
 #include "trnsim/core/format.hpp"
+#include "trnsim/serving/metrics.hpp"
 #include "trnsim/workload/model.hpp"
+
+#include <cstdio>
 
 #include <string>
 
@@ -134,6 +137,18 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
              " per iteration); KV cache peak " + fmt::percent(run.run.kv_cache_peak_fraction) +
              "; " + fmt::integer(static_cast<std::int64_t>(s.preempted_requests)) +
              " requests preempted");
+    if (const auto slow = run.run.slowest;
+        slow && slow->replicas > 1) {
+        char times[32];
+        std::snprintf(times, sizeof times, "%.3fx", slow->slowdown);
+        line(out, "slowest",
+             "replica " + std::to_string(slow->replica) + " (" +
+                 fmt::integer(static_cast<std::int64_t>(slow->requests)) +
+                 " requests): mean E2E " + fmt::seconds(slow->mean_e2e_s) + ", " + times +
+                 " the median replica's " + fmt::seconds(slow->median_e2e_s) + "; TPOT p50 " +
+                 fmt::seconds(slow->tpot_p50_s) + " (median replica " +
+                 fmt::seconds(slow->fleet_tpot_p50_s) + ")");
+    }
     if (spec.reliability.enabled) {
         const sim::ServingRunStats& fs = run.run.stats;
         line(out, "failures",

@@ -1,5 +1,8 @@
 // The results file of a serving scenario (docs/results-schema.md, "Serving").
 #include "trnsim/report/run_results.hpp"
+#include "trnsim/serving/metrics.hpp"
+
+#include <optional>
 
 namespace trnsim::report {
 
@@ -7,6 +10,11 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
     const serving::ServingSummary& s = run.run.summary;
     const sim::ServingRunStats& st = run.run.stats;
     const auto i64 = [](auto v) { return static_cast<std::int64_t>(v); };
+    // The slowest replica (serving::slowest_replica); replica -1 when no request finished.
+    const std::optional<serving::SlowestReplica> slow =
+        run.run.slowest;
+    const serving::SlowestReplica none{};
+    const serving::SlowestReplica& sr = slow ? *slow : none;
     return {
         {"requests", i64(s.requests)},
         {"ttft_p50_s", s.ttft_p50_s},
@@ -47,6 +55,13 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
         {"instance_hours", run.instance_hours},
         {"cost_usd", run.cost_usd},
         {"cost_per_million_output_tokens_usd", run.cost_per_million_output_tokens_usd},
+        {"slowest_replica", slow ? i64(sr.replica) : std::int64_t{-1}},
+        {"slowest_replica_requests", i64(sr.requests)},
+        {"slowest_replica_e2e_mean_s", sr.mean_e2e_s},
+        {"replica_e2e_mean_median_s", sr.median_e2e_s},
+        {"slowest_replica_tpot_p50_s", sr.tpot_p50_s},
+        {"replica_tpot_p50_median_s", sr.fleet_tpot_p50_s},
+        {"slowest_replica_slowdown", sr.slowdown},
     };
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
+#include <map>
 
 namespace trnsim::serving {
 
@@ -171,6 +172,57 @@ void add_itl(ServingSummary& summary, std::vector<TokenGap> gaps) {
     }
     summary.itl_count = static_cast<std::uint64_t>(n);
     summary.itl_mean_s = n > 0 ? sum / static_cast<double>(n) * 1e-9 : 0.0;
+}
+
+} // namespace trnsim::serving
+
+namespace trnsim::serving {
+
+std::optional<SlowestReplica> slowest_replica(std::span<const RequestRecord> records) {
+    struct Acc {
+        std::uint64_t n = 0;
+        double e2e_sum = 0.0;
+        std::vector<double> tpot;
+    };
+    std::map<std::uint32_t, Acc> by_replica; // ordered: the lowest index wins ties
+    for (const RequestRecord& r : records) {
+        if (!r.finished()) {
+            continue;
+        }
+        Acc& a = by_replica[r.replica];
+        ++a.n;
+        a.e2e_sum += r.e2e_s();
+        if (r.output_tokens > 1) {
+            a.tpot.push_back(r.tpot_s());
+        }
+    }
+    if (by_replica.empty()) {
+        return std::nullopt;
+    }
+    std::vector<double> means, tpots;
+    SlowestReplica best;
+    bool found = false;
+    for (auto& [replica, a] : by_replica) {
+        const double mean = a.e2e_sum / static_cast<double>(a.n);
+        std::sort(a.tpot.begin(), a.tpot.end());
+        const double tpot = percentile_sorted(a.tpot, 0.5);
+        means.push_back(mean);
+        tpots.push_back(tpot);
+        if (!found || mean > best.mean_e2e_s) {
+            best.replica = replica;
+            best.requests = a.n;
+            best.mean_e2e_s = mean;
+            best.tpot_p50_s = tpot;
+            found = true;
+        }
+    }
+    std::sort(means.begin(), means.end());
+    std::sort(tpots.begin(), tpots.end());
+    best.median_e2e_s = percentile_sorted(means, 0.5);
+    best.fleet_tpot_p50_s = percentile_sorted(tpots, 0.5);
+    best.slowdown = best.median_e2e_s > 0.0 ? best.mean_e2e_s / best.median_e2e_s : 1.0;
+    best.replicas = static_cast<std::uint32_t>(by_replica.size());
+    return best;
 }
 
 } // namespace trnsim::serving

@@ -1001,6 +1001,7 @@ ServingRun simulate_serving(const ServeInput& in) {
     model.finish(end, out, gaps);
     model.failure_stats(end, out.stats);
     out.summary = serving::summarize(records, in.spec.slo);
+    out.slowest = serving::slowest_replica(records);
     serving::add_itl(out.summary, std::move(gaps));
     if (in.options.keep_records) {
         out.requests = std::move(records);

@@ -555,3 +555,65 @@ output: {file: straggler.h5}
 
 } // namespace
 } // namespace trnsim::test
+
+namespace trnsim::test {
+namespace {
+
+TEST(Cli, TheServingSummaryNamesTheSlowestReplica) {
+    // Four inf2 instances at TP 8: 12 replicas (3 of each), one spare instance. Failures drop
+    // requests that are retried elsewhere, so some replicas' requests take longer. The
+    // /summary columns must be those of the written /serving/requests table: per replica the
+    // mean E2E of its requests (the test computes them from the table), the highest of them,
+    // and the median over replicas (unit test SlowestReplica.HandCase derives the rule by
+    // hand); the text summary's `slowest` line names the same replica.
+    const fs::path dir = test::scratch_path("trnsim-cli-serve-slowest");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string file = (dir / "s.h5").string();
+    const CliResult r =
+        run_cli({"run", "scenarios/serving/llama3-8b-inf2-failures.yaml", "-o", file});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const results::Table summary = results::read_table(file, "/summary");
+    const auto scol = [&](const char* name) -> const auto& {
+        return summary.columns().at(static_cast<std::size_t>(summary.find(name)));
+    };
+    const results::Table requests = results::read_table(file, "/serving/requests");
+    const auto rcol = [&](const char* name) -> const auto& {
+        return requests.columns().at(static_cast<std::size_t>(requests.find(name)));
+    };
+    std::map<std::int64_t, std::pair<double, int>> sums; // replica -> (E2E sum, requests)
+    for (std::size_t i = 0; i < rcol("replica").ints.size(); ++i) {
+        auto& s = sums[rcol("replica").ints[i]];
+        s.first += rcol("e2e_s").floats[i];
+        ++s.second;
+    }
+    ASSERT_GT(sums.size(), 2u);
+    std::vector<double> means;
+    std::int64_t slowest = -1;
+    double worst = -1.0;
+    for (const auto& [replica, s] : sums) {
+        means.push_back(s.first / s.second);
+        if (means.back() > worst) {
+            worst = means.back();
+            slowest = replica;
+        }
+    }
+    std::sort(means.begin(), means.end());
+    const std::size_t n = means.size();
+    const double median = n % 2 ? means[n / 2] : 0.5 * (means[n / 2 - 1] + means[n / 2]);
+    EXPECT_EQ(scol("slowest_replica").ints.at(0), slowest);
+    EXPECT_EQ(scol("slowest_replica_requests").ints.at(0), sums[slowest].second);
+    EXPECT_NEAR(scol("slowest_replica_e2e_mean_s").floats.at(0), worst, 1e-9 * worst);
+    EXPECT_NEAR(scol("replica_e2e_mean_median_s").floats.at(0), median, 1e-9 * median);
+    EXPECT_NEAR(scol("slowest_replica_slowdown").floats.at(0), worst / median, 1e-9);
+    EXPECT_GT(scol("slowest_replica_slowdown").floats.at(0), 1.0);
+    EXPECT_GT(scol("slowest_replica_tpot_p50_s").floats.at(0), 0.0);
+    EXPECT_GT(scol("replica_tpot_p50_median_s").floats.at(0), 0.0);
+    const std::string named = "slowest    replica " + std::to_string(slowest) + " (" +
+                              std::to_string(sums[slowest].second) + " requests): mean E2E ";
+    EXPECT_NE(r.out.find(named), std::string::npos) << named << "\n" << r.out;
+    fs::remove_all(dir);
+}
+
+} // namespace
+} // namespace trnsim::test

@@ -29,6 +29,7 @@
 #include "trnsim/serving/spec.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -99,5 +100,24 @@ double gap_percentile_s(std::span<const TokenGap> gaps, double p);
 void add_itl(ServingSummary& summary, std::vector<TokenGap> gaps);
 
 ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& slo);
+
+/// The replica whose finished requests took longest end to end: the highest mean E2E over the
+/// requests it finished (RequestRecord::replica), against the fleet median of those means over
+/// every replica that finished at least one request (type 7, above). Ties go to the lowest
+/// index. A replica slowed down (a straggler chip, a hot router bucket) shows as a slowdown
+/// above 1; in a uniform fleet the spread comes from the requests each replica drew.
+struct SlowestReplica {
+    std::uint32_t replica = 0;
+    std::uint64_t requests = 0;    ///< finished requests of this replica
+    double mean_e2e_s = 0.0;       ///< their mean E2E
+    double median_e2e_s = 0.0;     ///< the median over the replicas of their mean E2E
+    double tpot_p50_s = 0.0;       ///< TPOT p50 over its requests of more than one token
+    double fleet_tpot_p50_s = 0.0; ///< the median over the replicas of their TPOT p50
+    double slowdown = 1.0;         ///< mean_e2e_s / median_e2e_s (1 when the median is 0)
+    std::uint32_t replicas = 0;    ///< replicas that finished a request
+};
+
+/// Nothing when no request finished.
+std::optional<SlowestReplica> slowest_replica(std::span<const RequestRecord> records);
 
 } // namespace trnsim::serving

@@ -185,6 +185,9 @@ struct ServingRunStats {
 struct ServingRun {
     std::vector<serving::RequestRecord> requests; ///< by request id (empty: keep_records off)
     serving::ServingSummary summary;              ///< percentiles, throughput, SLO, ITL
+    /// serving::slowest_replica of the records (kept with keep_records off; empty when no
+    /// request finished).
+    std::optional<serving::SlowestReplica> slowest;
     double kv_cache_peak_fraction = 0.0;
     std::vector<double> replica_kv_peak_fraction; ///< by replica
     std::vector<KvSample> kv_series;              ///< fleet-wide, every kv_sample

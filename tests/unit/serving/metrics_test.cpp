@@ -76,5 +76,44 @@ TEST(Summary, SelectionEqualsSorting) {
     EXPECT_EQ(s.met_slo, 5001u); // zero bounds: no bound
 }
 
+// Four replicas (times in ms, E2E = finish - arrival):
+//   replica 0: 0 -> 100 -> 1100 (11 tokens, TPOT 0.1), 0 -> 100 -> 900 (9 tokens, TPOT 0.1):
+//              E2E 1.1 and 0.9, mean 1.0 s, TPOT p50 0.1 s
+//   replica 1: 0 -> 200 -> 3200 (11 tokens, TPOT 0.3): mean 3.2 s, TPOT p50 0.3 s
+//   replica 2: 0 -> 100 -> 1300 (7 tokens, TPOT 0.2): mean 1.3 s, TPOT p50 0.2 s
+//   replica 3: 0 -> 50 -> 50 (1 token: no TPOT), unfinished: mean 0.05 s, TPOT p50 0
+// Means sorted {0.05, 1.0, 1.3, 3.2}: median (1.0 + 1.3) / 2 = 1.15 s; replica 1 is the
+// slowest, 3.2 / 1.15 = 2.7826...; TPOT p50s sorted {0, 0.1, 0.2, 0.3}: median 0.15 s.
+TEST(SlowestReplica, HandCase) {
+    std::vector<RequestRecord> rs = {rec(0, 100, 1100, 11), rec(0, 100, 900, 9),
+                                     rec(0, 200, 3200, 11), rec(0, 100, 1300, 7),
+                                     rec(0, 50, 50, 1), RequestRecord{}};
+    rs[0].replica = 0;
+    rs[1].replica = 0;
+    rs[2].replica = 1;
+    rs[3].replica = 2;
+    rs[4].replica = 3;
+    rs[5].replica = 1; // unfinished: left out
+    rs[5].finish_ns = -1;
+    const std::optional<SlowestReplica> s = slowest_replica(rs);
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->replica, 1u);
+    EXPECT_EQ(s->requests, 1u);
+    EXPECT_EQ(s->replicas, 4u);
+    EXPECT_NEAR(s->mean_e2e_s, 3.2, 1e-12);
+    EXPECT_NEAR(s->median_e2e_s, 1.15, 1e-12);
+    EXPECT_NEAR(s->slowdown, 3.2 / 1.15, 1e-12);
+    EXPECT_NEAR(s->tpot_p50_s, 0.3, 1e-12);
+    EXPECT_NEAR(s->fleet_tpot_p50_s, 0.15, 1e-12);
+    // Ties go to the lowest index; no finished request gives nothing.
+    const std::vector<RequestRecord> tie = {rec(0, 100, 1100, 11), rec(0, 100, 1100, 11)};
+    std::vector<RequestRecord> t = tie;
+    t[0].replica = 5;
+    t[1].replica = 2;
+    EXPECT_EQ(slowest_replica(t)->replica, 2u);
+    EXPECT_DOUBLE_EQ(slowest_replica(t)->slowdown, 1.0);
+    EXPECT_FALSE(slowest_replica(std::vector<RequestRecord>{RequestRecord{}}));
+}
+
 } // namespace
 } // namespace trnsim::serving
