@@ -567,7 +567,13 @@ double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan) {
     // Transfers by phase signature: a repeated or reused set of flows is estimated once.
     std::vector<std::pair<std::uint64_t, double>> known;
     std::vector<std::uint32_t> hops;
-    std::vector<std::pair<std::uint32_t, double>> load; // (link, bytes), one entry per hop
+    // Bytes per link of the phase being estimated, and the links it touched (to read and
+    // clear them); kept per thread, sized to the largest fabric seen, all zero between calls.
+    thread_local std::vector<double> load;
+    thread_local std::vector<std::uint32_t> touched;
+    if (load.size() < f.capacity().size()) {
+        load.resize(f.capacity().size(), 0.0);
+    }
     double total = 0.0;
     for (const Phase& ph : plan.phases) {
         double transfer = -1.0;
@@ -577,7 +583,7 @@ double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan) {
             }
         }
         if (transfer < 0.0) {
-            load.clear();
+            touched.clear();
             std::int64_t latency_ns = 0;
             for (std::size_t i = 0; i < ph.flows.size(); ++i) {
                 const FlowSpec& fl = ph.flows[i];
@@ -590,19 +596,16 @@ double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan) {
                 latency_ns = std::max(latency_ns,
                                       topology::route_latency_ns(f, hops.data(), hops.size()));
                 for (const std::uint32_t l : hops) {
-                    load.emplace_back(l, fl.bytes);
+                    if (load[l] == 0.0) {
+                        touched.push_back(l);
+                    }
+                    load[l] += fl.bytes;
                 }
             }
-            std::sort(load.begin(), load.end(),
-                      [](const auto& a, const auto& b) { return a.first < b.first; });
             double most = 0.0; // seconds of the busiest link
-            for (std::size_t i = 0; i < load.size();) {
-                const std::uint32_t l = load[i].first;
-                double bytes = 0.0;
-                for (; i < load.size() && load[i].first == l; ++i) {
-                    bytes += load[i].second;
-                }
-                most = std::max(most, bytes / f.capacity()[l]);
+            for (const std::uint32_t l : touched) {
+                most = std::max(most, load[l] / f.capacity()[l]);
+                load[l] = 0.0;
             }
             transfer = most + static_cast<double>(latency_ns) * 1e-9;
             known.emplace_back(ph.signature, transfer);
