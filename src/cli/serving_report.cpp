@@ -1,7 +1,6 @@
 #include "serving_report.hpp"
 
 #include "trnsim/core/format.hpp"
-#include "trnsim/serving/metrics.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include <cstdio>

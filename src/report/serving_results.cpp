@@ -1,6 +1,5 @@
 // The results file of a serving scenario (docs/results-schema.md, "Serving").
 #include "trnsim/report/run_results.hpp"
-#include "trnsim/serving/metrics.hpp"
 
 #include <optional>
 
