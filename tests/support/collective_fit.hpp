@@ -65,16 +65,22 @@ inline std::vector<NccomRow> read_nccom_rows(const std::string& path) {
     return rows;
 }
 
-/// Simulated seconds of every row of `rows` (rows of one chip) with `chip`.
+/// The fabric of a chip's nccom-test tables: its UltraCluster.
+inline topology::FabricSpec nccom_fabric(const compute::ChipSpec& chip) {
+    return config::load_fabric(chip.name + "-ultracluster");
+}
+
+/// Simulated seconds of every row of `rows` (rows of one chip) with `chip` on `fabric`
+/// (nccom_fabric of the chip).
 inline std::vector<double> simulate_nccom_rows(const compute::ChipSpec& chip,
-                                               const std::vector<NccomRow>& rows) {
+                                               const std::vector<NccomRow>& rows,
+                                               const topology::FabricSpec& fabric) {
     std::vector<double> out(rows.size(), 0.0);
     // One benchmark per table (its sizes in one run).
     std::map<std::string, std::vector<std::size_t>> tables;
     for (std::size_t i = 0; i < rows.size(); ++i) {
         tables[rows[i].table].push_back(i);
     }
-    const topology::FabricSpec fabric = config::load_fabric(chip.name + "-ultracluster");
     for (const auto& [name, index] : tables) {
         const NccomRow& first = rows[index.front()];
         sim::CollectiveBenchSpec spec;
@@ -94,9 +100,15 @@ inline std::vector<double> simulate_nccom_rows(const compute::ChipSpec& chip,
     return out;
 }
 
-/// Sum of ln(simulated / published time)^2 over `rows`.
-inline double nccom_misfit(const compute::ChipSpec& chip, const std::vector<NccomRow>& rows) {
-    const std::vector<double> t = simulate_nccom_rows(chip, rows);
+inline std::vector<double> simulate_nccom_rows(const compute::ChipSpec& chip,
+                                               const std::vector<NccomRow>& rows) {
+    return simulate_nccom_rows(chip, rows, nccom_fabric(chip));
+}
+
+/// Sum of ln(simulated / published time)^2 over `rows` on `fabric`.
+inline double nccom_misfit(const compute::ChipSpec& chip, const std::vector<NccomRow>& rows,
+                           const topology::FabricSpec& fabric) {
+    const std::vector<double> t = simulate_nccom_rows(chip, rows, fabric);
     double sum = 0.0;
     for (std::size_t i = 0; i < rows.size(); ++i) {
         const double e = std::log(t[i] / (rows[i].time_us * 1e-6));
@@ -119,6 +131,8 @@ inline compute::CollectiveEngineSpec fit_collective_engine(const compute::ChipSp
     if (rows.empty()) {
         return base.collectives;
     }
+    // The fabric is read once: every evaluation below only changes the collective engine.
+    const topology::FabricSpec fabric = nccom_fabric(base);
     // Parameters: launch seconds, ln(bytes/s), EFA step overhead seconds.
     double x[3] = {0.0, std::log(100e9), 0.0};
     const double lo[3] = {0.0, std::log(10e9), 0.0};
@@ -140,7 +154,7 @@ inline compute::CollectiveEngineSpec fit_collective_engine(const compute::ChipSp
             const auto f = [&](double v) {
                 double p[3] = {x[0], x[1], x[2]};
                 p[k] = v;
-                return nccom_misfit(chip_of(p), rows);
+                return nccom_misfit(chip_of(p), rows, fabric);
             };
             double c = b - phi * (b - a), d = a + phi * (b - a);
             double fc = f(c), fd = f(d);
