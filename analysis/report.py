@@ -28,6 +28,9 @@ holds (docs/results-schema.md):
                             cost against time to train of every candidate, the best plan per
                             cluster size, ETTR against the checkpoint interval, the best
                             plan's breakdown and failure timeline
+  a serving plan            the best fleet, or that none met the SLO objective; the feasible
+                            fleets in rank order and the closest misses; cost per million
+                            output tokens against TTFT p99 with the Pareto frontier
 
 Figures are written as the command line writes them (analysis/trnsim_format.py, tested equal
 to the C++ formatters): 16.8 s, 499K tokens/s, 2.00 GiB, $2,887,234, 99.1%.
@@ -49,6 +52,7 @@ import matplotlib.patches  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 import matplotlib.ticker  # noqa: E402
 import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
 
 import trnsim_format as fmt  # noqa: E402
 import trnsim_results  # noqa: E402
@@ -86,10 +90,12 @@ def fail(message):
 
 
 def kind_of(path):
-    """'plan', 'batch' or 'run' from the datasets the file holds."""
+    """'serving_plan', 'plan', 'batch' or 'run' from the datasets the file holds."""
     import h5py
 
     with h5py.File(path, "r") as f:
+        if "plan" in f and "serving" in f["plan"]:
+            return "serving_plan"
         if "plan" in f and "candidates" in f["plan"]:
             return "plan"
         if "batch" in f and "points" in f["batch"]:
@@ -1371,6 +1377,116 @@ def report_plan(path, directory):
     return "Plan: the best plan and the finalists", "\n".join(parts), plots
 
 
+def plot_serving_plan_pareto(cands, directory):
+    """Cost per million output tokens against TTFT p99 of every simulated serving candidate
+    (at the objective's rate, or at the rate found), with the Pareto frontier."""
+    sim = cands[(cands["simulations"] > 0) & np.isfinite(cands["ttft_p99_s"])
+                & np.isfinite(cands["cost_per_million_output_tokens_usd"])]
+    if sim.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for verdict, color, label in (("slo", "#bbbbbb", "misses the SLO objective"),
+                                  ("ok", SERIES_COLORS[0], "meets it")):
+        sub = sim[sim["verdict"] == verdict]
+        ax.scatter(sub["ttft_p99_s"], sub["cost_per_million_output_tokens_usd"], s=18,
+                   color=color, label=f"{label} ({fmt.integer(len(sub))})")
+    front = sim[sim["pareto"] == 1].sort_values("ttft_p99_s")
+    ax.plot(front["ttft_p99_s"], front["cost_per_million_output_tokens_usd"],
+            color=FRONTIER_COLOR, lw=2, marker="o", label="Pareto frontier")
+    for _, r in sim[sim["rank"] > 0].sort_values("rank").head(10).iterrows():
+        ax.annotate(str(int(r["rank"])), (r["ttft_p99_s"], r["cost_per_million_output_tokens_usd"]),
+                    fontsize=7, textcoords="offset points", xytext=(5, 5))
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain_ticks(ax)
+    ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: fmt.seconds(v)))
+    ax.set_xlabel("TTFT p99")
+    ax.set_ylabel("cost per million output tokens (USD)")
+    ax.set_title("Serving plan: cost against TTFT p99 (feasible fleets by rank)")
+    ax.legend(fontsize=8)
+    ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return save(fig, directory, "pareto.png"), (
+        "Every simulated fleet's cost per million output tokens against its TTFT p99 (at the "
+        "objective's rate, or at the highest rate it serves for max_rate); the Pareto frontier "
+        "joins the fleets no other beats on both.")
+
+
+def report_serving_plan(path, directory):
+    cands = trnsim_results.load_table(path, "/plan/serving")
+    obj = trnsim_results.load_table(path, "/plan/objective").iloc[0]
+    verdicts = table_or_none(path, "/plan/verdicts")
+    max_rate = str(obj["objective"]) == "max_rate"
+    trace = bool(int(obj["trace"]))
+
+    def rate(v):
+        if not np.isfinite(v):
+            return "-"
+        return (f"x{v:.4g}" if trace else f"{v:.4g}/s")
+
+    goal = (f"{obj['objective']}: SLO (TTFT <= {fmt.seconds(obj['ttft_slo_s'])}, TPOT <= "
+            f"{fmt.seconds(obj['tpot_slo_s'])}) met by {fmt.percent(obj['slo_attainment'])} of "
+            f"{fmt.integer(int(obj['requests']))} requests")
+    goal += (f", the highest rate in [{rate(obj['rate_range_low'])}, "
+             f"{rate(obj['rate_range_high'])}]" if max_rate else f" at {rate(obj['rate'])}")
+    parts = [f"<p>Objective: {esc(goal)}.</p>"]
+    if verdicts is not None:
+        counts = [(str(r["verdict"]), int(r["candidates"]), str(r["example"]))
+                  for _, r in verdicts.iterrows()]
+        rejected = ", ".join(f"{fmt.integer(n)} {v}" for v, n, _ in counts if v != "ok")
+        feasible = sum(n for v, n, _ in counts if v == "ok")
+        parts.append(f"<p>{fmt.integer(len(cands))} candidates: {fmt.integer(feasible)} "
+                     f"feasible{esc('; rejected: ' + rejected) if rejected else ''}.</p>")
+        examples = [(v, e) for v, _, e in counts if e and v not in ("ok", "slo")]
+        if examples:
+            parts.append("<ul class='why'>" + "".join(
+                f"<li>e.g. <b>{esc(v)}</b>: {esc(e)}</li>" for v, e in examples) + "</ul>")
+    cols = [Column("rank", text=lambda r: str(int(r["rank"])) if r["rank"] > 0 else "-"),
+            Column("cost_per_hour_usd", header="$/hour"),
+            Column("rate", header="rate found" if max_rate else "rate",
+                   text=lambda r: rate(r["rate"])),
+            Column("slo_attainment", header="SLO met"),
+            Column("ttft_p99_s", header="TTFT p99"),
+            Column("tpot_p99_s", header="TPOT p99"),
+            Column("cost_per_million_output_tokens_usd", header="per million output tokens"),
+            Column("pareto", text=lambda r: "pareto" if int(r["pareto"]) else "", left=True),
+            Column("chip", text=lambda r: str(r["chip"]), left=True),
+            Column("instances"), Column("ultraservers", header="UltraServers"),
+            Column("chips"), Column("tp"), Column("max_batch", header="batch"),
+            Column("replicas"), Column("prefill_replicas", header="prefill")]
+    if max_rate:
+        cols.insert(3, Column("rate_high", header="misses at", text=lambda r: rate(r["rate_high"])
+                              if np.isfinite(r["rate_high"]) else "above the range"))
+    ranked = cands[cands["rank"] > 0].sort_values("rank")
+    # The closest miss of each chip first, then the next closest, up to three (as trnsim plan
+    # prints them).
+    slo = cands[cands["verdict"] == "slo"].sort_values("slo_attainment", ascending=False,
+                                                       kind="stable")
+    first = slo.drop_duplicates("chip")
+    misses = pd.concat([first, slo.drop(first.index)]).head(max(3, len(first)))
+    if ranked.empty:
+        parts.append("<div class='none'><p><b>No candidate met the SLO objective</b>. The "
+                     "closest misses:</p>")
+        parts.append(html_table([r for _, r in misses.iterrows()], cols) if len(misses)
+                     else "<p>No candidate could be built (see the reasons above).</p>")
+        parts.append("</div>")
+        return ("Serving plan: no fleet met the SLO objective", "\n".join(parts),
+                [plot_serving_plan_pareto(cands, directory)])
+    b = ranked.iloc[0]
+    parts.append(f"<p class='key'>Best fleet: <b>{esc(str(int(b['instances'])))} {esc(b['chip'])} "
+                 f"instances, {int(b['replicas'])} replicas of tp {int(b['tp'])}</b>: "
+                 f"<b>{esc(fmt.column('cost_per_hour_usd', b['cost_per_hour_usd']))}</b> an hour"
+                 f"{', ' + esc(rate(b['rate'])) if max_rate else ''}, SLO met by "
+                 f"{esc(fmt.percent(b['slo_attainment']))}.</p>")
+    parts.append(f"<h3>Feasible fleets in rank order ({fmt.integer(len(ranked))})</h3>")
+    parts.append(html_table([r for _, r in ranked.head(50).iterrows()], cols))
+    if len(misses):
+        parts.append("<h3>Closest misses</h3>")
+        parts.append(html_table([r for _, r in misses.iterrows()], cols))
+    return ("Serving plan: the best fleet", "\n".join(parts),
+            [plot_serving_plan_pareto(cands, directory)])
+
+
 STYLE = """
 body{font-family:sans-serif;margin:1.5em auto;max-width:1400px;padding:0 1em;color:#222}
 h2{margin-top:1.2em}
@@ -1409,7 +1525,8 @@ def write_report(path, directory):
     except (OSError, ValueError) as e:
         raise ReportError(f"{path}: {e}") from None
     os.makedirs(directory, exist_ok=True)
-    builders = {"run": report_run, "batch": report_batch, "plan": report_plan}
+    builders = {"run": report_run, "batch": report_batch, "plan": report_plan,
+                "serving_plan": report_serving_plan}
     heading, body, plots = builders[kind](path, directory)
     plots = [p for p in plots if p is not None]
     name = meta.get("name", os.path.basename(path))

@@ -220,7 +220,7 @@ py::dict validate(const std::string& path, const py::object& overrides) {
         const config::PlanSpec spec = config::load_plan(path);
         const config::ScenarioSpec base = config::load_scenario_with(spec.base, {});
         out["kind"] = "plan";
-        out["candidates"] = study::enumerate(spec, base).size();
+        out["candidates"] = study::candidate_count(spec, base);
         break;
     }
     case config::FileKind::scenario: {

@@ -307,11 +307,30 @@ void describe_chip(const std::string& name) {
                                 fmt::fixed(c.core.tensor.clock.hz() / 1e9, 2) + " GHz = " +
                                 fmt::flop_rate(c.tensor_peak_per_core(compute::Precision::bf16)) +
                                 " BF16");
+    // Time and MFU have one basis each (docs/compute.md, "Chip data and its sources"): kernel
+    // times come from the engine rates, MFU divides by the published chip peak.
+    const auto ratio = [&](compute::Precision p) {
+        return c.physical_cores * c.tensor_peak_per_core(p).per_s() / c.peak(p).per_s();
+    };
+    const FlopRate engines_bf16 = FlopRate::per_s(
+        c.physical_cores * c.tensor_peak_per_core(compute::Precision::bf16).per_s());
+    row("TensorE x cores", std::to_string(c.physical_cores) + " x " +
+                               fmt::flop_rate(c.tensor_peak_per_core(compute::Precision::bf16)) +
+                               " = " + fmt::flop_rate(engines_bf16) + " BF16 = " +
+                               fmt::fixed(ratio(compute::Precision::bf16), 3) +
+                               " x the published " + fmt::flop_rate(c.peak_bf16) + " (FP8 " +
+                               fmt::fixed(ratio(compute::Precision::fp8), 3) + ")");
+    row("time / MFU basis", "kernel times: the engine rates; MFU: the published peak");
     const auto engine = [](const compute::VectorEngineSpec& e) {
         return fmt::fixed(e.clock.hz() / 1e9, 2) + " GHz x " + std::to_string(e.elements_per_cycle) +
                " elements/cycle";
     };
-    row("VectorE", engine(c.core.vector));
+    const auto& v = c.core.vector;
+    row("VectorE", engine(v) + (v.perf_mode_elements_per_cycle > 0
+                                    ? " (" + std::to_string(v.perf_mode_elements_per_cycle) +
+                                          " in performance mode: BF16/FP16 copies and scalar "
+                                          "maps in SBUF)"
+                                    : std::string()));
     row("ScalarE", engine(c.core.scalar));
     row("GpSimdE", engine(c.core.gpsimd));
     row("SBUF / PSUM per core", fmt::bytes(c.core.sbuf) + " / " + fmt::bytes(c.core.psum));

@@ -44,6 +44,29 @@ std::string cluster_text(const config::ScenarioSpec& spec, const workload::Plan&
     return s;
 }
 
+bool stages_even(const workload::Plan& plan) {
+    return std::all_of(plan.stages.begin(), plan.stages.end(), [&](const auto& st) {
+        return st.layers() == plan.stages.front().layers();
+    });
+}
+
+/// The layers of each stage, runs of equal counts shortened: "7, 8 x14, 7".
+std::string stage_layers_text(const workload::Plan& plan) {
+    std::string s;
+    for (std::size_t i = 0; i < plan.stages.size();) {
+        std::size_t j = i;
+        while (j < plan.stages.size() && plan.stages[j].layers() == plan.stages[i].layers()) {
+            ++j;
+        }
+        s += (s.empty() ? "" : ", ") + std::to_string(plan.stages[i].layers());
+        if (j - i > 1) {
+            s += " x" + std::to_string(j - i);
+        }
+        i = j;
+    }
+    return s;
+}
+
 } // namespace
 
 void print_plan(std::ostream& out, const config::ScenarioSpec& spec, const workload::Plan& plan) {
@@ -71,7 +94,11 @@ void print_plan(std::ostream& out, const config::ScenarioSpec& spec, const workl
     if (plan.cp > 1) {
         p += ", cp " + std::to_string(plan.cp);
     }
-    p += ", pp " + std::to_string(plan.pp) + ", dp " + std::to_string(plan.dp);
+    p += ", pp " + std::to_string(plan.pp);
+    if (!stages_even(plan)) {
+        p += " (layers " + stage_layers_text(plan) + ")";
+    }
+    p += ", dp " + std::to_string(plan.dp);
     if (plan.ep > 1) {
         p += ", ep " + std::to_string(plan.ep);
     }
@@ -97,7 +124,14 @@ void print_plan(std::ostream& out, const config::ScenarioSpec& spec, const workl
     const auto& b = plan.memory.worst;
     line(out, "memory",
          fmt::bytes(b.total()) + " of " + fmt::bytes(plan.memory.capacity_per_rank) +
-             " HBM per rank (stage " + std::to_string(plan.memory.worst_stage) + "): weights " +
+             " HBM per rank (stage " + std::to_string(plan.memory.worst_stage) +
+             (stages_even(plan) ? std::string()
+                                : ", " + std::to_string(
+                                             plan.stages[static_cast<std::size_t>(
+                                                             plan.memory.worst_stage)]
+                                                 .layers()) +
+                                      " layers") +
+             "): weights " +
              fmt::bytes(b.weights) + ", gradients " + fmt::bytes(b.gradients) + ", optimizer " +
              fmt::bytes(b.optimizer) + ", activations " + fmt::bytes(b.activations) +
              ", buffers " + fmt::bytes(b.buffers) + ", reserve " + fmt::bytes(b.reserve));
@@ -111,8 +145,16 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
     print_plan(out, spec, run.plan);
     std::string step = fmt::seconds(e.step_s) + " = pipeline " + fmt::seconds(e.pipeline_s);
     if (run.plan.pp > 1) {
-        step += " (bubble " + fmt::seconds(e.bubble_s) + ", " + fmt::percent(e.bubble_fraction) +
-                ")";
+        step += " (bubble " + fmt::seconds(e.bubble_s) + ", " + fmt::percent(e.bubble_fraction);
+        if (!stages_even(run.plan)) {
+            // Uneven stages: the slowest one paces the pipeline (analytic model).
+            const auto i = static_cast<std::size_t>(e.slowest_stage);
+            step += "; slowest stage " + std::to_string(e.slowest_stage) + ", " +
+                    std::to_string(run.plan.stages[i].layers()) + " layers, " +
+                    fmt::seconds(e.stage_forward_s[i] + e.stage_backward_s[i]) +
+                    " per microbatch";
+        }
+        step += ")";
     }
     if (e.grad_sync_exposed_s > 0.0) {
         step += " + gradient sync " + fmt::seconds(e.grad_sync_exposed_s);

@@ -22,6 +22,7 @@
 
 #include <boost/program_options.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -71,6 +72,7 @@ struct Options {
     int threads = 1;
     bool quiet = false;
     bool resume = false;
+    bool strict = false;
     double save_every = 60.0;
     bool help = false;
 };
@@ -84,6 +86,7 @@ Options parse_study_options(const std::vector<std::string>& args, const std::str
         "quiet,q", "print nothing but errors");
     if (batch) {
         opts.add_options()("resume", "keep the runs already in the results file, run the rest")(
+            "strict", "treat the points' warnings (settings without effect) as errors: exit 2")(
             "save-every", po::value<double>()->default_value(60.0),
             "write the results so far every this many seconds (0: only at the end), so an "
             "interrupted batch can --resume");
@@ -111,6 +114,7 @@ Options parse_study_options(const std::vector<std::string>& args, const std::str
     o.quiet = vm.count("quiet") > 0;
     if (batch) {
         o.resume = vm.count("resume") > 0;
+        o.strict = vm.count("strict") > 0;
         o.save_every = vm["save-every"].as<double>();
         if (!(o.save_every >= 0.0)) {
             throw UsageError("--save-every takes seconds >= 0");
@@ -127,11 +131,46 @@ void check_plan_output(const config::PlanSpec& plan, const config::ScenarioSpec&
     check_study_output(output, option, plan.output_origin, std::move(inputs));
 }
 
+/// A warning of the sweep's points (config::collect_warnings), with how many points have it.
+struct PointWarning {
+    config::Warning warning;
+    std::int64_t points = 0;
+};
+
+/// The points' warnings, each once in order of first appearance. With `strict` the first is
+/// an input error (exit 2), before anything runs.
+std::vector<PointWarning> point_warnings(const std::vector<config::ScenarioSpec>& points,
+                                         bool strict) {
+    std::vector<PointWarning> out;
+    for (const config::ScenarioSpec& point : points) {
+        for (const config::Warning& w : point.warnings) {
+            auto it = std::find_if(out.begin(), out.end(), [&](const PointWarning& p) {
+                return p.warning.key_path == w.key_path && p.warning.message == w.message;
+            });
+            if (it == out.end()) {
+                out.push_back({w, 0});
+                it = out.end() - 1;
+            }
+            ++it->points;
+        }
+    }
+    if (strict && !out.empty()) {
+        const config::Warning& w = out.front().warning;
+        throw InputError(w.key_path,
+                         w.message + " (in " + fmt::integer(out.front().points) + " of " +
+                             fmt::integer(static_cast<std::int64_t>(points.size())) +
+                             " points; --strict makes warnings errors)",
+                         w.location);
+    }
+    return out;
+}
+
 /// Everything a batch needs before it runs, the same on every MPI rank.
 struct Prepared {
     study::Sweep sweep;
     config::ScenarioSpec base; ///< with the sweep's set applied
     std::vector<config::ScenarioSpec> points;
+    std::vector<PointWarning> warnings;
     std::string context;
     std::string output;
     std::vector<study::RunRecord> records; ///< of an earlier file (--resume; rank 0)
@@ -143,6 +182,7 @@ Prepared prepare_batch(const Options& o) {
     p.base = config::load_scenario_with(spec.base, spec.fixed);
     p.sweep = study::expand(spec, p.base.seed, p.base.simulation.replications);
     p.points = study::prepare(p.sweep, o.threads);
+    p.warnings = point_warnings(p.points, o.strict);
     p.context = report::batch_context(p.base.resolved_yaml, p.sweep.base_seed);
     p.output = o.output.value_or(spec.output_file);
     std::vector<std::string> inputs{o.file};
@@ -165,6 +205,10 @@ template <class Run>
 int finish_batch(const Options& o, Prepared& p, int processes, Run run) {
     const auto& sweep = p.sweep;
     std::vector<study::RunRecord>& records = p.records;
+    for (const PointWarning& w : p.warnings) {
+        std::cerr << config::to_string(w.warning) << " (in " << fmt::integer(w.points) << " of "
+                  << fmt::integer(static_cast<std::int64_t>(p.points.size())) << " points)\n";
+    }
     // The costliest runs first (the order does not change the results).
     const std::vector<std::int64_t> pending = study::longest_first(
         sweep, study::pending_runs(sweep, records), study::estimated_costs(p.points, o.threads));
@@ -286,10 +330,10 @@ int validate_study(const std::string& file) {
         const config::PlanSpec plan = config::load_plan(file);
         const config::ScenarioSpec base = config::load_scenario_with(plan.base, {});
         check_plan_output(plan, base, plan.output_file, std::nullopt);
-        const auto candidates = study::enumerate(plan, base);
+        const std::size_t candidates = study::candidate_count(plan, base);
         std::cout << "trnsim: plan " << plan.name << " (" << file << "): base " << base.name
                   << ", objective " << config::to_string(plan.objective) << ", "
-                  << fmt::integer(static_cast<std::int64_t>(candidates.size()))
+                  << fmt::integer(static_cast<std::int64_t>(candidates))
                   << " candidates\n  valid\n";
         return 0;
     }

@@ -122,8 +122,181 @@ void print_batch(std::ostream& out, const study::Sweep& sweep,
     }
 }
 
+namespace {
+
+std::string rate_of(double rate, bool trace) {
+    if (!std::isfinite(rate)) {
+        return "-";
+    }
+    const std::string v = fmt::fixed(rate, rate < 10.0 ? 3 : 1);
+    return trace ? "x" + v : v + "/s";
+}
+
+/// A serving plan: the search, the rejections, the ranked fleets and the closest misses.
+void print_serving_plan(std::ostream& out, const config::PlanSpec& plan,
+                        const config::ScenarioSpec& base, const study::ServingPlanResult& r) {
+    const auto line = [&](const std::string& label, const std::string& text) {
+        out << "  " << pad(label, 11) << text << "\n";
+    };
+    const bool max_rate = plan.objective == config::Objective::max_rate;
+    const auto& slo = base.inference.slo;
+    out << "trnsim plan: " << plan.name << " (" << plan.file << ")\n";
+    line("objective",
+         std::string(config::to_string(plan.objective)) + ": SLO (TTFT <= " +
+             fmt::duration(slo.ttft) + ", TPOT <= " + fmt::duration(slo.tpot) + ") met by " +
+             fmt::percent(plan.serving.slo_attainment) + " of " + fmt::integer(plan.requests) +
+             " requests" + (max_rate ? ", the highest rate" : "") +
+             (plan.max_chips ? "; at most " + fmt::integer(*plan.max_chips) + " chips" : "") +
+             "; ranked by " + (max_rate ? "rate, then cost per hour" : "cost per hour"));
+    line("base", base.name + " (" + plan.base + "): " + base.inference.model.name +
+                     (r.trace ? ", the trace's arrivals (rates are speed-ups)"
+                              : ", Poisson arrivals"));
+    std::map<study::Verdict, std::int64_t> verdicts;
+    std::map<study::Verdict, std::string> example;
+    for (const auto& x : r.evaluations) {
+        ++verdicts[x.verdict];
+        if (!x.reason.empty() && example[x.verdict].empty()) {
+            example[x.verdict] = x.reason;
+        }
+    }
+    line("search", fmt::integer(static_cast<std::int64_t>(r.candidates.size())) +
+                       " candidates, " + fmt::integer(r.simulations) + " serving runs in " +
+                       fmt::seconds(r.seconds));
+    std::string rejected;
+    for (const auto& [v, n] : verdicts) {
+        if (v != study::Verdict::ok) {
+            rejected += (rejected.empty() ? "" : ", ") + fmt::integer(n) + " " + to_string(v);
+        }
+    }
+    line("evaluated", fmt::integer(static_cast<std::int64_t>(r.ranking.size())) + " feasible" +
+                          (rejected.empty() ? "" : "; rejected: " + rejected));
+    for (const auto& [v, why] : example) {
+        if (!why.empty() && v != study::Verdict::slo) {
+            line("", std::string("e.g. ") + to_string(v) + ": " + why.substr(0, 150) +
+                         (why.size() > 150 ? "..." : ""));
+        }
+    }
+    char buf[400];
+    const auto header = [&]() {
+        std::snprintf(buf, sizeof buf,
+                      "  %4s %-6s %5s %5s %4s %5s %6s %7s %9s %10s %7s %8s %8s %9s  %s\n",
+                      "rank", "chip", "inst", "US", "tp", "batch", "repl", "prefill", "$/hour",
+                      max_rate ? "rate found" : "rate", "SLO met", "TTFT p99", "TPOT p99",
+                      "$/M tok", max_rate ? "bracket; notes" : "notes");
+        out << buf;
+    };
+    const auto row = [&](std::int64_t i, const std::string& rank) {
+        const auto& c = r.candidates[static_cast<std::size_t>(i)];
+        const auto& x = r.evaluations[static_cast<std::size_t>(i)];
+        std::string notes;
+        if (max_rate && x.verdict == study::Verdict::ok) {
+            notes = "[" + rate_of(x.rate_low, r.trace) + ", " +
+                    (std::isfinite(x.rate_high) ? rate_of(x.rate_high, r.trace)
+                                                : std::string("above the range")) +
+                    ")";
+        }
+        if (x.pareto) {
+            notes += (notes.empty() ? "" : "; ") + std::string("pareto");
+        }
+        std::snprintf(
+            buf, sizeof buf,
+            "  %4s %-6s %5lld %5s %4d %5d %6lld %7lld %9s %10s %7s %8s %8s %9s  %s\n",
+            rank.c_str(), c.chip.c_str(), static_cast<long long>(x.instances),
+            c.ultraservers ? std::to_string(c.domains).c_str() : "-", c.tp, c.max_batch,
+            static_cast<long long>(x.replicas), static_cast<long long>(x.prefill_replicas),
+            fmt::money(Money::usd(x.cost_per_hour_usd)).c_str(),
+            rate_of(x.rate, r.trace).c_str(), fmt::percent(x.slo_attainment).c_str(),
+            fmt::seconds(x.ttft_p99_s).c_str(), fmt::seconds(x.tpot_p99_s).c_str(),
+            fmt::money(Money::usd(x.cost_per_million_output_tokens_usd)).c_str(),
+            notes.c_str());
+        std::string text = buf;
+        while (text.size() > 1 && text[text.size() - 2] == ' ') {
+            text.erase(text.size() - 2, 1); // no trailing blanks before the newline
+        }
+        out << text;
+    };
+    constexpr std::size_t kRows = 20;
+    if (!r.ranking.empty()) {
+        header();
+        for (std::size_t k = 0; k < r.ranking.size() && k < kRows; ++k) {
+            row(r.ranking[k], std::to_string(k + 1));
+        }
+        if (r.ranking.size() > kRows) {
+            out << "  ... " << fmt::integer(static_cast<std::int64_t>(r.ranking.size() - kRows))
+                << " more feasible candidates in the results file\n";
+        }
+    }
+    // The closest misses: the simulated candidates that missed the SLO, highest attainment
+    // first (the first in enumeration order on ties).
+    std::vector<std::int64_t> misses;
+    for (std::size_t i = 0; i < r.evaluations.size(); ++i) {
+        if (r.evaluations[i].verdict == study::Verdict::slo) {
+            misses.push_back(static_cast<std::int64_t>(i));
+        }
+    }
+    std::stable_sort(misses.begin(), misses.end(), [&](std::int64_t a, std::int64_t b) {
+        return r.evaluations[static_cast<std::size_t>(a)].slo_attainment >
+               r.evaluations[static_cast<std::size_t>(b)].slo_attainment;
+    });
+    if (!misses.empty()) {
+        line("misses", "the closest of each chip among the " +
+                           fmt::integer(static_cast<std::int64_t>(misses.size())) +
+                           (misses.size() == 1 ? " candidate that misses" : " candidates that miss") +
+                           " the SLO" +
+                           (max_rate ? " (at the low end of the range)" : "") + ":");
+        if (r.ranking.empty()) {
+            header();
+        }
+        // The closest miss of each chip first (why a chip lost), then the next closest, up
+        // to three rows.
+        std::vector<std::int64_t> shown;
+        std::set<std::string> chips;
+        for (std::int64_t i : misses) {
+            if (chips.insert(r.candidates[static_cast<std::size_t>(i)].chip).second) {
+                shown.push_back(i);
+            }
+        }
+        for (std::int64_t i : misses) {
+            if (shown.size() >= 3) {
+                break;
+            }
+            if (std::find(shown.begin(), shown.end(), i) == shown.end()) {
+                shown.push_back(i);
+            }
+        }
+        for (std::int64_t i : shown) {
+            row(i, "-");
+        }
+    }
+    if (r.ranking.empty()) {
+        line("result", "no candidate meets the SLO objective");
+        return;
+    }
+    const auto& c = r.candidates[static_cast<std::size_t>(r.ranking.front())];
+    const auto& x = r.evaluations[static_cast<std::size_t>(r.ranking.front())];
+    line("best", fmt::integer(c.domains) + " " + c.chip + " " +
+                     (c.ultraservers ? "UltraServers" : "instances") + " (" +
+                     fmt::integer(x.chips) + " chips), " + fmt::integer(x.replicas) +
+                     " replicas of tp " + std::to_string(c.tp) + ", batch " +
+                     std::to_string(c.max_batch) +
+                     (x.prefill_replicas > 0
+                          ? " (" + fmt::integer(x.prefill_replicas) + " prefill)"
+                          : "") +
+                     ": " + fmt::money(Money::usd(x.cost_per_hour_usd)) + " an hour, " +
+                     (max_rate ? "serves " + rate_of(x.rate, r.trace) + " at " : "") +
+                     fmt::percent(x.slo_attainment) + " SLO attainment, " +
+                     fmt::money(Money::usd(x.cost_per_million_output_tokens_usd)) +
+                     " per million output tokens");
+}
+
+} // namespace
+
 void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
                        const config::ScenarioSpec& base, const study::PlanResult& r) {
+    if (r.serving) {
+        print_serving_plan(out, plan, base, *r.serving);
+        return;
+    }
     const auto line = [&](const std::string& label, const std::string& text) {
         out << "  " << pad(label, 11) << text << "\n";
     };

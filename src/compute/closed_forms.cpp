@@ -64,6 +64,13 @@ void engine(PassProfile& p, std::size_t e, double ops, double streamed) {
     p.engines[e].streamed += streamed;
 }
 
+/// Instructions that qualify for VectorE's performance mode when `perf` (BF16/FP16 tiles),
+/// else standard ones.
+void copy_maps(PassProfile& p, double ops, bool perf) {
+    p.engines[0].ops += ops;
+    (perf ? p.engines[0].perf_streamed : p.engines[0].streamed) += ops;
+}
+
 void tiny(PassProfile& p, std::size_t e, double inputs) {
     p.engines[e].tiny += 1.0;
     p.engines[e].tiny_inputs += inputs;
@@ -84,7 +91,8 @@ void row_profile(StreamPlan& plan, StreamKind kind, int eb, bool two_pass) {
     switch (kind) {
     case StreamKind::softmax:
         if (!two_pass) {
-            engine(a, kV, 2, 2); // row max, scale
+            engine(a, kV, 1, 1);         // row max
+            copy_maps(a, 1, eb == 2);    // scale
             tiny(a, kV, 1);
             tiny(a, kV, 1);
             engine(a, kS, 1, 1); // exp with row sums
@@ -162,8 +170,11 @@ void flat_profile(StreamPlan& plan, const StreamShape& s) {
         a.load_bytes = s.inputs * eb;
         const int combine = s.inputs - 1;
         if (s.engine == StreamEngine::vector) {
+            // The passes fold in the other inputs first (two-input maps), then map one input.
             const int ops = s.passes + std::max(0, combine - s.passes);
-            engine(a, kV, ops, ops + combine);
+            const int single = std::max(0, s.passes - combine);
+            engine(a, kV, ops - single, ops + combine - single);
+            copy_maps(a, single, eb == 2);
             a.maps = ops;
         } else {
             engine(a, kS, s.passes, s.passes);
@@ -233,6 +244,10 @@ ChipRates::ChipRates(const ChipSpec& c) : chip(&c) {
         inv_lanes[e] = 1.0 / std::max(1.0, d(specs[e]->elements_per_cycle) / partitions);
         overhead[e] = specs[e]->instruction_overhead_cycles;
     }
+    perf_mode = core.vector.perf_mode_elements_per_cycle > 0;
+    inv_perf_lanes =
+        perf_mode ? 1.0 / std::max(1.0, d(core.vector.perf_mode_elements_per_cycle) / partitions)
+                  : inv_lanes[0];
     pe_cycle = 1.0 / core.tensor.clock.hz();
     usable = dma_engines_usable(c);
     inv_usable = 1.0 / usable;
@@ -405,7 +420,12 @@ PassRates pass_rates(const PassProfile& p, const ChipRates& r) {
     for (std::size_t e = 0; e < 3; ++e) {
         const EngineWork& w = p.engines[e];
         x.a[e] = ((w.ops + w.tiny) * r.overhead[e] + w.tiny_inputs * r.inv_lanes[e]) * r.cycle[e];
-        x.b[e] = w.streamed * r.inv_lanes[e] * r.cycle[e];
+        // Without a performance mode the qualifying inputs stream like the others (the sum of
+        // the two counts is exact: whole numbers).
+        x.b[e] = e == kV && r.perf_mode
+                     ? (w.streamed * r.inv_lanes[e] + w.perf_streamed * r.inv_perf_lanes) *
+                           r.cycle[e]
+                     : (w.streamed + w.perf_streamed) * r.inv_lanes[e] * r.cycle[e];
     }
     x.a[0] += p.bn_aggr * r.overhead[0] * r.cycle[0];
     x.b[0] += p.bn_stats * r.inv_lanes[0] * r.cycle[0];

@@ -30,6 +30,10 @@ struct ChipRates {
     std::array<double, 3> cycle{};
     std::array<double, 3> inv_lanes{};
     std::array<double, 3> overhead{};
+    /// VectorE's performance mode: whether the chip has one, and its lanes per partition
+    /// (inv_lanes[0] when it has none).
+    bool perf_mode = false;
+    double inv_perf_lanes = 1.0;
     double pe_cycle;      ///< TensorE seconds per cycle
     double usable;        ///< DMA engines usable at once
     double inv_usable;

@@ -216,13 +216,13 @@ ProgramBuilder::Id ProgramBuilder::multiply_moving(std::int64_t cols, Precision 
 
 ProgramBuilder::Id ProgramBuilder::engine(Queue q, std::int64_t free_elements, int tensor_inputs,
                                           std::span<const Buffer> reads,
-                                          std::span<const Buffer> writes) {
+                                          std::span<const Buffer> writes, VectorMode mode) {
     TRNSIM_CHECK(q == Queue::vector || q == Queue::scalar || q == Queue::gpsimd, "not an engine queue");
     Instruction ins;
     ins.op = Op::engine;
     ins.unit = q == Queue::vector ? Unit::vector : q == Queue::scalar ? Unit::scalar : Unit::gpsimd;
     ins.amount =
-        static_cast<double>(detail::engine_cycles(*chip_, q, free_elements, tensor_inputs));
+        static_cast<double>(detail::engine_cycles(*chip_, q, free_elements, tensor_inputs, mode));
     return add(ins, reads, writes);
 }
 

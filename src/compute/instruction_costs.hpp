@@ -34,21 +34,30 @@ inline const VectorEngineSpec& engine_spec(const ChipSpec& chip, Queue q) {
                                 : chip.core.vector;
 }
 
+/// Elements per cycle of an instruction on queue `q`: VectorE's performance-mode rate when the
+/// instruction qualifies (`mode`) and the chip has one, else the engine's rate.
+inline int engine_elements_per_cycle(const ChipSpec& chip, Queue q, VectorMode mode) {
+    const VectorEngineSpec& e = engine_spec(chip, q);
+    return q == Queue::vector && mode == VectorMode::perf && e.perf_mode_elements_per_cycle > 0
+               ? e.perf_mode_elements_per_cycle
+               : e.elements_per_cycle;
+}
+
 /// Cycles of a VectorE / ScalarE / GpSimdE instruction over `free_elements` per partition with
 /// `tensor_inputs` streamed inputs.
 inline std::int64_t engine_cycles(const ChipSpec& chip, Queue q, std::int64_t free_elements,
-                                  int tensor_inputs) {
+                                  int tensor_inputs, VectorMode mode = VectorMode::standard) {
     const VectorEngineSpec& e = engine_spec(chip, q);
-    const std::int64_t lanes =
-        std::max<std::int64_t>(1, e.elements_per_cycle / chip.core.sbuf_partitions);
+    const std::int64_t lanes = std::max<std::int64_t>(
+        1, engine_elements_per_cycle(chip, q, mode) / chip.core.sbuf_partitions);
     const std::int64_t streamed = free_elements * std::max(1, tensor_inputs);
     return e.instruction_overhead_cycles + ceil_div(streamed, lanes);
 }
 
 /// Seconds of such an instruction.
 inline double engine_seconds(const ChipSpec& chip, Queue q, std::int64_t free_elements,
-                             int tensor_inputs) {
-    return static_cast<double>(engine_cycles(chip, q, free_elements, tensor_inputs)) /
+                             int tensor_inputs, VectorMode mode = VectorMode::standard) {
+    return static_cast<double>(engine_cycles(chip, q, free_elements, tensor_inputs, mode)) /
            engine_spec(chip, q).clock.hz();
 }
 

@@ -57,6 +57,15 @@ Step map(Queue engine, int inputs = 1, int param = -1) {
     return op(StepKind::map, engine, inputs, param);
 }
 
+/// A single-input VectorE map (a copy or a scale) over tiles of `eb`-byte elements: it
+/// qualifies for the performance mode when they are BF16/FP16 (NKI2: tensor_copy and
+/// tensor_scalar with both tiles in SBUF).
+Step copy_map(int eb) {
+    Step s = map(Queue::vector);
+    s.perf = eb == 2;
+    return s;
+}
+
 Step tiny(Queue engine, int inputs = 1) { return op(StepKind::tiny, engine, inputs); }
 
 Step reduce(Queue engine, int inputs = 1) { return op(StepKind::reduce, engine, inputs); }
@@ -84,7 +93,7 @@ void row_steps(Recipe& r, const StreamShape& s, bool one_pass) {
                        tiny(Queue::vector),                           // -max
                        op(StepKind::map, Queue::scalar, 1, -1, true), // exp, row sums
                        tiny(Queue::vector),                           // 1 / sum
-                       map(Queue::vector),                            // scale
+                       copy_map(eb),                                  // scale
                        store(2, eb)};
         } else {
             r.first = {load(0, eb),
@@ -146,7 +155,7 @@ void flat_steps(Recipe& r, const StreamShape& s) {
             for (int p = 0; p < s.passes; ++p) {
                 const int inputs = combined < s.inputs - 1 ? 2 : 1;
                 combined += inputs - 1;
-                r.first.push_back(map(Queue::vector, inputs));
+                r.first.push_back(inputs == 1 ? copy_map(eb) : map(Queue::vector, inputs));
             }
         } else {
             for (int p = 0; p < s.passes; ++p) {
@@ -269,7 +278,7 @@ void row_kind_steps(StreamKind kind, int eb, bool two_pass, Steps& first, Steps&
                      op(StepKind::map, S, 1, -1, true),    // exp, row sums
                      tiny(V),                              // 1 / sum, log sum
                      reduce(G),                            // target logit
-                     map(V),                               // softmax
+                     copy_map(eb),                         // softmax
                      map(G),                               // - one-hot
                      store(2, eb)};
         } else {
@@ -311,7 +320,7 @@ PassProfile profile_of(const Steps& steps) {
         case StepKind::map:
             p.maps += s.accumulate ? 0 : 1; // an accumulation writes no new value
             e.ops += 1.0;
-            e.streamed += s.inputs;
+            (s.perf ? e.perf_streamed : e.streamed) += s.inputs;
             break;
         case StepKind::reduce:
             e.ops += 1.0;
@@ -482,7 +491,8 @@ Program lower_recipe(const Recipe& r, double flops, const ChipSpec& chip) {
                 const ProgramBuilder::Buffer rd[] = {cur, stats, second};
                 const ProgramBuilder::Buffer wr[] = {out, sums};
                 b.engine(s.engine, w, s.inputs, rd,
-                         std::span<const ProgramBuilder::Buffer>(wr, s.also_stats ? 2 : 1));
+                         std::span<const ProgramBuilder::Buffer>(wr, s.also_stats ? 2 : 1),
+                         s.perf ? VectorMode::perf : VectorMode::standard);
                 partial = sums;
                 cur = out;
                 have_cur = true;

@@ -93,7 +93,7 @@ enum class StepKind : std::uint8_t {
     bn_aggr,  ///< VectorE aggregation of the pieces' statistics
 };
 
-/// One step of a recipe. 9 bytes.
+/// One step of a recipe. 10 bytes.
 struct Step {
     StepKind kind = StepKind::map;
     Queue engine = Queue::vector;
@@ -112,6 +112,9 @@ struct Step {
     /// A map that adds into one of the plan's accumulators (a parameter gradient summed over
     /// the rows) instead of writing a new value: it reads and writes the accumulator.
     bool accumulate = false;
+    /// A single-input VectorE map of BF16/FP16 SBUF tiles (a copy or a scalar map): it runs in
+    /// VectorE's performance mode where the chip has one (VectorMode::perf).
+    bool perf = false;
 };
 
 /// A transfer run once before the tiles (parameter rows, row indices).
@@ -123,11 +126,14 @@ struct OnceLoad {
 };
 
 /// A recipe's work per chunk on one engine: instructions over the chunk, their streamed inputs
-/// (cycles = instructions x overhead + streamed x width / lanes) and instructions over the
-/// per-row statistics.
+/// (cycles = instructions x overhead + streamed x width / lanes + perf_streamed x width /
+/// performance-mode lanes) and instructions over the per-row statistics. `perf_streamed`
+/// counts the inputs of the VectorE instructions that qualify for the performance mode
+/// (Step::perf); on a chip without it they stream at the standard rate like `streamed`.
 struct EngineWork {
     double ops = 0.0;
     double streamed = 0.0;
+    double perf_streamed = 0.0;
     double tiny = 0.0;
     double tiny_inputs = 0.0;
 };

@@ -54,6 +54,13 @@ void engine(Schema<C>& s, const std::string& name, Ref<C, compute::VectorEngineS
     s.field(integer<C>("core." + name + ".instruction_overhead_cycles",
                        [ref](C& c) -> int& { return ref(c).instruction_overhead_cycles; }, "0", 0,
                        100000, "Fixed cycles per instruction."));
+    if (name == "vector_engine") {
+        s.field(integer<C>("core.vector_engine.perf_mode_elements_per_cycle",
+                           [ref](C& c) -> int& { return ref(c).perf_mode_elements_per_cycle; },
+                           "0", 0, 65536,
+                           "Elements per cycle of single-input copies and scalar maps of "
+                           "BF16/FP16 SBUF tiles (performance mode; 0: none)."));
+    }
 }
 
 Schema<C> build() {

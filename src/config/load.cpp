@@ -403,6 +403,14 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
                              at("cores.lnc_allowed"));
         }
     }
+    const auto& v = c.core.vector;
+    if (v.perf_mode_elements_per_cycle != 0 &&
+        v.perf_mode_elements_per_cycle < v.elements_per_cycle) {
+        throw InputError("core.vector_engine.perf_mode_elements_per_cycle",
+                         "the performance mode cannot be slower than elements_per_cycle (" +
+                             std::to_string(v.elements_per_cycle) + "); 0 for none",
+                         at("core.vector_engine.perf_mode_elements_per_cycle"));
+    }
     if (c.instance.efa_bandwidth.bytes_per_s() > 0.0 && c.efa_latency == Duration::zero()) {
         throw InputError("interconnect.efa_latency",
                          "required when the instance has EFA (instance.efa_bandwidth > 0)",
@@ -964,6 +972,13 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
     if (t.tokens == 0 && t.steps == 0) {
         throw InputError("workload", "give one of workload.tokens or workload.steps", workload);
     }
+    if (spec.sources.contains("workload.parallelism.stage_layers") &&
+        spec.sources.contains("workload.parallelism.balance")) {
+        throw InputError("workload.parallelism.balance",
+                         "give only one of workload.parallelism.stage_layers (the layers of "
+                         "each stage) or workload.parallelism.balance (a rule for them)",
+                         at("workload.parallelism.balance"));
+    }
     if (!spec.output.trace.empty() && spec.simulation.fidelity != Fidelity::step) {
         throw InputError("output.trace", "a timeline needs simulation.fidelity: step",
                          at("output.trace"));
@@ -977,8 +992,9 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
     }
 }
 
-/// Settings without effect here, and requests the scenario cannot fulfil (issue 18: a warning
-/// for each, `--strict` refuses them).
+/// Settings without effect here, requests the scenario cannot fulfil (issue 18: a warning
+/// for each, `--strict` refuses them), and a layout chosen for the user (pipeline stages of
+/// unequal layers when pp does not divide them and no layout key is given).
 void collect_warnings(ScenarioSpec& spec) {
     const auto given = [&](const std::string& key) { return spec.sources.contains(key); };
     const auto warn = [&](const std::string& key, const std::string& message) {
@@ -996,6 +1012,22 @@ void collect_warnings(ScenarioSpec& spec) {
             if (given(key)) {
                 warn(key, why);
             }
+        }
+    }
+    if (training && !given("workload.parallelism.stage_layers") &&
+        !given("workload.parallelism.balance")) {
+        const auto& par = spec.training.parallelism;
+        const std::int64_t layers = spec.training.model.layers;
+        if (par.pp > 1 && par.pp <= layers && layers % par.pp != 0) {
+            const std::int64_t q = layers / par.pp, r = layers % par.pp;
+            const std::string stages =
+                r == 1 ? "stage 1 holds " : "stages 1 to " + std::to_string(r) + " hold ";
+            warn("workload.parallelism.pp",
+                 "pp = " + std::to_string(par.pp) + " does not divide the model's " +
+                     std::to_string(layers) + " layers: " + stages + std::to_string(q + 1) +
+                     " layers, the others " + std::to_string(q) +
+                     " (balance: even); set workload.parallelism.balance or stage_layers to "
+                     "choose the layout");
         }
     }
     if (given("output.trace_ranks") && spec.output.trace.empty()) {

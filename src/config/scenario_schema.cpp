@@ -202,7 +202,24 @@ Schema<S> build() {
                        "2 x cp must divide sequence_length. Gradients are reduced over dp x cp "
                        "ranks."));
     s.field(integer<S>("workload.parallelism.pp", [](S& x) -> int& { return par(x).pp; }, "1", 1,
-                       65536, "Pipeline stages; must divide the layers."));
+                       65536,
+                       "Pipeline stages; at most the layers. Their layers: stage_layers, else "
+                       "balance."));
+    s.field(integer_list<S>(
+        "workload.parallelism.stage_layers",
+        [](S& x) -> std::vector<int>& { return par(x).stage_layers; }, "", 1, 100000,
+        "Layers of each pipeline stage, first to last: pp entries summing to the model's "
+        "layers, e.g. [7, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 8, 7] for Llama 3 405B over "
+        "16 stages. Not with balance."));
+    s.field(choice<S, workload::StageBalance>(
+        "workload.parallelism.balance",
+        [](S& x) -> workload::StageBalance& { return par(x).balance; }, "even",
+        "How the stages share the layers without stage_layers: even (layers / pp each; the "
+        "remainder r one more each on stages 1 to r, so the first stage, and the last unless "
+        "r = pp - 1, hold the fewer) or llama3 (the first and the last stage one layer fewer "
+        "than the others, as Llama 3 405B was trained: (layers + 2) / pp must be whole). "
+        "When pp does not divide the layers and neither key is given, even applies with a "
+        "warning."));
     s.field(integer_or_auto<S>("workload.parallelism.dp", [](S& x) -> int& { return par(x).dp; },
                                "auto", 1, 1 << 30,
                                "Data parallel replicas; auto = ranks / (tp x cp x pp)."));

@@ -345,6 +345,11 @@ void read_arrival(S& x, const YAML::Node& n, const std::string& p, const SourceL
 
 } // namespace
 
+double read_rate_per_s(const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                       const Context& ctx) {
+    return parse_rate_per_s(n, p, loc, ctx);
+}
+
 void add_serving_keys(Schema<S>& s) {
     s.section("workload.serving",
               "workload.type: inference: how one replica holds and runs the model "

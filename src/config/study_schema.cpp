@@ -8,6 +8,7 @@
 #include "fields.hpp"
 #include "tables.hpp"
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -699,14 +700,160 @@ Entry<PL> optional_limit(const std::string& path, std::optional<Q> PL::*member,
     return e;
 }
 
+/// objective: a name (min_cost) or, for serving plans, a mapping {type: min_cost, rate: 20/s,
+/// slo_attainment: 0.9} whose keys are checked here; whether they suit the base scenario's
+/// arrivals is checked by the planner.
+Entry<PL> objective_entry() {
+    auto e = detail::make_entry<PL>(
+        "objective", "choice or mapping", "min_cost",
+        "min_time, min_cost, max_goodput, max_rate; or {type: ..., rate, speedup, rate_range, "
+        "speedup_range, slo_attainment, tolerance}",
+        "Training: the expected time to train, the expected cost or the goodput (tokens kept "
+        "per second). Serving (a base with workload.type: inference) takes a mapping: "
+        "`{type: min_cost, rate: 20/s, slo_attainment: 0.9}` ranks the fleets that meet the SLO "
+        "for at least that fraction of the requests, Poisson (or the base's Gamma) arrivals at "
+        "`rate` (a trace base: `speedup`), by cost per hour; `{type: max_rate, slo_attainment: "
+        "0.9, rate_range: [1/s, 100/s], tolerance: 0.02}` finds each fleet's highest rate "
+        "within the SLO by bisection (a trace base: `speedup_range`). slo_attainment "
+        "defaults to 0.99, tolerance (the bracket's high / low - 1 where the bisection stops) "
+        "to 0.02, rate_range to [0.1/s, 1000/s] and speedup_range to [0.01, 1000] "
+        "(docs/user-guide.md, section 5).");
+    e.apply = [](PL& out, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                 const Context& ctx) {
+        const auto type_of = [](const YAML::Node& v, const std::string& vp,
+                                const SourceLocation& vl) {
+            const std::string t = detail::scalar_text(v, vp, vl);
+            std::vector<std::string> names;
+            for (const auto& nm : enum_names(Objective{})) {
+                if (t == nm.name) {
+                    return nm.value;
+                }
+                names.push_back(nm.name);
+            }
+            const std::string guess = detail::closest(t, names);
+            throw InputError(vp,
+                             "'" + t + "' is not one of: min_time, min_cost, max_goodput, "
+                                       "max_rate" +
+                                 (guess.empty() ? "" : "; did you mean '" + guess + "'?"),
+                             vl);
+        };
+        if (!n.IsMap()) {
+            out.objective = type_of(n, p, loc);
+            return;
+        }
+        auto& o = out.serving;
+        o.given = true;
+        const std::vector<std::string> keys = {"type",          "rate",           "speedup",
+                                               "rate_range",    "speedup_range",
+                                               "slo_attainment", "tolerance"};
+        for (auto it = n.begin(); it != n.end(); ++it) {
+            const std::string k = it->first.Scalar();
+            if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
+                const std::string guess = detail::closest(k, keys);
+                throw InputError(p + "." + k,
+                                 "unknown key '" + k + "' of the objective (type, rate, "
+                                 "speedup, rate_range, speedup_range, slo_attainment, "
+                                 "tolerance)" +
+                                     (guess.empty() ? "" : "; did you mean '" + guess + "'?"),
+                                 where(ctx, p + "." + k, it->first, loc));
+            }
+        }
+        const auto at = [&](const char* k) {
+            return where(ctx, p + "." + k, n[k], loc);
+        };
+        if (!n["type"].IsDefined()) {
+            throw InputError(p + ".type", "required key is missing (min_cost or max_rate)", loc);
+        }
+        out.objective = type_of(n["type"], p + ".type", at("type"));
+        if (out.objective != Objective::min_cost && out.objective != Objective::max_rate) {
+            throw InputError(p + ".type",
+                             "the mapping form is for serving plans: min_cost or max_rate "
+                             "(a training plan writes objective: " +
+                                 std::string(to_string(out.objective)) + ")",
+                             at("type"));
+        }
+        const bool min_cost = out.objective == Objective::min_cost;
+        const auto only = [&](const char* k, bool allowed, const char* what) {
+            if (n[k].IsDefined() && !allowed) {
+                throw InputError(p + "." + k, std::string("is for ") + what, at(k));
+            }
+        };
+        only("rate", min_cost, "type: min_cost (max_rate searches rate_range)");
+        only("speedup", min_cost, "type: min_cost (max_rate searches speedup_range)");
+        only("rate_range", !min_cost, "type: max_rate (min_cost serves one rate)");
+        only("speedup_range", !min_cost, "type: max_rate (min_cost serves one speed-up)");
+        only("tolerance", !min_cost, "type: max_rate (the bisection's stopping rule)");
+        if (n["rate"].IsDefined() && n["speedup"].IsDefined()) {
+            throw InputError(p + ".speedup", "give rate (Poisson or Gamma arrivals) or speedup "
+                                             "(a trace), not both",
+                             at("speedup"));
+        }
+        if (n["rate_range"].IsDefined() && n["speedup_range"].IsDefined()) {
+            throw InputError(p + ".speedup_range", "give rate_range or speedup_range, not both",
+                             at("speedup_range"));
+        }
+        const auto positive = [](double x) { return x > 0.0 && std::isfinite(x) && x <= 1e6; };
+        if (n["rate"].IsDefined()) {
+            o.rate_origin = at("rate");
+            o.rate_per_s = read_rate_per_s(n["rate"], p + ".rate", o.rate_origin, ctx);
+        }
+        if (n["speedup"].IsDefined()) {
+            o.speedup_origin = at("speedup");
+            o.speedup = detail::parse_checked<double>(n["speedup"], p + ".speedup",
+                                                      o.speedup_origin, parse_real, positive,
+                                                      "> 0 and at most 1e6");
+        }
+        const auto range = [&](const char* k, bool rate, SourceLocation& origin) {
+            const std::string kp = p + "." + k;
+            origin = at(k);
+            const YAML::Node v = n[k];
+            if (!v.IsSequence() || v.size() != 2) {
+                throw InputError(kp, std::string("expected [LOW, HIGH], such as ") +
+                                         (rate ? "[1/s, 100/s]" : "[1, 50]") + ", got " +
+                                         kind_text(v),
+                                 origin);
+            }
+            std::array<double, 2> b{};
+            for (std::size_t i = 0; i < 2; ++i) {
+                const std::string ip = kp + "[" + std::to_string(i) + "]";
+                const SourceLocation il = where(ctx, ip, v[i], origin);
+                b[i] = rate ? read_rate_per_s(v[i], ip, il, ctx)
+                            : detail::parse_checked<double>(v[i], ip, il, parse_real, positive,
+                                                            "> 0 and at most 1e6");
+            }
+            if (!(b[0] < b[1])) {
+                throw InputError(kp, "LOW must be below HIGH", origin);
+            }
+            return b;
+        };
+        if (n["rate_range"].IsDefined()) {
+            o.rate_range = range("rate_range", true, o.rate_range_origin);
+        }
+        if (n["speedup_range"].IsDefined()) {
+            o.speedup_range = range("speedup_range", false, o.speedup_range_origin);
+        }
+        if (n["slo_attainment"].IsDefined()) {
+            o.attainment_origin = at("slo_attainment");
+            o.slo_attainment = detail::parse_checked<double>(
+                n["slo_attainment"], p + ".slo_attainment", o.attainment_origin, parse_real,
+                [](double x) { return x > 0.0 && x <= 1.0; },
+                "in (0, 1]: the fraction of requests that meet the SLO");
+        }
+        if (n["tolerance"].IsDefined()) {
+            o.tolerance_origin = at("tolerance");
+            o.tolerance = detail::parse_checked<double>(
+                n["tolerance"], p + ".tolerance", o.tolerance_origin, parse_real,
+                [](double x) { return x >= 1e-4 && x <= 1.0; }, "1e-4 to 1");
+        }
+    };
+    return e;
+}
+
 Schema<PL> build_plan() {
     Schema<PL> s("Plan");
     s.field(base_entry<PL>("plan", "candidate"));
     s.field(study_name<PL>());
-    s.field(detail::choice<PL, Objective>(
-        "objective", [](PL& x) -> Objective& { return x.objective; }, "min_cost",
-        "What the ranking minimises or maximises: the expected time to train, the expected "
-        "cost, or the goodput (tokens kept per second)."));
+    s.field(objective_entry());
     s.section("constraints", "Limits a plan must meet (each optional).");
     s.field(optional_limit<Duration>("constraints.deadline", &PL::deadline, parse_duration,
                                      "duration",
@@ -761,7 +908,9 @@ Schema<PL> build_plan() {
         "converges in the same tokens is outside trnsim."));
     s.field(search_entry<int>("tp", "workload.parallelism.tp", &PL::tp,
                               [](const ScenarioSpec& x) { return x.training.parallelism.tp; },
-                              true, "Tensor parallel degrees."));
+                              true,
+                              "Tensor parallel degrees (serving plans: workload.serving.tp, "
+                              "ranks per replica)."));
     s.field(search_entry<int>("cp", "workload.parallelism.cp", &PL::cp,
                               [](const ScenarioSpec& x) { return x.training.parallelism.cp; },
                               true,
@@ -798,6 +947,41 @@ Schema<PL> build_plan() {
         [](const ScenarioSpec& x) { return x.reliability.spares.ultraservers; }, true,
         "Spare domains (UltraServers or instances, as the cluster counts); needs a reliability "
         "section in the base scenario."));
+    s.field(search_entry<std::string>(
+        "chip", "hardware.chip", &PL::chip,
+        [](const ScenarioSpec& x) { return x.hardware.chip_ref; }, false,
+        "Serving plans: chip presets (trn2, trn1, inf2) or chip files; each candidate pays its "
+        "chip's instance price. hardware.lnc stays the base's for the base's chip and is the "
+        "chip's default for the others."));
+    s.field(search_entry<int>(
+        "max_batch", "workload.serving.max_batch", &PL::max_batch,
+        [](const ScenarioSpec& x) { return x.inference.serving.max_batch; }, true,
+        "Serving plans: compiled decode batches."));
+    s.field(search_entry<int>(
+        "replicas", "workload.serving.replicas", &PL::replicas,
+        [](const ScenarioSpec& x) { return x.inference.serving.replicas; }, true,
+        "Serving plans: replicas of the model (auto: as many as the cluster holds)."));
+    s.field(search_entry<int>(
+        "prefill_replicas", "workload.serving.disaggregated.prefill_replicas",
+        &PL::prefill_replicas,
+        [](const ScenarioSpec& x) { return x.inference.serving.disaggregated.prefill_replicas; },
+        true, "Serving plans: replicas that only prefill (0: not disaggregated)."));
+    {
+        auto e = detail::make_entry<PL>(
+            "requests", "count", "500", "1 to 1000000",
+            "Serving plans: requests of each candidate's run (replacing the base's count or "
+            "duration). Few keep a plan fast: a candidate of 500 requests runs in milliseconds "
+            "to a second; each fleet starts empty, so a short run is kinder than a long one at "
+            "a rate near the fleet's limit.");
+        e.apply = [](PL& out, const YAML::Node& n, const std::string& p,
+                     const SourceLocation& loc, const Context&) {
+            out.requests = detail::parse_checked<std::int64_t>(
+                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 1000000; },
+                "1 to 1000000");
+            out.requests_origin = loc;
+        };
+        s.field(e);
+    }
     s.field(detail::integer<PL>("finalists", [](PL& x) -> int& { return x.finalists; }, "8", 1,
                                 1000,
                                 "Best candidates by the objective (analytic estimate) that are "
@@ -826,11 +1010,7 @@ PlanSpec load_plan_root(const YAML::Node& root, const std::string& text, const s
     SourceMap sources;
     PlanSpec s = load_study_root(plan_schema(), root, text, file, dir, sources);
     s.objective_origin = sources.find("objective");
-    if (s.ultraservers.given && s.instances.given) {
-        throw InputError("search.instances",
-                         "give search.ultraservers or search.instances, not both",
-                         s.instances.origin);
-    }
+    s.sources = sources;
     return s;
 }
 
@@ -980,7 +1160,13 @@ std::string study_schema_markdown() {
           "analytically (the step estimate, and with a reliability section the closed-form "
           "failure and checkpoint model of docs/reliability.md), then the best `finalists` and "
           "up to `frontier` further points of the estimated cost/time Pareto frontier are "
-          "simulated in full with the base scenario's `simulation.fidelity`.\n\n";
+          "simulated in full with the base scenario's `simulation.fidelity`.\n\n"
+          "A base scenario with `workload.type: inference` makes a serving plan: the search keys "
+          "are chip, ultraservers and instances (both may be given), tp (workload.serving.tp), "
+          "max_batch, replicas and prefill_replicas; every candidate is simulated with "
+          "`requests` requests at the objective's rate (min_cost) or bisected for the highest "
+          "rate within the SLO (max_rate); the training-only keys are refused "
+          "(docs/user-guide.md, section 5).\n\n";
     md += plan_schema().markdown();
     return md;
 }

@@ -104,6 +104,10 @@ void add_run_keys(Schema<ScenarioSpec>& s);
 void add_serving_keys(Schema<ScenarioSpec>& s);
 void add_serving_simulation_keys(Schema<ScenarioSpec>& s);
 void add_serving_output_keys(Schema<ScenarioSpec>& s);
+/// A request rate: "20/s", "1200/min", "3/h" or a plain number per second; > 0 and at most
+/// 1e9/s (as workload.requests.arrival.poisson.rate reads it). InputError at `p`.
+double read_rate_per_s(const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                       const Context& ctx);
 /// Merges the preset named by reliability.preset into the scenario's reliability mapping (the
 /// scenario's keys win) and records where the merged values came from.
 void merge_reliability_preset(YAML::Node root, Context& ctx);

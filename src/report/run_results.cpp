@@ -268,6 +268,22 @@ results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::Tr
                         b.reserve.count(), b.total().count()});
     }
     f.tables.emplace_back("/plan/memory", std::move(memory));
+
+    results::Table stages;
+    for (const char* c : {"stage", "first_layer", "layers", "dense_layers", "moe_layers",
+                          "embedding", "head"}) {
+        stages.add_int(c);
+    }
+    stages.add_float("forward_s");
+    stages.add_float("backward_s");
+    for (std::size_t i = 0; i < p.stages.size(); ++i) {
+        const auto& st = p.stages[i];
+        stages.add_row({static_cast<std::int64_t>(i), st.first_layer, st.layers(),
+                        st.dense_layers, st.moe_layers, std::int64_t{st.has_embedding ? 1 : 0},
+                        std::int64_t{st.has_head ? 1 : 0}, e.stage_forward_s.at(i),
+                        e.stage_backward_s.at(i)});
+    }
+    f.tables.emplace_back("/plan/stages", std::move(stages));
     if (run.reliability) {
         add_reliability_tables(f, run, spec.output.timeline != config::TimelineOutput::none);
     }

@@ -3,6 +3,7 @@
 #include "trnsim/workload/training_spec.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -263,8 +264,124 @@ std::vector<study::RunRecord> read_batch_records(const std::string& path,
     return out;
 }
 
+namespace {
+
+/// /plan/verdicts: candidates per verdict, with the first rejection message of each.
+template <class Range>
+Table verdict_table(const Range& items) {
+    std::map<study::Verdict, std::int64_t> counts;
+    std::map<study::Verdict, std::string> example;
+    for (const auto& x : items) {
+        ++counts[x.verdict];
+        if (example[x.verdict].empty()) {
+            example[x.verdict] = x.reason;
+        }
+    }
+    std::vector<std::string> examples;
+    for (const auto& [v, why] : example) {
+        examples.push_back(why);
+    }
+    Table verdicts;
+    verdicts.add_string("verdict", 8);
+    verdicts.add_int("candidates");
+    verdicts.add_string("example", string_width(examples));
+    for (const auto& [v, n] : counts) {
+        verdicts.add_row({std::string(study::to_string(v)), n, example[v]});
+    }
+    return verdicts;
+}
+
+/// A serving plan's file: /summary (the feasible fleets in rank order), /plan/serving (every
+/// candidate), /plan/objective, /plan/verdicts and /plan/file.
+results::ResultsFile serving_plan_results(const config::PlanSpec& plan,
+                                          const config::ScenarioSpec& base,
+                                          const study::ServingPlanResult& r,
+                                          const Writer& writer) {
+    results::ResultsFile f;
+    f.meta = meta(base, writer);
+    f.meta.name = plan.name;
+    const auto values = [&](std::size_t i) {
+        const auto& c = r.candidates[i];
+        const auto& x = r.evaluations[i];
+        return std::vector<results::NamedValue>{
+            {"candidate", static_cast<std::int64_t>(i)},
+            {"chip", c.chip},
+            {"instances", x.instances},
+            {"ultraservers", c.ultraservers ? c.domains : std::int64_t{0}},
+            {"chips", x.chips},
+            {"tp", std::int64_t{c.tp}},
+            {"max_batch", std::int64_t{c.max_batch}},
+            {"replicas", x.replicas},
+            {"prefill_replicas", x.prefill_replicas},
+            {"verdict", std::string(study::to_string(x.verdict))},
+            {"cost_per_hour_usd", x.cost_per_hour_usd},
+            {"rate", x.rate},
+            {"slo_attainment", x.slo_attainment},
+            {"ttft_p99_s", x.ttft_p99_s},
+            {"tpot_p99_s", x.tpot_p99_s},
+            {"output_tokens_per_s", x.output_tokens_per_s},
+            {"cost_per_million_output_tokens_usd", x.cost_per_million_output_tokens_usd},
+            {"rate_low", x.rate_low},
+            {"rate_high", x.rate_high},
+            {"attainment_high", x.attainment_high},
+            {"simulations", std::int64_t{x.simulations}},
+            {"pareto", std::int64_t{x.pareto ? 1 : 0}},
+            {"rank", std::int64_t{x.rank}},
+        };
+    };
+    std::vector<std::vector<results::NamedValue>> ranked;
+    for (std::int64_t i : r.ranking) {
+        auto row = values(static_cast<std::size_t>(i));
+        row.insert(row.begin(), {"rank", std::int64_t{static_cast<std::int64_t>(ranked.size()) + 1}});
+        row.pop_back(); // the rank column once
+        ranked.push_back(std::move(row));
+    }
+    f.summary = results::table_from_rows(ranked);
+    if (ranked.empty()) {
+        f.summary.add_int("rank");
+    }
+    std::vector<std::vector<results::NamedValue>> all;
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+        all.push_back(values(i));
+        all.back().push_back({"reason", r.evaluations[i].reason});
+    }
+    f.tables.emplace_back("/plan/serving", results::table_from_rows(all));
+
+    Table objective;
+    objective.add_string("objective", 8);
+    for (const char* c : {"slo_attainment", "rate", "rate_range_low", "rate_range_high",
+                          "tolerance", "ttft_slo_s", "tpot_slo_s", "max_chips"}) {
+        objective.add_float(c);
+    }
+    objective.add_int("requests");
+    objective.add_int("trace");
+    const bool max_rate = plan.objective == config::Objective::max_rate;
+    const auto& a = base.inference.requests.arrival;
+    const double rate = r.trace ? plan.serving.speedup.value_or(a.speedup)
+                                : plan.serving.rate_per_s.value_or(a.rate_per_s);
+    const std::array<double, 2> range =
+        r.trace ? plan.serving.speedup_range.value_or(std::array<double, 2>{0.01, 1000.0})
+                : plan.serving.rate_range.value_or(std::array<double, 2>{0.1, 1000.0});
+    objective.add_row({std::string(config::to_string(plan.objective)),
+                       plan.serving.slo_attainment, max_rate ? NAN : rate,
+                       max_rate ? range[0] : NAN, max_rate ? range[1] : NAN,
+                       max_rate ? plan.serving.tolerance : NAN,
+                       base.inference.slo.ttft.seconds(), base.inference.slo.tpot.seconds(),
+                       plan.max_chips ? static_cast<double>(*plan.max_chips) : HUGE_VAL,
+                       plan.requests, std::int64_t{r.trace ? 1 : 0}});
+    f.tables.emplace_back("/plan/objective", std::move(objective));
+    f.tables.emplace_back("/plan/verdicts", verdict_table(r.evaluations));
+    f.texts.emplace_back("/plan/file", plan.text);
+    return f;
+}
+
+} // namespace
+
 results::ResultsFile plan_results(const config::PlanSpec& plan, const config::ScenarioSpec& base,
                                   const study::PlanResult& result, const Writer& writer) {
+    if (result.serving) {
+        return serving_plan_results(plan, base, *result.serving, writer);
+    }
     results::ResultsFile f;
     if (!result.finalists.empty()) {
         // The best plan's own tables, as `trnsim run` writes them.
@@ -366,27 +483,7 @@ results::ResultsFile plan_results(const config::PlanSpec& plan, const config::Sc
                     result.step_estimates, result.fastest, result.cheapest});
     f.tables.emplace_back("/plan/search", std::move(search));
 
-    // /plan/verdicts: candidates per verdict, with the first rejection message of each.
-    std::map<study::Verdict, std::int64_t> counts;
-    std::map<study::Verdict, std::string> example;
-    for (const auto& x : result.estimates) {
-        ++counts[x.verdict];
-        if (example[x.verdict].empty()) {
-            example[x.verdict] = x.reason;
-        }
-    }
-    std::vector<std::string> examples;
-    for (const auto& [v, why] : example) {
-        examples.push_back(why);
-    }
-    Table verdicts;
-    verdicts.add_string("verdict", 8);
-    verdicts.add_int("candidates");
-    verdicts.add_string("example", string_width(examples));
-    for (const auto& [v, n] : counts) {
-        verdicts.add_row({std::string(study::to_string(v)), n, example[v]});
-    }
-    f.tables.emplace_back("/plan/verdicts", std::move(verdicts));
+    f.tables.emplace_back("/plan/verdicts", verdict_table(result.estimates));
     f.texts.emplace_back("/plan/file", plan.text);
     return f;
 }

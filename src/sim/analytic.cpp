@@ -2,6 +2,7 @@
 
 #include "coster.hpp"
 #include "trnsim/workload/program.hpp"
+#include "trnsim/workload/schedule.hpp"
 
 #include <algorithm>
 #include <map>
@@ -56,30 +57,51 @@ struct StageTimes {
     double hbm_bytes_per_step = 0.0;
 };
 
+/// The forward and backward time of each block, the same on every stage (costed once per
+/// evaluation, not once per stage).
+struct BlockTimes {
+    BlockTime forward[4];
+    BlockTime backward[4];
+    double send = 0.0; ///< pipeline transfers of one microbatch, all chunks, each way
+
+    BlockTimes(const workload::Plan& plan, const workload::StepProgram& prog, const Coster& c,
+               double comm_scale) {
+        const workload::BlockProgram* blocks[4] = {&prog.dense_layer, &prog.moe_layer,
+                                                   &prog.embedding, &prog.head};
+        for (int i = 0; i < 4; ++i) {
+            forward[i] = block_time(blocks[i]->forward, c, comm_scale);
+            backward[i] = block_time(blocks[i]->backward, c, comm_scale);
+        }
+        if (plan.pp > 1) {
+            // Each model chunk sends its activations on and its gradients back once per
+            // microbatch.
+            send = c.cost(prog.pipeline_send, comm_scale).seconds * plan.virtual_stages;
+        }
+    }
+};
+
 StageTimes stage_times(const workload::Plan& plan, const workload::StepProgram& prog,
-                       int stage, const Coster& c, double comm_scale) {
+                       const BlockTimes& blocks, int stage, const Coster& c, double comm_scale) {
     const auto& st = plan.stages[static_cast<std::size_t>(stage)];
     StageTimes s;
     double hbm_microbatch = 0.0;
-    const auto add_block = [&](const workload::BlockProgram& b, double count) {
+    const auto add_block = [&](int block, double count) {
         if (count <= 0.0) {
             return;
         }
-        const BlockTime f = block_time(b.forward, c, comm_scale);
-        const BlockTime w = block_time(b.backward, c, comm_scale);
+        const BlockTime& f = blocks.forward[block];
+        const BlockTime& w = blocks.backward[block];
         s.forward += count * f.seconds;
         s.backward += count * w.seconds;
         hbm_microbatch += count * (f.hbm_bytes + w.hbm_bytes);
     };
-    add_block(prog.dense_layer, static_cast<double>(st.dense_layers));
-    add_block(prog.moe_layer, static_cast<double>(st.moe_layers));
-    add_block(prog.embedding, st.has_embedding ? 1.0 : 0.0);
-    add_block(prog.head, st.has_head ? 1.0 : 0.0);
+    add_block(0, static_cast<double>(st.dense_layers));
+    add_block(1, static_cast<double>(st.moe_layers));
+    add_block(2, st.has_embedding ? 1.0 : 0.0);
+    add_block(3, st.has_head ? 1.0 : 0.0);
     if (plan.pp > 1) {
-        // Each model chunk sends its activations on and its gradients back once per microbatch.
-        const double send = c.cost(prog.pipeline_send, comm_scale).seconds * plan.virtual_stages;
-        s.forward += send;
-        s.backward += send;
+        s.forward += blocks.send;
+        s.backward += blocks.send;
     }
     const workload::StageStepOps step_ops = workload::build_stage_step_ops(plan, stage);
     const BlockTime sync = block_time(step_ops.gradient_sync, c, comm_scale);
@@ -114,14 +136,23 @@ struct Totals {
     std::vector<StageTimes> stages;
 };
 
+/// Whether the stages hold different numbers of layers (stage_layers, balance, or pp not
+/// dividing the layers).
+bool layers_differ(const workload::Plan& plan) {
+    return std::any_of(plan.stages.begin(), plan.stages.end(), [&](const auto& st) {
+        return st.layers() != plan.stages.front().layers();
+    });
+}
+
 Totals evaluate(const workload::Plan& plan, const workload::StepProgram& prog, const Coster& c,
                 double comm_scale) {
     Totals t;
     double per_microbatch = -1.0;
     double all_stages = 0.0;
     double after = 0.0;
+    const BlockTimes blocks(plan, prog, c, comm_scale);
     for (int i = 0; i < plan.pp; ++i) {
-        StageTimes s = stage_times(plan, prog, i, c, comm_scale);
+        StageTimes s = stage_times(plan, prog, blocks, i, c, comm_scale);
         if (s.forward + s.backward > per_microbatch) {
             per_microbatch = s.forward + s.backward;
             t.slowest = i;
@@ -130,11 +161,27 @@ Totals evaluate(const workload::Plan& plan, const workload::StepProgram& prog, c
         after = std::max(after, s.after);
         t.stages.push_back(s);
     }
-    // The slowest stage paces the m microbatches; filling and draining the pipeline crosses
-    // every other stage once, in chunks of 1/v of its work.
     const double v = plan.virtual_stages;
-    t.bubble = (all_stages - per_microbatch) / v;
-    t.pipeline = static_cast<double>(plan.microbatches) * per_microbatch + t.bubble;
+    const double m = static_cast<double>(plan.microbatches);
+    if (layers_differ(plan)) {
+        // Stages of unequal layers: a slow stage hides part of the fill and drain behind its
+        // own warm-up and cool-down, which the closed form below does not see; run the
+        // schedule's dependencies with each stage's task times (1/v of the stage per chunk).
+        std::vector<double> forward, backward;
+        for (const StageTimes& s : t.stages) {
+            forward.push_back(s.forward / v);
+            backward.push_back(s.backward / v);
+        }
+        t.pipeline = workload::pipeline_makespan(plan.training.parallelism.schedule,
+                                                 plan.microbatches, plan.virtual_stages,
+                                                 forward, backward);
+        t.bubble = t.pipeline - m * per_microbatch;
+    } else {
+        // The slowest stage paces the m microbatches; filling and draining the pipeline
+        // crosses every other stage once, in chunks of 1/v of its work.
+        t.bubble = (all_stages - per_microbatch) / v;
+        t.pipeline = m * per_microbatch + t.bubble;
+    }
     t.step = t.pipeline + after;
     return t;
 }
@@ -214,6 +261,8 @@ StepEstimate estimate_step(const workload::Plan& plan) {
     e.bubble_s = full.bubble;
     e.slowest_stage = full.slowest;
     for (const auto& s : full.stages) {
+        e.stage_forward_s.push_back(s.forward);
+        e.stage_backward_s.push_back(s.backward);
         e.grad_sync_exposed_s = std::max(e.grad_sync_exposed_s, s.grad_sync_exposed);
         e.optimizer_s = std::max(e.optimizer_s, s.optimizer);
         e.param_gather_s = std::max(e.param_gather_s, s.param_gather);

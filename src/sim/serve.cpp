@@ -557,6 +557,9 @@ private:
         }
         case kEnable: {
             const auto d = static_cast<std::size_t>(e.payload);
+            if (down_since_[d] >= 0) {
+                break; // down again at the instant it returned
+            }
             domain_state_[d] = kUpState;
             for (std::uint32_t r : domain_reps_[d]) {
                 main_pool_.set_enabled(pool_of_[r], true);

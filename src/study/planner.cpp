@@ -1,5 +1,7 @@
 #include "trnsim/study/planner.hpp"
 
+#include "frontier.hpp"
+
 #include "trnsim/core/format.hpp"
 #include "trnsim/reliability/expectation.hpp"
 #include "trnsim/sim/analytic.hpp"
@@ -25,6 +27,8 @@ double objective_value(config::Objective o, double time_s, double cost_usd, doub
         return cost_usd;
     case config::Objective::max_goodput:
         return -goodput;
+    case config::Objective::max_rate: // serving plans only (enumerate refuses it here)
+        break;
     }
     return 0.0;
 }
@@ -147,27 +151,6 @@ void estimate_group(const config::PlanSpec& plan, config::ScenarioSpec& spec,
     }
 }
 
-/// Indices on the Pareto frontier of (time, cost), both minimised: no other point is at
-/// least as good in both and better in one. Ties keep the lowest index.
-std::vector<std::size_t> frontier_of(std::vector<std::size_t> idx, const std::vector<double>& time,
-                                     const std::vector<double>& cost) {
-    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-        if (time[a] != time[b]) {
-            return time[a] < time[b];
-        }
-        return cost[a] != cost[b] ? cost[a] < cost[b] : a < b;
-    });
-    std::vector<std::size_t> out;
-    double best = kInf;
-    for (std::size_t i : idx) {
-        if (cost[i] < best) {
-            out.push_back(i);
-            best = cost[i];
-        }
-    }
-    return out;
-}
-
 std::string misses_of(const config::PlanSpec& plan, const CandidateEstimate& x, double time,
                       double cost, double ettr) {
     std::string m;
@@ -188,6 +171,29 @@ std::string misses_of(const config::PlanSpec& plan, const CandidateEstimate& x, 
 }
 
 } // namespace
+
+namespace detail {
+
+std::vector<std::size_t> frontier_of(std::vector<std::size_t> idx, const std::vector<double>& time,
+                                     const std::vector<double>& cost) {
+    std::sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+        if (time[a] != time[b]) {
+            return time[a] < time[b];
+        }
+        return cost[a] != cost[b] ? cost[a] < cost[b] : a < b;
+    });
+    std::vector<std::size_t> out;
+    double best = kInf;
+    for (std::size_t i : idx) {
+        if (cost[i] < best) {
+            out.push_back(i);
+            best = cost[i];
+        }
+    }
+    return out;
+}
+
+} // namespace detail
 
 std::vector<config::Override> candidate_overrides(const config::PlanSpec& plan,
                                                   const config::ScenarioSpec& base,
@@ -220,9 +226,51 @@ std::vector<config::Override> candidate_overrides(const config::PlanSpec& plan,
     return o;
 }
 
+std::size_t candidate_count(const config::PlanSpec& plan, const config::ScenarioSpec& base) {
+    return base.workload_type == config::WorkloadType::inference
+               ? enumerate_serving(plan, base).size()
+               : enumerate(plan, base).size();
+}
+
 std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::ScenarioSpec& base) {
     if (base.workload_type != config::WorkloadType::training) {
-        throw InputError("base", "trnsim plan needs a training scenario", plan.base_origin);
+        throw InputError("base",
+                         "trnsim plan needs a training or an inference scenario, not " +
+                             std::string(config::to_string(base.workload_type)),
+                         plan.base_origin);
+    }
+    if (plan.ultraservers.given && plan.instances.given) {
+        throw InputError("search.instances",
+                         "give search.ultraservers or search.instances, not both",
+                         plan.instances.origin);
+    }
+    if (plan.objective == config::Objective::max_rate || plan.serving.given) {
+        throw InputError("objective",
+                         "is for serving plans (a base with workload.type: inference); a "
+                         "training plan's objective is min_time, min_cost or max_goodput",
+                         plan.objective_origin);
+    }
+    const std::pair<const char*, const config::SearchKey<int>*> serving_keys[] = {
+        {"search.max_batch", &plan.max_batch},
+        {"search.replicas", &plan.replicas},
+        {"search.prefill_replicas", &plan.prefill_replicas}};
+    for (const auto& [key, k] : serving_keys) {
+        if (k->given) {
+            throw InputError(key, "is for serving plans (a base with workload.type: inference)",
+                             k->origin);
+        }
+    }
+    if (plan.sources.contains("requests")) {
+        throw InputError("requests",
+                         "is for serving plans (a base with workload.type: inference): the "
+                         "requests of each candidate's serving run",
+                         plan.requests_origin);
+    }
+    if (plan.chip.given) {
+        throw InputError("search.chip",
+                         "is for serving plans (a base with workload.type: inference); a "
+                         "training plan keeps the base's chip",
+                         plan.chip.origin);
     }
     const bool us = counts_ultraservers(base);
     if (us && plan.instances.given) {
@@ -250,6 +298,21 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
         }
     }
     const auto& par = base.training.parallelism;
+    if (plan.pp.given && !par.stage_layers.empty()) {
+        for (const int p : plan.pp.values) {
+            if (static_cast<std::size_t>(p) != par.stage_layers.size()) {
+                throw InputError("search.pp",
+                                 "the base scenario lists workload.parallelism.stage_layers "
+                                 "for " + std::to_string(par.stage_layers.size()) +
+                                     " stages, so it cannot run with pp = " +
+                                     std::to_string(p) +
+                                     "; drop stage_layers (balance: even or llama3 lay out "
+                                     "any pp) or search only pp = " +
+                                     std::to_string(par.stage_layers.size()),
+                                 plan.pp.origin);
+            }
+        }
+    }
     const auto domains = values_of(us ? plan.ultraservers : plan.instances,
                                    us ? base.cluster.ultraservers : base.cluster.instances);
     const auto batch = values_of(plan.global_batch, base.training.global_batch);
@@ -306,6 +369,11 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
     };
     threads = std::max(1, threads);
     PlanResult r;
+    if (base.workload_type == config::WorkloadType::inference) {
+        r.serving = run_serving_plan(plan, base, threads, progress);
+        r.domain_name = counts_ultraservers(base) ? "UltraServers" : "instances";
+        return r;
+    }
     r.domain_name = counts_ultraservers(base) ? "UltraServers" : "instances";
     r.candidates = enumerate(plan, base);
     const auto& cands = r.candidates;
@@ -382,7 +450,7 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
             r.cheapest = static_cast<std::int64_t>(i);
         }
     }
-    for (std::size_t i : frontier_of(runnable, time, cost)) {
+    for (std::size_t i : detail::frontier_of(runnable, time, cost)) {
         r.estimates[i].frontier = true;
     }
 
@@ -400,7 +468,7 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
                                                          static_cast<std::size_t>(plan.finalists)));
     const std::size_t by_objective = chosen.size();
     std::vector<std::size_t> front;
-    for (std::size_t i : frontier_of(feasible, time, cost)) {
+    for (std::size_t i : detail::frontier_of(feasible, time, cost)) {
         if (std::find(chosen.begin(), chosen.end(), i) == chosen.end()) {
             front.push_back(i);
         }
@@ -488,7 +556,7 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
         fc[i] = r.finalists[i].run.cost_usd;
         all[i] = i;
     }
-    for (std::size_t i : frontier_of(all, ft, fc)) {
+    for (std::size_t i : detail::frontier_of(all, ft, fc)) {
         r.finalists[i].frontier = true;
     }
     return r;

@@ -126,6 +126,61 @@ double activation_bytes_per_layer(const ModelSpec& m, bool moe_layer, std::int64
     return bytes;
 }
 
+std::vector<std::int64_t> stage_layer_counts(const ParallelismSpec& par, std::int64_t layers) {
+    const std::int64_t pp = par.pp;
+    const std::string key = std::string(kPar) + ".stage_layers";
+    std::vector<std::int64_t> out;
+    if (!par.stage_layers.empty()) {
+        std::int64_t sum = 0;
+        for (std::size_t i = 0; i < par.stage_layers.size(); ++i) {
+            if (par.stage_layers[i] < 1) {
+                fail(key + "[" + str(static_cast<std::int64_t>(i)) + "]",
+                     "stage " + str(static_cast<std::int64_t>(i)) + " has " +
+                         str(par.stage_layers[i]) + " layers; every stage needs at least one");
+            }
+            sum += par.stage_layers[i];
+            out.push_back(par.stage_layers[i]);
+        }
+        if (static_cast<std::int64_t>(out.size()) != pp) {
+            fail(key, "lists " + str(static_cast<std::int64_t>(out.size())) +
+                          " stages but pp = " + str(pp) + " (one entry per pipeline stage)");
+        }
+        if (sum != layers) {
+            fail(key, "the stages hold " + str(sum) + " layers but the model has " +
+                          str(layers));
+        }
+        return out;
+    }
+    if (par.balance == StageBalance::llama3) {
+        const std::string bkey = std::string(kPar) + ".balance";
+        if (pp < 3) {
+            fail(bkey, "balance: llama3 (the first and the last stage one layer fewer than the "
+                       "others) needs pp >= 3; pp = " + str(pp));
+        }
+        if ((layers + 2) % pp != 0 || (layers + 2) / pp < 2) {
+            fail(bkey, "balance: llama3 gives the first and the last stage k - 1 layers and "
+                       "the others k, k = (layers + 2) / pp >= 2: layers + 2 = " +
+                           str(layers + 2) + " is not such a multiple of pp = " + str(pp) +
+                           "; use balance: even or list stage_layers");
+        }
+        const std::int64_t k = (layers + 2) / pp;
+        out.assign(static_cast<std::size_t>(pp), k);
+        out.front() = k - 1;
+        out.back() = k - 1;
+        return out;
+    }
+    if (pp > layers) {
+        fail(std::string(kPar) + ".pp", "pp = " + str(pp) + " exceeds the model's " +
+                                            str(layers) +
+                                            " layers: every stage needs at least one");
+    }
+    const std::int64_t q = layers / pp, r = layers % pp;
+    for (std::int64_t i = 0; i < pp; ++i) {
+        out.push_back(q + (i >= 1 && i <= r ? 1 : 0));
+    }
+    return out;
+}
+
 GroupLayout Plan::group_layout(CommGroup g) const {
     const std::int64_t t = tp;
     GroupLayout l;
@@ -361,12 +416,27 @@ void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& clus
                  " ranks of a chip or be a multiple of them (a TP group shares one chip or "
                  "takes whole chips)");
     }
-    const std::int64_t chunks = std::int64_t{par.pp} * par.virtual_stages;
-    if (m.layers % chunks != 0) {
-        fail(std::string(kPar) + ".pp",
-             "pp = " + str(par.pp) +
-                 (par.virtual_stages > 1 ? " x virtual_stages = " + str(par.virtual_stages) : "") +
-                 " must divide the model's " + str(m.layers) + " layers");
+    const std::vector<std::int64_t> counts = stage_layer_counts(par, m.layers);
+    if (par.virtual_stages > 1) {
+        // The interleaved schedule's chunks are equal: each stage's layers split v ways.
+        for (std::size_t i = 0; i < counts.size(); ++i) {
+            if (counts[i] % par.virtual_stages == 0) {
+                continue;
+            }
+            if (!par.stage_layers.empty()) {
+                fail(std::string(kPar) + ".stage_layers",
+                     "stage " + str(static_cast<std::int64_t>(i)) + " holds " + str(counts[i]) +
+                         " layers, not a multiple of virtual_stages = " +
+                         str(par.virtual_stages) + " (the interleaved chunks of a stage are "
+                         "equal)");
+            }
+            fail(std::string(kPar) + ".pp",
+                 "pp = " + str(par.pp) + " x virtual_stages = " + str(par.virtual_stages) +
+                     " must divide the model's " + str(m.layers) +
+                     " layers (the interleaved chunks of a stage are equal; or list "
+                     "workload.parallelism.stage_layers in multiples of " +
+                     str(par.virtual_stages) + ")");
+        }
     }
     if (par.cp > 1 && t.sequence_length % (2 * std::int64_t{par.cp}) != 0) {
         fail(std::string(kPar) + ".cp",
@@ -474,14 +544,17 @@ void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& clus
 void layout_stages(const TrainingSpec& t, Plan& p) {
     const auto& m = t.model;
     const ModelStats& s = p.stats;
-    const std::int64_t per_stage = m.layers / p.pp;
+    const std::vector<std::int64_t> counts = stage_layer_counts(t.parallelism, m.layers);
     const std::int64_t first_moe = m.is_moe() ? m.moe.first_dense_layers : m.layers;
+    std::int64_t begin = 0;
     for (int i = 0; i < p.pp; ++i) {
         StageLayout st;
-        const std::int64_t begin = i * per_stage;
+        const std::int64_t per_stage = counts[static_cast<std::size_t>(i)];
         const std::int64_t end = begin + per_stage;
+        st.first_layer = begin;
         st.moe_layers = std::max<std::int64_t>(0, end - std::max(begin, first_moe));
         st.dense_layers = per_stage - st.moe_layers;
+        begin = end;
         st.has_embedding = i == 0;
         st.has_head = i == p.pp - 1;
         std::int64_t dense = per_stage * s.attention + st.dense_layers * s.dense_mlp +
@@ -583,7 +656,27 @@ std::string memory_advice(const Plan& p) {
     if (par.microbatch > 1) {
         advice += ", lower microbatch";
     }
-    return advice + ", or use more chips";
+    // More chips only help through a larger dp, which shards what ZeRO shards (the optimizer
+    // state at zero 1, also the gradients at 2, also the weights at 3): suggest them only when
+    // sharding that part without limit could close the gap.
+    const MemoryBreakdown& m = p.memory.worst;
+    double sharded = par.zero >= 1 ? static_cast<double>(m.optimizer.count()) : 0.0;
+    sharded += par.zero >= 2 ? static_cast<double>(m.gradients.count()) : 0.0;
+    sharded += par.zero >= 3 ? static_cast<double>(m.weights.count()) : 0.0;
+    const double gap = static_cast<double>(m.total().count() - p.memory.capacity_per_rank.count());
+    if (sharded > gap) {
+        return advice + ", or use more chips (a larger dp shards the " +
+               (par.zero >= 3 ? "weights, gradients and optimizer state"
+                : par.zero == 2 ? "gradients and optimizer state"
+                                : "optimizer state") +
+               ")";
+    }
+    const std::string shards =
+        par.zero == 0 ? "shards nothing"
+                      : "shards only " + fmt::bytes(Bytes(static_cast<std::int64_t>(sharded))) +
+                            " of this stage's memory";
+    return advice + " (more chips would not help: at zero " + str(par.zero) + " a larger dp " +
+           shards + ")";
 }
 
 } // namespace

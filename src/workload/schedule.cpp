@@ -54,4 +54,58 @@ std::vector<PipelineTask> pipeline_schedule(Schedule schedule, int pp, int stage
     return out;
 }
 
+double pipeline_makespan(Schedule schedule, std::int64_t microbatches, int chunks,
+                         const std::vector<double>& forward_s,
+                         const std::vector<double>& backward_s) {
+    const int pp = static_cast<int>(forward_s.size());
+    const std::int64_t m = microbatches;
+    const std::int64_t virtual_stages = std::int64_t{pp} * chunks;
+    std::vector<std::vector<PipelineTask>> order(static_cast<std::size_t>(pp));
+    for (int s = 0; s < pp; ++s) {
+        order[static_cast<std::size_t>(s)] = pipeline_schedule(schedule, pp, s, m, chunks);
+    }
+    // Finish times per (virtual stage, microbatch); -1 until done (times are >= 0).
+    std::vector<double> forward_done(static_cast<std::size_t>(virtual_stages * m), -1.0);
+    std::vector<double> backward_done(forward_done.size(), -1.0);
+    std::vector<double> clock(static_cast<std::size_t>(pp), 0.0);
+    std::vector<std::size_t> next(static_cast<std::size_t>(pp), 0);
+    std::int64_t left = 2 * virtual_stages * m;
+    while (left > 0) {
+        bool progress = false;
+        for (int s = 0; s < pp; ++s) {
+            const auto si = static_cast<std::size_t>(s);
+            const auto& tasks = order[si];
+            // Run the stage's tasks in order until one waits for an input not yet there.
+            while (next[si] < tasks.size()) {
+                const PipelineTask& t = tasks[next[si]];
+                const std::int64_t u = virtual_stage(pp, s, t.chunk);
+                const auto at = [&](std::int64_t stage) {
+                    return static_cast<std::size_t>(stage * m + t.microbatch);
+                };
+                double ready = 0.0;
+                if (t.forward) {
+                    ready = u == 0 ? 0.0 : forward_done[at(u - 1)];
+                } else {
+                    ready = u == virtual_stages - 1 ? forward_done[at(u)]
+                                                    : backward_done[at(u + 1)];
+                }
+                if (ready < 0.0) {
+                    break;
+                }
+                const double end = std::max(clock[si], ready) +
+                                   (t.forward ? forward_s[si] : backward_s[si]);
+                clock[si] = end;
+                (t.forward ? forward_done : backward_done)[at(u)] = end;
+                ++next[si];
+                --left;
+                progress = true;
+            }
+        }
+        if (!progress) {
+            throw std::logic_error("pipeline_makespan: the schedules wait on each other");
+        }
+    }
+    return *std::max_element(clock.begin(), clock.end());
+}
+
 } // namespace trnsim::workload

@@ -81,13 +81,22 @@ sweep:
     workload.serving.tp: [8, 16]
 """
 
+#: A serving plan over the same base: the cheapest of four layouts at 40 requests/s.
+SERVING_PLAN = """base: serving.yaml
+name: report-serving-plan
+objective: {type: min_cost, rate: 40/s, slo_attainment: 0.5}
+search: {tp: [8, 16], max_batch: [4, 8]}
+requests: 100
+"""
+
 
 class ServingReportTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls._tmp = tempfile.TemporaryDirectory(prefix="trnsim-report-serving-")
         cls.tmp = Path(cls._tmp.name)
-        for name, text in (("serving", SERVING), ("rate", RATE_SWEEP), ("fleet", FLEET_SWEEP)):
+        for name, text in (("serving", SERVING), ("rate", RATE_SWEEP), ("fleet", FLEET_SWEEP),
+                           ("plan", SERVING_PLAN)):
             (cls.tmp / f"{name}.yaml").write_text(text)
         cls.one = cls.tmp / "run.h5"
         cls.bare = cls.tmp / "bare.h5"
@@ -98,6 +107,8 @@ class ServingReportTest(unittest.TestCase):
                "output.requests=false")
         cls.rate_out = trnsim("batch", str(cls.tmp / "rate.yaml"), "-o", str(cls.rate))
         trnsim("batch", str(cls.tmp / "fleet.yaml"), "-o", str(cls.fleet), "-q")
+        cls.plan = cls.tmp / "plan.h5"
+        cls.plan_out = trnsim("plan", str(cls.tmp / "plan.yaml"), "-o", str(cls.plan))
 
     @classmethod
     def tearDownClass(cls):
@@ -235,6 +246,29 @@ class ServingReportTest(unittest.TestCase):
         self.assertEqual(sorted(loaded["instances"].unique()), [1, 2, 4])
         self.assertEqual(sorted(loaded["fleet"].unique()), ["UltraServers", "instances"])
         self.assertIn("cluster", exclude)
+
+    def test_serving_plan_report(self):
+        page, tables = self.report_of(self.plan, ["pareto.png"])
+        self.assertIn("Best fleet", page)
+        ranked = tables.tables[0]
+        self.assertEqual(ranked[0][:4], ["rank", "$/hour", "rate", "SLO met"])
+        # The ranks, $/hour and SLO attainment as `trnsim plan` prints them (rank, chip,
+        # inst, US, tp, batch, repl, prefill, $/hour, rate, SLO met, ...).
+        printed = []
+        for line in self.plan_out.splitlines():
+            m = re.match(r"^\s+(\d+) \S+\s+\d+\s+\S+\s+\d+\s+\d+\s+\d+\s+\d+\s+"
+                         r"(\$\S+)\s+\S+\s+(\S+%)", line)
+            if m:
+                printed.append(m.groups())
+        self.assertEqual(len(printed), len(ranked) - 1)
+        for row, (rank, per_hour, met) in zip(ranked[1:], printed):
+            self.assertEqual((row[0], row[1], row[3]), (rank, per_hour, met))
+        # The frontier in the file is the Pareto set of ($/M tokens, TTFT p99), recomputed.
+        cands = trnsim_results.load_table(str(self.plan), "/plan/serving")
+        sim = cands[cands["simulations"] > 0].reset_index(drop=True)
+        front = report.frontier(list(sim["cost_per_million_output_tokens_usd"]),
+                                list(sim["ttft_p99_s"]))
+        self.assertEqual(sorted(front), list(np.flatnonzero(sim["pareto"].to_numpy() == 1)))
 
 
 if __name__ == "__main__":

@@ -170,6 +170,17 @@ class ResultsFilesTest(unittest.TestCase):
         self.assertTrue((memory[parts].sum(axis=1) == memory["total_bytes"]).all())
         self.assertEqual(memory["total_bytes"].max(), summary["memory_per_rank_bytes"])
 
+        # One row per stage; the stages hold the model's layers between them.
+        stages = trnsim_results.load_table(self.default_h5, "/plan/stages")
+        self.assertEqual(list(stages["stage"]), list(range(summary["pp"])))
+        self.assertTrue((stages["layers"] == stages["dense_layers"] + stages["moe_layers"]).all())
+        self.assertEqual(list(stages["first_layer"]),
+                         list(stages["layers"].cumsum() - stages["layers"]))
+        self.assertEqual(list(stages["embedding"]), [1] + [0] * (summary["pp"] - 1))
+        self.assertEqual(list(stages["head"]), [0] * (summary["pp"] - 1) + [1])
+        self.assertTrue((stages["forward_s"] > 0).all())
+        self.assertTrue((stages["backward_s"] > stages["forward_s"]).all())
+
     def test_newer_schema_version_is_refused(self):
         newer = self.tmp / "newer.h5"
         shutil.copyfile(self.default_h5, newer)

@@ -359,6 +359,16 @@ TEST(Cli, Describe) {
     const CliResult chip = run_cli({"describe", "chip", "trn2"});
     EXPECT_EQ(chip.exit_code, 0);
     EXPECT_NE(chip.out.find("667 TFLOP/s"), std::string::npos) << chip.out;
+    // The time basis next to the MFU basis: 8 x 128 x 128 x 2 x 2.4 GHz = 629 TFLOPS = 0.943 x
+    // the published 667; VectorE's performance mode (NKI2: 512 per cycle).
+    EXPECT_NE(chip.out.find("629 TFLOP/s BF16 = 0.943 x the published 667 TFLOP/s"),
+              std::string::npos)
+        << chip.out;
+    EXPECT_NE(chip.out.find("512 in performance mode"), std::string::npos) << chip.out;
+    const CliResult trn1 = run_cli({"describe", "chip", "trn1"});
+    EXPECT_NE(trn1.out.find("184 TFLOP/s BF16 = 0.966 x the published 190 TFLOP/s"),
+              std::string::npos)
+        << trn1.out;
     const CliResult model = run_cli({"describe", "model", "llama3-405b"});
     EXPECT_EQ(model.exit_code, 0);
     EXPECT_NE(model.out.find("405853388800"), std::string::npos) << model.out;

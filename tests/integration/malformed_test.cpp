@@ -120,7 +120,29 @@ std::vector<Case> cases() {
         {"bad_choice", with("zero: 1}", "zero: 1, schedule: gpipe}"), {},
          "workload.parallelism.schedule", ""},
         {"tp_not_dividing_heads", with("tp: 4", "tp: 12"), {}, "workload.parallelism.tp", ""},
-        {"pp_not_dividing_layers", with("pp: 1", "pp: 3"), {}, "workload.parallelism.pp", ""},
+        {"pp_exceeding_layers", with("pp: 1", "pp: 33"), {},
+         "workload.parallelism.pp: pp = 33 exceeds the model's 32 layers", "scenario.yaml:9:"},
+        // Uneven pipeline stages (workload.parallelism.stage_layers, balance).
+        {"stage_layers_wrong_length", with("pp: 1", "pp: 2, stage_layers: [32]"), {},
+         "workload.parallelism.stage_layers: lists 1 stages but pp = 2", "scenario.yaml:9:"},
+        {"stage_layers_wrong_sum", with("pp: 1", "pp: 2, stage_layers: [16, 15]"), {},
+         "workload.parallelism.stage_layers: the stages hold 31 layers but the model has 32",
+         "scenario.yaml:9:"},
+        {"stage_layers_zero_entry", with("pp: 1", "pp: 2, stage_layers: [32, 0]"), {},
+         "workload.parallelism.stage_layers[1]: out of range", "scenario.yaml:9:"},
+        {"stage_layers_not_a_list", with("pp: 1", "pp: 2, stage_layers: 16"), {},
+         "workload.parallelism.stage_layers: expected a non-empty list", "scenario.yaml:9:"},
+        {"stage_layers_and_balance",
+         with("pp: 1", "pp: 2, stage_layers: [16, 16], balance: even"), {},
+         "workload.parallelism.balance: give only one of", "scenario.yaml:9:"},
+        {"balance_unknown", with("pp: 1", "pp: 2, balance: llama4"), {},
+         "workload.parallelism.balance", "scenario.yaml:9:"},
+        {"balance_llama3_two_stages", with("pp: 1", "pp: 2, balance: llama3"), {},
+         "workload.parallelism.balance: balance: llama3", "scenario.yaml:9:"},
+        {"stage_layers_set_wrong_sum", v,
+         {"workload.parallelism.pp=2", "workload.parallelism.stage_layers=[30, 1]"},
+         "workload.parallelism.stage_layers: the stages hold 31 layers",
+         "command line (--set workload.parallelism.stage_layers=[30, 1])"},
         {"plan_not_dividing_ranks", with("{tp: 4, pp: 1,", "{tp: 32, pp: 32,"),
          {"cluster.ultraservers=3"}, "tp x pp = 1024 does not divide the 768 ranks", ""},
         {"dp_mismatch", with("zero: 1}", "zero: 1, dp: 7}"), {}, "workload.parallelism.dp", ""},
@@ -436,6 +458,102 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, Malformed, ::testing::ValuesIn(cases()),
                          });
 
 TEST(MalformedCount, AtLeastTwentyFiveCases) { EXPECT_GE(cases().size(), 25u); }
+
+} // namespace
+} // namespace trnsim::test
+
+namespace trnsim::test {
+namespace {
+
+// Bad serving plans (trnsim plan with a workload.type: inference base): exit 2, the key path
+// and the plan file's line, nothing written, before any candidate is simulated; `validate`
+// refuses the same file.
+struct PlanCase {
+    const char* name;
+    std::string plan;      ///< the plan text (its base is scenario.yaml beside it)
+    const char* key;       ///< expected in the message
+    std::string scenario = kServe;
+};
+
+std::vector<PlanCase> plan_cases() {
+    const std::string b = "base: scenario.yaml\n";
+    const std::string trace =
+        serve_with("arrival: {poisson: {rate: 2/s}}\n    count: 20",
+                   "arrival: {trace: trace.csv, speedup: 1}\n    count: 2");
+    return {
+        {"plan_rate_zero", b + "objective: {type: min_cost, rate: 0/s}\n", "objective.rate"},
+        {"plan_rate_negative", b + "objective: {type: min_cost, rate: -2/s}\n",
+         "objective.rate"},
+        {"plan_attainment_zero", b + "objective: {type: min_cost, slo_attainment: 0}\n",
+         "objective.slo_attainment"},
+        {"plan_attainment_above_one", b + "objective: {type: min_cost, slo_attainment: 1.5}\n",
+         "objective.slo_attainment"},
+        {"plan_objective_unknown_key", b + "objective: {type: min_cost, rates: 2/s}\n",
+         "objective.rates"},
+        {"plan_objective_without_type", b + "objective: {rate: 2/s}\n", "objective.type"},
+        {"plan_objective_training_type", b + "objective: {type: min_time}\n", "objective.type"},
+        {"plan_max_rate_with_rate", b + "objective: {type: max_rate, rate: 2/s}\n",
+         "objective.rate"},
+        {"plan_rate_range_reversed",
+         b + "objective: {type: max_rate, rate_range: [10/s, 1/s]}\n", "objective.rate_range"},
+        {"plan_tolerance_zero", b + "objective: {type: max_rate, tolerance: 0}\n",
+         "objective.tolerance"},
+        {"plan_speedup_without_trace", b + "objective: {type: min_cost, speedup: 2}\n",
+         "objective.speedup"},
+        {"plan_rate_with_trace", b + "objective: {type: min_cost, rate: 2/s}\n",
+         "objective.rate", trace},
+        {"plan_training_key", b + "search: {pp: [1, 2]}\n", "search.pp"},
+        {"plan_training_objective", b + "objective: max_goodput\n", "objective"},
+        {"plan_training_constraint", b + "constraints: {deadline: 30d}\n",
+         "constraints.deadline"},
+        {"plan_max_batch_zero", b + "search: {max_batch: [0, 4]}\n", "search.max_batch"},
+        {"plan_tp_zero", b + "search: {tp: [0]}\n", "search.tp"},
+        {"plan_chip_unknown", b + "search: {chip: [trn9]}\n", "search.chip"},
+        {"plan_chip_with_price",
+         b + "search: {chip: [trn2, inf2]}\n", "search.chip",
+         std::string(kServe) + "cost: {instance_hour: 10USD}\n"},
+        {"plan_requests_zero", b + "requests: 0\n", "requests"},
+        {"plan_closed_loop_without_rate", b + "objective: min_cost\n", "objective.rate",
+         serve_with("{poisson: {rate: 2/s}}", "{closed_loop: {concurrency: 2}}")},
+    };
+}
+
+void PrintTo(const PlanCase& c, std::ostream* os) { *os << c.name; }
+
+class MalformedPlan : public ::testing::TestWithParam<PlanCase> {};
+
+TEST_P(MalformedPlan, ExitsTwoNamesTheKeyAndWritesNothing) {
+    const PlanCase& c = GetParam();
+    const fs::path dir = test::scratch_path("trnsim-malformed-" + std::string(c.name));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "scenario.yaml") << c.scenario;
+    std::ofstream(dir / "plan.yaml") << c.plan;
+    std::ofstream(dir / "trace.csv")
+        << "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.0,374,44\n"
+           "2023-11-16 18:15:47.0,100,10\n";
+    const CliResult r = run_cli({"plan", "plan.yaml", "-o", (dir / "out.h5").string()},
+                                dir.string());
+    EXPECT_EQ(r.exit_code, 2) << r.err << r.out;
+    EXPECT_NE(r.err.find(c.key), std::string::npos) << "expected '" << c.key << "' in: " << r.err;
+    EXPECT_EQ(r.err.rfind("plan.yaml:", 0), 0u) << "expected the plan file's line: " << r.err;
+    EXPECT_EQ(r.err.find("evaluating"), std::string::npos) << "simulated before refusing";
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        EXPECT_TRUE(name == "scenario.yaml" || name == "plan.yaml" || name == "trace.csv")
+            << "unexpected " << entry.path();
+    }
+    const CliResult v = run_cli({"validate", "plan.yaml"}, dir.string());
+    EXPECT_EQ(v.exit_code, 2) << "validate accepted what plan refuses:\n" << v.out;
+    EXPECT_NE(v.err.find(c.key), std::string::npos) << "validate: " << v.err;
+    fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(ServingPlans, MalformedPlan, ::testing::ValuesIn(plan_cases()),
+                         [](const ::testing::TestParamInfo<PlanCase>& param) {
+                             return std::string(param.param.name);
+                         });
 
 } // namespace
 } // namespace trnsim::test

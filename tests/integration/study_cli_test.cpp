@@ -196,6 +196,26 @@ TEST(Batch, AServingSweepKeepsItsLatencyAndCostAndGrowsCapacityWithTheFleet) {
     fs::remove_all(dir);
 }
 
+TEST(Batch, AReliabilitySweepWithNothingToFailWarnsAndStrictRefusesIt) {
+    // Checkpoint intervals swept over a base without failure processes: every point would
+    // report 100% ETTR; the points' warning is printed once with its count, and --strict
+    // stops the batch before it runs or writes anything.
+    const fs::path d = scratch("reliability-warning");
+    write(d / "sweep.yaml",
+          base("default.yaml") + "sweep: {grid: {reliability.checkpoint.interval: [30min, 1h]}}\n");
+    const auto r = run_cli({"batch", (d / "sweep.yaml").string(), "-o", (d / "w.h5").string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: reliability: has no failure processes"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("(in 2 of 2 points)"), std::string::npos) << r.err;
+    const auto strict = run_cli(
+        {"batch", (d / "sweep.yaml").string(), "-o", (d / "s.h5").string(), "--strict"});
+    EXPECT_EQ(strict.exit_code, 2) << strict.err;
+    EXPECT_NE(strict.err.find("--strict makes warnings errors"), std::string::npos) << strict.err;
+    EXPECT_FALSE(fs::exists(d / "s.h5"));
+    fs::remove_all(d);
+}
+
 TEST(Batch, ResumeEqualsAFreshRun) {
     const fs::path d = scratch("resume");
     std::string first = kFailures;

@@ -137,6 +137,28 @@ class Studies(unittest.TestCase):
         self.assertEqual(len(r.tables["/plan/candidates"]), 6)
         self.assertEqual(trnsim.validate(path)["candidates"], 6)
 
+    def test_a_serving_plan_gives_the_command_lines_ranking(self):
+        path = os.path.join(self.dir.name, "serve-plan.yaml")
+        base = os.path.join(SRC, "scenarios", "serving", "llama3-70b-poisson.yaml")
+        with open(path, "w") as f:
+            f.write(f"base: {base}\nobjective: {{type: min_cost, rate: 2/s, "
+                    f"slo_attainment: 0.9}}\nsearch: {{instances: [1, 2], tp: [32, 64]}}\n"
+                    f"requests: 60\n")
+        r = trnsim.plan(path, threads=2)
+        self.assertEqual(len(r.tables["/plan/serving"]), 4)
+        self.assertEqual(trnsim.validate(path)["candidates"], 4)
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "p.h5")
+            subprocess.run([BIN, "plan", path, "-o", out, "-q", "-j", "1"], check=True)
+            with h5py.File(out) as f:
+                self.assertEqual(list(f["/summary"]["candidate"]), list(r.runs["candidate"]))
+                self.assertEqual(list(f["/summary"]["cost_per_hour_usd"]),
+                                 list(r.runs["cost_per_hour_usd"]))
+                self.assertEqual(list(f["/summary"]["slo_attainment"]),
+                                 list(r.runs["slo_attainment"]))
+        self.assertGreater(len(r.runs), 0)
+        self.assertEqual(list(r.runs["rank"]), list(range(1, len(r.runs) + 1)))
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -60,6 +60,11 @@ struct TensorEngineSpec {
 struct VectorEngineSpec {
     Frequency clock;
     int elements_per_cycle = 128;
+    /// VectorE performance mode (NeuronCore-v3, NKI2): elements per cycle of the instructions
+    /// that qualify for it, single-input copies and scalar maps (tensor_copy, tensor_scalar)
+    /// whose input and output are BF16/FP16 tiles in SBUF. 0: no such mode (NeuronCore-v2),
+    /// every instruction at elements_per_cycle. Only VectorE has one.
+    int perf_mode_elements_per_cycle = 0;
     /// Fixed cost of one instruction, in engine cycles.
     int instruction_overhead_cycles = 0;
 };

@@ -66,6 +66,15 @@ bool in_order(Unit u);
 
 enum class Op : std::uint8_t { load_stationary, multiply_moving, engine, dma };
 
+/// Which VectorE rate an engine instruction runs at. `perf`: it qualifies for NeuronCore-v3's
+/// performance mode (NKI2, "Vector Engine Performance Mode": tensor_copy and tensor_scalar whose
+/// input and output are BF16/FP16 tiles in SBUF with a contiguous inner dimension), so it
+/// streams at vector_engine.perf_mode_elements_per_cycle where the chip has one. Two-input
+/// instructions, reductions, PSUM evacuations and FP32 or FP8 data are `standard` (NKI2's 2x
+/// cases over NeuronCore-v2 are the standard 256 of NeuronCore-v3). Ignored on other engines
+/// and on chips without the mode.
+enum class VectorMode : std::uint8_t { standard, perf };
+
 /// Where a DMA moves data.
 enum class Direction : std::uint8_t { hbm_to_sbuf, sbuf_to_hbm, sbuf_to_sbuf };
 
@@ -109,7 +118,8 @@ struct Program {
 ///     partitions' worth of FP8 at the same cost (NKI2 double row);
 ///   VectorE / ScalarE / GpSimdE instruction over f elements per partition with i tensor
 ///     inputs: instruction_overhead_cycles + ceil(i f / (elements_per_cycle / partitions))
-///     cycles (NKI1: ~N cycles per input, ~100 cycles static overhead);
+///     cycles (NKI1: ~N cycles per input, ~100 cycles static overhead); a VectorE instruction
+///     in VectorMode::perf uses perf_mode_elements_per_cycle instead when the chip has it;
 ///   DMA: bytes over descriptors (see core_model.hpp).
 class ProgramBuilder {
 public:
@@ -140,12 +150,14 @@ public:
     /// `stationary`, accumulating into the PSUM buffer `out`.
     Id multiply_moving(std::int64_t cols, Precision p, Id stationary, Buffer moving, Buffer out);
     /// An instruction on VectorE, ScalarE or GpSimdE over `free_elements` per partition with
-    /// `tensor_inputs` (1 or 2) streamed inputs.
+    /// `tensor_inputs` (1 or 2) streamed inputs, at the VectorE rate `mode`.
     Id engine(Queue q, std::int64_t free_elements, int tensor_inputs,
-              std::span<const Buffer> reads, std::span<const Buffer> writes);
+              std::span<const Buffer> reads, std::span<const Buffer> writes,
+              VectorMode mode = VectorMode::standard);
     Id engine(Queue q, std::int64_t free_elements, int tensor_inputs,
-              std::initializer_list<Buffer> reads, std::initializer_list<Buffer> writes) {
-        return engine(q, free_elements, tensor_inputs, span(reads), span(writes));
+              std::initializer_list<Buffer> reads, std::initializer_list<Buffer> writes,
+              VectorMode mode = VectorMode::standard) {
+        return engine(q, free_elements, tensor_inputs, span(reads), span(writes), mode);
     }
 
     /// SBUF bytes per partition and PSUM banks allocated so far.

@@ -193,12 +193,17 @@ SweepSpec load_sweep_text(const std::string& text, const std::string& name);
 // ---------------------------------------------------------------------------------------------
 // Plans
 
-enum class Objective { min_time, min_cost, max_goodput };
-constexpr std::array<EnumName<Objective>, 3> enum_names(Objective) {
+/// What a plan ranks by. Training plans: min_time, min_cost, max_goodput. Serving plans (a
+/// base scenario with workload.type: inference): min_cost (the cheapest fleet per hour that
+/// meets the SLO at the objective's rate) and max_rate (the highest rate each fleet serves
+/// within the SLO).
+enum class Objective { min_time, min_cost, max_goodput, max_rate };
+constexpr std::array<EnumName<Objective>, 4> enum_names(Objective) {
     return {{
         {Objective::min_time, "min_time"},
         {Objective::min_cost, "min_cost"},
         {Objective::max_goodput, "max_goodput"},
+        {Objective::max_rate, "max_rate"},
     }};
 }
 inline const char* to_string(Objective v) { return enum_name(v); }
@@ -238,12 +243,38 @@ struct PlanSpec {
     SearchKey<workload::Recompute> recompute;
     SearchKey<Duration> checkpoint_interval; ///< zero: auto
 
+    // Serving plans (workload.type: inference). search.tp searches workload.serving.tp;
+    // ultraservers and instances may both be given (a candidate's cluster is one of them);
+    // the training-only keys above are refused for a serving base, these for a training base.
+    SearchKey<std::string> chip;          ///< hardware.chip presets or files, as written
+    SearchKey<int> max_batch;             ///< workload.serving.max_batch
+    SearchKey<int> replicas;              ///< workload.serving.replicas (0: auto)
+    SearchKey<int> prefill_replicas;      ///< workload.serving.disaggregated.prefill_replicas
+
+    /// The objective mapping's serving keys ({type: min_cost, rate: 20/s, ...}); the scalar
+    /// form (objective: min_cost) leaves them unset. Origins point at the values.
+    struct ServingObjective {
+        std::optional<double> rate_per_s;  ///< objective.rate: min_cost's arrival rate
+        std::optional<double> speedup;     ///< objective.speedup: min_cost's trace speed-up
+        /// objective.rate_range / speedup_range: max_rate's bisection bounds, low < high.
+        std::optional<std::array<double, 2>> rate_range, speedup_range;
+        double slo_attainment = 0.99;      ///< objective.slo_attainment, in (0, 1]
+        double tolerance = 0.02;           ///< objective.tolerance: stop at high / low <= 1 + this
+        SourceLocation rate_origin, speedup_origin, rate_range_origin, speedup_range_origin,
+            attainment_origin, tolerance_origin;
+        bool given = false;                ///< objective was a mapping
+    } serving;
+    /// Requests of each serving candidate's run (replaces the base's count or duration).
+    std::int64_t requests = 500;
+    SourceLocation requests_origin;
+
     int finalists = 8;                 ///< best candidates by the objective, simulated in full
     int frontier = 8;                  ///< further cost/time Pareto points, simulated in full
     std::optional<std::int64_t> seed;  ///< default: the base's
     std::optional<int> replications;   ///< default: the base's simulation.replications
     std::string output_file;
     SourceLocation output_origin; ///< where output.file was given (else the file)
+    SourceMap sources;            ///< where each key of the plan file was given
 };
 
 /// Reads and validates a plan file. Throws InputError with FILE:LINE:COL.

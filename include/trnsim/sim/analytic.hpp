@@ -11,7 +11,11 @@
 // every other stage once:
 //     pipeline = m t_max + bubble,      bubble = (sum_i t_i - t_max) / v
 // which is (m + (pp - 1) / v) t for equal stages (1F1B and interleaved 1F1B, Narayanan et al.
-// 2021); stages differ by the embedding and the output head. Gradient reduction overlaps the last
+// 2021); stages differ by the embedding and the output head. When the stages hold different
+// numbers of layers (workload.parallelism.stage_layers, balance, or pp not dividing the
+// layers), a slow stage hides part of the fill and drain behind its own warm-up and
+// cool-down, so the pipeline is instead the makespan of the schedule run with each stage's
+// task times (workload::pipeline_makespan: 2 m v pp tasks), and bubble = pipeline - m t_max. Gradient reduction overlaps the last
 // microbatch's backward pass; what is left of it is exposed, and so are the optimizer update
 // and the ZeRO-1/2 parameter all-gather:
 //     step = pipeline + max(0, grad_sync - t_bwd) + optimizer + param_gather
@@ -51,6 +55,11 @@ struct StepEstimate {
     double param_gather_s = 0.0; ///< ZeRO parameter all-gather, seconds per step
     double exposed_comm_s = 0.0; ///< communication not overlapped with compute, seconds per step
     int slowest_stage = 0;
+    /// Per pipeline stage, first to last: the forward and the backward pass of one microbatch
+    /// (all the stage's model chunks, with its pipeline transfers), seconds. The slowest stage
+    /// has the largest sum.
+    std::vector<double> stage_forward_s;
+    std::vector<double> stage_backward_s;
 
     double model_flops = 0.0;    ///< per step, whole cluster (6 N + attention convention)
     double hardware_flops = 0.0; ///< model FLOPs plus recomputation

@@ -31,6 +31,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,9 +47,10 @@ struct Candidate {
     std::int64_t spares = 0;      ///< spare domains
 };
 
-/// Why a candidate was rejected (the first failing check, in this order), or ok.
-enum class Verdict { ok, invalid, hbm, chips, ettr, deadline, budget };
-constexpr std::array<EnumName<Verdict>, 7> enum_names(Verdict) {
+/// Why a candidate was rejected (the first failing check, in this order), or ok. slo is for
+/// serving plans: the fleet's simulated SLO attainment is below the objective's.
+enum class Verdict { ok, invalid, hbm, chips, ettr, deadline, budget, slo };
+constexpr std::array<EnumName<Verdict>, 8> enum_names(Verdict) {
     return {{
         {Verdict::ok, "ok"},
         {Verdict::invalid, "invalid"},
@@ -57,6 +59,7 @@ constexpr std::array<EnumName<Verdict>, 7> enum_names(Verdict) {
         {Verdict::ettr, "ettr"},
         {Verdict::deadline, "deadline"},
         {Verdict::budget, "budget"},
+        {Verdict::slo, "slo"},
     }};
 }
 inline const char* to_string(Verdict v) { return enum_name(v); }
@@ -92,7 +95,96 @@ struct Finalist {
     bool by_objective = false;    ///< chosen as one of the best `finalists` (else frontier)
 };
 
+// ---------------------------------------------------------------------------------------------
+// Serving plans (a base scenario with workload.type: inference)
+//
+// 1. Candidates are every combination of the search values: chip outermost, then the cluster
+//    (the instance counts, then the UltraServer counts), tp, max_batch, replicas and
+//    prefill_replicas innermost. Each is the base scenario with the candidate's keys as
+//    overrides (built through the config module, as `trnsim run --set` would), its request
+//    stream cut to `requests` requests and its arrivals set to the objective's rate.
+// 2. A candidate that cannot be built (tp does not divide the heads, the model or its minimum
+//    KV cache does not fit in HBM, the replicas do not fit the cluster, no UltraServer for
+//    the chip) is rejected with the reason (invalid or hbm), as is one above
+//    constraints.max_chips; nothing of it is simulated.
+// 3. min_cost: the others are simulated with sim::run_serving at the objective's rate (or the
+//    trace at its speed-up); a fleet meets the objective when its SLO attainment is at least
+//    slo_attainment. The feasible ones rank by cost per hour (instances x the instance
+//    price), ties by the simulated cost per million output tokens.
+//    max_rate: for each candidate, the rate is bisected geometrically between the range's
+//    ends (the high end first: a fleet that meets it is reported at it with no upper
+//    bracket; then the low end: one that misses it is rejected as slo), keeping
+//    low = meets, high = misses, until high / low <= 1 + tolerance. rate_found is low; the
+//    fleets rank by it, highest first, ties by cost per hour.
+// 4. The Pareto frontier of (cost per million output tokens, TTFT p99), both minimised, over
+//    the simulated candidates (at the objective's rate, or at rate_found) is marked.
+//
+// Every run uses the plan's (or the base's) seed: Poisson arrivals at rate r are the same
+// draws scaled by 1 / r, so the bisection compares one request stream at different speeds.
+// Candidates run side by side on the threads, each on one thread; results do not depend on
+// the thread count.
+
+/// One point of a serving plan's search space.
+struct ServingCandidate {
+    std::string chip;              ///< hardware.chip as written (preset or file)
+    bool ultraservers = false;     ///< the cluster counts UltraServers (else instances)
+    std::int64_t domains = 0;      ///< UltraServers or instances
+    int tp = 1;
+    int max_batch = 1;
+    int replicas = 0;              ///< 0: auto
+    int prefill_replicas = 0;
+};
+
+/// What evaluating a serving candidate found. Figures are NaN when not simulated.
+struct ServingEvaluation {
+    Verdict verdict = Verdict::ok;  ///< ok, invalid, hbm, chips or slo
+    std::string reason;             ///< the rejection message (invalid, hbm, chips, slo)
+    std::int64_t chips = 0, instances = 0;
+    std::int64_t replicas = 0, prefill_replicas = 0; ///< resolved (0: not built)
+    double cost_per_hour_usd = NAN;  ///< instances x cost.instance_hour
+    /// The rate of the figures below: min_cost the objective's; max_rate rate_found. Arrivals
+    /// per second, or the trace's speed-up for a trace base.
+    double rate = NAN;
+    double slo_attainment = NAN;
+    double ttft_p99_s = NAN, tpot_p99_s = NAN;
+    double output_tokens_per_s = NAN;
+    double cost_per_million_output_tokens_usd = NAN; ///< simulated span (docs/serving.md)
+    double rate_low = NAN, rate_high = NAN; ///< max_rate's bracket (high inf: met at the top)
+    double attainment_high = NAN;            ///< max_rate: the attainment at rate_high
+    int simulations = 0;                     ///< serving runs this candidate took
+    bool pareto = false;
+    int rank = 0;                            ///< 1 = best among the feasible (0: infeasible)
+};
+
+struct ServingPlanResult {
+    std::vector<ServingCandidate> candidates;
+    std::vector<ServingEvaluation> evaluations; ///< by candidate
+    std::vector<std::int64_t> ranking;          ///< feasible candidates, best first
+    bool trace = false;          ///< rates are speed-ups of the base's trace
+    std::int64_t simulations = 0;
+    double seconds = 0.0;        ///< host time of the evaluations
+};
+
+/// The serving search space of `plan` over an inference `base`. Throws InputError (before
+/// anything is simulated) for plan keys the base cannot take: a training search key, a
+/// rate for a trace base or a speed-up for one without, search.chip with an explicit
+/// cost.instance_hour or cluster.fabric in the base.
+std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
+                                                const config::ScenarioSpec& base);
+
+/// The overrides that turn the base scenario into the candidate's at `rate` (arrivals per
+/// second, or the trace's speed-up): what `trnsim run --set` takes to reproduce a row.
+std::vector<config::Override> serving_overrides(const config::PlanSpec& plan,
+                                                const config::ScenarioSpec& base,
+                                                const ServingCandidate& c, double rate);
+
+/// Candidates of the plan (training or serving, by the base); the checks of enumerate or
+/// enumerate_serving.
+std::size_t candidate_count(const config::PlanSpec& plan, const config::ScenarioSpec& base);
+
 struct PlanResult {
+    /// Set for a serving base (then the training fields below are empty).
+    std::optional<ServingPlanResult> serving;
     std::vector<Candidate> candidates;
     std::vector<CandidateEstimate> estimates;
     std::vector<Finalist> finalists; ///< in rank order
@@ -122,7 +214,7 @@ std::vector<config::Override> candidate_overrides(const config::PlanSpec& plan,
 /// UltraServer cluster).
 std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::ScenarioSpec& base);
 
-/// Steps 1 to 4 above on `threads` threads. `progress` receives short phase messages.
+/// Steps 1 to 4 above on `threads` threads (a serving base: the serving plan's steps). `progress` receives short phase messages.
 PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& base, int threads,
                     const std::function<void(const std::string&)>& progress = {});
 

@@ -124,8 +124,10 @@ struct MemoryPlan {
 
 /// Which blocks a pipeline stage runs, and how many of each.
 struct StageLayout {
+    std::int64_t first_layer = 0; ///< index of the stage's first layer in the model
     std::int64_t dense_layers = 0;
     std::int64_t moe_layers = 0;
+    std::int64_t layers() const { return dense_layers + moe_layers; }
     bool has_embedding = false;
     bool has_head = false;
     /// Parameters this stage holds per rank, split by how they are data-parallel replicated.
@@ -168,6 +170,21 @@ private:
                            const topology::ClusterSpec&, Bytes);
     std::vector<network::GroupShape> shapes_; // indexed by CommGroup
 };
+
+/// The layers of each pipeline stage, first to last: `par.stage_layers` when given (checked:
+/// pp entries, each >= 1, summing to `layers`), else by `par.balance`:
+///   even    q = layers / pp each and the remainder r = layers mod pp one more each on stages
+///           1 to r (r < pp, so stage 0, which holds the embedding and the most activations
+///           in flight under 1F1B, never takes one, and the last stage, which holds the
+///           output head, only when r = pp - 1). When pp divides the layers, layers / pp each.
+///           126 layers over 16 stages: [7, 8 x 14, 7].
+///   llama3  the first and the last stage k - 1 layers, the pp - 2 others k, with
+///           k = (layers + 2) / pp (Llama 3 405B's 126 layers over 16 stages: [7, 8 x 14, 7];
+///           Llama Team 2024, section 3.3.2); needs pp >= 3, layers + 2 a multiple of pp and
+///           k >= 2.
+/// Throws InputError naming workload.parallelism.stage_layers (or .stage_layers[i]), .balance
+/// or .pp when the layout is impossible (a stage without layers).
+std::vector<std::int64_t> stage_layer_counts(const ParallelismSpec& par, std::int64_t layers);
 
 /// Checks the plan and derives everything above. Throws InputError naming the key path
 /// (workload.parallelism.tp, workload.global_batch, cluster.ultraservers, ...) when a

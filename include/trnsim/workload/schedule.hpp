@@ -30,6 +30,20 @@ struct PipelineTask {
 std::vector<PipelineTask> pipeline_schedule(Schedule schedule, int pp, int stage,
                                             std::int64_t microbatches, int chunks);
 
+/// The time from the first task's start to the last task's end when every stage runs its
+/// schedule (pipeline_schedule) in order, one task at a time, and a task starts once its stage
+/// is free and its input is there: a forward pass of virtual stage u after the forward pass of
+/// the same microbatch on u - 1, a backward pass after the backward pass on u + 1 (the last
+/// virtual stage's after its own forward pass). `forward_s[s]` and `backward_s[s]` are the
+/// times of one task of one model chunk on stage s, seconds (transfers to the next stage
+/// included). Equal stages give the closed forms (m + pp - 1)(t_f + t_b) for 1F1B and
+/// m (t_f + t_b) v + (pp - 1)(t_f + t_b) for interleaving, with per-chunk times; unequal
+/// stages less than m t_max + sum of the others' t_i when a slow stage hides part of the fill
+/// and drain behind its own warm-up and cool-down. Work: 2 m v pp tasks.
+double pipeline_makespan(Schedule schedule, std::int64_t microbatches, int chunks,
+                         const std::vector<double>& forward_s,
+                         const std::vector<double>& backward_s);
+
 /// Virtual stage of a chunk: chunk x pp + stage (the model's layers run in this order).
 inline int virtual_stage(int pp, int stage, int chunk) { return chunk * pp + stage; }
 

@@ -13,6 +13,14 @@
 namespace trnsim::workload {
 
 enum class Schedule { one_f_one_b, interleaved };
+
+/// How the pipeline stages share the layers when workload.parallelism.stage_layers is not
+/// given (stage_layer_counts in plan.hpp has the rule in full).
+enum class StageBalance {
+    even,   ///< layers / pp each; the remainder r, one more layer each on stages 1 to r
+    llama3, ///< the first and the last stage one layer fewer than the others (Llama 3 405B:
+            ///< Llama Team 2024, "The Llama 3 Herd of Models", section 3.3.2)
+};
 enum class Recompute { none, selective, full };
 
 /// What selective recomputation recomputes in the backward pass (the frameworks differ:
@@ -42,6 +50,13 @@ constexpr std::array<EnumName<Schedule>, 2> enum_names(Schedule) {
     }};
 }
 inline const char* to_string(Schedule v) { return enum_name(v); }
+constexpr std::array<EnumName<StageBalance>, 2> enum_names(StageBalance) {
+    return {{
+        {StageBalance::even, "even"},
+        {StageBalance::llama3, "llama3"},
+    }};
+}
+inline const char* to_string(StageBalance v) { return enum_name(v); }
 constexpr std::array<EnumName<Recompute>, 3> enum_names(Recompute) {
     return {{
         {Recompute::none, "none"},
@@ -86,6 +101,10 @@ struct ParallelismSpec {
     int tp = 1;               ///< tensor parallel degree
     int cp = 1;               ///< context parallel degree (the sequence split across ranks)
     int pp = 1;               ///< pipeline stages
+    /// Layers of each pipeline stage, first to last (empty: from `balance`). When given: pp
+    /// entries, each >= 1, summing to the model's layers.
+    std::vector<int> stage_layers;
+    StageBalance balance = StageBalance::even; ///< the layout when stage_layers is empty
     int dp = 0;               ///< data parallel replicas; 0 = all ranks left after tp x cp x pp
     int ep = 1;               ///< expert parallel degree (carved out of dp)
     int zero = 1;             ///< ZeRO stage 0..3

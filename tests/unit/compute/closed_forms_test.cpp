@@ -21,8 +21,8 @@ bool same(const detail::PassProfile& a, const detail::PassProfile& b) {
     for (std::size_t e = 0; e < 3; ++e) {
         const auto& x = a.engines[e];
         const auto& y = b.engines[e];
-        if (x.ops != y.ops || x.streamed != y.streamed || x.tiny != y.tiny ||
-            x.tiny_inputs != y.tiny_inputs) {
+        if (x.ops != y.ops || x.streamed != y.streamed || x.perf_streamed != y.perf_streamed ||
+            x.tiny != y.tiny || x.tiny_inputs != y.tiny_inputs) {
             return false;
         }
     }
@@ -56,7 +56,9 @@ TEST(ClosedForms, ProfilesMatchTheLoweringsSteps) {
         for (int passes = 1; passes <= 4; ++passes) {
             for (StreamEngine e : {StreamEngine::vector, StreamEngine::scalar}) {
                 for (int outputs : {1, 2}) {
-                    shapes.push_back(StreamShape{100000, inputs, outputs, 2, passes, e});
+                    for (int eb : {2, 4}) {
+                        shapes.push_back(StreamShape{100000, inputs, outputs, eb, passes, e});
+                    }
                 }
             }
         }
@@ -87,6 +89,11 @@ TEST(ClosedForms, EngineTotalsMatchTheSimulation) {
         MatmulShape{4096, 4096, 4096, 1, Precision::bf16},
         StreamShape{8192 * 4096, 1, 1, 2, 2, StreamEngine::vector, StreamKind::rms_norm, 4096},
         StreamShape{1000 * 30000, 1, 1, 4, 1, StreamEngine::vector, StreamKind::softmax, 30000},
+        // BF16: VectorE performance mode for the softmax scale and the single-input maps.
+        StreamShape{4096 * 2048, 1, 1, 2, 1, StreamEngine::vector, StreamKind::softmax, 2048},
+        StreamShape{20000000, 2, 1, 2, 3, StreamEngine::vector},
+        StreamShape{1024 * 4096, 1, 1, 2, 1, StreamEngine::vector, StreamKind::cross_entropy,
+                    4096},
         StreamShape{3000 * 2048, 1, 1, 2, 2, StreamEngine::vector, StreamKind::layer_norm, 2048},
         StreamShape{20000000, 2, 1, 2, 1, StreamEngine::scalar},
         StreamShape{20000000, 4, 1, 2, 1, StreamEngine::vector, StreamKind::reduce},

@@ -1,10 +1,13 @@
 // The detailed NeuronCore model on programs small enough to time by hand.
 #include "trnsim/compute/core_model.hpp"
+#include "trnsim/compute/detailed_model.hpp"
+#include "trnsim/compute/lowering.hpp"
 #include "trnsim/config/load.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 namespace trnsim::compute {
 namespace {
@@ -191,6 +194,106 @@ TEST_F(CoreModelTest, ThrottleReengagesAfterAnIdleGap) {
     // A 4 MiB DMA (about 13.6 us) leaves the array idle for more than the 3 us window: the
     // last multiply restarts at half rate.
     EXPECT_GT(busy(128.0 * 32768.0), busy(4096.0) + 150e-9);
+}
+
+TEST_F(CoreModelTest, VectorPerformanceModeStreamsFourElementsPerPartition) {
+    // Trainium2 VectorE (NKI2): 256 elements per cycle, 512 in the performance mode; over 128
+    // partitions 2 and 4 per partition per cycle. 1,000 elements per partition, 100 cycles of
+    // overhead: standard 100 + 1000 / 2 = 600 cycles, performance mode 100 + 1000 / 4 = 350.
+    // ScalarE has no such mode (1.2 GHz, 128 per cycle: 100 + 1000 = 1100 either way), nor has
+    // Trainium1's VectorE (128 per cycle: 100 + 1000 = 1100 either way).
+    const ChipSpec trn1 = config::load_chip("trn1");
+    const auto cycles = [](const ChipSpec& chip, Queue q, VectorMode mode) {
+        ProgramBuilder b(chip);
+        const auto pool = b.sbuf_pool(2048, 2);
+        b.engine(q, 1000, 1, {b.alloc(pool)}, {b.alloc(pool)}, mode);
+        return b.finish(0.0, "").instructions.front().amount;
+    };
+    EXPECT_EQ(cycles(chip_, Queue::vector, VectorMode::standard), 600.0);
+    EXPECT_EQ(cycles(chip_, Queue::vector, VectorMode::perf), 350.0);
+    EXPECT_EQ(cycles(chip_, Queue::scalar, VectorMode::standard), 1100.0);
+    EXPECT_EQ(cycles(chip_, Queue::scalar, VectorMode::perf), 1100.0);
+    EXPECT_EQ(cycles(trn1, Queue::vector, VectorMode::standard), 1100.0);
+    EXPECT_EQ(cycles(trn1, Queue::vector, VectorMode::perf), 1100.0);
+    // Two inputs in the mode: 100 + ceil(2 x 1001 / 4) = 601 (the rounding is per instruction).
+    ProgramBuilder b(chip_);
+    const auto pool = b.sbuf_pool(2048, 2);
+    b.engine(Queue::vector, 1001, 2, {b.alloc(pool)}, {b.alloc(pool)}, VectorMode::perf);
+    EXPECT_EQ(b.finish(0.0, "").instructions.front().amount, 601.0);
+}
+
+/// Cycles of the VectorE instructions of a kernel's lowering, in program order.
+std::vector<double> vector_cycles(const Kernel& k, const ChipSpec& chip) {
+    std::vector<double> out;
+    for (const Instruction& ins : lower(k, chip).instructions) {
+        if (ins.unit == Unit::vector) {
+            out.push_back(ins.amount);
+        }
+    }
+    return out;
+}
+
+TEST_F(CoreModelTest, LoweringsUseThePerformanceModeForBf16Maps) {
+    // A one-input, one-pass VectorE map of 128 x 1,000 elements is one [128 x 1000] tile
+    // (under the 8 KiB per partition tile): one instruction over f = 1,000 elements per
+    // partition. Trainium2, BF16 (a tensor_scalar on BF16 SBUF tiles): 100 + ceil(1000 / (512
+    // / 128)) = 350 cycles; FP32 and FP8 ("other data types", NKI2): 100 + ceil(1000 / (256 /
+    // 128)) = 600. Trainium1 BF16: 100 + 1000 / (128 / 128) = 1100.
+    const ChipSpec trn1 = config::load_chip("trn1");
+    const auto map = [](int eb) {
+        return Kernel{StreamShape{128 * 1000, 1, 1, eb, 1, StreamEngine::vector}};
+    };
+    EXPECT_EQ(vector_cycles(map(2), chip_), std::vector<double>{350.0});
+    EXPECT_EQ(vector_cycles(map(4), chip_), std::vector<double>{600.0});
+    EXPECT_EQ(vector_cycles(map(1), chip_), std::vector<double>{600.0});
+    EXPECT_EQ(vector_cycles(map(2), trn1), std::vector<double>{1100.0});
+    // Two inputs, two passes: the first pass adds the inputs (tensor_tensor: 100 + 2000 / 2 =
+    // 1100, NKI2's 2x over NeuronCore-v2 is the standard 256), the second maps the sum (350).
+    EXPECT_EQ(vector_cycles(Kernel{StreamShape{128 * 1000, 2, 1, 2, 2, StreamEngine::vector}},
+                            chip_),
+              (std::vector<double>{1100.0, 350.0}));
+    // One-pass BF16 softmax over 128 rows of 1,000: row max (a reduction: 100 + 1000 / 2 =
+    // 600), -max and 1 / sum over one element per row (100 + ceil(1 / 2) = 101 each), the
+    // scale by 1 / sum (a tensor_scalar: 350).
+    EXPECT_EQ(vector_cycles(Kernel{StreamShape{128 * 1000, 1, 1, 2, 1, StreamEngine::vector,
+                                               StreamKind::softmax, 1000}},
+                            chip_),
+              (std::vector<double>{600.0, 101.0, 101.0, 350.0}));
+}
+
+TEST_F(CoreModelTest, OnlyQualifyingKernelsUseThePerformanceMode) {
+    // Matmuls and attention (PSUM evacuations, reductions, two-input updates), the norms
+    // (two-input scale maps), AdamW and FP32 maps (FP32 data) have no VectorE instruction that
+    // qualifies: the same time with the mode switched off. BF16 one-input maps and the BF16
+    // softmax keep VectorE busy for less.
+    ChipSpec without = chip_;
+    without.core.vector.perf_mode_elements_per_cycle = 0;
+    const DetailedModel with_mode(chip_, 1);
+    const DetailedModel no_mode(without, 1);
+    const std::vector<Kernel> same{
+        MatmulShape{1024, 1024, 1024, 1, Precision::bf16},
+        AttentionShape{2, 8, 8, 1024, 1024, 128, 128, true, Precision::bf16},
+        AttentionShape{2, 8, 8, 1024, 1024, 128, 128, true, Precision::bf16, true},
+        StreamShape{512 * 4096, 1, 1, 2, 1, StreamEngine::vector, StreamKind::rms_norm, 4096},
+        StreamShape{512 * 4096, 1, 1, 2, 1, StreamEngine::vector, StreamKind::layer_norm, 4096},
+        StreamShape{4000000, 1, 1, 4, 2, StreamEngine::vector},
+        StreamShape{4000000, 2, 1, 2, 1, StreamEngine::vector},
+        OptimizerShape{4000000, 2, 2},
+    };
+    for (const Kernel& k : same) {
+        EXPECT_EQ(with_mode.run(k).seconds(), no_mode.run(k).seconds()) << describe(k);
+    }
+    const std::vector<Kernel> faster{
+        StreamShape{4000000, 1, 1, 2, 2, StreamEngine::vector},
+        StreamShape{512 * 4096, 1, 1, 2, 1, StreamEngine::vector, StreamKind::softmax, 4096},
+    };
+    // Their VectorE work shrinks (these shapes are HBM-bound, so their time need not).
+    const auto vector_busy = [](const DetailedResult& r) {
+        return r.core.busy_seconds[static_cast<std::size_t>(EngineKind::vector)];
+    };
+    for (const Kernel& k : faster) {
+        EXPECT_LT(vector_busy(with_mode.run(k)), 0.9 * vector_busy(no_mode.run(k))) << describe(k);
+    }
 }
 
 TEST_F(CoreModelTest, SameProgramSameResult) {

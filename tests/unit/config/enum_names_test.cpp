@@ -67,8 +67,8 @@ TEST(EnumNames, EveryTableNamesEveryValueOnce) {
     check_table<config::StepEntityMode>(2);
     check_table<config::FabricCollectiveMode>(2);
     check_table<config::Distribution>(3);
-    check_table<config::Objective>(3);
-    check_table<study::Verdict>(7);
+    check_table<config::Objective>(4);
+    check_table<study::Verdict>(8);
 }
 
 TEST(EnumNames, TheWordsUsersWriteAreTheTablesNames) {

@@ -304,8 +304,6 @@ TEST(Plan, MalformedPlansFailWithTheirKeyPathAndLine) {
          "factor"},
         {"search: {ultraservers: {from: 8, to: 64, stpe: 2}}\n", "search.ultraservers.stpe",
          "p.yaml:2:42", "did you mean 'step'"},
-        {"search: {ultraservers: [8], instances: [4]}\n", "search.instances", "p.yaml:2:40",
-         "not both"},
         {"search: {checkpoint_interval: [0s]}\n", "search.checkpoint_interval[0]", "p.yaml:2:32",
          "auto or a duration > 0"},
         {"search: {tpp: [1]}\n", "search.tpp", "p.yaml:2:10", "did you mean 'tp'"},

@@ -1,6 +1,7 @@
 #include "trnsim/config/load.hpp"
 #include "trnsim/network/collective_cost.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/workload/schedule.hpp"
 
 #include <gtest/gtest.h>
 
@@ -55,6 +56,73 @@ TEST(AnalyticStep, InterleavingShrinksTheBubble) {
     // pipeline transfers, so a little more than a quarter).
     EXPECT_NEAR(inter.step.bubble_s, plain.step.bubble_s / 4.0, 0.02 * plain.step.bubble_s / 4.0);
     EXPECT_LT(inter.step.bubble_fraction, plain.step.bubble_fraction);
+}
+
+/// Llama 3 8B with `layers` layers and a 32,000-token vocabulary (so that the output head,
+/// 32000 x 4096 = 131M parameters, weighs less than a layer's 218M) on one UltraServer: tp 4,
+/// pp 4, dp 16, 4 microbatches.
+TrainingRun small(std::int64_t layers, const std::vector<std::string>& more = {}) {
+    std::vector<std::string> o = {
+        "workload.model={preset: llama3-8b, layers: " + std::to_string(layers) +
+            ", vocab: 32000}",
+        "cluster.ultraservers=1", "workload.parallelism={tp: 4, pp: 4, zero: 1}",
+        "workload.global_batch=64"};
+    o.insert(o.end(), more.begin(), more.end());
+    return run(o);
+}
+
+TEST(AnalyticStep, UnevenStagesArePacedByTheirSlowestStage) {
+    // 10 layers as [2, 3, 3, 2]. A stage's time per microbatch t_i (forward + backward with its
+    // pipeline transfers) depends only on the blocks it runs, so each stage equals the stage
+    // of an even plan that runs the same blocks: stage 0 (embedding + 2 layers) and stage 3
+    // (2 layers + head) those of 8 layers as [2, 2, 2, 2], stages 1 and 2 (3 layers) a middle
+    // stage of 12 layers as [3, 3, 3, 3].
+    const TrainingRun u = small(10, {"workload.parallelism.stage_layers=[2, 3, 3, 2]"});
+    const TrainingRun e8 = small(8);
+    const TrainingRun e12 = small(12);
+    const auto t = [](const TrainingRun& r, int i) {
+        const auto k = static_cast<std::size_t>(i);
+        return r.step.stage_forward_s.at(k) + r.step.stage_backward_s.at(k);
+    };
+    ASSERT_EQ(u.step.stage_forward_s.size(), 4u);
+    const double tol = 1e-12 * u.step.step_s;
+    EXPECT_NEAR(t(u, 0), t(e8, 0), tol);
+    EXPECT_NEAR(t(u, 3), t(e8, 3), tol);
+    EXPECT_NEAR(t(u, 1), t(e12, 1), tol);
+    EXPECT_NEAR(t(u, 2), t(e12, 2), tol);
+    // A layer costs more than the embedding or this head: the 3-layer stages are the slowest
+    // (the first of them is reported) and pace the m = 4 microbatches. The pipeline is the
+    // 1F1B schedule run with these stage times (workload::pipeline_makespan, checked by hand
+    // in schedule_test): between the bound the slowest stage sets, its m tasks after the first
+    // forward and before the last backward pass of stage 0, m t_1 + t_0, and the closed form
+    // for near-equal stages, m t_1 + t_0 + t_2 + t_3 = 5 t_mid(12) + t_0(8) + t_3(8), which the
+    // 3-layer stages beat by hiding part of the fill and drain behind their warm-up.
+    EXPECT_GT(t(u, 1), t(u, 0));
+    EXPECT_GT(t(u, 1), t(u, 3));
+    EXPECT_EQ(u.step.slowest_stage, 1);
+    EXPECT_NEAR(u.step.forward_s + u.step.backward_s, t(e12, 1), tol);
+    const auto f = [](const TrainingRun& r, int i) {
+        return r.step.stage_forward_s.at(static_cast<std::size_t>(i));
+    };
+    const auto b = [](const TrainingRun& r, int i) {
+        return r.step.stage_backward_s.at(static_cast<std::size_t>(i));
+    };
+    const double makespan = workload::pipeline_makespan(
+        workload::Schedule::one_f_one_b, 4, 1, {f(e8, 0), f(e12, 1), f(e12, 2), f(e8, 3)},
+        {b(e8, 0), b(e12, 1), b(e12, 2), b(e8, 3)});
+    EXPECT_NEAR(u.step.pipeline_s, makespan, tol);
+    EXPECT_GE(u.step.pipeline_s, 4.0 * t(e12, 1) + t(e8, 0));
+    EXPECT_LT(u.step.pipeline_s, 5.0 * t(e12, 1) + t(e8, 0) + t(e8, 3));
+    EXPECT_NEAR(u.step.bubble_s, u.step.pipeline_s - 4.0 * t(e12, 1), tol);
+    // Against the even 12-layer plan, which adds one layer d = t_mid(12) - t_mid(8) to the
+    // first and the last stage: those become its slowest, so [2, 3, 3, 2] is faster by more
+    // than the two layers' share of the work.
+    const double d = t(e12, 1) - t(e8, 1);
+    EXPECT_NEAR(t(e12, 0), t(e8, 0) + d, 1e-9 * u.step.step_s);
+    EXPECT_LT(u.step.pipeline_s, e12.step.pipeline_s - 2.0 * d);
+    // The default layout of 10 layers over 4 stages is [2, 3, 3, 2] too (and so is llama3).
+    EXPECT_EQ(small(10).step.step_s, u.step.step_s);
+    EXPECT_EQ(small(10, {"workload.parallelism.balance=llama3"}).step.step_s, u.step.step_s);
 }
 
 TEST(AnalyticStep, ExposedCommunicationWithoutModelParallelism) {

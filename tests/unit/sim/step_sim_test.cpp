@@ -256,6 +256,35 @@ TEST(StepSim, OneReplicaFollowsThePipelineClosedForm) {
     EXPECT_NEAR(r.estimate.step_s, a, 0.01 * a);
 }
 
+TEST(StepSim, UnevenStagesAgreeWithTheAnalyticModel) {
+    // Llama 3 8B cut to 10 layers (vocabulary 32,000, so that the head weighs less than a
+    // layer) as stage_layers [2, 3, 3, 2]: the 3-layer stages pace the pipeline.
+    const std::vector<std::string> model = {
+        "workload.model={preset: llama3-8b, layers: 10, vocab: 32000}",
+        "workload.parallelism={tp: 4, pp: 4, zero: 1, stage_layers: [2, 3, 3, 2]}"};
+    // One replica (one UltraServer, tp 32 x pp 8 = 256 ranks, dp 1, 8 microbatches; the
+    // default layout of 10 layers over 8 stages, [1, 2, 2, 1, 1, 1, 1, 1]): nothing but the
+    // pipeline, m t_max + sum_(i != max) t_i within the transfers and ns rounding, as for even
+    // stages (OneReplicaFollowsThePipelineClosedForm).
+    std::vector<std::string> one = {
+        "cluster={ultraservers: 1}",
+        "workload.model={preset: llama3-8b, layers: 10, vocab: 32000}",
+        "workload.parallelism={tp: 32, pp: 8, zero: 1}", "workload.global_batch=8"};
+    const double a1 = analytic(one);
+    const StepSimResult r1 = simulate(one);
+    EXPECT_EQ(r1.stats.fabric_collectives, 0u);
+    ASSERT_EQ(make(one).plan.stages[1].layers(), 2);
+    EXPECT_EQ(make(one).plan.stages[3].layers(), 1);
+    EXPECT_NEAR(r1.estimate.step_s, a1, 0.01 * a1) << "analytic " << a1;
+    // Many replicas (2 UltraServers, dp 32), collectives between replicas in closed form and
+    // as flows: within the 10% of AgreesWithTheAnalyticModelWhenNothingIsCongested.
+    const double a = analytic(model);
+    std::vector<std::string> closed = model;
+    closed.push_back("simulation.fabric_collectives=closed_form");
+    EXPECT_NEAR(simulate(closed).estimate.step_s, a, 0.10 * a) << "analytic " << a;
+    EXPECT_NEAR(simulate(model).estimate.step_s, a, 0.10 * a) << "analytic " << a;
+}
+
 TEST(StepSim, AStragglerSlowsItsGroupAndTheStep) {
     const std::vector<std::string> base = {"workload.parallelism={tp: 4, pp: 1, zero: 1}",
                                            "workload.global_batch=128"};

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 
 namespace trnsim::study {
@@ -168,6 +169,54 @@ TEST(Planner, ACpThatDoesNotDivideIsRejectedNamingCp) {
     EXPECT_EQ(r.estimates[2].verdict, Verdict::ok) << r.estimates[2].reason;
     EXPECT_EQ(r.estimates[2].dp, 16);
     EXPECT_EQ(r.feasible, 1);
+}
+
+TEST(Planner, PipelineDegreesThatDoNotDivideTheLayersRunWithTheDefaultLayout) {
+    // default.yaml: Llama 3 70B (80 layers), tp 16, 4,096 ranks. pp 32 does not divide the 80
+    // layers: 80 = 32 x 2 + 16, so stages 1 to 16 hold 3 layers and the others 2 (balance:
+    // even); dp = 4,096 / 512 = 8. Both candidates are estimated, and a finalist runs too.
+    const auto p = plan_of("search: {pp: [4, 32]}\nfinalists: 2\nfrontier: 0\n", "default.yaml");
+    const auto base = base_of(p);
+    const PlanResult r = run_plan(p, base, 1);
+    ASSERT_EQ(r.candidates.size(), 2u);
+    for (std::size_t i = 0; i < 2; ++i) {
+        const auto& x = r.estimates[i];
+        ASSERT_EQ(x.verdict, Verdict::ok) << i << ": " << x.reason;
+        const auto wp = sim::make_plan(
+            config::load_scenario_with(p.base, candidate_overrides(p, base, r.candidates[i])));
+        EXPECT_DOUBLE_EQ(x.step_s, sim::estimate_step(wp).step_s);
+    }
+    EXPECT_EQ(r.estimates[1].dp, 8);
+    ASSERT_EQ(r.finalists.size(), 2u);
+    for (const auto& f : r.finalists) {
+        if (f.run.plan.pp == 32) {
+            EXPECT_EQ(f.run.plan.stages[0].layers(), 2);
+            EXPECT_EQ(f.run.plan.stages[16].layers(), 3);
+            EXPECT_EQ(f.run.plan.stages[17].layers(), 2);
+        }
+    }
+}
+
+TEST(Planner, AnExplicitStageListCannotSearchOtherPipelineDegrees) {
+    namespace fs = std::filesystem;
+    const fs::path dir = test::scratch_path("trnsim-planner-stage-layers");
+    fs::create_directories(dir);
+    const fs::path scenario = dir / "base.yaml";
+    std::ifstream in(kDir + "default.yaml");
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string from = "pp: 4,";
+    ASSERT_NE(text.find(from), std::string::npos);
+    text.replace(text.find(from), from.size(), "pp: 4, stage_layers: [20, 20, 20, 20],");
+    std::ofstream(scenario) << text;
+    const auto p = config::load_plan_text(
+        "base: " + scenario.string() + "\nsearch: {pp: [4, 8]}\n", "p.yaml");
+    try {
+        enumerate(p, base_of(p));
+        ADD_FAILURE() << "expected an input error";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "search.pp");
+        EXPECT_NE(e.message().find("cannot run with pp = 8"), std::string::npos) << e.what();
+    }
 }
 
 TEST(Planner, TheCandidateCountGuardCountsCp) {
@@ -395,6 +444,32 @@ TEST(Planner, SearchesTheBaseCannotTake) {
     }
     const auto instances = plan_of("search: {instances: [8]}\n", "default.yaml");
     EXPECT_THROW(enumerate(instances, base_of(instances)), InputError);
+    // A training plan searches one kind of cluster (a serving plan may search both; the plan
+    // file alone cannot tell, so the check waits for the base).
+    const auto both = plan_of("search: {ultraservers: [8], instances: [4]}\n", "default.yaml");
+    try {
+        enumerate(both, base_of(both));
+        FAIL();
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "search.instances");
+        EXPECT_EQ(e.location().str(), "p.yaml:2:40");
+        EXPECT_NE(e.message().find("not both"), std::string::npos) << e.message();
+    }
+    // Serving keys and objectives in a training plan.
+    for (const auto& [body, key] : std::vector<std::pair<std::string, std::string>>{
+             {"search: {max_batch: [4]}\n", "search.max_batch"},
+             {"search: {chip: [trn1]}\n", "search.chip"},
+             {"requests: 100\n", "requests"},
+             {"objective: {type: max_rate}\n", "objective"}}) {
+        const auto p = plan_of(body, "default.yaml");
+        try {
+            enumerate(p, base_of(p));
+            ADD_FAILURE() << body;
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), key);
+            EXPECT_EQ(e.location().line, 2) << e.what();
+        }
+    }
 }
 
 TEST(Planner, EstimatesWithoutFailuresAreStepsTimesStepTime) {
@@ -499,6 +574,9 @@ TEST(Planner, ConstraintsFrontierAndFinalists) {
             break;
         case Verdict::budget:
             ADD_FAILURE() << "no budget was given";
+            break;
+        case Verdict::slo:
+            ADD_FAILURE() << "slo is a serving plan's verdict";
             break;
         }
     }

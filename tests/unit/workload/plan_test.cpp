@@ -86,7 +86,9 @@ TEST(Plan, ConstraintErrorsNameTheKey) {
     };
     const std::vector<Case> cases = {
         {{"workload.parallelism.tp=48"}, "workload.parallelism.tp", "64 attention heads"},
-        {{"workload.parallelism.pp=3"}, "workload.parallelism.pp", "80 layers"},
+        {{"workload.parallelism.pp=81"}, "workload.parallelism.pp", "80 layers"},
+        {{"workload.parallelism.schedule=interleaved", "workload.parallelism.virtual_stages=3"},
+         "workload.parallelism.pp", "x virtual_stages = 3 must divide the model's 80 layers"},
         {{"workload.parallelism.pp=5", "cluster.ultraservers=3"}, "workload.parallelism",
          "tp x pp = 80 does not divide the 768 ranks"},
         {{"workload.parallelism.dp=32"}, "workload.parallelism.dp", "use dp: 64"},
@@ -137,6 +139,25 @@ TEST(Plan, MemoryThatDoesNotFitSaysWhatToChange) {
     EXPECT_NE(w.find("24.0 GiB per rank"), std::string::npos) << w;
     EXPECT_NE(w.find("higher zero stage"), std::string::npos) << w;
     EXPECT_NE(w.find("recompute: full"), std::string::npos) << w;
+    // zero 0 shards nothing over dp: more chips cannot help.
+    EXPECT_NE(w.find("more chips would not help: at zero 0 a larger dp shards nothing"),
+              std::string::npos)
+        << w;
+}
+
+// More chips are suggested only when a larger dp could shard away the excess. Llama 3 70B at
+// tp 8, pp 4 on 32 UltraServers (zero 1): stage 0 needs 29.0 GiB of 24.0 GiB, and zero 1 shards
+// only the 101 MiB optimizer state (the user guide's old example). At zero 3 on 2 UltraServers
+// (dp 8) the weights, gradients and optimizer state sharded without limit would free more than
+// the excess.
+TEST(Plan, MoreChipsAreAdvisedOnlyWhenShardingCouldCloseTheGap) {
+    const InputError z1 = plan_error({"cluster.ultraservers=32", "workload.parallelism.tp=8"});
+    const std::string w1 = z1.what();
+    EXPECT_NE(w1.find("needs 29.0 GiB"), std::string::npos) << w1;
+    EXPECT_NE(w1.find("more chips would not help: at zero 1 a larger dp shards only 101 MiB"),
+              std::string::npos)
+        << w1;
+    EXPECT_EQ(w1.find("or use more chips"), std::string::npos) << w1;
 }
 
 TEST(Plan, WeightAndOptimizerBytesByHand) {
@@ -190,6 +211,165 @@ TEST(Plan, FewMicrobatchesWarn) {
     EXPECT_EQ(p.microbatches, 2);
     ASSERT_FALSE(p.warnings.empty());
     EXPECT_NE(p.warnings[0].find("pipeline bubble"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- uneven pipeline stages
+
+std::vector<std::int64_t> counts(int pp, std::int64_t layers, StageBalance b = StageBalance::even,
+                                 std::vector<int> list = {}) {
+    ParallelismSpec par;
+    par.pp = pp;
+    par.balance = b;
+    par.stage_layers = std::move(list);
+    return stage_layer_counts(par, layers);
+}
+
+TEST(StageLayers, TheLayoutRules) {
+    using V = std::vector<std::int64_t>;
+    // even: pp divides the layers, layers / pp each (the layout before stage layouts existed).
+    EXPECT_EQ(counts(4, 80), V(4, 20));
+    // even with a remainder: 126 = 16 x 7 + 14, one more on stages 1 to 14.
+    V llama(16, 8);
+    llama.front() = llama.back() = 7;
+    EXPECT_EQ(counts(16, 126), llama);
+    // 10 = 4 x 2 + 2: stages 1 and 2; 11 = 4 x 2 + 3: stages 1 to 3 (the last one too).
+    EXPECT_EQ(counts(4, 10), (V{2, 3, 3, 2}));
+    EXPECT_EQ(counts(4, 11), (V{2, 3, 3, 3}));
+    EXPECT_EQ(counts(4, 4), (V{1, 1, 1, 1}));
+    // llama3: k = (126 + 2) / 16 = 8, the first and the last stage 7 (Llama 3 405B's layout).
+    EXPECT_EQ(counts(16, 126, StageBalance::llama3), llama);
+    // k = (10 + 2) / 4 = 3; k = (32 + 2) / 17 = 2: [1, 2 x 15, 1].
+    EXPECT_EQ(counts(4, 10, StageBalance::llama3), (V{2, 3, 3, 2}));
+    V two(17, 2);
+    two.front() = two.back() = 1;
+    EXPECT_EQ(counts(17, 32, StageBalance::llama3), two);
+    // An explicit list wins over the balance.
+    EXPECT_EQ(counts(3, 10, StageBalance::llama3, {5, 4, 1}), (V{5, 4, 1}));
+}
+
+TEST(StageLayers, ImpossibleLayoutsNameTheKey) {
+    const auto error = [](int pp, std::int64_t layers, StageBalance b, std::vector<int> list) {
+        try {
+            counts(pp, layers, b, std::move(list));
+        } catch (const InputError& e) {
+            return e;
+        }
+        ADD_FAILURE() << "expected an error";
+        return InputError("", "");
+    };
+    const auto even = StageBalance::even, llama3 = StageBalance::llama3;
+    struct Case {
+        InputError e;
+        const char* path;
+        const char* text;
+    };
+    const Case cases[] = {
+        {error(4, 10, even, {2, 3, 5}), "workload.parallelism.stage_layers", "lists 3 stages"},
+        {error(4, 10, even, {2, 3, 3, 3}), "workload.parallelism.stage_layers",
+         "hold 11 layers but the model has 10"},
+        {error(4, 10, even, {2, 0, 5, 3}), "workload.parallelism.stage_layers[1]",
+         "at least one"},
+        {error(11, 10, even, {}), "workload.parallelism.pp", "exceeds the model's 10 layers"},
+        {error(2, 10, llama3, {}), "workload.parallelism.balance", "pp >= 3"},
+        {error(12, 126, llama3, {}), "workload.parallelism.balance", "layers + 2 = 128"},
+        {error(6, 4, llama3, {}), "workload.parallelism.balance", "layers + 2 = 6"}, // k = 1
+    };
+    for (const auto& c : cases) {
+        EXPECT_EQ(c.e.key_path(), c.path) << c.e.what();
+        EXPECT_NE(std::string(c.e.what()).find(c.text), std::string::npos) << c.e.what();
+    }
+}
+
+/// Llama 3 8B cut to 10 layers on one UltraServer (256 ranks): tp 4, pp 4, dp 16, 4
+/// microbatches.
+config::ScenarioSpec ten_layers(const std::vector<std::string>& more = {}) {
+    std::vector<std::string> o = {"workload.model={preset: llama3-8b, layers: 10}",
+                                  "cluster.ultraservers=1",
+                                  "workload.parallelism={tp: 4, pp: 4, zero: 1}",
+                                  "workload.global_batch=64"};
+    o.insert(o.end(), more.begin(), more.end());
+    return scenario(o);
+}
+
+TEST(StageLayers, ParameterMemoryPerStageByHand) {
+    // Llama 3 8B: hidden 4096, 32 heads, 8 kv heads of 128, ffn 14336, vocab 128256, RMSNorm.
+    // A layer: q and o 2 x 4096^2 = 33,554,432, k and v 2 x 4096 x 1024 = 8,388,608, two
+    // norms 8,192, SwiGLU 3 x 4096 x 14336 = 176,160,768: 218,112,000. The embedding and the
+    // output head 128256 x 4096 = 525,336,576 each, the final norm 4,096 (the 32-layer
+    // model: 32 x 218,112,000 + 2 x 525,336,576 + 4,096 = 8,030,261,248 as published).
+    // stage_layers [2, 3, 3, 2], each matrix split over tp 4:
+    //   stage 0: (2 x 218,112,000 + 525,336,576) / 4 = 240,390,144
+    //   stages 1, 2: 3 x 218,112,000 / 4 = 163,584,000
+    //   stage 3: (2 x 218,112,000 + 4,096 + 525,336,576) / 4 = 240,391,168
+    const Plan p = plan_of(ten_layers({"workload.parallelism.stage_layers=[2, 3, 3, 2]"}));
+    ASSERT_EQ(p.stages.size(), 4u);
+    EXPECT_EQ(p.dp, 16);
+    EXPECT_EQ(p.microbatches, 4);
+    const std::int64_t per_rank[] = {240'390'144, 163'584'000, 163'584'000, 240'391'168};
+    const std::int64_t first[] = {0, 2, 5, 8};
+    for (int i = 0; i < 4; ++i) {
+        const StageLayout& st = p.stages[static_cast<std::size_t>(i)];
+        const MemoryBreakdown& b = p.memory.stages[static_cast<std::size_t>(i)];
+        EXPECT_EQ(st.first_layer, first[i]) << i;
+        EXPECT_EQ(st.dense_params_per_rank, per_rank[i]) << i;
+        EXPECT_EQ(b.weights.count(), 2 * per_rank[i]) << i;   // BF16
+        EXPECT_EQ(b.gradients.count(), 2 * per_rank[i]) << i; // BF16, not sharded by ZeRO-1
+        EXPECT_EQ(b.optimizer.count(), 12 * per_rank[i] / 16) << i; // over dp 16, exact
+    }
+    EXPECT_TRUE(p.stages[0].has_embedding);
+    EXPECT_TRUE(p.stages[3].has_head);
+    // 1F1B keeps min(m, pp - i) = 4, 3, 2, 1 microbatches in flight: 2 x 4 = 8, 3 x 3 = 9,
+    // 3 x 2 = 6 and 2 x 1 = 2 layer-microbatches of activations (the last stage adds logits).
+    const double a0 = static_cast<double>(p.memory.stages[0].activations.count());
+    EXPECT_NEAR(static_cast<double>(p.memory.stages[1].activations.count()), a0 * 9.0 / 8.0, 1.0);
+    EXPECT_NEAR(static_cast<double>(p.memory.stages[2].activations.count()), a0 * 6.0 / 8.0, 1.0);
+    // The same plan from the default layout: 10 = 4 x 2 + 2 puts the extra layers on stages
+    // 1 and 2; balance: llama3 gives k = 3, [2, 3, 3, 2] too.
+    for (const auto& more : {std::vector<std::string>{},
+                             std::vector<std::string>{"workload.parallelism.balance=llama3"}}) {
+        const Plan q = plan_of(ten_layers(more));
+        for (int i = 0; i < 4; ++i) {
+            EXPECT_EQ(q.memory.stages[static_cast<std::size_t>(i)].total(),
+                      p.memory.stages[static_cast<std::size_t>(i)].total());
+        }
+    }
+}
+
+TEST(StageLayers, UnevenDefaultWarnsAndChosenLayoutsDoNot) {
+    const auto warned = [](const config::ScenarioSpec& s) {
+        for (const auto& w : s.warnings) {
+            if (w.key_path == "workload.parallelism.pp") {
+                return w.message;
+            }
+        }
+        return std::string();
+    };
+    const std::string w = warned(ten_layers());
+    EXPECT_NE(w.find("does not divide the model's 10 layers: stages 1 to 2 hold 3 layers, the "
+                     "others 2 (balance: even)"),
+              std::string::npos)
+        << w;
+    EXPECT_EQ(warned(ten_layers({"workload.parallelism.balance=even"})), "");
+    EXPECT_EQ(warned(ten_layers({"workload.parallelism.stage_layers=[2, 3, 3, 2]"})), "");
+    EXPECT_EQ(warned(ten_layers({"workload.model={preset: llama3-8b, layers: 12}"})), "");
+}
+
+TEST(StageLayers, MixtureOfExpertsLayersFollowTheStageBoundaries) {
+    // DeepSeek-V3-like first dense layers: the stage that holds layer first_dense_layers
+    // starts the MoE layers. Mixtral has none dense, so use an inline count of 3.
+    const Plan p = plan_of(scenario({"workload.model={preset: mixtral-8x7b, layers: 10, "
+                                     "moe: {first_dense_layers: 3}}",
+                                     "cluster.ultraservers=1",
+                                     "workload.parallelism={tp: 4, pp: 4, zero: 1}",
+                                     "workload.parallelism.stage_layers=[2, 3, 3, 2]",
+                                     "workload.global_batch=64"}));
+    // Layers 0-1 | 2-4 | 5-7 | 8-9; dense are 0, 1, 2.
+    EXPECT_EQ(p.stages[0].dense_layers, 2);
+    EXPECT_EQ(p.stages[0].moe_layers, 0);
+    EXPECT_EQ(p.stages[1].dense_layers, 1);
+    EXPECT_EQ(p.stages[1].moe_layers, 2);
+    EXPECT_EQ(p.stages[2].moe_layers, 3);
+    EXPECT_EQ(p.stages[3].moe_layers, 2);
 }
 
 // ---------------------------------------------------------------- context parallelism

@@ -33,6 +33,34 @@ TEST(PipelineSchedule, OneFOneBByHand) {
     EXPECT_EQ(text(pipeline_schedule(Schedule::one_f_one_b, 4, 0, 2, 1)), "F0 F1 B0 B1 ");
 }
 
+TEST(PipelineMakespan, EqualStagesGiveTheClosedForms) {
+    // 1F1B, pp 4, m 6, t_f 1, t_b 2: (m + pp - 1)(t_f + t_b) = 9 x 3 = 27.
+    EXPECT_DOUBLE_EQ(pipeline_makespan(Schedule::one_f_one_b, 6, 1, {1, 1, 1, 1}, {2, 2, 2, 2}),
+                     27.0);
+    // Fewer microbatches than stages: pp 4, m 2: (2 + 3) x 3 = 15.
+    EXPECT_DOUBLE_EQ(pipeline_makespan(Schedule::one_f_one_b, 2, 1, {1, 1, 1, 1}, {2, 2, 2, 2}),
+                     15.0);
+    // Interleaved, pp 2, v 2, m 4, per chunk t_f 1, t_b 2: m v t + (pp - 1) t = 24 + 3 = 27.
+    EXPECT_DOUBLE_EQ(pipeline_makespan(Schedule::interleaved, 4, 2, {1, 1}, {2, 2}), 27.0);
+}
+
+TEST(PipelineMakespan, UnequalStagesByHand) {
+    // pp 2, m 2; stage 0 (f 1, b 2), stage 1 (f 3, b 6). Stage 0 runs F0 F1 B0 B1, stage 1
+    // F0 B0 F1 B1:
+    //   s0 F0 [0, 1], F1 [1, 2]; s1 F0 [1, 4], B0 [4, 10], F1 [10, 13], B1 [13, 19];
+    //   s0 B0 [10, 12], B1 [19, 21].
+    // 21 = m t_max + t_0 = 2 x 9 + 3: with two stages the closed form is exact.
+    EXPECT_DOUBLE_EQ(pipeline_makespan(Schedule::one_f_one_b, 2, 1, {1, 3}, {2, 6}), 21.0);
+    // pp 3, m 2; a slow first stage (f 2, b 4) before two fast ones (f 1, b 2). Stage 0 runs
+    // F0 F1 B0 B1, stage 1 F0 F1 B0 B1, stage 2 F0 B0 F1 B1:
+    //   s0 F0 [0, 2], F1 [2, 4]; s1 F0 [2, 3], F1 [4, 5];
+    //   s2 F0 [3, 4], B0 [4, 6], F1 [6, 7], B1 [7, 9];
+    //   s1 B0 [6, 8], B1 [9, 11]; s0 B0 [8, 12], B1 [12, 16].
+    // 16, less than m t_max + t_1 + t_2 = 12 + 3 + 3 = 18: stage 0 waits 4 to 8 for its first
+    // gradient, while the fast stages' fill and drain overlap its second forward pass.
+    EXPECT_DOUBLE_EQ(pipeline_makespan(Schedule::one_f_one_b, 2, 1, {2, 1, 1}, {4, 2, 2}), 16.0);
+}
+
 TEST(PipelineSchedule, InterleavedByHand) {
     // pp = 2, v = 2, m = 4 (Megatron's ordering): forwards in groups of pp microbatches per
     // chunk; stage 1 warms up with (pp - 1 - 1) * 2 + (v - 1) * pp = 2 forwards.
