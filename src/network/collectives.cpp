@@ -6,6 +6,8 @@
 #include <bit>
 #include <map>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace trnsim::network {
 
@@ -368,8 +370,14 @@ void chip_stage(Builder& b, CollectiveOp op, const Group& chips, const Structure
     name = std::string("hierarchical: ") + to_string(c.inner) + " + " + to_string(c.outer);
 }
 
+/// Transfer seconds already estimated, by phase signature (equal signatures, equal transfers).
+using KnownTransfers = std::vector<std::pair<std::uint64_t, double>>;
+
 /// Closed-form seconds of the phases of `plan` (without its launch), PhaseEstimate per phase.
-double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan);
+/// `known` carries the transfers of phases estimated before on the same fabric (the candidates
+/// of one choice share their fixed stages); it gains this plan's.
+double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan,
+                      KnownTransfers& known);
 
 /// The cheapest choice by the closed-form estimate of its phases (estimate_plan_seconds), among
 /// the flat algorithms (when `flat_allowed`) and the hierarchical ones the group allows. Ties go
@@ -379,12 +387,16 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
                 CollectiveOp op, const Group& chips, const Structure& s, double v,
                 bool flat_allowed) {
     const std::size_t p = chips.size();
+    // The candidates share phases (a hierarchical candidate keeps the other stage fixed, and
+    // the best inner stage with the outer ring is estimated in both searches): each distinct
+    // phase is estimated once per choice, with the same result as alone.
+    KnownTransfers known;
     const auto cost = [&](const Choice& c) {
         CollectivePlan scratch;
         Builder b(f, local, scratch, moving_ranks);
         std::string name;
         chip_stage(b, op, chips, s, v, c, name);
-        return phases_seconds(f, scratch);
+        return phases_seconds(f, scratch, known);
     };
     std::vector<Algorithm> flat = {Algorithm::ring, Algorithm::bidirectional_ring,
                                    Algorithm::rdh};
@@ -563,9 +575,9 @@ CollectivePlan plan_collective(const topology::Fabric& f, const CollectiveReques
 
 namespace {
 
-double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan) {
+double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan,
+                      KnownTransfers& known) {
     // Transfers by phase signature: a repeated or reused set of flows is estimated once.
-    std::vector<std::pair<std::uint64_t, double>> known;
     std::vector<std::uint32_t> hops;
     // Bytes per link of the phase being estimated, and the links it touched (to read and
     // clear them); kept per thread, sized to the largest fabric seen, all zero between calls.
@@ -619,7 +631,8 @@ double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan) {
 } // namespace
 
 double estimate_plan_seconds(const topology::Fabric& fabric, const CollectivePlan& plan) {
-    return plan.launch_seconds + phases_seconds(fabric, plan);
+    KnownTransfers known;
+    return plan.launch_seconds + phases_seconds(fabric, plan, known);
 }
 
 } // namespace trnsim::network
