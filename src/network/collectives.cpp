@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <map>
 #include <stdexcept>
 #include <utility>
@@ -375,9 +376,11 @@ using KnownTransfers = std::vector<std::pair<std::uint64_t, double>>;
 
 /// Closed-form seconds of the phases of `plan` (without its launch), PhaseEstimate per phase.
 /// `known` carries the transfers of phases estimated before on the same fabric (the candidates
-/// of one choice share their fixed stages); it gains this plan's.
+/// of one choice share their fixed stages); it gains this plan's. The sum stops once it reaches
+/// `bound` (the phases only add): a result >= bound says only that the plan costs at least it.
 double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan,
-                      KnownTransfers& known);
+                      KnownTransfers& known,
+                      double bound = std::numeric_limits<double>::infinity());
 
 /// The cheapest choice by the closed-form estimate of its phases (estimate_plan_seconds), among
 /// the flat algorithms (when `flat_allowed`) and the hierarchical ones the group allows. Ties go
@@ -390,13 +393,17 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
     // The candidates share phases (a hierarchical candidate keeps the other stage fixed, and
     // the best inner stage with the outer ring is estimated in both searches): each distinct
     // phase is estimated once per choice, with the same result as alone.
+    // A candidate is only compared with the best so far (it wins when strictly cheaper), so
+    // its estimate stops once it reaches that: the same choice, fewer phases routed (RDH's
+    // many distinct steps are most of the work on large groups).
     KnownTransfers known;
-    const auto cost = [&](const Choice& c) {
+    const double none = std::numeric_limits<double>::infinity();
+    const auto cost = [&](const Choice& c, double bound) {
         CollectivePlan scratch;
         Builder b(f, local, scratch, moving_ranks);
         std::string name;
         chip_stage(b, op, chips, s, v, c, name);
-        return phases_seconds(f, scratch, known);
+        return phases_seconds(f, scratch, known, bound);
     };
     std::vector<Algorithm> flat = {Algorithm::ring, Algorithm::bidirectional_ring,
                                    Algorithm::rdh};
@@ -421,7 +428,7 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
         for (Algorithm a : flat) {
             Choice c;
             c.flat = a;
-            consider(c, cost(c));
+            consider(c, cost(c, found ? best_s : none));
         }
     }
     if (can_be_hierarchical(s)) {
@@ -447,7 +454,7 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
         for (std::size_t i = 0; i < inner.size(); ++i) {
             Choice c = h;
             c.inner = inner[i];
-            const double t = cost(c);
+            const double t = cost(c, i == 0 ? none : inner_s);
             if (i == 0 || t < inner_s) {
                 inner_s = t;
                 h.inner = inner[i];
@@ -458,7 +465,7 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
         for (std::size_t i = 0; i < outer.size(); ++i) {
             Choice c = h;
             c.outer = outer[i];
-            const double t = cost(c);
+            const double t = cost(c, i == 0 ? none : outer_s);
             if (i == 0 || t < outer_s) {
                 outer_s = t;
                 best_outer = outer[i];
@@ -576,7 +583,7 @@ CollectivePlan plan_collective(const topology::Fabric& f, const CollectiveReques
 namespace {
 
 double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan,
-                      KnownTransfers& known) {
+                      KnownTransfers& known, double bound) {
     // Transfers by phase signature: a repeated or reused set of flows is estimated once.
     std::vector<std::uint32_t> hops;
     // Bytes per link of the phase being estimated, and the links it touched (to read and
@@ -624,6 +631,9 @@ double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan,
         }
         total += static_cast<double>(ph.repeat) *
                  std::max(transfer + ph.overhead_seconds, ph.local_seconds);
+        if (total >= bound) {
+            break;
+        }
     }
     return total;
 }
