@@ -284,12 +284,10 @@ TEST(Batch, ABadPointStopsEverythingBeforeItRuns) {
 
 TEST(Plan, RanksFinalistsAndWritesTheSearch) {
     const fs::path d = scratch("plan");
-    // The deadline leaves three candidates feasible, so two finalists are ranked: the 1-hour
-    // checkpoint interval at 256 UltraServers, tp 64, pp 2 is estimated at 45.2 d (its step
-    // 25.5 s with trn2's fitted collective engine; 21.5 s and 38.3 d before rank_bandwidth was
-    // refitted from 101 to 72.3 GB/s, when 45 d held two).
+    // The deadline leaves three candidates feasible (the step at 256 UltraServers, tp 64, pp 2
+    // is 21.2 s with trn2's fitted collective engine), so two finalists are ranked.
     write(d / "plan.yaml", base("llama3-405b-reliability.yaml") + R"(objective: min_cost
-constraints: {deadline: 50d}
+constraints: {deadline: 45d}
 search:
   ultraservers: [64, 128, 256]
   global_batch: [1024, 2048]
