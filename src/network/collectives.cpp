@@ -1,9 +1,14 @@
 #include "trnsim/network/collectives.hpp"
 
+#include "trnsim/topology/routing.hpp"
+
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <map>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 namespace trnsim::network {
 
@@ -36,7 +41,6 @@ namespace {
 using Group = std::vector<std::uint32_t>;
 using Groups = std::vector<Group>;
 
-constexpr double kMiB = 1024.0 * 1024.0;
 constexpr std::size_t kMaxFlowsPerPhase = 4'000'000;
 
 std::uint64_t mix(std::uint64_t h, std::uint64_t x) {
@@ -140,6 +144,8 @@ public:
     void all_gather(const Groups& groups, double v, Algorithm a, const std::string& stage) {
         scatter_or_gather(groups, v, a, stage, false);
     }
+
+    int moving_ranks() const { return ranks_; }
 
 private:
     void scatter_or_gather(const Groups& groups, double v, Algorithm a, const std::string& stage,
@@ -277,31 +283,198 @@ private:
     int ranks_;
 };
 
-/// Inside NeuronLink domains (CCI): mesh below 1 MB, RDH up to 56 MB, rings above.
-Algorithm pick_domain(double v, std::size_t p, std::size_t groups, bool full_domain) {
-    const bool mesh_fits = groups * p * (p - 1) <= 1'000'000;
-    if (v < 1.0 * kMiB && mesh_fits) {
-        return Algorithm::mesh;
+/// Most flows a mesh may have per phase to be a candidate of `automatic` (the p (p - 1) flows
+/// of every group together); larger meshes stay forceable up to kMaxFlowsPerPhase.
+constexpr std::size_t kMaxAutoMeshFlows = 1'000'000;
+
+/// Inside a NeuronLink domain the Neuron runtime runs mesh only for messages below 1 MB (CCI,
+/// shared/reference/trainium.md "Intra-node algorithm choice"): its per-peer buffers and
+/// descriptors, which the phase estimate does not see, make it lose above. So `automatic`
+/// considers a mesh whose flows stay inside one domain (flat on one domain, or the domain
+/// stage of hierarchical) only below this size per rank; a forced mesh runs at any size.
+constexpr double kDomainMeshBelowBytes = 1024.0 * 1024.0;
+
+/// How the chip-level stage runs: one algorithm over all chips, or hierarchical (an algorithm
+/// inside each NeuronLink domain, another among the same-position chips of every domain).
+struct Choice {
+    bool hierarchical = false;
+    Algorithm flat = Algorithm::ring; ///< when not hierarchical
+    Algorithm inner = Algorithm::ring;
+    Algorithm outer = Algorithm::ring;
+};
+
+/// The chips grouped by NeuronLink domain, in rank order.
+struct Structure {
+    Groups domain_groups;
+    Groups efa_groups; ///< same-position chips of every domain (symmetric groups only)
+    std::size_t domains = 0;
+    std::size_t per = 0; ///< chips per domain (of the first domain)
+    bool symmetric = false;
+    bool full_domain = false;
+};
+
+Structure structure_of(const topology::Fabric& f, const Group& chips) {
+    std::map<std::uint32_t, Group> by_domain;
+    for (std::uint32_t c : chips) {
+        by_domain[f.domain_of(c)].push_back(c);
     }
-    if (v <= 56.0 * kMiB) {
-        return Algorithm::rdh;
+    Structure s;
+    s.domains = by_domain.size();
+    s.per = by_domain.begin()->second.size();
+    s.symmetric = std::all_of(by_domain.begin(), by_domain.end(),
+                              [&](const auto& kv) { return kv.second.size() == s.per; });
+    for (auto& kv : by_domain) {
+        s.domain_groups.push_back(kv.second);
     }
-    return full_domain ? Algorithm::torus_rings : Algorithm::bidirectional_ring;
+    s.full_domain = s.per == f.chips_per_domain();
+    if (s.symmetric) {
+        s.efa_groups.assign(s.per, {});
+        for (const Group& g : s.domain_groups) {
+            for (std::size_t k = 0; k < s.per; ++k) {
+                s.efa_groups[k].push_back(g[k]);
+            }
+        }
+    }
+    return s;
 }
 
-/// Across EFA (CCX): ring for large messages; mesh for small groups and messages; RDH for
-/// large groups with small and medium messages.
-Algorithm pick_efa(double v, std::size_t p, std::size_t groups) {
-    if (p <= 2) {
-        return Algorithm::ring;
+bool can_be_hierarchical(const Structure& s) { return s.symmetric && s.domains > 1 && s.per > 1; }
+
+/// The chip-level stage of a reduce-scatter, all-gather or all-reduce of V bytes per chip.
+void chip_stage(Builder& b, CollectiveOp op, const Group& chips, const Structure& s, double v,
+                const Choice& c, std::string& name) {
+    const bool reduce = op != CollectiveOp::all_gather;
+    const bool gather = op != CollectiveOp::reduce_scatter;
+    if (!c.hierarchical) {
+        if (reduce) {
+            b.reduce_scatter({chips}, v, c.flat, "reduce-scatter");
+        }
+        if (gather) {
+            b.all_gather({chips}, v, c.flat, "all-gather");
+        }
+        name = to_string(c.flat);
+        return;
     }
-    if (v < 1.0 * kMiB && p <= 32 && groups * p * (p - 1) <= 1'000'000) {
-        return Algorithm::mesh;
+    const double shard = v / static_cast<double>(s.per);
+    if (reduce) {
+        b.reduce_scatter(s.domain_groups, v, c.inner, "domain reduce-scatter");
     }
-    if (v <= 56.0 * kMiB) {
-        return Algorithm::rdh;
+    if (reduce) {
+        b.reduce_scatter(s.efa_groups, shard, c.outer, "EFA reduce-scatter");
     }
-    return Algorithm::ring;
+    if (gather) {
+        b.all_gather(s.efa_groups, shard, c.outer, "EFA all-gather");
+    }
+    if (gather) {
+        b.all_gather(s.domain_groups, v, c.inner, "domain all-gather");
+    }
+    name = std::string("hierarchical: ") + to_string(c.inner) + " + " + to_string(c.outer);
+}
+
+/// Transfer seconds already estimated, by phase signature (equal signatures, equal transfers).
+using KnownTransfers = std::vector<std::pair<std::uint64_t, double>>;
+
+/// Closed-form seconds of the phases of `plan` (without its launch), PhaseEstimate per phase.
+/// `known` carries the transfers of phases estimated before on the same fabric (the candidates
+/// of one choice share their fixed stages); it gains this plan's. The sum stops once it reaches
+/// `bound` (the phases only add): a result >= bound says only that the plan costs at least it.
+double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan,
+                      KnownTransfers& known,
+                      double bound = std::numeric_limits<double>::infinity());
+
+/// The cheapest choice by the closed-form estimate of its phases (estimate_plan_seconds), among
+/// the flat algorithms (when `flat_allowed`) and the hierarchical ones the group allows. Ties go
+/// to the first candidate in a fixed order, so the choice is deterministic. Each candidate's
+/// estimate grows with V, so the cheapest does too.
+Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_ranks,
+                CollectiveOp op, const Group& chips, const Structure& s, double v,
+                bool flat_allowed) {
+    const std::size_t p = chips.size();
+    // The candidates share phases (a hierarchical candidate keeps the other stage fixed, and
+    // the best inner stage with the outer ring is estimated in both searches): each distinct
+    // phase is estimated once per choice, with the same result as alone.
+    // A candidate is only compared with the best so far (it wins when strictly cheaper), so
+    // its estimate stops once it reaches that: the same choice, fewer phases routed (RDH's
+    // many distinct steps are most of the work on large groups).
+    KnownTransfers known;
+    const double none = std::numeric_limits<double>::infinity();
+    const auto cost = [&](const Choice& c, double bound) {
+        CollectivePlan scratch;
+        Builder b(f, local, scratch, moving_ranks);
+        std::string name;
+        chip_stage(b, op, chips, s, v, c, name);
+        return phases_seconds(f, scratch, known, bound);
+    };
+    std::vector<Algorithm> flat = {Algorithm::ring, Algorithm::bidirectional_ring,
+                                   Algorithm::rdh};
+    const bool domain_mesh = v < kDomainMeshBelowBytes;
+    if (p * (p - 1) <= kMaxAutoMeshFlows && (s.domains > 1 || domain_mesh)) {
+        flat.push_back(Algorithm::mesh);
+    }
+    if (s.symmetric && s.domains == 1 && s.full_domain && f.torus_dims() > 0) {
+        flat.push_back(Algorithm::torus_rings);
+    }
+    Choice best;
+    double best_s = 0.0;
+    bool found = false;
+    const auto consider = [&](const Choice& c, double seconds) {
+        if (!found || seconds < best_s) {
+            best = c;
+            best_s = seconds;
+            found = true;
+        }
+    };
+    if (flat_allowed || !can_be_hierarchical(s)) {
+        for (Algorithm a : flat) {
+            Choice c;
+            c.flat = a;
+            consider(c, cost(c, found ? best_s : none));
+        }
+    }
+    if (can_be_hierarchical(s)) {
+        // The domain stages and the EFA stages run one after the other on disjoint phases:
+        // the cheapest hierarchical choice pairs the cheapest inner with the cheapest outer.
+        // Each is found with the other fixed (ring); the fixed part adds the same to all.
+        std::vector<Algorithm> inner = {Algorithm::ring, Algorithm::bidirectional_ring,
+                                        Algorithm::rdh};
+        if (s.domains * s.per * (s.per - 1) <= kMaxAutoMeshFlows && domain_mesh) {
+            inner.push_back(Algorithm::mesh);
+        }
+        if (s.full_domain && f.torus_dims() > 0) {
+            inner.push_back(Algorithm::torus_rings);
+        }
+        std::vector<Algorithm> outer = {Algorithm::ring, Algorithm::bidirectional_ring,
+                                        Algorithm::rdh};
+        if (s.per * s.domains * (s.domains - 1) <= kMaxAutoMeshFlows) {
+            outer.push_back(Algorithm::mesh);
+        }
+        Choice h;
+        h.hierarchical = true;
+        double inner_s = 0.0;
+        for (std::size_t i = 0; i < inner.size(); ++i) {
+            Choice c = h;
+            c.inner = inner[i];
+            const double t = cost(c, i == 0 ? none : inner_s);
+            if (i == 0 || t < inner_s) {
+                inner_s = t;
+                h.inner = inner[i];
+            }
+        }
+        double outer_s = 0.0;
+        Algorithm best_outer = Algorithm::ring;
+        for (std::size_t i = 0; i < outer.size(); ++i) {
+            Choice c = h;
+            c.outer = outer[i];
+            const double t = cost(c, i == 0 ? none : outer_s);
+            if (i == 0 || t < outer_s) {
+                outer_s = t;
+                best_outer = outer[i];
+            }
+        }
+        h.outer = best_outer;
+        consider(h, outer_s);
+    }
+    return best;
 }
 
 } // namespace
@@ -377,80 +550,99 @@ CollectivePlan plan_collective(const topology::Fabric& f, const CollectiveReques
     if (reduce) {
         b.on_chip(n, r, 1.0, "on-chip reduce-scatter");
     }
-    const auto flat = [&](Algorithm a) {
-        if (reduce) {
-            b.reduce_scatter({chips}, v, a, "reduce-scatter");
-        }
-        if (gather) {
-            b.all_gather({chips}, v, a, "all-gather");
-        }
-        plan.algorithm = to_string(a);
-    };
-
-    if (req.algorithm == Algorithm::ring || req.algorithm == Algorithm::bidirectional_ring ||
-        req.algorithm == Algorithm::mesh || req.algorithm == Algorithm::rdh) {
-        flat(req.algorithm);
-    } else {
-        // Group the chips by NeuronLink domain, keeping rank order.
-        std::map<std::uint32_t, Group> by_domain;
-        for (std::uint32_t c : chips) {
-            by_domain[f.domain_of(c)].push_back(c);
-        }
-        const std::size_t domains = by_domain.size();
-        const std::size_t per = by_domain.begin()->second.size();
-        const bool symmetric = std::all_of(by_domain.begin(), by_domain.end(),
-                                           [&](const auto& kv) { return kv.second.size() == per; });
-        Groups domain_groups;
-        for (auto& kv : by_domain) {
-            domain_groups.push_back(kv.second);
-        }
-        const bool full_domain = per == f.chips_per_domain();
-        if (req.algorithm == Algorithm::torus_rings && (!full_domain || domains != 1)) {
+    const Structure s = structure_of(f, chips);
+    Choice c;
+    switch (req.algorithm) {
+    case Algorithm::ring:
+    case Algorithm::bidirectional_ring:
+    case Algorithm::mesh:
+    case Algorithm::rdh:
+        c.flat = req.algorithm;
+        break;
+    case Algorithm::torus_rings:
+        if (!s.full_domain || s.domains != 1) {
             throw std::invalid_argument("collective: torus_rings needs the group to be exactly "
                                         "one NeuronLink domain");
         }
-        if (!symmetric) {
-            flat(pick_efa(v, p, 1));
-        } else if (domains == 1) {
-            const Algorithm a = req.algorithm == Algorithm::torus_rings
-                                    ? Algorithm::torus_rings
-                                    : pick_domain(v, per, 1, full_domain);
-            flat(a);
-        } else if (per == 1) {
-            flat(pick_efa(v, p, 1));
-        } else {
-            // Hierarchical: same-position chips of every domain form the EFA groups.
-            Groups efa_groups(per);
-            for (const Group& g : domain_groups) {
-                for (std::size_t k = 0; k < per; ++k) {
-                    efa_groups[k].push_back(g[k]);
-                }
-            }
-            const Algorithm inner = pick_domain(v, per, domains, full_domain);
-            const double shard = v / static_cast<double>(per);
-            const Algorithm outer = pick_efa(shard, domains, per);
-            if (reduce) {
-                b.reduce_scatter(domain_groups, v, inner, "domain reduce-scatter");
-            }
-            if (req.op == CollectiveOp::all_reduce) {
-                b.reduce_scatter(efa_groups, shard, outer, "EFA reduce-scatter");
-                b.all_gather(efa_groups, shard, outer, "EFA all-gather");
-            } else if (req.op == CollectiveOp::reduce_scatter) {
-                b.reduce_scatter(efa_groups, shard, outer, "EFA reduce-scatter");
-            } else {
-                b.all_gather(efa_groups, shard, outer, "EFA all-gather");
-            }
-            if (gather) {
-                b.all_gather(domain_groups, v, inner, "domain all-gather");
-            }
-            plan.algorithm = std::string("hierarchical: ") + to_string(inner) + " + " +
-                             to_string(outer);
-        }
+        c.flat = Algorithm::torus_rings;
+        break;
+    case Algorithm::automatic:
+    case Algorithm::hierarchical:
+        // `hierarchical` keeps to the hierarchical choices where the group has them.
+        c = cheapest(f, local, b.moving_ranks(), req.op, chips, s, v,
+                     req.algorithm == Algorithm::automatic);
+        break;
     }
+    chip_stage(b, req.op, chips, s, v, c, plan.algorithm);
     if (gather) {
         b.on_chip(n, r, 1.0, "on-chip all-gather");
     }
     return plan;
+}
+
+namespace {
+
+double phases_seconds(const topology::Fabric& f, const CollectivePlan& plan,
+                      KnownTransfers& known, double bound) {
+    // Transfers by phase signature: a repeated or reused set of flows is estimated once.
+    std::vector<std::uint32_t> hops;
+    // Bytes per link of the phase being estimated, and the links it touched (to read and
+    // clear them); kept per thread, sized to the largest fabric seen, all zero between calls.
+    thread_local std::vector<double> load;
+    thread_local std::vector<std::uint32_t> touched;
+    if (load.size() < f.capacity().size()) {
+        load.resize(f.capacity().size(), 0.0);
+    }
+    double total = 0.0;
+    for (const Phase& ph : plan.phases) {
+        double transfer = -1.0;
+        for (const auto& [sig, t] : known) {
+            if (sig == ph.signature) {
+                transfer = t;
+            }
+        }
+        if (transfer < 0.0) {
+            touched.clear();
+            std::int64_t latency_ns = 0;
+            for (std::size_t i = 0; i < ph.flows.size(); ++i) {
+                const FlowSpec& fl = ph.flows[i];
+                if (fl.src == fl.dst || fl.bytes <= 0.0) {
+                    continue;
+                }
+                hops.clear();
+                // The flow network's salt (the flow's index in its group): the same paths.
+                topology::route(f, fl.src, fl.dst, i, hops);
+                latency_ns = std::max(latency_ns,
+                                      topology::route_latency_ns(f, hops.data(), hops.size()));
+                for (const std::uint32_t l : hops) {
+                    if (load[l] == 0.0) {
+                        touched.push_back(l);
+                    }
+                    load[l] += fl.bytes;
+                }
+            }
+            double most = 0.0; // seconds of the busiest link
+            for (const std::uint32_t l : touched) {
+                most = std::max(most, load[l] / f.capacity()[l]);
+                load[l] = 0.0;
+            }
+            transfer = most + static_cast<double>(latency_ns) * 1e-9;
+            known.emplace_back(ph.signature, transfer);
+        }
+        total += static_cast<double>(ph.repeat) *
+                 std::max(transfer + ph.overhead_seconds, ph.local_seconds);
+        if (total >= bound) {
+            break;
+        }
+    }
+    return total;
+}
+
+} // namespace
+
+double estimate_plan_seconds(const topology::Fabric& fabric, const CollectivePlan& plan) {
+    KnownTransfers known;
+    return plan.launch_seconds + phases_seconds(fabric, plan, known);
 }
 
 } // namespace trnsim::network

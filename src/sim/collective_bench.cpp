@@ -13,6 +13,9 @@ namespace trnsim::sim {
 
 namespace {
 
+/// Flows of the plans run_collective_bench keeps between checking and simulating.
+constexpr std::size_t kKeptFlows = 1'000'000;
+
 /// The fabric and the request of a benchmark, every input checked.
 struct Prepared {
     topology::Fabric fabric;
@@ -126,12 +129,28 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
     out.ultraservers = fabric.ultraservers();
     out.instances = fabric.instances();
     const double factor = network::bus_bandwidth_factor(spec.op, static_cast<std::size_t>(ranks));
-    // Every size is planned (and so checked) before the first is simulated.
-    for (double size : spec.sizes) {
-        (void)plan_size(prepared, size, local);
+    // Every size is planned (and so checked) before the first is simulated. The plans are kept
+    // for the simulation up to kKeptFlows flows in all (the planner's estimates of each
+    // algorithm are most of a small benchmark's time); beyond, a size is planned again.
+    std::vector<network::CollectivePlan> plans(spec.sizes.size());
+    std::vector<bool> kept(spec.sizes.size(), false);
+    std::size_t kept_flows = 0;
+    for (std::size_t i = 0; i < spec.sizes.size(); ++i) {
+        network::CollectivePlan plan = plan_size(prepared, spec.sizes[i], local);
+        std::size_t flows = 0;
+        for (const network::Phase& ph : plan.phases) {
+            flows += ph.flows.size();
+        }
+        if (kept_flows + flows <= kKeptFlows) {
+            kept_flows += flows;
+            plans[i] = std::move(plan);
+            kept[i] = true;
+        }
     }
-    for (double size : spec.sizes) {
-        network::CollectivePlan plan = plan_size(prepared, size, local);
+    for (std::size_t i = 0; i < spec.sizes.size(); ++i) {
+        const double size = spec.sizes[i];
+        network::CollectivePlan plan =
+            kept[i] ? std::move(plans[i]) : plan_size(prepared, size, local);
         CollectiveRow row;
         row.bytes = size;
         row.algorithm = plan.algorithm;

@@ -284,6 +284,8 @@ TEST(Batch, ABadPointStopsEverythingBeforeItRuns) {
 
 TEST(Plan, RanksFinalistsAndWritesTheSearch) {
     const fs::path d = scratch("plan");
+    // The deadline leaves three candidates feasible (the step at 256 UltraServers, tp 64, pp 2
+    // is 21.2 s with trn2's fitted collective engine), so two finalists are ranked.
     write(d / "plan.yaml", base("llama3-405b-reliability.yaml") + R"(objective: min_cost
 constraints: {deadline: 45d}
 search:

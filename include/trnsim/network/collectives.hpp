@@ -16,10 +16,15 @@
 //                       (CCX): all-reduce = domain reduce-scatter + all-reduce among the
 //                       same-position chips of every domain on V/c + domain all-gather;
 //                       all-gather runs the EFA stage first, reduce-scatter last.
-// `automatic` picks per stage by the size of the buffer V, as the Neuron runtime does
-// (CCI: mesh below 1 MB, RDH from 1 to 56 MB, rings above, inside a NeuronLink domain; CCX:
-// ring for large messages, mesh for small groups and messages, RDH for large groups and small
-// to medium messages). All-to-all is direct (one phase; every pair), broadcast is a scatter
+// `automatic` runs the cheapest of the algorithms the group allows, by a closed-form
+// estimate of their phases (estimate_plan_seconds): the flat ones (ring, bidirectional ring,
+// RDH, mesh while it has at most a million flows, torus rings on exactly one full NeuronLink
+// domain) and, on a group spanning several domains with the same chips in each, hierarchical
+// with the cheapest domain algorithm and the cheapest EFA algorithm. `hierarchical` is that
+// choice among the hierarchical ones only. As the Neuron runtime's tuner does, and unlike
+// its published size thresholds (CCI: mesh below 1 MB, RDH to 56 MB, rings above; CCX: ring
+// for large messages, mesh for small groups and messages, RDH for large groups with small
+// to medium messages), which the cost order does not always follow. All-to-all is direct (one phase; every pair), broadcast is a scatter
 // from the root followed by a ring all-gather (van de Geijn), send/recv one flow.
 //
 // Repeated identical phases (the p - 1 steps of a ring) are stored once with a repeat count,
@@ -100,6 +105,14 @@ struct LocalCosts {
 /// a mesh with more than 4 million flows per phase, torus_rings on a partial domain).
 CollectivePlan plan_collective(const topology::Fabric& fabric, const CollectiveRequest& request,
                                const LocalCosts& local);
+
+/// Closed-form seconds of a plan alone on the fabric: its launch, then per phase (times its
+/// repeat count) the longer of its on-chip work and its transfers plus overhead, the transfers
+/// taking the busiest link's bytes over its capacity plus the longest route latency (routes as
+/// the flow network takes them). A lower bound of the flow model's max-min time for the phase
+/// (equal when the busiest link stays saturated); linear in the bytes, so increasing with the
+/// size. What `automatic` compares.
+double estimate_plan_seconds(const topology::Fabric& fabric, const CollectivePlan& plan);
 
 /// Bus bandwidth factor of nccom-test / nccl-tests: all-reduce 2(n-1)/n, all-gather,
 /// reduce-scatter and all-to-all (n-1)/n, broadcast and send/recv 1.

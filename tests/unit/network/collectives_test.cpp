@@ -196,7 +196,11 @@ TEST(Plans, PhaseCountsAndBytes) {
     EXPECT_NE(ar.phases[0].signature, ar.phases[1].signature);
 }
 
-TEST(Plans, HierarchicalOnAnUltraClusterAndSelectionBySize) {
+TEST(Plans, HierarchicalOnAnUltraClusterAndSelectionByCost) {
+    // Without the collective engine (kLocal) the links decide: small buffers go to the
+    // one-phase meshes (fewest latency steps), from a few MiB the torus rings inside each
+    // UltraServer (neighbour links only) with a mesh over the 16 same-position chips (one EFA
+    // step each way; each chip's NIC carries 15/16 of its shard whatever the algorithm).
     const topology::Fabric f = topology::Fabric::build(config::load_fabric("trn2-ultracluster"), 16);
     CollectiveRequest req;
     req.op = CollectiveOp::all_reduce;
@@ -207,9 +211,9 @@ TEST(Plans, HierarchicalOnAnUltraClusterAndSelectionBySize) {
     req.bytes = 64e3;
     EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: mesh + mesh");
     req.bytes = 8 * kMiB;
-    EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: rdh + mesh");
+    EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: torus_rings + mesh");
     req.bytes = 1024 * kMiB;
-    EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: torus_rings + rdh");
+    EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: torus_rings + mesh");
 }
 
 TEST(Plans, BusBandwidthFactors) {
@@ -266,6 +270,153 @@ TEST(CollectiveEngine, StepsAcrossEfaPayTheirOverhead) {
     const double more =
         simulate_collectives(f, {{plan_collective(f, req, with), 0}}, with, {})[0].seconds();
     EXPECT_NEAR(more - base, 2.0 * 100e-6, 2e-9);
+}
+
+} // namespace
+} // namespace trnsim::network
+
+namespace trnsim::network {
+namespace {
+
+/// Every chip of the fabric, four ranks each (trn2 at LNC=2, trn1 at LNC=1 has two but the
+/// choice only needs a fixed count).
+CollectiveRequest whole_fabric(const topology::Fabric& f, double bytes, Algorithm a) {
+    CollectiveRequest req;
+    req.op = CollectiveOp::all_reduce;
+    req.ranks_per_chip = 4;
+    req.bytes = bytes;
+    req.algorithm = a;
+    for (std::uint32_t c = 0; c < f.chips(); ++c) {
+        req.chips.push_back(c);
+    }
+    return req;
+}
+
+TEST(AutoAlgorithm, MeshWinsBelowOneMiBInOneUltraServer) {
+    // One trn2 UltraServer: 64 chips on a 4 x 4 x 4 torus, 256 GB/s links inside an instance
+    // (dimensions 0, 1), 128 GB/s between its 4 instances (dimension 2), 2 us a hop; no
+    // collective engine (kLocal), so the estimates are the links' and the on-chip stages
+    // (the same for every algorithm) add 2 x (3 x 2 us + 3 MiB / 2.9 TB/s) = 14.17 us.
+    // All-reduce of V = 1 MiB per chip:
+    //  mesh: 2 phases, every chip sends V/64 = 16 KiB to each of the 63 others. Dimension-
+    //    order routes are at most 2 hops per dimension: 6 hops, 12 us. A Z link carries the
+    //    pairs whose route crosses it: 64 x 16 x (1 + 2/2) / 64 = 32 flows (the 2-hop ones
+    //    split both ways round) = 0.5 MiB, 4.1 us at 128 GB/s. About 2 x 16.1 = 32 us.
+    //  torus_rings: 2 x 3 dimensions x 3 steps of one hop (2 us) plus V / s / 2 each way:
+    //    128 KiB / 256 GB/s = 0.51 us, then 32 KiB / 256 GB/s = 0.13 us, then
+    //    8 KiB / 128 GB/s = 0.06 us: 2 x 3 x (6 + 0.71) = 40.2 us.
+    //  rdh: 2 x 6 steps at distances 32 .. 1 (XOR partners, a ring of 4 per dimension: one
+    //    hop at distances 1, 4, 16 and two at 2, 8, 32; 9 hops, 18 us) moving V d / 64:
+    //    0.5 MiB and 0.25 MiB over Z links (4.1 + 2.0 us), 128, 64, 32, 16 KiB over
+    //    instance links (0.98 us). The two-hop partners at distances 8 and 32 are half-way
+    //    round a ring of 4; the route's salt (the flow's index, bit d of it for dimension d)
+    //    is the same for the 4 chips of such a ring, so they all go the same way and each
+    //    link carries two flows: + 4.1 us and + 0.5 us. 2 x (18 + 7.1 + 4.6) = 59.4 us.
+    //  flat rings: 126 steps of at least 2 us each.
+    // So mesh < torus rings < RDH, by the ~8 us the flow model also shows (148 us against
+    // 156 us with the trn2 collective engine). But inside a NeuronLink domain the runtime
+    // runs mesh only below 1 MB (CCI), so at 1 MiB automatic runs torus rings (the size
+    // thresholds picked RDH, 175 us); at 1 MiB - 64 KiB (every bandwidth term 15/16 of the
+    // above, the latencies the same) mesh is a candidate again and wins.
+    const topology::Fabric f =
+        topology::Fabric::build(config::load_fabric("trn2-ultracluster"), 1);
+    const double v = 1.0 * kMiB;
+    const auto estimate = [&](Algorithm a) {
+        return estimate_plan_seconds(f, plan_collective(f, whole_fabric(f, v, a), kLocal));
+    };
+    const double on_chip = 2 * (3 * 2e-6 + 3 * kMiB / 2.9e12);
+    EXPECT_NEAR(estimate(Algorithm::mesh) - on_chip, 32.2e-6, 0.1e-6);
+    EXPECT_NEAR(estimate(Algorithm::torus_rings) - on_chip, 40.2e-6, 0.1e-6);
+    EXPECT_NEAR(estimate(Algorithm::rdh) - on_chip, 59.4e-6, 0.2e-6);
+    EXPECT_GT(estimate(Algorithm::ring) - on_chip, 126 * 2e-6);
+    EXPECT_EQ(plan_collective(f, whole_fabric(f, v, Algorithm::automatic), kLocal).algorithm,
+              "torus_rings");
+    const double below = v - 64.0 * 1024;
+    EXPECT_EQ(
+        plan_collective(f, whole_fabric(f, below, Algorithm::automatic), kLocal).algorithm,
+        "mesh");
+    // And the flow model agrees: no allowed algorithm simulates faster (mesh is not allowed
+    // at 1 MiB).
+    for (double size : {v, below}) {
+        const double automatic = simulate(f, whole_fabric(f, size, Algorithm::automatic));
+        for (Algorithm a : {Algorithm::ring, Algorithm::bidirectional_ring, Algorithm::mesh,
+                            Algorithm::rdh, Algorithm::torus_rings}) {
+            if (a == Algorithm::mesh && size >= v) {
+                continue;
+            }
+            EXPECT_LE(automatic, simulate(f, whole_fabric(f, size, a)) * (1.0 + 1e-9))
+                << to_string(a) << " " << size;
+        }
+    }
+}
+
+struct SweepCase {
+    const char* fabric;
+    bool plain_instances;
+    std::int64_t domains;
+    double step; ///< size factor of the sweep
+};
+
+TEST(AutoAlgorithm, TheChoiceIsTheCheapestEstimateAndGrowsWithTheSize) {
+    // From 1 KiB to 4 GiB: the automatic plan's estimate is the least of every algorithm the
+    // group allows (each forced), and never falls as the size grows (each candidate's
+    // estimate is linear in the bytes, so their minimum is non-decreasing). 16 UltraServers
+    // in steps of 16x to keep the test short (trnsim collective --ultraservers 16 shows 2x).
+    const SweepCase cases[] = {{"trn1-ultracluster", true, 1, 2.0},
+                               {"trn1-ultracluster", true, 2, 2.0},
+                               {"trn2-ultracluster", true, 1, 2.0},
+                               {"trn2-ultracluster", false, 1, 2.0},
+                               {"trn2-ultracluster", false, 16, 16.0}};
+    for (const SweepCase& c : cases) {
+        topology::FabricSpec spec = config::load_fabric(c.fabric);
+        if (c.plain_instances) {
+            spec.scale_up.ultraserver_instances = 0;
+        }
+        const topology::Fabric f = topology::Fabric::build(spec, c.domains);
+        double previous = 0.0;
+        for (double v = 1024.0; v <= 4.0 * 1024 * kMiB; v *= c.step) {
+            const CollectivePlan chosen =
+                plan_collective(f, whole_fabric(f, v, Algorithm::automatic), kLocal);
+            const double best = estimate_plan_seconds(f, chosen);
+            EXPECT_GE(best, previous) << c.fabric << " x" << c.domains << " at " << v;
+            previous = best;
+            for (Algorithm a : {Algorithm::ring, Algorithm::bidirectional_ring, Algorithm::rdh,
+                                Algorithm::hierarchical}) {
+                const double forced =
+                    estimate_plan_seconds(f, plan_collective(f, whole_fabric(f, v, a), kLocal));
+                EXPECT_LE(best, forced * (1.0 + 1e-12))
+                    << c.fabric << " x" << c.domains << " at " << v << ": " << to_string(a)
+                    << " beats " << chosen.algorithm;
+            }
+        }
+    }
+}
+
+TEST(AutoAlgorithm, SimulatedTimeGrowsWithTheSizeInOneUltraServer) {
+    // The flow model's time of the automatic choice, 1 KiB to 4 GiB in one trn2 UltraServer.
+    const topology::Fabric f =
+        topology::Fabric::build(config::load_fabric("trn2-ultracluster"), 1);
+    double previous = 0.0;
+    for (double v = 1024.0; v <= 4.0 * 1024 * kMiB; v *= 2) {
+        const double t = simulate(f, whole_fabric(f, v, Algorithm::automatic));
+        EXPECT_GE(t, previous) << v;
+        previous = t;
+    }
+}
+
+TEST(AutoAlgorithm, ForcedAlgorithmsStayForced) {
+    const topology::Fabric f =
+        topology::Fabric::build(config::load_fabric("trn2-ultracluster"), 2);
+    for (Algorithm a : {Algorithm::ring, Algorithm::bidirectional_ring, Algorithm::mesh,
+                        Algorithm::rdh}) {
+        EXPECT_EQ(plan_collective(f, whole_fabric(f, kMiB, a), kLocal).algorithm, to_string(a));
+    }
+    EXPECT_EQ(plan_collective(f, whole_fabric(f, kMiB, Algorithm::hierarchical), kLocal)
+                  .algorithm.rfind("hierarchical: ", 0),
+              0u);
+    // Torus rings need exactly one full NeuronLink domain.
+    EXPECT_THROW(plan_collective(f, whole_fabric(f, kMiB, Algorithm::torus_rings), kLocal),
+                 std::invalid_argument);
 }
 
 } // namespace
