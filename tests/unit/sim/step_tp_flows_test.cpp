@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include <cmath>
 #include <functional>
 #include <map>
@@ -124,20 +126,21 @@ TEST(StepTpFlows, UncongestedTpCollectivesTakeTheirCollectiveBenchmarkTime) {
         extra_ns += f.sum_ns - k.sum_ns;
         tp_spans += f.count;
     }
-    // The planned collective (RDH at 32 MiB over 8 chips, whose distance-2 partners are two
-    // hops apart in the 4 x 4 torus) is slower than the closed form's dedicated ring links:
-    // 466.26 against 420.24 us. Nothing else differs, so the step grows by exactly the sum:
-    // 1,040 x 46.0 us = 47.9 ms (ns rounding of the collectives' ends aside).
+    // The planned collective (the cheapest by the planner's estimate: a bidirectional ring at
+    // 32 MiB over these 8 chips, 419.7 us alone) is slower than the closed form's dedicated
+    // ring links. Nothing else differs, so the step grows by exactly the sum of the 1,040
+    // differences (ns rounding of the collectives' ends aside).
     EXPECT_GT(alone_s, closed_s);
     EXPECT_NEAR(flows.estimate.step_s - closed.estimate.step_s,
                 static_cast<double>(extra_ns) * 1e-9, tp_spans * 2e-9);
-    // Against the analytic model (closed-form TP collectives): within 1.5% in closed_form mode
-    // (AgreesWithTheAnalyticModelWhenNothingIsCongested allows 10%), and within that plus the
-    // planned collectives' 47.9 ms (6% of the 0.80 s step) with flows.
+    // Against the analytic model (closed-form TP collectives): within 2% in closed_form mode
+    // (AgreesWithTheAnalyticModelWhenNothingIsCongested allows 10%; the step's gradient
+    // all-reduce runs the planned algorithm, 1.53% above the analytic step here), and within
+    // that once the planned TP collectives' difference is taken out with flows.
     const double analytic = estimate_step(c.plan).step_s;
-    EXPECT_NEAR(closed.estimate.step_s, analytic, 0.015 * analytic);
+    EXPECT_NEAR(closed.estimate.step_s, analytic, 0.02 * analytic);
     EXPECT_NEAR(flows.estimate.step_s - static_cast<double>(extra_ns) * 1e-9, analytic,
-                0.015 * analytic);
+                0.02 * analytic);
     // The TP collectives' NeuronLink bytes are now the flows' own (route hops counted): more
     // than the closed form's one hop per transfer.
     EXPECT_GT(flows.links.at(0).bytes, closed.links.at(0).bytes);
@@ -154,16 +157,20 @@ TEST(StepTpFlows, DataParallelTrafficOnTheSameLinksSlowsTheTpCollectives) {
     const StepSimResult closed = simulate(zero3, "closed_form", kTraceRank0);
     const StepSimResult flows = simulate(zero3, "flows", kTraceRank0);
     const StepSimResult alone = simulate(kUncongested, "flows", kTraceRank0);
+    const StepSimResult alone_closed = simulate(kUncongested, "closed_form", kTraceRank0);
     const auto fl = lane1(flows);
     const auto un = lane1(alone);
+    const auto unc = lane1(alone_closed);
     // Direction: max-min never gives a flow more than it gets alone, so no TP collective is
-    // shorter than uncongested (466.26 us, UncongestedTpCollectives...), and the ones that meet
-    // data-parallel flows are longer.
-    std::int64_t contention_ns = 0;
+    // shorter than uncongested (UncongestedTpCollectives...), and the ones that meet
+    // data-parallel flows are longer. `planned_ns`: what the planned TP collectives cost over
+    // the closed form without contention (UncongestedTpCollectives...).
+    std::int64_t contention_ns = 0, planned_ns = 0;
     for (const char* name : {"tp_all_gather", "tp_reduce_scatter", "tp_all_gather backward",
                              "tp_reduce_scatter backward"}) {
         EXPECT_GE(fl.at(name).min_ns, un.at(name).min_ns) << name;
         contention_ns += fl.at(name).sum_ns - un.at(name).sum_ns;
+        planned_ns += un.at(name).sum_ns - unc.at(name).sum_ns;
     }
     // Lower bound, from link bytes. A layer's parameters per rank: (2 x 4096^2 + 2 x 4096 x
     // 1024 + 3 x 4096 x 14336) / 32 = 6.8e6, 13.6 MB in bf16; the dp-2 gather brings each rank
@@ -173,11 +180,16 @@ TEST(StepTpFlows, DataParallelTrafficOnTheSameLinksSlowsTheTpCollectives) {
     // link time the gather takes. The forward gathers (32 layers x 4 microbatches = 128) start
     // with their block, a layer norm (tens of us) before the block's TP all-gather: if only a
     // quarter of each one's link time overlaps that all-gather, the TP collectives lose
-    // 128 x 107 / 4 us = 3.4 ms. Measured: 18 ms (17.5 ms of it in the forward all-gathers).
+    // 128 x 107 / 4 us = 3.4 ms (the figures measured are printed).
+    std::printf("TP collectives: contention %.1f ms over uncongested, planned over closed form "
+                "%.1f ms; step flows %.4f s, closed form %.4f s\n",
+                static_cast<double>(contention_ns) * 1e-6, static_cast<double>(planned_ns) * 1e-6,
+                flows.estimate.step_s, closed.estimate.step_s);
     EXPECT_GT(static_cast<double>(contention_ns) * 1e-9, 3.4e-3);
-    // The step: slower than closed form by more than the planned collectives' own 47.9 ms
-    // (UncongestedTpCollectives...) plus that bound.
-    EXPECT_GT(flows.estimate.step_s - closed.estimate.step_s, 47.9e-3 + 3.4e-3);
+    // The step: slower than closed form by more than the planned collectives' own difference
+    // plus that bound.
+    EXPECT_GT(flows.estimate.step_s - closed.estimate.step_s,
+              static_cast<double>(planned_ns) * 1e-9 + 3.4e-3);
 }
 
 TEST(StepTpFlows, RanksAsEntitiesAndThreadsGiveTheSameStep) {
