@@ -495,11 +495,13 @@ TEST(Cli, EveryShippedScenarioValidates) {
     }
 }
 
-} // namespace
-} // namespace trnsim::test
 
-namespace trnsim::test {
-namespace {
+/// The column `name` of `t` (which must have it).
+const results::Table::Column& column_of(const results::Table& t, const char* name) {
+    const int i = t.find(name);
+    EXPECT_GE(i, 0) << name;
+    return t.columns().at(static_cast<std::size_t>(i));
+}
 
 TEST(Cli, TheSummaryNamesTheSlowestStageAndReplica) {
     // 64 trn2 chips (one UltraServer), TP 4 at LNC=2: one chip per TP group, 64 entities;
@@ -547,9 +549,7 @@ output: {file: straggler.h5}
     EXPECT_NE(text.out.find(named), std::string::npos) << named << "\n" << text.out;
     const results::Table entities =
         results::read_table((dir / "t.h5").string(), "/step/entities");
-    const auto& col = [&](const char* name) {
-        return entities.columns().at(static_cast<std::size_t>(entities.find(name)));
-    };
+    const auto& col = [&](const char* name) -> const auto& { return column_of(entities, name); };
     bool found = false;
     for (std::size_t i = 0; i < col("first_rank").ints.size(); ++i) {
         if (col("first_rank").ints[i] == 148) {
@@ -563,11 +563,6 @@ output: {file: straggler.h5}
     fs::remove_all(dir);
 }
 
-} // namespace
-} // namespace trnsim::test
-
-namespace trnsim::test {
-namespace {
 
 TEST(Cli, TheServingSummaryNamesTheSlowestReplica) {
     // Four inf2 instances at TP 8: 12 replicas (3 of each), one spare instance. Failures drop
@@ -584,13 +579,9 @@ TEST(Cli, TheServingSummaryNamesTheSlowestReplica) {
         run_cli({"run", "scenarios/serving/llama3-8b-inf2-failures.yaml", "-o", file});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const results::Table summary = results::read_table(file, "/summary");
-    const auto scol = [&](const char* name) -> const auto& {
-        return summary.columns().at(static_cast<std::size_t>(summary.find(name)));
-    };
+    const auto scol = [&](const char* name) -> const auto& { return column_of(summary, name); };
     const results::Table requests = results::read_table(file, "/serving/requests");
-    const auto rcol = [&](const char* name) -> const auto& {
-        return requests.columns().at(static_cast<std::size_t>(requests.find(name)));
-    };
+    const auto rcol = [&](const char* name) -> const auto& { return column_of(requests, name); };
     std::map<std::int64_t, std::pair<double, int>> sums; // replica -> (E2E sum, requests)
     for (std::size_t i = 0; i < rcol("replica").ints.size(); ++i) {
         auto& s = sums[rcol("replica").ints[i]];
