@@ -290,7 +290,8 @@ private:
         if (b == kEmpty) {
             return a;
         }
-        if (enabled_[a] != enabled_[b]) {
+        // Only while a member is disabled (a failure): the common path reads no flags.
+        if (available_ != members_.size() && enabled_[a] != enabled_[b]) {
             return enabled_[a] != 0 ? a : b;
         }
         if (load_[a] != load_[b]) {
