@@ -144,36 +144,19 @@ inline compute::CollectiveEngineSpec fit_collective_engine(const compute::ChipSp
         c.collectives.efa_step_overhead = Duration::from_seconds_ceil(p[2]);
         return c;
     };
-    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
     for (int round = 0; round < 4; ++round) {
         for (int k = 0; k < 3; ++k) {
             if (hi[k] <= lo[k]) {
                 continue;
             }
-            double a = lo[k], b = hi[k];
             const auto f = [&](double v) {
                 double p[3] = {x[0], x[1], x[2]};
                 p[k] = v;
                 return nccom_misfit(chip_of(p), rows, fabric);
             };
-            double c = b - phi * (b - a), d = a + phi * (b - a);
-            double fc = f(c), fd = f(d);
-            for (int it = 0; it < 32; ++it) {
-                if (fc < fd) {
-                    b = d;
-                    d = c;
-                    fd = fc;
-                    c = b - phi * (b - a);
-                    fc = f(c);
-                } else {
-                    a = c;
-                    c = d;
-                    fc = fd;
-                    d = a + phi * (b - a);
-                    fd = f(d);
-                }
-            }
-            x[k] = (a + b) / 2.0;
+            x[k] = golden_section_min(f, lo[k], hi[k], [](double, double, int it) {
+                return it < 32;
+            });
         }
     }
     compute::CollectiveEngineSpec e;

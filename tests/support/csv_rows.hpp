@@ -3,6 +3,7 @@
 // And the rounding the fits apply before a value goes into a chip file.
 #pragma once
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -50,6 +51,32 @@ inline double round_significant(double v, int digits) {
     char text[32];
     std::snprintf(text, sizeof text, "%.*g", digits, v);
     return std::strtod(text, nullptr);
+}
+
+/// Golden-section search for the minimum of a unimodal `f` on [a, b]: the bracket narrows
+/// while keep_going(a, b, iteration) holds; returns the final bracket's midpoint. The fits of
+/// the chip files' coefficients (collective_fit.hpp, training_fit.hpp) use it.
+template <class F, class Keep>
+double golden_section_min(F&& f, double a, double b, Keep&& keep_going) {
+    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
+    double c = b - phi * (b - a), d = a + phi * (b - a);
+    double fc = f(c), fd = f(d);
+    for (int it = 0; keep_going(a, b, it); ++it) {
+        if (fc < fd) {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - phi * (b - a);
+            fc = f(c);
+        } else {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + phi * (b - a);
+            fd = f(d);
+        }
+    }
+    return (a + b) / 2.0;
 }
 
 } // namespace trnsim::test

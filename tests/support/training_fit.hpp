@@ -94,26 +94,10 @@ inline compute::TrainingCosts fit_training_costs(const std::string& chip_name,
         c.engine_sync = s;
         return training_misfit(rows, c);
     };
-    const double phi = (std::sqrt(5.0) - 1.0) / 2.0;
-    double a = 0.0, b = 1.0;
-    double c = b - phi * (b - a), d = a + phi * (b - a);
-    double fc = f(c), fd = f(d);
-    while (b - a > 0.002) {
-        if (fc < fd) {
-            b = d;
-            d = c;
-            fd = fc;
-            c = b - phi * (b - a);
-            fc = f(c);
-        } else {
-            a = c;
-            c = d;
-            fc = fd;
-            d = a + phi * (b - a);
-            fd = f(d);
-        }
-    }
-    costs.engine_sync = round_significant((a + b) / 2.0, 2);
+    const double best = golden_section_min(f, 0.0, 1.0, [](double a, double b, int) {
+        return b - a > 0.002;
+    });
+    costs.engine_sync = round_significant(best, 2);
     return costs;
 }
 
