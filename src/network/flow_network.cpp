@@ -216,6 +216,20 @@ void FlowNetwork::arrive(std::uint32_t gid, std::int64_t when, std::int64_t now,
     }
 }
 
+std::uint32_t FlowNetwork::home(const Pending& p, std::span<const std::uint32_t> route,
+                                std::uint32_t src) const {
+    // Over EFA, every flow of a group starts in the block of the group's first source. A
+    // ring that runs both directions shares each member's host and NIC links between its two
+    // directions, so its flows form one component across the fabric; homed by their own
+    // sources, the members of each block would start in its shard and each flow crossing
+    // into the next block would move one of them over at placement (on the 98,304-chip step:
+    // 810,000 moves, one flow each, serial). Over NeuronLink (no link in common with EFA
+    // routes) a flow starts in its own source's block.
+    const bool efa = !route.empty() && fabric_->kind()[route.front()] == topology::LinkKind::host;
+    const std::uint32_t chip = efa ? p.flows.front().src : src;
+    return static_cast<std::uint32_t>(std::uint64_t{chip} * shards_.size() / fabric_->chips());
+}
+
 std::uint32_t FlowNetwork::place(std::uint32_t home, std::int64_t now) {
     owners_seen_.clear();
     for (const std::uint32_t l : route_) {
@@ -398,7 +412,6 @@ void FlowNetwork::route_chunk(std::uint32_t c, bool note_owners) {
     const auto mark = [&chunk](std::uint32_t k) {
         chunk.touched[k / 64] |= std::uint64_t{1} << (k % 64);
     };
-    const auto shards = static_cast<std::uint64_t>(shards_.size());
     const std::size_t begin = std::size_t{c} * kRouteChunk;
     const std::size_t end = std::min(edge_total_, begin + kRouteChunk);
     auto g = std::upper_bound(edge_groups_.begin(), edge_groups_.end(), begin,
@@ -437,7 +450,7 @@ void FlowNetwork::route_chunk(std::uint32_t c, bool note_owners) {
             }
         }
         if (free) {
-            mark(static_cast<std::uint32_t>(std::uint64_t{spec.src} * shards / fabric_->chips()));
+            mark(home(pending_[g->partition][g->index], hops, spec.src));
         }
         chunk.links.insert(chunk.links.end(), hops.begin(), hops.end());
     }
@@ -487,7 +500,6 @@ void FlowNetwork::place_all(std::int64_t now, bool pipelined) {
             ++routed_;
         }
     };
-    const auto shards = static_cast<std::uint64_t>(shards_.size());
     for (const EdgeGroup& e : edge_groups_) {
         const Pending& p = pending_[e.partition][e.index];
         const std::uint32_t gid = new_group(p);
@@ -517,9 +529,7 @@ void FlowNetwork::place_all(std::int64_t now, bool pipelined) {
             }
             route_ = std::span<const std::uint32_t>(
                 chunks_[item / kRouteChunk].links.data() + it.offset, it.count);
-            const auto home =
-                static_cast<std::uint32_t>(std::uint64_t{spec.src} * shards / fabric_->chips());
-            queue_item(item, place(home, now));
+            queue_item(item, place(home(p, route_, spec.src), now));
         }
         arrivals_.push_back({gid, p.start}); // the admission token
     }

@@ -21,7 +21,9 @@
 // Max-min rates couple only flows that share links (a connected component of the flow-link
 // graph), so every link with flows in flight belongs to one shard, and each shard has its own
 // solver (on one shared link table), flow records and finish heap. A new flow joins the shard
-// of the links it crosses (of its source chip's block of the fabric when they are free); a
+// of the links it crosses (when they are free, its home: over NeuronLink its source chip's
+// block of the fabric, over EFA the block of its group's first source, so that a ring over
+// EFA starts in one shard); a
 // flow whose route bridges the links of two shards moves the component it touches in one of
 // them into the other (its bytes so far, at the old rates, go with it). The rates are the
 // max-min rates whatever the shards; the floating-point path depends on the shard count,
@@ -29,8 +31,8 @@
 // threads.
 //
 // A window edge runs in three steps: the new flows are routed (in chunks, on all threads),
-// noting the shards that own their links or would take them (their source's shard when a link
-// is free); then one thread places the flows on shards, in order, while the other threads
+// noting the shards that own their links or would take them (their home when a link is
+// free); then one thread places the flows on shards, in order, while the other threads
 // update the shards that placement cannot touch; then the remaining shards update on all
 // threads, beside one piece that turns the first arrivals into events. Placement only reads
 // and writes the links and flows of the shards the routes noted, so the two never share state.
@@ -177,6 +179,11 @@ private:
     void place_all(std::int64_t now, bool pipelined);
     /// Queues flow `item` on shard `k`, which owns or may take all its links.
     void queue_item(std::size_t item, std::uint32_t k);
+    /// The shard a flow of group `p` from chip `src` over `route` joins when all its links
+    /// are free: over EFA, the block of chips of the group's first source; over NeuronLink,
+    /// its own source's block.
+    std::uint32_t home(const Pending& p, std::span<const std::uint32_t> route,
+                       std::uint32_t src) const;
     /// The shard a flow over `route_` joins, moving components between shards if it bridges
     /// several.
     std::uint32_t place(std::uint32_t home, std::int64_t now);

@@ -179,6 +179,41 @@ TEST(FlowNetwork, ShardsGiveTheRatesOfOneSolver) {
     }
 }
 
+TEST(FlowNetwork, ABidirectionalRingOverEfaStartsInOneShard) {
+    // Chip 0 of each of the 8 instances (one rail, one leaf), a ring both ways: member i sends
+    // N bytes to i + 1 and N bytes to i - 1, the forward flows listed first. Both directions
+    // leave each member through its one NIC, so the ring is one component that spans the
+    // 4 shards' blocks of chips (2 instances each). It must start in one shard: homed by their
+    // own sources, each reverse flow crossing into the next block moved a forward flow over.
+    // By hand: every NIC sends two flows, 12.5 GB/s each of its 25 GB/s, so every flow ends
+    // at N / 12.5 GB/s plus the route's latency, as on one solver.
+    const topology::Fabric f = two_leaf_instances();
+    const std::uint32_t n = 8, stride = f.chips_per_instance();
+    const double bytes = 100e6;
+    std::vector<FlowSpec> ring;
+    for (int dir : {1, -1}) {
+        for (std::uint32_t i = 0; i < n; ++i) {
+            const std::uint32_t j = (i + n + static_cast<std::uint32_t>(dir)) % n;
+            ring.push_back({i * stride, j * stride, bytes});
+        }
+    }
+    std::vector<std::uint32_t> route;
+    topology::route(f, 0, stride, 0, route);
+    const std::int64_t latency = topology::route_latency_ns(f, route.data(), route.size());
+    const Bandwidth hbm = Bandwidth::bytes_per_s(2.9e12);
+    const Duration step = Duration::from_ns(2000);
+    FlowNetwork one(f, 1, kWakeEntity, kWake, hbm, step, 1);
+    FlowNetwork four(f, 1, kWakeEntity, kWake, hbm, step, 4);
+    one.start_group(0, 0, 1, kDone, 0, ring);
+    four.start_group(0, 0, 1, kDone, 0, ring);
+    const auto a = run(one);
+    const auto b = run(four);
+    const auto expect = static_cast<std::int64_t>(bytes / 12.5e9 * 1e9) + latency;
+    EXPECT_NEAR(static_cast<double>(a.at(1)), static_cast<double>(expect), 2.0);
+    EXPECT_EQ(b.at(1), a.at(1));
+    EXPECT_EQ(four.migrations(), 0u);
+}
+
 TEST(FlowNetwork, ThreadsDoNotChangeTheResult) {
     // Shards resolved on two threads give exactly what they give on one.
     const topology::Fabric f = two_leaf_instances();
