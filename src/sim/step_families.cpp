@@ -1,7 +1,9 @@
 #include "step_families.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <thread>
 
 namespace trnsim::sim::detail {
 
@@ -184,6 +186,59 @@ void StepFamilies::finish(StepContext& ctx, Family& f, StepFabric& fabric) {
     f.arrivals.erase(f.next_sequence);
     ++f.next_sequence;
     try_start(ctx, f, fabric);
+}
+
+void StepFamilies::plan_all(const StepFabric& fabric, int threads) {
+    if (closed_form_) {
+        return; // no plans: closed-form collectives
+    }
+    // One task per (family, collective, chip group), in a fixed order; results land in
+    // their own slots, so the threads' interleaving changes nothing.
+    struct Task {
+        std::uint32_t family, collective, chip_group;
+    };
+    std::vector<Task> tasks;
+    std::vector<std::vector<std::uint32_t>> by_stage(static_cast<std::size_t>(layout_.pp));
+    for (int s = 0; s < layout_.pp; ++s) {
+        by_stage[static_cast<std::size_t>(s)] = programs_.stage_collectives(s);
+    }
+    for (std::uint32_t fi = 0; fi < families_.size(); ++fi) {
+        Family& f = families_[fi];
+        const std::int64_t stage = layout_.tp_group_of(f.members.front()) / layout_.groups_per_stage;
+        for (const std::uint32_t c : by_stage[static_cast<std::size_t>(stage)]) {
+            if (programs_.collective(c).group != f.group || f.plans.count(c) != 0) {
+                continue;
+            }
+            std::vector<ChipGroupPlan>& plans = f.plans[c];
+            plans.resize(f.chip_groups.size());
+            for (std::uint32_t g = 0; g < f.chip_groups.size(); ++g) {
+                tasks.push_back({fi, c, g});
+            }
+        }
+    }
+    std::atomic<std::size_t> next{0};
+    const auto work = [&] {
+        for (std::size_t i = next++; i < tasks.size(); i = next++) {
+            const Task& t = tasks[i];
+            Family& f = families_[t.family];
+            const FamilyCollective& c = programs_.collective(t.collective);
+            // Each task writes its own slot of a vector sized above: no two share one.
+            f.plans.find(t.collective)->second[t.chip_group] =
+                plan_chip_group(f.chip_groups[t.chip_group], c.op, c.bytes, merge_repeats_, fabric);
+        }
+    };
+    const std::size_t helpers =
+        tasks.size() > 1 ? std::min(static_cast<std::size_t>(std::max(threads, 1)) - 1,
+                                    tasks.size() - 1)
+                         : 0;
+    std::vector<std::thread> team;
+    for (std::size_t k = 0; k < helpers; ++k) {
+        team.emplace_back(work);
+    }
+    work();
+    for (std::thread& t : team) {
+        t.join();
+    }
 }
 
 const std::vector<ChipGroupPlan>& StepFamilies::plans_for(Family& f, std::uint32_t collective,

@@ -1,5 +1,7 @@
 #include "step_model.hpp"
 
+#include <algorithm>
+
 namespace trnsim::sim::detail {
 
 StepModel::StepModel(const workload::Plan& plan, const topology::Fabric& fabric,
@@ -9,7 +11,9 @@ StepModel::StepModel(const workload::Plan& plan, const topology::Fabric& fabric,
                 options.tp_collectives == TpCollectives::flows),
       families_(plan, layout_, programs_, coster_, options),
       fabric_(plan, fabric, layout_.partitions(), wake_entity(), options.fabric_shards),
-      workers_(plan, layout_, programs_, families_, fabric_, options) {}
+      workers_(plan, layout_, programs_, families_, fabric_, options) {
+    families_.plan_all(fabric_, std::max(1, options.threads));
+}
 
 void StepModel::handle(StepContext& ctx, const engine::Event& e) {
     const engine::EntityId self = ctx.self();

@@ -1,9 +1,30 @@
 #include "step_programs.hpp"
 
+#include <algorithm>
 #include <iterator>
 #include <stdexcept>
 
 namespace trnsim::sim::detail {
+
+std::vector<std::uint32_t> StepPrograms::stage_collectives(int stage) const {
+    std::vector<std::uint32_t> out;
+    const auto add = [&](const Program& p) {
+        for (const Action& a : p.actions) {
+            if (a.kind == Action::issue || a.kind == Action::blocking) {
+                out.push_back(a.collective);
+            }
+        }
+    };
+    for (int chunk = 0; chunk < layout_.virtual_stages; ++chunk) {
+        for (const Pass pass : {Pass::forward, Pass::backward, Pass::last_backward}) {
+            add(programs_[program_index(stage, chunk, pass)]);
+        }
+    }
+    add(finals_[static_cast<std::size_t>(stage)]);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+}
 
 using network::CollectiveOp;
 using workload::CommGroup;

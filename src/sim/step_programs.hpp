@@ -114,6 +114,9 @@ public:
         return finals_[static_cast<std::size_t>(stage)];
     }
     const FamilyCollective& collective(std::uint32_t index) const { return collectives_[index]; }
+    /// The collectives (indices into the table) that the programs of `stage` issue, in
+    /// increasing order.
+    std::vector<std::uint32_t> stage_collectives(int stage) const;
     const std::vector<TpCollective>& tp_collectives() const { return tp_collectives_; }
     /// Bytes per rank of one pipeline transfer.
     double pipeline_send_bytes() const { return send_bytes_; }
