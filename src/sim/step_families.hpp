@@ -91,6 +91,8 @@ public:
                  const Coster& coster, const StepSimOptions& options);
 
     std::size_t size() const { return families_.size(); }
+    /// Every family, with the plans made so far (all of them after plan_all()).
+    const std::vector<Family>& families() const { return families_; }
     /// The family of `group` that TP group `tp_group` belongs to; -1: none.
     std::int32_t family_of(workload::CommGroup group, std::int64_t tp_group) const {
         const auto& of_group = family_of_group_[index_of(group)];

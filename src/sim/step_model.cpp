@@ -13,6 +13,7 @@ StepModel::StepModel(const workload::Plan& plan, const topology::Fabric& fabric,
       fabric_(plan, fabric, layout_.partitions(), wake_entity(), options.fabric_shards),
       workers_(plan, layout_, programs_, families_, fabric_, options) {
     families_.plan_all(fabric_, std::max(1, options.threads));
+    workers_.find_lone_tp_groups(families_, fabric_, options.lone_tp_groups);
 }
 
 void StepModel::handle(StepContext& ctx, const engine::Event& e) {
@@ -63,6 +64,7 @@ StepSimResult StepModel::result(const engine::RunStats& run) const {
     r.stats.shared_windows = run.shared_windows;
     fabric_.add_stats(r.stats);
     r.stats.fabric_collectives = families_.instances();
+    r.stats.lone_tp_groups = workers_.lone_tp_groups();
     r.stats.threads = run.threads;
     return r;
 }

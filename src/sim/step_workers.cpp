@@ -1,5 +1,8 @@
 #include "step_workers.hpp"
 
+#include "trnsim/network/collective_sim.hpp"
+#include "trnsim/topology/routing.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <span>
@@ -88,6 +91,154 @@ void StepWorkers::plan_tp_collectives(const StepFabric& fabric, bool merge_repea
             plans.push_back(plan_chip_group(cg, c.op, c.bytes, merge_repeats, fabric));
         }
         tp_plans_.push_back(std::move(plans));
+    }
+}
+
+void StepWorkers::find_lone_tp_groups(const StepFamilies& families, const StepFabric& fabric,
+                                      bool enable) {
+    if (tp_plans_.empty() || !enable) {
+        return;
+    }
+    const topology::Fabric& topo = fabric.topology();
+    const std::size_t links = topo.capacity().size();
+    std::vector<std::uint32_t> hops;
+    // Links some other transfer may use: every phase of every family plan (flow i of a phase
+    // takes the route the flow network gives it, salt i) and every pipeline transfer (one
+    // flow per group, salt 0) between neighbouring stages, both ways.
+    std::vector<std::uint8_t> other(links, 0);
+    const auto mark = [&](std::uint32_t src, std::uint32_t dst, std::size_t salt) {
+        if (src == dst) {
+            return;
+        }
+        hops.clear();
+        topology::route(topo, src, dst, salt, hops);
+        for (const std::uint32_t l : hops) {
+            other[l] = 1;
+        }
+    };
+    for (const Family& f : families.families()) {
+        for (const auto& [collective, plans] : f.plans) {
+            for (const ChipGroupPlan& cp : plans) {
+                for (const network::Phase& ph : cp.plan.phases) {
+                    for (std::size_t i = 0; i < ph.flows.size(); ++i) {
+                        mark(ph.flows[i].src, ph.flows[i].dst, i);
+                    }
+                }
+            }
+        }
+    }
+    if (layout_.pp > 1) {
+        for (std::int64_t g = 0; g < layout_.tp_groups; ++g) {
+            const std::int64_t stage = g / layout_.groups_per_stage;
+            const std::int64_t next = (stage + 1) % layout_.pp; // interleaved stages wrap
+            const std::int64_t h = g + (next - stage) * layout_.groups_per_stage;
+            for (int k = 0; k < layout_.chips_per_group; ++k) {
+                const std::uint32_t a = layout_.first_chip_of(g) + static_cast<std::uint32_t>(k);
+                const std::uint32_t b = layout_.first_chip_of(h) + static_cast<std::uint32_t>(k);
+                mark(a, b, 0);
+                mark(b, a, 0);
+            }
+        }
+    }
+    // Each TP group's links: alone when no other transfer and no other TP group uses one.
+    constexpr std::int64_t kNobody = -1, kShared = -2;
+    std::vector<std::int64_t> tp_user(links, kNobody);
+    tp_alone_.assign(static_cast<std::size_t>(layout_.tp_groups), 1);
+    const std::uint32_t per_domain = topo.chips_per_domain();
+    for (std::int64_t g = 0; g < layout_.tp_groups; ++g) {
+        const std::uint32_t first = layout_.first_chip_of(g);
+        const auto position = static_cast<std::size_t>(tp_position_[first % per_domain]);
+        const std::uint32_t planned = tp_planned_first_[position];
+        for (const ChipGroupPlan& cp : tp_plans_[position]) {
+            for (const network::Phase& ph : cp.plan.phases) {
+                for (std::size_t i = 0; i < ph.flows.size(); ++i) {
+                    const network::FlowSpec& fl = ph.flows[i];
+                    if (fl.src == fl.dst) {
+                        continue;
+                    }
+                    hops.clear();
+                    topology::route(topo, fl.src - planned + first, fl.dst - planned + first, i,
+                                    hops);
+                    for (const std::uint32_t l : hops) {
+                        if (other[l] != 0) {
+                            tp_alone_[static_cast<std::size_t>(g)] = 0;
+                        }
+                        std::int64_t& u = tp_user[l];
+                        if (u == kNobody) {
+                            u = g;
+                        } else if (u != g) {
+                            if (u >= 0) {
+                                tp_alone_[static_cast<std::size_t>(u)] = 0;
+                            }
+                            u = kShared;
+                            tp_alone_[static_cast<std::size_t>(g)] = 0;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    lone_groups_ = static_cast<std::uint64_t>(
+        std::count(tp_alone_.begin(), tp_alone_.end(), std::uint8_t{1}));
+    if (lone_groups_ == 0) {
+        return;
+    }
+    // Each phase with flows alone on the fabric, at the planned position's chips: one job
+    // per phase, a second apart (a TP phase takes micro- to milliseconds), none overlapping.
+    constexpr std::int64_t kApart = 1'000'000'000;
+    std::vector<network::CollectiveJob> jobs;
+    alone_phases_.assign(tp_plans_.size(), {});
+    for (std::size_t pos = 0; pos < tp_plans_.size(); ++pos) {
+        alone_phases_[pos].resize(tp_plans_[pos].size());
+        for (std::size_t c = 0; c < tp_plans_[pos].size(); ++c) {
+            const auto& phases = tp_plans_[pos][c].plan.phases;
+            alone_phases_[pos][c].resize(phases.size());
+            for (std::size_t k = 0; k < phases.size(); ++k) {
+                const network::Phase& ph = phases[k];
+                if (ph.flows.empty()) {
+                    continue;
+                }
+                network::CollectiveJob job;
+                network::Phase only;
+                only.flows = ph.flows; // transfers only: no on-chip work, no overhead, once
+                only.signature = ph.signature;
+                job.plan.phases.push_back(std::move(only));
+                job.start_ns = static_cast<std::int64_t>(jobs.size()) * kApart;
+                jobs.push_back(std::move(job));
+                AlonePhase& a = alone_phases_[pos][c][k];
+                for (std::size_t i = 0; i < ph.flows.size(); ++i) {
+                    const network::FlowSpec& fl = ph.flows[i];
+                    if (fl.src == fl.dst || fl.bytes <= 0.0) {
+                        continue;
+                    }
+                    hops.clear();
+                    topology::route(topo, fl.src, fl.dst, i, hops);
+                    for (const std::uint32_t l : hops) {
+                        a.link_bytes[static_cast<std::size_t>(topo.kind()[l])] += fl.bytes;
+                    }
+                }
+            }
+        }
+    }
+    network::CollectiveSimOptions o;
+    o.reuse_identical_phases = false;
+    const std::vector<network::CollectiveOutcome> out =
+        network::simulate_collectives(topo, jobs, fabric.local_costs(), o);
+    std::size_t j = 0;
+    for (std::size_t pos = 0; pos < tp_plans_.size(); ++pos) {
+        for (std::size_t c = 0; c < tp_plans_[pos].size(); ++c) {
+            const auto& phases = tp_plans_[pos][c].plan.phases;
+            for (std::size_t k = 0; k < phases.size(); ++k) {
+                if (!phases[k].flows.empty()) {
+                    const std::int64_t d = out[j].end_ns - out[j].start_ns;
+                    if (d >= kApart) {
+                        throw std::logic_error("step simulation: a TP phase alone took 1 s or more");
+                    }
+                    alone_phases_[pos][c][k].transfer_ns = d;
+                    ++j;
+                }
+            }
+        }
     }
 }
 
@@ -384,9 +535,18 @@ void StepWorkers::start_tp_phase(StepContext& ctx, std::int64_t g, StepFabric& f
     }
     // The plan of the group's position, moved to its chips.
     const std::uint32_t first = layout_.first_chip_of(g);
-    const std::uint32_t planned =
-        tp_planned_first_[static_cast<std::size_t>(
-            tp_position_[first % fabric.topology().chips_per_domain()])];
+    const auto position =
+        static_cast<std::size_t>(tp_position_[first % fabric.topology().chips_per_domain()]);
+    if (!tp_alone_.empty() && tp_alone_[static_cast<std::size_t>(g)] != 0) {
+        // Nothing else can use these links: the phase's transfers take their time alone.
+        const auto collective = static_cast<std::size_t>(r.plan - tp_plans_[position].data());
+        const AlonePhase& a = alone_phases_[position][collective][r.phase];
+        fabric.add_tp_link_bytes(ctx.partition(), a.link_bytes);
+        ctx.schedule_at_ns(ctx.self(), ctx.now_ns() + a.transfer_ns, kTpFlowsDone,
+                           static_cast<std::uint64_t>(g));
+        return;
+    }
+    const std::uint32_t planned = tp_planned_first_[position];
     const std::span<const network::FlowSpec> planned_flows = phases[r.phase].flows;
     std::vector<network::FlowSpec> flows(planned_flows.begin(), planned_flows.end());
     for (network::FlowSpec& f : flows) {

@@ -76,6 +76,18 @@ public:
                 const StepFamilies& families, const StepFabric& fabric,
                 const StepSimOptions& options);
 
+    /// tp_collectives = flows, after the families' plan_all(): finds the TP groups whose
+    /// collectives cross only links that no other transfer of the step can use (no family's
+    /// plan, no pipeline transfer, no other TP group), and each of their phases' transfer time
+    /// alone on the fabric (network::simulate_collectives, the collective benchmark's model).
+    /// Such a group's phases take that time without flows: nothing can share their links, so
+    /// their max-min rates are those of the phase alone. `enable` false: every group keeps
+    /// its flows (for tests).
+    void find_lone_tp_groups(const StepFamilies& families, const StepFabric& fabric,
+                             bool enable);
+    /// TP groups whose collectives run without flows (find_lone_tp_groups).
+    std::uint64_t lone_tp_groups() const { return lone_groups_; }
+
     /// An event for a worker entity.
     void handle(StepContext& ctx, const engine::Event& e, StepFabric& fabric);
 
@@ -153,6 +165,15 @@ private:
     std::vector<std::int32_t> tp_position_;
     std::vector<std::uint32_t> tp_planned_first_;
     std::vector<std::vector<ChipGroupPlan>> tp_plans_;
+    /// Per TP group: 1 when its collectives' links are its own (find_lone_tp_groups).
+    std::vector<std::uint8_t> tp_alone_;
+    std::uint64_t lone_groups_ = 0;
+    /// A phase of a lone TP group: its transfer time alone and its bytes per link kind.
+    struct AlonePhase {
+        std::int64_t transfer_ns = 0;
+        std::array<double, topology::kLinkKinds> link_bytes{};
+    };
+    std::vector<std::vector<std::vector<AlonePhase>>> alone_phases_; ///< [position][TP coll.][phase]
     /// Looked up only, never iterated, so its order cannot reach the results.
     std::unordered_map<std::uint64_t, TracedWorker> traced_;
     std::vector<std::vector<TraceSpan>> spans_; ///< per partition

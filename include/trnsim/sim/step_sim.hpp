@@ -73,6 +73,11 @@ struct StepSimOptions {
     /// flows: it runs the phases network::plan_collective gives for the group's chips as flows
     /// on the fabric, sharing links with every other transfer (simulation.tp_collectives).
     TpCollectives tp_collectives = TpCollectives::closed_form;
+    /// With tp_collectives = flows: a TP group whose collectives cross only links that no
+    /// other transfer can use runs each phase for its time alone on the fabric, without flows
+    /// (the same max-min rates: nothing can share those links). false: every TP phase runs as
+    /// flows (tests compare the two).
+    bool lone_tp_groups = true;
     /// Repeated identical phases of a collective (the p - 1 steps of a ring) run as one phase
     /// moving all their bytes, plus one route latency (or on-chip step) per further repeat:
     /// the same time when the rates hold over the phase, and p - 1 times fewer flows. false:
@@ -141,6 +146,8 @@ struct StepSimStats {
     std::uint64_t migrations = 0;     ///< components moved between fabric shards
     std::uint64_t migrated_flows = 0; ///< their flows
     std::uint64_t fabric_collectives = 0; ///< collective instances between entities
+    /// tp_collectives = flows: TP groups whose phases ran for their time alone, without flows
+    std::uint64_t lone_tp_groups = 0;
     int threads = 1;
     /// Wall-clock seconds of the fabric's window-edge work (network::FlowNetwork::EdgeTimes):
     /// routing new flows, placing them (beside the shards placement cannot touch, or overlapping

@@ -220,5 +220,47 @@ TEST(StepTpFlows, RanksAsEntitiesAndThreadsGiveTheSameStep) {
     EXPECT_NEAR(r.estimate.step_s, a.estimate.step_s, 1e-6 * a.estimate.step_s);
 }
 
+// Llama 3 405B at tp 64 (one trn2.48xlarge per TP group), pp 3, on 3 UltraServers (dp 4): the
+// TP rings stay on their instance's NeuronLink torus; the data-parallel collectives cross
+// UltraServers (Z links and EFA) and the pipeline transfers go over EFA, so no other transfer
+// can use a TP group's links, nor can another TP group. Every group then runs its phases for
+// their time alone, without flows; that must be the step the flows give.
+TEST(StepTpFlows, TpGroupsOnLinksOfTheirOwnSkipTheFlowsWithTheSameStep) {
+    const config::ScenarioSpec spec = config::load_scenario(
+        std::string(TRNSIM_SOURCE_DIR) + "/scenarios/scale/llama3-405b-98k.yaml",
+        {"cluster.ultraservers=3", "workload.global_batch=16",
+         "simulation.tp_collectives=flows"});
+    const workload::Plan plan = make_plan(spec);
+    const topology::Fabric fabric = topology::Fabric::build(spec.fabric, plan.cluster.ultraservers);
+    StepSimOptions o = step_options(spec, plan);
+    o.threads = 1;
+    const StepSimResult lone = simulate_step(plan, fabric, o);
+    o.lone_tp_groups = false;
+    const StepSimResult flows = simulate_step(plan, fabric, o);
+
+    std::printf("lone TP groups: step %.9f s without flows, %.9f s with (%+.1f ns); flows %llu vs "
+                "%llu\n",
+                lone.estimate.step_s, flows.estimate.step_s,
+                (lone.estimate.step_s - flows.estimate.step_s) * 1e9,
+                static_cast<unsigned long long>(lone.stats.flows),
+                static_cast<unsigned long long>(flows.stats.flows));
+    EXPECT_EQ(lone.stats.lone_tp_groups, 12u); // 3 stages x dp 4
+    EXPECT_EQ(flows.stats.lone_tp_groups, 0u);
+    EXPECT_LT(lone.stats.flows * 20, flows.stats.flows);
+    // The same step (measured: to the ns), allowing for the ns rounding of each phase's end
+    // at the window edges, a few ns per TP phase, of which the step has thousands.
+    EXPECT_NEAR(lone.estimate.step_s, flows.estimate.step_s, 1e-6 * flows.estimate.step_s);
+    ASSERT_EQ(lone.entities.size(), flows.entities.size());
+    for (std::size_t i = 0; i < lone.entities.size(); ++i) {
+        EXPECT_NEAR(lone.entities[i].end_s, flows.entities[i].end_s, 1e-6 * flows.entities[i].end_s);
+    }
+    // Every byte still counts on its links' kinds.
+    ASSERT_EQ(lone.links.size(), flows.links.size());
+    for (std::size_t k = 0; k < lone.links.size(); ++k) {
+        EXPECT_NEAR(lone.links[k].bytes, flows.links[k].bytes, 1e-9 * flows.links[k].bytes)
+            << lone.links[k].kind;
+    }
+}
+
 } // namespace
 } // namespace trnsim::sim
