@@ -196,6 +196,7 @@ void add_step_tables(results::ResultsFile& f, const sim::StepSimResult& r) {
         {"migrations", static_cast<std::int64_t>(st.migrations)},
         {"migrated_flows", static_cast<std::int64_t>(st.migrated_flows)},
         {"fabric_collectives", static_cast<std::int64_t>(st.fabric_collectives)},
+        {"lone_tp_groups", static_cast<std::int64_t>(st.lone_tp_groups)},
     };
     std::vector<results::Table::Value> row(std::size(cols));
     for (std::size_t i = 0; i < std::size(cols); ++i) {

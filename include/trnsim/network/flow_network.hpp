@@ -23,9 +23,9 @@
 // solver (on one shared link table), flow records and finish heap. A new flow joins the shard
 // of the links it crosses (when they are free, its home: over NeuronLink its source chip's
 // block of the fabric, over EFA the block of its group's first source, so that a ring over
-// EFA starts in one shard); a
-// flow whose route bridges the links of two shards moves the component it touches in one of
-// them into the other (its bytes so far, at the old rates, go with it). The rates are the
+// EFA starts in one shard); a flow whose route bridges the links of two shards moves the
+// component it touches in one of them into the other (its bytes so far, at the old rates, go
+// with it). The rates are the
 // max-min rates whatever the shards; the floating-point path depends on the shard count,
 // which the model fixes, never the thread count: results are the same on any number of
 // threads.
