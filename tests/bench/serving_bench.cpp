@@ -1,7 +1,8 @@
 // Serving benchmark: the fleet simulation (sim/serve.hpp) on the Azure conversation trace.
 //
 //   serving_bench [--case all|single|window|fleet|smoke] [--threads N] [--replicas R]
-//                 [--speedup S] [--hours H] [--latency-ms L] [--window-ms W] [--load P]
+//                 [--speedup S] [--hours H] [--latency-ms L] [--window-ms W] [--shards K]
+//                 [--load P]
 //
 // Cases (docs/performance.md):
 //   single  one replica (tp 64, one trn2 instance) serving the whole conversation trace
@@ -60,6 +61,7 @@ struct Case {
     double hours = 1.0; ///< 0: the trace once
     double latency_ms = 1.0;
     double window_ms = 10.0; ///< ServeOptions::router_window (0: exact)
+    int shards = 1;          ///< serving.router_shards
 };
 
 /// A hash of every request record (FNV-1a over the fields), to compare runs.
@@ -105,6 +107,7 @@ Measured run_case(const Case& c, int threads, bool keep) {
     s.prefill_batch = 1;
     s.router = serving::RouterPolicy::least_loaded;
     s.router_latency = Duration::from_seconds_ceil(c.latency_ms * 1e-3);
+    s.router_shards = c.shards;
     serving::RequestSpec& r = in.spec.requests;
     r.input.kind = serving::TokenDistribution::Kind::trace;
     r.output.kind = serving::TokenDistribution::Kind::trace;
@@ -140,9 +143,10 @@ Measured run_case(const Case& c, int threads, bool keep) {
 void print_run(const char* label, const Measured& m) {
     const sim::ServingRun& r = m.run;
     const sim::ServingRunStats& s = r.stats;
-    std::printf("%s: %u replicas (%u per %s), %s requests, %s simulated, router latency %s, "
-                "window %s; %d thread%s: wall %.2f s\n",
+    std::printf("%s: %u replicas (%u per %s), %u router shard%s, %s requests, %s simulated, "
+                "router latency %s, engine window %s; %d thread%s: wall %.2f s\n",
                 label, s.replicas, s.replicas_per_unit, s.unit_is_ultraserver ? "UltraServer" : "instance",
+                s.router_shards, s.router_shards == 1 ? "" : "s",
                 fmt::integer(static_cast<std::int64_t>(r.summary.requests)).c_str(),
                 fmt::seconds(s.end_s).c_str(), fmt::seconds(static_cast<double>(s.router_latency_ns) * 1e-9).c_str(),
                 fmt::seconds(static_cast<double>(s.lookahead_ns) * 1e-9).c_str(), s.threads, s.threads == 1 ? "" : "s", m.wall_s);
@@ -198,8 +202,9 @@ bool compare_threads(const char* label, const Case& c, int threads) {
     const Measured many = run_case(c, threads, false);
     print_run(label, many);
     const bool same = one.hash == many.hash && one.run.stats.events == many.run.stats.events;
-    std::printf("%s: 1 and %d threads %s; speedup %.2fx; peak RSS %s\n", label, threads,
-                same ? "identical" : "DIFFER", one.wall_s / many.wall_s,
+    std::printf("%s: 1 and %d threads %s (records hash %016llx); speedup %.2fx; peak RSS %s\n",
+                label, threads, same ? "identical" : "DIFFER",
+                static_cast<unsigned long long>(one.hash), one.wall_s / many.wall_s,
                 fmt::bytes(static_cast<double>(peak_rss_bytes())).c_str());
     return same;
 }
@@ -236,13 +241,15 @@ int main(int argc, char** argv) {
             fleet.latency_ms = std::stod(next());
         } else if (a == "--window-ms") {
             fleet.window_ms = std::stod(next());
+        } else if (a == "--shards") {
+            fleet.shards = std::stoi(next());
         } else if (a == "--load") {
             load = std::stoi(next());
         } else {
             std::fprintf(stderr,
                          "usage: serving_bench [--case all|single|window|fleet|smoke] [--threads N] "
                          "[--replicas R] [--speedup S] [--hours H] [--latency-ms L] "
-                         "[--window-ms W] [--load P]\n");
+                         "[--window-ms W] [--shards K] [--load P]\n");
             return 2;
         }
     }

@@ -158,11 +158,14 @@ struct ServingRunStats {
     std::uint32_t replicas_per_unit = 0;
     bool unit_is_ultraserver = false;
     std::uint32_t partitions = 0;
+    std::uint32_t router_shards = 1;
     std::uint64_t events = 0;
     std::uint64_t remote_events = 0;
     std::uint64_t windows = 0;
     std::uint64_t shared_windows = 0;  ///< run with the helper threads (timing-dependent)
-    std::int64_t lookahead_ns = 0;     ///< the router window (at least the router latency)
+    /// The engine's window: the router window (at least the router latency); 1 s or the
+    /// router window with router shards (no event crosses partitions).
+    std::int64_t lookahead_ns = 0;
     std::int64_t router_latency_ns = 0;
     int threads = 1;
     std::uint64_t steps = 0;        ///< scheduler steps over all replicas
