@@ -466,6 +466,10 @@ private:
 
     std::int64_t deliver(std::uint32_t p) override { return this->deliver_to(p); }
 
+    bool sent_remote() const override {
+        return this->senders_count_.load(std::memory_order_relaxed) > 0;
+    }
+
     std::int64_t next_time(std::uint32_t p) override { return this->parts_[p]->queue.min_time(); }
 
     bool window_edge(std::int64_t window_end, EdgeTeam& team) override {
