@@ -11,9 +11,9 @@
 //           its rate (the trace repeats) for one simulated hour, about 10 million requests, on
 //           1 thread and on N threads (default 2): target <= 60 s, <= 4 GiB, N threads >= 1.6x
 //           faster than 1, identical results. Router latency 1 ms, router window 10 ms
-//           (ServeOptions::router_window; `window` measures what that changes), 2 router
-//           shards (serving.router_shards, --shards K: each router owns 32 UltraServers and
-//           every other request, and the engine's windows are 1 s). With K > 1 the case also
+//           (ServeOptions::router_window; `window` measures what that changes), 8 router
+//           shards (serving.router_shards, --shards K: each router owns 8 UltraServers and
+//           every 8th request, and the engine's windows are 1 s). With K > 1 the case also
 //           runs one router on N threads (the engine's windows 10 ms; --no-reference skips it)
 //           and prints the shards' figures against it
 //   window  the router window's error: the fleet for 3 simulated minutes, exact (1 ms windows)
@@ -65,7 +65,7 @@ struct Case {
     double hours = 1.0; ///< 0: the trace once
     double latency_ms = 1.0;
     double window_ms = 10.0; ///< ServeOptions::router_window (0: exact)
-    int shards = 1;          ///< serving.router_shards (the fleet case: 2)
+    int shards = 1;          ///< serving.router_shards (the fleet case: 8)
 };
 
 /// A hash of every request record (FNV-1a over the fields), to compare runs.
@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
     int load = 0;
     bool reference = true;
     Case fleet;
-    fleet.shards = 2;
+    fleet.shards = 8;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const auto next = [&]() -> std::string {
