@@ -470,6 +470,11 @@ void add_serving_keys(Schema<S>& s) {
         [](S& x) -> Duration& { return srv(x).router_latency; }, parse_duration, "duration",
         "1ms", Duration::zero(), Duration::from_seconds_ceil(10.0), true, "> 0, at most 10 s",
         "One-way latency between the router and a replica."));
+    s.field(integer<S>("workload.serving.router_shards",
+                       [](S& x) -> int& { return srv(x).router_shards; }, "1", 1, 65536,
+                       "Independent routers, each owning a block of the UltraServers (else "
+                       "instances) and every K-th request; K > 1 needs open-loop arrivals and no "
+                       "disaggregation, and runs a large fleet in parallel (docs/serving.md)."));
     s.section("workload.serving.speculative",
               "Speculative decoding: a draft model proposes k tokens, the target verifies them "
               "in one iteration.");

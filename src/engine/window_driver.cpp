@@ -421,7 +421,13 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
                     }
                 }
                 crew.run(process, &blocks, partitions);
-                crew.run(deliver, &blocks, partitions);
+                if (model.sent_remote()) {
+                    crew.run(deliver, &blocks, partitions);
+                } else {
+                    for (std::uint32_t p = 0; p < partitions; ++p) {
+                        deliver(p); // only each queue's next time: not worth a phase
+                    }
+                }
                 edge();
             } else {
                 for (std::uint32_t p = 0; p < partitions; ++p) {

@@ -82,6 +82,8 @@ public:
             c = std::make_unique<Slot[]>(kChunk);
         }
     }
+    /// Frees the chunk holding `id` (none of its slots is read again).
+    void release(std::uint64_t id) { chunks_[id >> kShift].reset(); }
     /// Moves the records of ids [0, n) out, freeing chunks as it goes.
     std::vector<RequestRecord> take(std::uint64_t n) {
         std::vector<RequestRecord> out;
@@ -111,6 +113,8 @@ struct Placement {
     std::int64_t chips_per_domain = 0; ///< an UltraServer's when the cluster has them
     std::int64_t instances = 0;
     std::int64_t chips = 0;
+    std::uint32_t shards = 1;                   ///< router shards
+    std::vector<std::uint32_t> shard_of_domain; ///< by NeuronLink domain with replicas
 };
 
 Placement place(const ServeInput& in, int lnc) {
@@ -201,6 +205,38 @@ Placement place(const ServeInput& in, int lnc) {
         rp.domain = static_cast<std::uint32_t>(rp.first_chip / p.chips_per_domain);
         // Prefill replicas spread evenly: r is one when floor((r + 1) p / n) > floor(r p / n).
         rp.prefill = prefill > 0 && ((r + 1) * prefill) / replicas > (r * prefill) / replicas;
+    }
+    // Router shards: shard k owns domains [k D / K, (k + 1) D / K) of the D holding replicas
+    // (replicas fill the domains in order), so each owns at least one when K <= D.
+    const std::int64_t shards = sv.router_shards;
+    const std::int64_t domains = p.replicas.back().domain + 1;
+    if (shards < 1) {
+        throw InputError("workload.serving.router_shards", "must be at least 1");
+    }
+    if (shards > 1) {
+        if (shards > domains) {
+            throw InputError("workload.serving.router_shards",
+                             std::to_string(shards) + " routers need as many NeuronLink domains "
+                             "(UltraServers, else instances) with replicas; the fleet's " +
+                                 std::to_string(replicas) + " replicas fill " +
+                                 std::to_string(domains));
+        }
+        if (prefill > 0) {
+            throw InputError("workload.serving.router_shards",
+                             "must be 1 with disaggregated serving (the KV transfers cross the "
+                             "shards' partitions)");
+        }
+        if (in.spec.requests.arrival.kind == serving::ArrivalSpec::Kind::closed_loop) {
+            throw InputError("workload.serving.router_shards",
+                             "must be 1 with closed-loop arrivals (the clients sit at one "
+                             "router); use poisson, gamma or trace arrivals");
+        }
+    }
+    p.shards = static_cast<std::uint32_t>(shards);
+    p.shard_of_domain.resize(static_cast<std::size_t>(domains));
+    for (std::int64_t d = 0; d < domains; ++d) {
+        p.shard_of_domain[static_cast<std::size_t>(d)] =
+            static_cast<std::uint32_t>(d * shards / domains);
     }
     return p;
 }
@@ -319,6 +355,38 @@ private:
     std::uint64_t clock_ = 0;
 };
 
+/// One router of `serving.router_shards`: it owns the replicas of a block of NeuronLink
+/// domains and the requests whose id is its index modulo the shard count, and lives in the
+/// partition of its replicas (one router: partition 0, apart from its replicas').
+struct Shard {
+    engine::EntityId entity = 0;
+    std::uint32_t index = 0;
+    Pool main;    ///< unified or decode replicas
+    Pool prefill;
+    std::uint64_t issued = 0; ///< its requests so far: ids index, index + K, ... (K shards)
+    RecordTable table;        ///< by id / K
+    std::uint64_t finished = 0; ///< reports of finished requests
+    bool arrivals_open = true;
+    std::deque<std::uint64_t> stranded; ///< no replica serves
+    // Failures (empty without them): its own copy of the fleet's outage schedule, of which it
+    // acts on its domains' transitions.
+    std::unique_ptr<reliability::OutageSchedule> outages;
+    reliability::UnitTransition pending;
+    bool pending_open = false; ///< `pending` is scheduled and not yet applied
+    std::int64_t done_ns = -1; ///< when all_done() first held
+    double down_replica_ns = 0.0;
+    std::uint64_t outages_count = 0;
+    std::uint64_t retries_count = 0;
+
+    bool all_done() const { return !arrivals_open && finished == issued; }
+};
+
+/// The engine's window with more than one router: no event crosses partitions (a router
+/// shares its partition with its replicas), so the windows need not follow the router
+/// window; a simulated second keeps the barriers rare (a few milliseconds of work apart on a
+/// large fleet) and the partitions' work per window even.
+constexpr std::int64_t kShardedWindowNs = 1'000'000'000;
+
 /// The engine delay of the events between router and replicas, W = max(router_window,
 /// router_latency L), which is the lookahead. The router works at the requests' arrival times;
 /// the replicas run W - L behind it in engine time, so a request sent at its arrival t reaches
@@ -348,8 +416,18 @@ public:
                    disaggregated_;
         prefix_tokens_ = in.spec.requests.prefix.tokens;
         const ReplicaKind pre = in.prefill.cost ? in.prefill : in.replica;
+        const auto replicas = static_cast<std::uint32_t>(pl.replicas.size());
+        shard_count_ = pl.shards;
+        for (std::uint32_t k = 0; k < shard_count_; ++k) {
+            auto sh = std::make_unique<Shard>();
+            sh->index = k;
+            sh->entity = router_entity(k, replicas);
+            shards_.push_back(std::move(sh));
+        }
+        shard_of_domain_ = pl.shard_of_domain;
         reps_.reserve(pl.replicas.size());
         pool_of_.resize(pl.replicas.size());
+        router_of_.resize(pl.replicas.size());
         for (std::size_t r = 0; r < pl.replicas.size(); ++r) {
             const bool is_prefill = pl.replicas[r].prefill;
             const ReplicaKind& kind = is_prefill ? pre : in.replica;
@@ -358,12 +436,16 @@ public:
                                                      : ReplicaRole::decode;
             reps_.emplace_back(sv, *kind.cost, kind.kv_blocks, in.seed, role,
                                in.options.fast_forward);
-            Pool& pool = is_prefill ? prefill_pool_ : main_pool_;
+            Shard& sh = *shards_[shard_of_domain_[pl.replicas[r].domain]];
+            router_of_[r] = sh.entity;
+            Pool& pool = is_prefill ? sh.prefill : sh.main;
             pool_of_[r] = static_cast<std::uint32_t>(pool.size());
             pool.add(static_cast<std::uint32_t>(r));
         }
-        main_pool_.build();
-        prefill_pool_.build();
+        for (auto& sh : shards_) {
+            sh->main.build();
+            sh->prefill.build();
+        }
         if (in.reliability.enabled) {
             init_failures(in, pl);
         }
@@ -377,10 +459,15 @@ public:
     template <class Q>
     void handle(engine::Context<Q>& ctx, const engine::Event& e) {
         const engine::EntityId self = ctx.self();
-        if (self == kRouter) {
-            router(ctx, e);
-        } else if (self >= kFirstReplica) {
-            replica(ctx, self - kFirstReplica, e);
+        if (self >= kFirstReplica) {
+            const std::uint32_t r = self - kFirstReplica;
+            if (r < reps_.size()) {
+                replica(ctx, r, e);
+            } else {
+                router(ctx, *shards_[r - reps_.size() + 1], e);
+            }
+        } else if (self == kRouter) {
+            router(ctx, *shards_[0], e);
         }
     }
 
@@ -403,13 +490,82 @@ public:
         }
     }
 
-    std::uint64_t issued() const { return next_id_; }
+    /// The router entity of shard k (shard 0: entity 0; the others after the replicas).
+    static engine::EntityId router_entity(std::uint32_t k, std::uint32_t replicas) {
+        return k == 0 ? kRouter : kFirstReplica + replicas + (k - 1);
+    }
+
+    /// After the run: every request's record, by id, freeing the tables as it goes.
+    std::vector<RequestRecord> take_records() {
+        if (shard_count_ == 1) {
+            return shards_[0]->table.take(shards_[0]->issued);
+        }
+        std::uint64_t total = 0, longest = 0;
+        for (const auto& sh : shards_) {
+            total += sh->issued;
+            longest = std::max(longest, sh->issued);
+        }
+        std::vector<RequestRecord> out;
+        out.reserve(total);
+        for (std::uint64_t n = 0; n < longest; ++n) {
+            for (auto& sh : shards_) {
+                if (n < sh->issued) {
+                    out.push_back(sh->table.at(n).rec);
+                    if ((n & (RecordTable::kChunk - 1)) == RecordTable::kChunk - 1) {
+                        sh->table.release(n);
+                    }
+                }
+            }
+        }
+        // Open-loop arrivals do not decrease with the id, so the shards' requests are ids
+        // 0 .. total - 1 (the router shards need open-loop arrivals).
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            TRNSIM_CHECK(out[i].id == i, "serve: the router shards' request ids have a gap");
+        }
+        return out;
+    }
+
+    /// After the run, with router shards: a shard whose requests were all done stopped
+    /// following the outages, while one router follows them until the fleet's last request is
+    /// done. Each shard's transitions before that time (the latest shard's done time) are
+    /// counted here: they touch no request, only the failure figures.
+    void catch_up_outages() {
+        std::int64_t done = 0;
+        for (const auto& sh : shards_) {
+            done = std::max(done, sh->done_ns);
+        }
+        for (auto& sh : shards_) {
+            while (sh->outages && sh->pending_open && sh->pending.time_ns < done) {
+                const reliability::UnitTransition& t = sh->pending;
+                const std::uint32_t d = t.unit;
+                if (!t.up) {
+                    ++sh->outages_count;
+                    down_since_[d] = t.time_ns;
+                } else {
+                    sh->down_replica_ns += static_cast<double>(t.time_ns - down_since_[d]) *
+                                           static_cast<double>(domain_reps_[d].size());
+                    down_since_[d] = -1;
+                }
+                sh->pending_open = false;
+                while (const std::optional<reliability::UnitTransition> n = sh->outages->next()) {
+                    if (shard_of_domain_[n->unit] == sh->index) {
+                        sh->pending = *n;
+                        sh->pending_open = true;
+                        break;
+                    }
+                }
+            }
+        }
+    }
 
     /// After the run: the failure figures up to `end` (router time).
     void failure_stats(std::int64_t end, ServingRunStats& st) const {
-        st.outages = outages_count_;
-        st.retries = retries_count_;
-        double down = down_replica_ns_;
+        double down = 0.0;
+        for (const auto& sh : shards_) {
+            st.outages += sh->outages_count;
+            st.retries += sh->retries_count;
+            down += sh->down_replica_ns;
+        }
         for (std::size_t d = 0; d < down_since_.size(); ++d) {
             if (down_since_[d] >= 0 && end > down_since_[d]) {
                 down += static_cast<double>(end - down_since_[d]) *
@@ -433,7 +589,6 @@ public:
         }
         return t;
     }
-    RecordTable& table() { return table_; }
 
     /// After the run: the KV samples up to `end` and the per-replica figures.
     void finish(std::int64_t end, ServingRun& out, std::vector<serving::TokenGap>& gaps) {
@@ -491,6 +646,22 @@ private:
 
     static engine::EntityId entity(std::uint32_t replica) { return kFirstReplica + replica; }
 
+    /// The slot of request `id`: shard id mod K holds it at id / K.
+    Slot& slot(std::uint64_t id) {
+        if (shard_count_ == 1) {
+            return shards_[0]->table.at(id);
+        }
+        return shards_[id % shard_count_]->table.at(id / shard_count_);
+    }
+
+    /// The arrival of request id + K (the shard's next) from that of id at `t`: the gaps of
+    /// the requests between are the other shards', drawn here too (a trace's times are direct).
+    SimTime arrival_after(std::uint64_t id, SimTime t) const {
+        for (std::uint64_t j = id + 1; j <= id + shard_count_; ++j) {
+            t = source_.next_arrival(j, t);
+        }
+        return t;
+    }
     Request request_of(const Slot& s) const {
         Request r;
         r.id = s.rec.id;
@@ -504,55 +675,62 @@ private:
 
     // ---------------------------------------------------------------- router
     template <class Q>
-    void router(engine::Context<Q>& ctx, const engine::Event& e) {
+    void router(engine::Context<Q>& ctx, Shard& sh, const engine::Event& e) {
         const std::int64_t now = ctx.now_ns();
         switch (e.type) {
         case kStart:
             if (source_.closed_loop()) {
                 for (int c = 0; c < in_.spec.requests.arrival.concurrency; ++c) {
-                    if (!issue(ctx, now)) {
-                        arrivals_open_ = false;
+                    if (!issue(ctx, sh, now)) {
+                        sh.arrivals_open = false;
                         break;
                     }
                 }
             } else {
-                const SimTime t = source_.next_arrival(0, SimTime::zero());
-                if (source_.issued(0, t)) {
-                    ctx.schedule_at_ns(kRouter, t.ns(), kArrival, 0);
+                // The shard's first request is id `index`.
+                SimTime t = source_.next_arrival(0, SimTime::zero());
+                for (std::uint64_t j = 1; j <= sh.index; ++j) {
+                    t = source_.next_arrival(j, t);
+                }
+                if (source_.issued(sh.index, t)) {
+                    ctx.schedule_at_ns(sh.entity, t.ns(), kArrival, sh.index);
                 } else {
-                    arrivals_open_ = false;
+                    sh.arrivals_open = false;
                 }
             }
-            if (outages_) {
-                next_outage(ctx);
+            if (sh.outages) {
+                next_outage(ctx, sh);
             }
             break;
         case kArrival: {
-            issue(ctx, now);
-            const SimTime t = source_.next_arrival(next_id_, SimTime::from_ns(now));
-            if (source_.issued(next_id_, t)) {
-                ctx.schedule_at_ns(kRouter, t.ns(), kArrival, next_id_);
+            const std::uint64_t id = sh.issued * shard_count_ + sh.index;
+            issue(ctx, sh, now);
+            const std::uint64_t next = id + shard_count_;
+            const SimTime t = arrival_after(id, SimTime::from_ns(now));
+            if (source_.issued(next, t)) {
+                ctx.schedule_at_ns(sh.entity, t.ns(), kArrival, next);
             } else {
-                arrivals_open_ = false;
+                sh.arrivals_open = false;
             }
             break;
         }
         case kOutage:
-            if (!all_done()) {
-                transition(ctx, pending_);
-                next_outage(ctx);
+            if (!sh.all_done()) {
+                sh.pending_open = false;
+                transition(ctx, sh, sh.pending);
+                next_outage(ctx, sh);
             }
             break;
         case kDetect: {
             const auto d = static_cast<std::size_t>(e.payload);
             domain_state_[d] = kDownNoticed;
             for (std::uint32_t r : domain_reps_[d]) {
-                main_pool_.set_enabled(pool_of_[r], false);
+                sh.main.set_enabled(pool_of_[r], false);
             }
             std::vector<std::uint64_t> held = std::move(held_[d]);
             held_[d].clear();
             for (std::uint64_t id : held) {
-                route(ctx, id, now);
+                route(ctx, sh, id, now);
             }
             break;
         }
@@ -563,25 +741,25 @@ private:
             }
             domain_state_[d] = kUpState;
             for (std::uint32_t r : domain_reps_[d]) {
-                main_pool_.set_enabled(pool_of_[r], true);
+                sh.main.set_enabled(pool_of_[r], true);
             }
-            std::deque<std::uint64_t> stranded = std::move(stranded_);
-            stranded_.clear();
+            std::deque<std::uint64_t> stranded = std::move(sh.stranded);
+            sh.stranded.clear();
             for (std::uint64_t id : stranded) {
-                route(ctx, id, now);
+                route(ctx, sh, id, now);
             }
             break;
         }
         case kRetry: {
-            ++retries_count_;
-            const Slot& s = table_.at(e.payload);
+            ++sh.retries_count;
+            const Slot& s = slot(e.payload);
             const std::uint32_t r = s.rec.prefill_replica;
-            main_pool_.done(pool_of_[r]);
+            sh.main.done(pool_of_[r]);
             const std::uint32_t d = pl_.replicas[r].domain;
             if (domain_state_[d] == kDownUnnoticed) {
                 held_[d].push_back(e.payload); // retried when the router notices
             } else {
-                route(ctx, e.payload, now);
+                route(ctx, sh, e.payload, now);
             }
             break;
         }
@@ -590,12 +768,12 @@ private:
             // pool_of_ indexes the replica's own pool: a prefill replica's finish (a one-token
             // request) frees it in the prefill pool.
             if (e.aux == kPrefilled) {
-                prefill_pool_.done(pool_of_[r]);
+                sh.prefill.done(pool_of_[r]);
             } else {
-                (pl_.replicas[r].prefill ? prefill_pool_ : main_pool_).done(pool_of_[r]);
-                ++finished_;
-                if (source_.closed_loop() && !issue(ctx, now)) {
-                    arrivals_open_ = false;
+                (pl_.replicas[r].prefill ? sh.prefill : sh.main).done(pool_of_[r]);
+                ++sh.finished;
+                if (source_.closed_loop() && !issue(ctx, sh, now)) {
+                    sh.arrivals_open = false;
                 }
             }
             break;
@@ -603,19 +781,23 @@ private:
         default:
             break;
         }
+        if (sh.done_ns < 0 && sh.all_done()) {
+            sh.done_ns = now;
+        }
     }
 
-    /// Issues the next request at `now`; false when the limits say no more.
+    /// Issues the shard's next request at `now`; false when the limits say no more.
     template <class Q>
-    bool issue(engine::Context<Q>& ctx, std::int64_t now) {
-        const std::uint64_t id = next_id_;
+    bool issue(engine::Context<Q>& ctx, Shard& sh, std::int64_t now) {
+        const std::uint64_t local = sh.issued;
+        const std::uint64_t id = local * shard_count_ + sh.index;
         if (!source_.issued(id, SimTime::from_ns(now))) {
             return false;
         }
-        ++next_id_;
+        ++sh.issued;
         const Request r = source_.request(id, SimTime::from_ns(now));
-        table_.ensure(id);
-        Slot& s = table_.at(id);
+        sh.table.ensure(local);
+        Slot& s = sh.table.at(local);
         s.rec.id = id;
         s.rec.arrival_ns = now;
         s.rec.input_tokens = static_cast<std::int32_t>(r.input_tokens);
@@ -623,7 +805,7 @@ private:
         s.prefix_id = r.prefix_id;
         std::uint32_t target = 0;
         if (disaggregated_) {
-            target = prefill_pool_.member(prefill_pool_.choose(policy_, r.prefix_id, slack_));
+            target = sh.prefill.member(sh.prefill.choose(policy_, r.prefix_id, slack_));
             // A request of one output token finishes at the end of its prefill (the scheduler's
             // finish_prefill): no decode replica, no transfer.
             s.decode_replica = kNoReplica;
@@ -632,10 +814,10 @@ private:
                     policy_ == serving::RouterPolicy::round_robin
                         ? policy_
                         : serving::RouterPolicy::least_loaded;
-                s.decode_replica = main_pool_.member(main_pool_.choose(decode_policy, 0, slack_));
+                s.decode_replica = sh.main.member(sh.main.choose(decode_policy, 0, slack_));
             }
         } else {
-            route(ctx, id, now);
+            route(ctx, sh, id, now);
             return true;
         }
         ctx.schedule_at_ns(entity(target), now + hop_, kRequest, id);
@@ -644,13 +826,13 @@ private:
 
     /// Sends request `id` to a replica by the router's policy, or keeps it until one serves.
     template <class Q>
-    void route(engine::Context<Q>& ctx, std::uint64_t id, std::int64_t now) {
-        const std::uint32_t m = main_pool_.choose(policy_, table_.at(id).prefix_id, slack_);
+    void route(engine::Context<Q>& ctx, Shard& sh, std::uint64_t id, std::int64_t now) {
+        const std::uint32_t m = sh.main.choose(policy_, slot(id).prefix_id, slack_);
         if (m == Pool::kNone) {
-            stranded_.push_back(id);
+            sh.stranded.push_back(id);
             return;
         }
-        ctx.schedule_at_ns(entity(main_pool_.member(m)), now + hop_, kRequest, id);
+        ctx.schedule_at_ns(entity(sh.main.member(m)), now + hop_, kRequest, id);
     }
 
     // ---------------------------------------------------------------- failures
@@ -677,7 +859,10 @@ private:
         for (std::uint32_t r = 0; r < pl.replicas.size(); ++r) {
             domain_reps_[pl.replicas[r].domain].push_back(r);
         }
-        outages_ = std::make_unique<reliability::OutageSchedule>(rs, *layout_, domains, in.seed);
+        for (auto& sh : shards_) {
+            sh->outages =
+                std::make_unique<reliability::OutageSchedule>(rs, *layout_, domains, in.seed);
+        }
         domain_state_.assign(domains, kUpState);
         held_.resize(domains);
         down_since_.assign(domains, -1);
@@ -685,37 +870,40 @@ private:
         reports_ = true; // the router must know when every request has finished
     }
 
-    bool all_done() const { return !arrivals_open_ && finished_ == next_id_; }
-
+    /// The shard's next transition of one of its domains (it skips the others').
     template <class Q>
-    void next_outage(engine::Context<Q>& ctx) {
-        if (const std::optional<reliability::UnitTransition> t = outages_->next()) {
-            pending_ = *t;
-            ctx.schedule_at_ns(kRouter, t->time_ns, kOutage, 0);
+    void next_outage(engine::Context<Q>& ctx, Shard& sh) {
+        while (const std::optional<reliability::UnitTransition> t = sh.outages->next()) {
+            if (shard_of_domain_[t->unit] == sh.index) {
+                sh.pending = *t;
+                sh.pending_open = true;
+                ctx.schedule_at_ns(sh.entity, t->time_ns, kOutage, 0);
+                return;
+            }
         }
     }
 
     template <class Q>
-    void transition(engine::Context<Q>& ctx, const reliability::UnitTransition& t) {
+    void transition(engine::Context<Q>& ctx, Shard& sh, const reliability::UnitTransition& t) {
         const std::int64_t now = ctx.now_ns();
         const std::uint32_t d = t.unit;
         const auto reps = static_cast<double>(domain_reps_[d].size());
         if (!t.up) {
-            ++outages_count_;
+            ++sh.outages_count;
             domain_state_[d] = kDownUnnoticed;
             down_since_[d] = now;
             for (std::uint32_t r : domain_reps_[d]) {
                 ctx.schedule_at_ns(entity(r), now + hop_, kDown, 0);
             }
-            ctx.schedule_at_ns(kRouter, now + detection_ns_, kDetect, d);
+            ctx.schedule_at_ns(sh.entity, now + detection_ns_, kDetect, d);
         } else {
-            down_replica_ns_ += static_cast<double>(now - down_since_[d]) * reps;
+            sh.down_replica_ns += static_cast<double>(now - down_since_[d]) * reps;
             down_since_[d] = -1;
             for (std::uint32_t r : domain_reps_[d]) {
                 ctx.schedule_at_ns(entity(r), now + hop_, kUp, 0, 0, kUpPriority);
             }
             // Requests sent from now + 1 reach the replicas after their kUp.
-            ctx.schedule_at_ns(kRouter, now + 1, kEnable, d);
+            ctx.schedule_at_ns(sh.entity, now + 1, kEnable, d);
         }
     }
 
@@ -740,7 +928,7 @@ private:
             ++rep.generation; // its pending step never ends
             rep.pending = -1;
             for (std::uint64_t id : rep.sched.fail()) {
-                drop(ctx, id);
+                drop(ctx, r, id);
             }
             return;
         }
@@ -751,10 +939,10 @@ private:
         rep.last_event = now;
         switch (e.type) {
         case kRequest: {
-            Slot& s = table_.at(e.payload);
+            Slot& s = slot(e.payload);
             s.rec.prefill_replica = r;
             if (rep.down) {
-                drop(ctx, e.payload);
+                drop(ctx, r, e.payload);
                 break;
             }
             rep.sched.add(request_of(s));
@@ -762,7 +950,7 @@ private:
             break;
         }
         case kKvArrived: {
-            Slot& s = table_.at(e.payload);
+            Slot& s = slot(e.payload);
             rep.sched.add_transferred(request_of(s), s.rec.first_token_ns, s.rec.preemptions);
             ++rep.transfers;
             rep.transfer_bytes += kv_bytes(s);
@@ -794,11 +982,11 @@ private:
         }
     }
 
-    /// A failure dropped request `id` here: back to the router.
+    /// A failure dropped request `id` at replica r: back to its router.
     template <class Q>
-    void drop(engine::Context<Q>& ctx, std::uint64_t id) {
-        ++table_.at(id).rec.retries;
-        ctx.schedule_at_ns(kRouter, ctx.now_ns() + hop_, kRetry, id);
+    void drop(engine::Context<Q>& ctx, std::uint32_t r, std::uint64_t id) {
+        ++slot(id).rec.retries;
+        ctx.schedule_at_ns(router_of_[r], ctx.now_ns() + hop_, kRetry, id);
     }
 
     template <class Q>
@@ -831,14 +1019,14 @@ private:
 
     template <class Q>
     void completed(engine::Context<Q>& ctx, std::uint32_t r, const Completion& c) {
-        Slot& s = table_.at(c.request);
+        Slot& s = slot(c.request);
         s.rec.first_token_ns = c.first_token_ns;
         s.rec.preemptions = c.preemptions;
         if (c.kind == Completion::Kind::finished) {
             s.rec.finish_ns = c.time_ns;
             s.rec.replica = r;
             if (reports_) {
-                ctx.schedule_at_ns(kRouter, ctx.now_ns() + hop_, kReport, r, kFinished);
+                ctx.schedule_at_ns(router_of_[r], ctx.now_ns() + hop_, kReport, r, kFinished);
             }
             return;
         }
@@ -856,7 +1044,7 @@ private:
         }
         fabric_net_->start_group(ctx.partition(), ctx.now_ns(), entity(s.decode_replica),
                                  kKvArrived, c.request, std::move(flows));
-        ctx.schedule_at_ns(kRouter, ctx.now_ns() + hop_, kReport, r, kPrefilled);
+        ctx.schedule_at_ns(router_of_[r], ctx.now_ns() + hop_, kReport, r, kPrefilled);
     }
 
     const ServeInput& in_;
@@ -872,29 +1060,21 @@ private:
     std::int64_t prefix_tokens_ = 0;
 
     std::vector<Replica> reps_;
-    std::vector<std::uint32_t> pool_of_; ///< replica -> index in its pool
-    Pool main_pool_;                     ///< unified or decode replicas
-    Pool prefill_pool_;
-    std::uint64_t next_id_ = 0;          ///< router: requests issued
-    RecordTable table_;
+    std::vector<std::uint32_t> pool_of_; ///< replica -> index in its shard's pool
+    std::vector<engine::EntityId> router_of_; ///< replica -> its router shard's entity
+    std::vector<std::unique_ptr<Shard>> shards_;
+    std::vector<std::uint32_t> shard_of_domain_; ///< domain -> router shard
+    std::uint32_t shard_count_ = 1;
     std::unique_ptr<network::FlowNetwork> fabric_net_;
 
     // Failures (router state; empty without them).
     static constexpr std::uint8_t kUpState = 0, kDownUnnoticed = 1, kDownNoticed = 2;
     std::unique_ptr<reliability::Layout> layout_;
-    std::unique_ptr<reliability::OutageSchedule> outages_;
-    reliability::UnitTransition pending_;
     std::vector<std::vector<std::uint32_t>> domain_reps_; ///< replicas by domain
     std::vector<std::uint8_t> domain_state_;
     std::vector<std::vector<std::uint64_t>> held_; ///< by domain: retries until noticed
-    std::deque<std::uint64_t> stranded_;          ///< no replica serves
     std::vector<std::int64_t> down_since_;         ///< by domain, -1: up
     std::int64_t detection_ns_ = 0;
-    double down_replica_ns_ = 0.0;
-    std::uint64_t outages_count_ = 0;
-    std::uint64_t retries_count_ = 0;
-    std::uint64_t finished_ = 0;                   ///< reports of finished requests
-    bool arrivals_open_ = true;
 };
 
 bool needs_trace(const serving::RequestSpec& r) {
@@ -972,30 +1152,46 @@ ServingRun simulate_serving(const ServeInput& in) {
     const serving::RequestSource source(in.spec.requests, in.spec.serving.max_context, in.seed,
                                         prepared.trace);
 
-    // Partition 0: router and wake entity; then one partition per NeuronLink domain with
-    // replicas.
+    // One router: partition 0 holds it and the wake entity, then one partition per NeuronLink
+    // domain with replicas. K router shards: partition k holds shard k and its replicas
+    // (partition 0 also the wake entity); no event crosses partitions.
     const auto replicas = static_cast<std::uint32_t>(pl.replicas.size());
-    std::vector<std::uint32_t> starts = {0};
-    for (std::uint32_t r = 0; r < replicas; ++r) {
-        if (r == 0 || pl.replicas[r].domain != pl.replicas[r - 1].domain) {
-            starts.push_back(kFirstReplica + r);
+    const std::uint32_t entities = kFirstReplica + replicas + (pl.shards - 1);
+    engine::PartitionMap map;
+    if (pl.shards == 1) {
+        std::vector<std::uint32_t> starts = {0};
+        for (std::uint32_t r = 0; r < replicas; ++r) {
+            if (r == 0 || pl.replicas[r].domain != pl.replicas[r - 1].domain) {
+                starts.push_back(kFirstReplica + r);
+            }
         }
+        map = engine::PartitionMap::from_starts(entities, starts);
+    } else {
+        std::vector<std::uint32_t> owner(entities, 0);
+        for (std::uint32_t r = 0; r < replicas; ++r) {
+            owner[kFirstReplica + r] = pl.shard_of_domain[pl.replicas[r].domain];
+        }
+        for (std::uint32_t k = 1; k < pl.shards; ++k) {
+            owner[kFirstReplica + replicas + (k - 1)] = k;
+        }
+        map = engine::PartitionMap::from_owners(owner, pl.shards);
     }
-    const engine::PartitionMap map =
-        engine::PartitionMap::from_starts(kFirstReplica + replicas, starts);
 
     ServeModel model(in, pl, source, fabric ? &*fabric : nullptr, map.partitions());
-    const Duration lookahead = Duration::from_ns(hop_ns(in));
+    const Duration lookahead = Duration::from_ns(
+        pl.shards == 1 ? hop_ns(in) : std::max(hop_ns(in), kShardedWindowNs));
     // Few pending events per partition (a step end per replica, requests in flight): a heap
     // beats the calendar queue's bucket scans here.
     engine::Simulator<ServeModel, engine::QuaternaryHeap> sim(model, map, lookahead);
-    sim.schedule(kRouter, SimTime::zero(), kStart);
+    for (std::uint32_t k = 0; k < pl.shards; ++k) {
+        sim.schedule(ServeModel::router_entity(k, replicas), SimTime::zero(), kStart);
+    }
     const int threads = in.threads > 0 ? in.threads : engine::default_thread_count();
     const engine::RunStats run = sim.run(SimTime::max(), threads);
 
     ServingRun out;
     out.placement = pl.replicas;
-    std::vector<RequestRecord> records = model.table().take(model.issued());
+    std::vector<RequestRecord> records = model.take_records();
     std::int64_t end = model.last_event();
     for (const RequestRecord& r : records) {
         TRNSIM_CHECK(r.finished(), "serve: a request did not finish");
@@ -1003,6 +1199,7 @@ ServingRun simulate_serving(const ServeInput& in) {
     }
     std::vector<serving::TokenGap> gaps;
     model.finish(end, out, gaps);
+    model.catch_up_outages();
     model.failure_stats(end, out.stats);
     out.summary = serving::summarize(records, in.spec.slo);
     out.slowest = serving::slowest_replica(records);
@@ -1016,6 +1213,7 @@ ServingRun simulate_serving(const ServeInput& in) {
         st.prefill_replicas += p.prefill ? 1 : 0;
     }
     st.replicas_per_unit = pl.per_unit;
+    st.router_shards = pl.shards;
     st.unit_is_ultraserver = pl.unit_is_ultraserver;
     st.partitions = map.partitions();
     st.events = run.events;

@@ -1,7 +1,8 @@
 // Serving benchmark: the fleet simulation (sim/serve.hpp) on the Azure conversation trace.
 //
 //   serving_bench [--case all|single|window|fleet|smoke] [--threads N] [--replicas R]
-//                 [--speedup S] [--hours H] [--latency-ms L] [--window-ms W] [--load P]
+//                 [--speedup S] [--hours H] [--latency-ms L] [--window-ms W] [--shards K]
+//                 [--no-reference] [--load P]
 //
 // Cases (docs/performance.md):
 //   single  one replica (tp 64, one trn2 instance) serving the whole conversation trace
@@ -10,10 +11,14 @@
 //           its rate (the trace repeats) for one simulated hour, about 10 million requests, on
 //           1 thread and on N threads (default 2): target <= 60 s, <= 4 GiB, N threads >= 1.6x
 //           faster than 1, identical results. Router latency 1 ms, router window 10 ms
-//           (ServeOptions::router_window: the engine's windows are 10 ms; `window` measures
-//           what that changes)
+//           (ServeOptions::router_window; `window` measures what that changes), 8 router
+//           shards (serving.router_shards, --shards K: each router owns 8 UltraServers and
+//           every 8th request, and the engine's windows are 1 s). With K > 1 the case also
+//           runs one router on N threads (the engine's windows 10 ms; --no-reference skips it)
+//           and prints the shards' figures against it
 //   window  the router window's error: the fleet for 3 simulated minutes, exact (1 ms windows)
-//           and with the fleet's router window (10 ms), on 1 thread
+//           and with the fleet's router window (10 ms), on 1 thread; then the router shards'
+//           error: K routers against one, both with the router window
 //   smoke   8 replicas for 20 simulated seconds on 1 and 2 threads (the ctest smoke test)
 //
 // --load P runs P busy processes (`yes > /dev/null`) in the background for the whole
@@ -60,6 +65,7 @@ struct Case {
     double hours = 1.0; ///< 0: the trace once
     double latency_ms = 1.0;
     double window_ms = 10.0; ///< ServeOptions::router_window (0: exact)
+    int shards = 1;          ///< serving.router_shards (the fleet case: 8)
 };
 
 /// A hash of every request record (FNV-1a over the fields), to compare runs.
@@ -105,6 +111,7 @@ Measured run_case(const Case& c, int threads, bool keep) {
     s.prefill_batch = 1;
     s.router = serving::RouterPolicy::least_loaded;
     s.router_latency = Duration::from_seconds_ceil(c.latency_ms * 1e-3);
+    s.router_shards = c.shards;
     serving::RequestSpec& r = in.spec.requests;
     r.input.kind = serving::TokenDistribution::Kind::trace;
     r.output.kind = serving::TokenDistribution::Kind::trace;
@@ -140,9 +147,10 @@ Measured run_case(const Case& c, int threads, bool keep) {
 void print_run(const char* label, const Measured& m) {
     const sim::ServingRun& r = m.run;
     const sim::ServingRunStats& s = r.stats;
-    std::printf("%s: %u replicas (%u per %s), %s requests, %s simulated, router latency %s, "
-                "window %s; %d thread%s: wall %.2f s\n",
+    std::printf("%s: %u replicas (%u per %s), %u router shard%s, %s requests, %s simulated, "
+                "router latency %s, engine window %s; %d thread%s: wall %.2f s\n",
                 label, s.replicas, s.replicas_per_unit, s.unit_is_ultraserver ? "UltraServer" : "instance",
+                s.router_shards, s.router_shards == 1 ? "" : "s",
                 fmt::integer(static_cast<std::int64_t>(r.summary.requests)).c_str(),
                 fmt::seconds(s.end_s).c_str(), fmt::seconds(static_cast<double>(s.router_latency_ns) * 1e-9).c_str(),
                 fmt::seconds(static_cast<double>(s.lookahead_ns) * 1e-9).c_str(), s.threads, s.threads == 1 ? "" : "s", m.wall_s);
@@ -168,23 +176,12 @@ void print_run(const char* label, const Measured& m) {
                 fmt::percent(r.kv_cache_peak_fraction).c_str());
 }
 
-/// The router window's error: the same fleet for `hours` exact and with the window.
-void window_error(Case c) {
-    const double w = c.window_ms;
-    c.window_ms = 0.0;
-    const Measured exact = run_case(c, 1, false);
-    c.window_ms = w;
-    const Measured win = run_case(c, 1, false);
-    const serving::ServingSummary &a = exact.run.summary, &b = win.run.summary;
+/// The relative differences of summary b from summary a, percent.
+void print_error(const char* label, const serving::ServingSummary& a,
+                 const serving::ServingSummary& b) {
     const auto rel = [](double x, double y) { return y == 0.0 ? 0.0 : (x - y) / y * 100.0; };
-    std::printf("window: router window %.0f ms vs exact (1 ms windows), %s requests, %.2f h of "
-                "arrivals: windows %s vs %s, wall %.2f s vs %.2f s\n",
-                w, fmt::integer(static_cast<std::int64_t>(a.requests)).c_str(), c.hours,
-                fmt::integer(static_cast<std::int64_t>(win.run.stats.windows)).c_str(),
-                fmt::integer(static_cast<std::int64_t>(exact.run.stats.windows)).c_str(),
-                win.wall_s, exact.wall_s);
-    std::printf("window:   TTFT p50 %+.2f%% p90 %+.2f%% p99 %+.2f%%; TPOT p50 %+.2f%% p99 %+.2f%%; "
-                "E2E p50 %+.2f%% p99 %+.2f%%; output tokens/s %+.3f%%\n",
+    std::printf("%s:   TTFT p50 %+.2f%% p90 %+.2f%% p99 %+.2f%%; TPOT p50 %+.2f%% p99 %+.2f%%; "
+                "E2E p50 %+.2f%% p99 %+.2f%%; output tokens/s %+.3f%%\n", label,
                 rel(b.ttft_p50_s, a.ttft_p50_s), rel(b.ttft_p90_s, a.ttft_p90_s),
                 rel(b.ttft_p99_s, a.ttft_p99_s), rel(b.tpot_p50_s, a.tpot_p50_s),
                 rel(b.tpot_p99_s, a.tpot_p99_s), rel(b.e2e_p50_s, a.e2e_p50_s),
@@ -192,15 +189,50 @@ void window_error(Case c) {
                 rel(b.output_tokens_per_s, a.output_tokens_per_s));
 }
 
-bool compare_threads(const char* label, const Case& c, int threads) {
+/// The router window's error: the same fleet for `hours` exact and with the window (one
+/// router); then the router shards' error: `c.shards` routers against one, both windowed.
+void window_error(Case c) {
+    const double w = c.window_ms;
+    const int shards = c.shards;
+    c.shards = 1;
+    c.window_ms = 0.0;
+    const Measured exact = run_case(c, 1, false);
+    c.window_ms = w;
+    const Measured win = run_case(c, 1, false);
+    const serving::ServingSummary &a = exact.run.summary, &b = win.run.summary;
+    std::printf("window: router window %.0f ms vs exact (1 ms windows), %s requests, %.2f h of "
+                "arrivals: windows %s vs %s, wall %.2f s vs %.2f s\n",
+                w, fmt::integer(static_cast<std::int64_t>(a.requests)).c_str(), c.hours,
+                fmt::integer(static_cast<std::int64_t>(win.run.stats.windows)).c_str(),
+                fmt::integer(static_cast<std::int64_t>(exact.run.stats.windows)).c_str(),
+                win.wall_s, exact.wall_s);
+    print_error("window", a, b);
+    if (shards > 1) {
+        c.shards = shards;
+        const Measured sh = run_case(c, 1, false);
+        std::printf("shards: %d router shards vs one router (both with the %.0f ms window), same "
+                    "requests: windows %s vs %s, wall %.2f s vs %.2f s\n",
+                    shards, w, fmt::integer(static_cast<std::int64_t>(sh.run.stats.windows)).c_str(),
+                    fmt::integer(static_cast<std::int64_t>(win.run.stats.windows)).c_str(),
+                    sh.wall_s, win.wall_s);
+        print_error("shards", b, sh.run.summary);
+    }
+}
+
+bool compare_threads(const char* label, const Case& c, int threads,
+                     Measured* out = nullptr) {
     const Measured one = run_case(c, 1, false);
     print_run(label, one);
     const Measured many = run_case(c, threads, false);
     print_run(label, many);
     const bool same = one.hash == many.hash && one.run.stats.events == many.run.stats.events;
-    std::printf("%s: 1 and %d threads %s; speedup %.2fx; peak RSS %s\n", label, threads,
-                same ? "identical" : "DIFFER", one.wall_s / many.wall_s,
+    std::printf("%s: 1 and %d threads %s (records hash %016llx); speedup %.2fx; peak RSS %s\n",
+                label, threads, same ? "identical" : "DIFFER",
+                static_cast<unsigned long long>(one.hash), one.wall_s / many.wall_s,
                 fmt::bytes(static_cast<double>(peak_rss_bytes())).c_str());
+    if (out != nullptr) {
+        *out = many;
+    }
     return same;
 }
 
@@ -211,7 +243,9 @@ int main(int argc, char** argv) {
     std::string which = "all";
     int threads = 2;
     int load = 0;
+    bool reference = true;
     Case fleet;
+    fleet.shards = 8;
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
         const auto next = [&]() -> std::string {
@@ -236,13 +270,17 @@ int main(int argc, char** argv) {
             fleet.latency_ms = std::stod(next());
         } else if (a == "--window-ms") {
             fleet.window_ms = std::stod(next());
+        } else if (a == "--shards") {
+            fleet.shards = std::stoi(next());
+        } else if (a == "--no-reference") {
+            reference = false;
         } else if (a == "--load") {
             load = std::stoi(next());
         } else {
             std::fprintf(stderr,
                          "usage: serving_bench [--case all|single|window|fleet|smoke] [--threads N] "
                          "[--replicas R] [--speedup S] [--hours H] [--latency-ms L] "
-                         "[--window-ms W] [--load P]\n");
+                         "[--window-ms W] [--shards K] [--no-reference] [--load P]\n");
             return 2;
         }
     }
@@ -281,7 +319,18 @@ int main(int argc, char** argv) {
         window_error(c);
     }
     if (which == "all" || which == "fleet") {
-        ok = compare_threads("fleet", fleet, threads) && ok;
+        Measured many;
+        ok = compare_threads("fleet", fleet, threads, &many) && ok;
+        if (fleet.shards > 1 && reference) {
+            Case one = fleet;
+            one.shards = 1;
+            const Measured ref = run_case(one, threads, false);
+            print_run("fleet", ref);
+            std::printf("fleet: one router on %d threads: wall %.2f s; %d router shards %.2fx "
+                        "faster; the shards' figures against one router's:\n",
+                        threads, ref.wall_s, fleet.shards, ref.wall_s / many.wall_s);
+            print_error("fleet", ref.run.summary, many.run.summary);
+        }
     }
     return ok ? 0 : 1;
 }

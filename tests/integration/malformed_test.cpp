@@ -313,6 +313,12 @@ std::vector<Case> cases() {
         {"serve_buckets_not_ending_at_max_context",
          serve_with("max_batch: 4", "max_batch: 4, buckets: [512, 2048]"), {},
          "workload.serving.buckets", ""},
+        {"serve_router_shards_zero",
+         serve_with("max_batch: 4", "max_batch: 4, router_shards: 0"), {},
+         "workload.serving.router_shards", ""},
+        {"serve_router_shards_beyond_the_domains", // one instance: one domain
+         serve_with("max_batch: 4", "max_batch: 4, router_shards: 2"), {},
+         "workload.serving.router_shards", ""},
         {"serve_too_many_replicas", serve_with("max_batch: 4", "max_batch: 4, replicas: 4"), {},
          "workload.serving.replicas", ""},
         {"serve_input_plus_output_beyond_max_context",

@@ -64,6 +64,9 @@ public:
     static PartitionMap blocks(std::uint32_t entities, std::uint32_t partitions);
     /// Contiguous blocks starting at `first[i]` (first[0] == 0, increasing).
     static PartitionMap from_starts(std::uint32_t entities, const std::vector<std::uint32_t>& first);
+    /// Entity e in partition owner[e] (each of 0 .. partitions - 1 owning at least one).
+    static PartitionMap from_owners(const std::vector<std::uint32_t>& owner,
+                                    std::uint32_t partitions);
 
     std::uint32_t partition_of(EntityId e) const { return of_[e]; }
     std::uint32_t partitions() const { return partitions_; }
@@ -101,6 +104,27 @@ inline PartitionMap PartitionMap::from_starts(std::uint32_t entities,
         }
         std::fill(m.of_.begin() + first[p], m.of_.begin() + end, p);
     }
+    return m;
+}
+
+inline PartitionMap PartitionMap::from_owners(const std::vector<std::uint32_t>& owner,
+                                              std::uint32_t partitions) {
+    if (owner.size() >= kMaxEntities) {
+        throw std::invalid_argument("engine: at most 2^26 entities");
+    }
+    std::vector<char> used(partitions, 0);
+    for (const std::uint32_t p : owner) {
+        if (p >= partitions) {
+            throw std::invalid_argument("engine: an entity's partition is out of range");
+        }
+        used[p] = 1;
+    }
+    if (partitions == 0 || std::find(used.begin(), used.end(), 0) != used.end()) {
+        throw std::invalid_argument("engine: every partition must own an entity");
+    }
+    PartitionMap m;
+    m.partitions_ = partitions;
+    m.of_ = owner;
     return m;
 }
 
@@ -441,6 +465,10 @@ private:
     }
 
     std::int64_t deliver(std::uint32_t p) override { return this->deliver_to(p); }
+
+    bool sent_remote() const override {
+        return this->senders_count_.load(std::memory_order_relaxed) > 0;
+    }
 
     std::int64_t next_time(std::uint32_t p) override { return this->parts_[p]->queue.min_time(); }
 

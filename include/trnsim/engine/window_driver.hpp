@@ -11,7 +11,8 @@
 //                they are not due before window_end.
 //   3. parallel  every partition takes the events addressed to it from all outboxes into its
 //                queue (the queue's total order makes the insertion order irrelevant) and
-//                reports its next event time.
+//                reports its next event time. A window that sent nothing across partitions
+//                runs this step on the leader alone (it only reads each queue's next time).
 //   4. serial    the model's window-edge hook runs (shared resources, such as the fabric
 //                solver, are resolved here, with all partitions stopped). The hook may hand
 //                independent pieces of its work to every thread (EdgeTeam::parallel_for).
@@ -65,6 +66,10 @@ public:
     virtual bool window_edge(std::int64_t window_end, EdgeTeam& team) = 0;
     /// Earliest pending event time of a partition (used at start and after a window edge).
     virtual std::int64_t next_time(std::uint32_t partition) = 0;
+    /// Whether the window just processed sent events across partitions (false: deliver() has
+    /// nothing to move, and the driver calls it for every partition on the leader alone
+    /// instead of waking the helpers for it). Called between the phases, on the leader.
+    virtual bool sent_remote() const { return true; }
 };
 
 /// Whether windows are shared with the helper threads. Only speed depends on it, never results.

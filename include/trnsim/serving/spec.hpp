@@ -92,6 +92,13 @@ struct ServingSpec {
     /// back to the router (a network hop through the serving front end). The fleet simulation
     /// uses it as its lookahead.
     Duration router_latency = Duration::from_ns(1'000'000);
+    // ---- appended for the sharded router (docs/serving.md "Router shards") ----
+    /// Independent routers, each owning a fixed block of the NeuronLink domains (UltraServers,
+    /// else instances) and every K-th request by id (request i goes to router i mod K, as a
+    /// front end spreading requests over K load balancers). 1: one router for the fleet.
+    /// K > 1 needs open-loop arrivals, no disaggregation and at least K domains with
+    /// replicas; each router and its replicas then share an engine partition.
+    int router_shards = 1;
 };
 
 /// A size (tokens) drawn per request.

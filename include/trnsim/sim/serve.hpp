@@ -42,6 +42,13 @@
 // least-loaded counts include requests finished in the last 2W - L. W = L is exact; the
 // benchmark measures the error (docs/performance.md).
 //
+// Router shards (ServingSpec::router_shards = K > 1, docs/serving.md "Router shards"): K
+// independent routers; router k owns the replicas of NeuronLink domains [k D / K, (k + 1) D / K)
+// and the requests with id = k mod K (the fleet's arrival stream and sizes, unchanged). Router
+// k is entity 0 for k = 0, else entity 2 + replicas + k - 1, and shares partition k with its
+// replicas: no event crosses partitions, so the engine's windows are 1 s (or the router
+// window when longer). Needs open-loop arrivals, no disaggregation and K <= D.
+//
 // A replica hands each arriving request to its scheduler; when the scheduler runs several
 // identical decode iterations as one step, an arrival cuts the step at the next iteration
 // boundary (a step-end event with a generation number; the superseded one is ignored).
@@ -158,11 +165,14 @@ struct ServingRunStats {
     std::uint32_t replicas_per_unit = 0;
     bool unit_is_ultraserver = false;
     std::uint32_t partitions = 0;
+    std::uint32_t router_shards = 1;
     std::uint64_t events = 0;
     std::uint64_t remote_events = 0;
     std::uint64_t windows = 0;
     std::uint64_t shared_windows = 0;  ///< run with the helper threads (timing-dependent)
-    std::int64_t lookahead_ns = 0;     ///< the router window (at least the router latency)
+    /// The engine's window: the router window (at least the router latency); 1 s or the
+    /// router window with router shards (no event crosses partitions).
+    std::int64_t lookahead_ns = 0;
     std::int64_t router_latency_ns = 0;
     int threads = 1;
     std::uint64_t steps = 0;        ///< scheduler steps over all replicas

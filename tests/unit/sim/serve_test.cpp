@@ -551,6 +551,178 @@ TEST(ServeFleet, RouterWindowChangesOnlyTheRoutersInformation) {
     EXPECT_EQ(cl.requests[1].finish_ns - cl.requests[1].arrival_ns, 4 * kMs + 10 * kUs);
 }
 
+// Two router shards on two UltraServers (32 replicas of tp 16, 16 per UltraServer): shard k
+// owns UltraServer k's replicas 16k .. 16k + 15 and the requests with id = k mod 2. Round robin
+// within a shard: its n-th request (id 2n + k) goes to replica 16k + (n mod 16), so request i
+// lands on replica 16 (i mod 2) + (i / 2) mod 16. Each shard and its replicas are one
+// partition, so no event crosses partitions. The arrival stream is the fleet's, unsplit:
+// every arrival time equals that of one router.
+TEST(ServeFleet, RouterShardsSplitRequestsByIdAndReplicasByDomain) {
+    ServeInput in = fleet(2, 16, 0);
+    fixed_requests(in, 80, 2000.0, 100, 3);
+    const ServingRun one = simulate_serving(in);
+    in.spec.serving.router_shards = 2;
+    const ServingRun two = simulate_serving(in);
+    EXPECT_EQ(two.stats.router_shards, 2u);
+    EXPECT_EQ(two.stats.partitions, 2u);
+    EXPECT_EQ(two.stats.remote_events, 0u);
+    ASSERT_EQ(two.requests.size(), 80u);
+    ASSERT_EQ(one.requests.size(), 80u);
+    for (std::uint64_t i = 0; i < 80; ++i) {
+        const serving::RequestRecord& q = two.requests[i];
+        EXPECT_EQ(q.id, i);
+        EXPECT_EQ(q.replica, 16 * (i % 2) + (i / 2) % 16) << i;
+        EXPECT_EQ(q.arrival_ns, one.requests[i].arrival_ns) << i;
+        EXPECT_TRUE(q.finished());
+    }
+}
+
+// A duration limit issues the same requests with shards as with one router (the arrivals
+// do not decrease with the id, so each shard's requests stop where the fleet's do): gamma
+// arrivals, the trace-free sizes, 4 shards on 4 UltraServers.
+TEST(ServeFleet, RouterShardsIssueTheSameRequestsUnderADuration) {
+    ServeInput in = fleet(4, 16, 0);
+    random_requests(in, 0, 3000.0);
+    in.spec.requests.duration = Duration::from_ns(500 * kMs);
+    const ServingRun one = simulate_serving(in);
+    in.spec.serving.router_shards = 4;
+    const ServingRun four = simulate_serving(in);
+    ASSERT_GT(one.requests.size(), 1000u);
+    ASSERT_EQ(four.requests.size(), one.requests.size());
+    for (std::size_t i = 0; i < one.requests.size(); ++i) {
+        ASSERT_EQ(four.requests[i].arrival_ns, one.requests[i].arrival_ns) << i;
+        ASSERT_EQ(four.requests[i].input_tokens, one.requests[i].input_tokens) << i;
+        ASSERT_EQ(four.requests[i].output_tokens, one.requests[i].output_tokens) << i;
+        // shard i mod 4 owns UltraServer i mod 4 (16 replicas each)
+        ASSERT_EQ(four.requests[i].replica / 16, i % 4) << i;
+    }
+}
+
+// Router shards give the same records on 1 and 2 threads (the helpers in every window):
+// least-loaded routing, prefix caching and a router window, then with failures (two
+// UltraServers and a spare; each shard acts on its own domains' outages).
+TEST(ServeFleet, RouterShardsGiveTheSameResultsOnOneAndTwoThreads) {
+    for (bool failures : {false, true}) {
+        ServeInput in = fleet(2, 16, 0);
+        in.spec.serving.router = serving::RouterPolicy::least_loaded;
+        in.spec.serving.prefix_caching = true;
+        in.spec.serving.router_shards = 2;
+        in.spec.serving.router_latency = Duration::from_ns(2 * kMs);
+        in.options.router_window = Duration::from_ns(5 * kMs);
+        in.options.kv_sample = Duration::from_ns(100 * kMs);
+        random_requests(in, 3000, 400.0);
+        if (failures) {
+            in.reliability = failing_hosts(4.0, 3.0, 0.5, 1.0);
+            in.reliability.spares.ultraservers = 1;
+        }
+        in.threads = 1;
+        const ServingRun a = simulate_serving(in);
+        in.threads = 2;
+        const ServingRun b = [&] {
+            const test::ScopedSharing every_window("always");
+            return simulate_serving(in);
+        }();
+        EXPECT_EQ(b.stats.threads, 2);
+        EXPECT_EQ(b.stats.shared_windows, b.stats.windows);
+        EXPECT_EQ(a.stats.remote_events, 0u);
+        ASSERT_EQ(a.requests.size(), 3000u);
+        ASSERT_EQ(b.requests.size(), 3000u);
+        std::uint64_t retried = 0;
+        for (std::size_t i = 0; i < a.requests.size(); ++i) {
+            const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
+            ASSERT_TRUE(x.finished());
+            ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
+            ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+            ASSERT_EQ(x.replica, y.replica) << i;
+            ASSERT_EQ(x.retries, y.retries) << i;
+            ASSERT_EQ(x.replica / 16, i % 2) << i; // the shard's own UltraServer
+            retried += x.retries > 0 ? 1 : 0;
+        }
+        EXPECT_EQ(a.stats.events, b.stats.events);
+        ASSERT_EQ(a.kv_series.size(), b.kv_series.size());
+        for (std::size_t k = 0; k < a.kv_series.size(); ++k) {
+            EXPECT_EQ(a.kv_series[k].used_fraction, b.kv_series[k].used_fraction);
+        }
+        EXPECT_EQ(retried, a.summary.retried_requests);
+        if (failures) {
+            EXPECT_GT(a.stats.outages, 0u);
+            EXPECT_GT(retried, 0u);
+            EXPECT_EQ(a.stats.outages, b.stats.outages);
+            EXPECT_EQ(a.stats.availability, b.stats.availability);
+            EXPECT_LT(a.stats.availability, 1.0);
+        }
+    }
+}
+
+// With failures the shards together see the outages of one router: each walks the fleet's
+// outage schedule and acts on its own domains' transitions, and those after its own last
+// request (before the fleet's) are counted at the end. So the outages are the schedule's
+// failures before the run's end (two UltraServers and a spare, host failures).
+TEST(ServeFleet, RouterShardsSeeTheFleetsOutages) {
+    ServeInput in = fleet(2, 16, 0);
+    in.reliability = failing_hosts(4.0, 3.0, 0.5, 1.0);
+    in.reliability.spares.ultraservers = 1;
+    in.spec.serving.router_shards = 2;
+    fixed_requests(in, 4000, 400.0, 100, 20);
+    const ServingRun r = simulate_serving(in);
+
+    const compute::ChipSpec& chip = in.chip;
+    reliability::HardwareFacts hw;
+    hw.instance_torus = chip.instance.torus;
+    hw.efa_interfaces = chip.instance.efa_interfaces;
+    hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
+    hw.host_memory = chip.instance.host_memory;
+    std::array<bool, reliability::kClassCount> present{};
+    present[static_cast<std::size_t>(reliability::ComponentClass::host)] = true;
+    const reliability::Layout layout(
+        topology::make_cluster_shape(in.cluster, chip.instance.chips, 4), hw,
+        reliability::FabricSpec{}, 1, present);
+    reliability::OutageSchedule sched(in.reliability, layout, 2, in.seed);
+    // The fleet is done when the last report reaches its router: after the last finish
+    // (end_s), within a router latency.
+    const auto end = static_cast<std::int64_t>(r.stats.end_s * 1e9);
+    std::uint64_t downs = 0;
+    while (const auto t = sched.next()) {
+        if (t->time_ns >= end) {
+            ASSERT_GE(t->time_ns, end + kMs) << "a transition at the fleet's last report";
+            break;
+        }
+        downs += t->up ? 0 : 1;
+    }
+    ASSERT_GT(downs, 2u);
+    EXPECT_EQ(r.stats.outages, downs);
+    EXPECT_LT(r.stats.availability, 1.0);
+}
+
+// Router shards need a domain each, open-loop arrivals and no disaggregation.
+TEST(ServeFleet, RouterShardsBadInput) {
+    const auto key_of = [](ServeInput in) {
+        try {
+            simulate_serving(in);
+        } catch (const InputError& e) {
+            return e.key_path();
+        }
+        return std::string("no error");
+    };
+    ServeInput in = fleet(2, 16, 0);
+    fixed_requests(in, 4, 100.0, 10, 2);
+    in.spec.serving.router_shards = 3; // 2 UltraServers
+    EXPECT_EQ(key_of(in), "workload.serving.router_shards");
+    in.spec.serving.router_shards = 0;
+    EXPECT_EQ(key_of(in), "workload.serving.router_shards");
+    in.spec.serving.router_shards = 2;
+    in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
+    in.spec.requests.arrival.concurrency = 2;
+    EXPECT_EQ(key_of(in), "workload.serving.router_shards");
+    ServeInput dis = fleet(2, 16, 0);
+    fixed_requests(dis, 4, 100.0, 10, 2);
+    dis.fabric = config::load_fabric("trn2-ultracluster");
+    dis.spec.serving.disaggregated.prefill_replicas = 4;
+    dis.kv_bytes_per_token = Bytes(1000);
+    dis.spec.serving.router_shards = 2;
+    EXPECT_EQ(key_of(dis), "workload.serving.router_shards");
+}
+
 TEST(ServeFleet, DisaggregationNeedsAFabric) {
     ServeInput in = fleet(1, 4, 2);
     in.spec.serving.disaggregated.prefill_replicas = 1;
