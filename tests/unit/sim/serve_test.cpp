@@ -397,21 +397,37 @@ reliability::ReliabilitySpec failing_hosts(double mtbf_s, double repair_s, doubl
 // request is routed at tb + 1 ns (the router enables the replica 1 ns after it is back),
 // reaches the replica 1 ms later, and has its first token at tb + 1 ns + 3 ms and its finish at
 // tb + 1 ns + 4.01 ms.
+/// The outage schedule the fleet of `in` draws when only its hosts fail (as serve.cpp builds
+/// it: the instance's facts, `spares` spare domains, `units` domains holding replicas), for
+/// the tests to read the failures' times from.
+struct HostOutages {
+    static reliability::HardwareFacts facts(const compute::ChipSpec& chip) {
+        reliability::HardwareFacts hw;
+        hw.instance_torus = chip.instance.torus;
+        hw.efa_interfaces = chip.instance.efa_interfaces;
+        hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
+        hw.host_memory = chip.instance.host_memory;
+        return hw;
+    }
+    static std::array<bool, reliability::kClassCount> hosts_only() {
+        std::array<bool, reliability::kClassCount> present{};
+        present[static_cast<std::size_t>(reliability::ComponentClass::host)] = true;
+        return present;
+    }
+    HostOutages(const ServeInput& in, std::int64_t spares, std::int64_t units)
+        : layout(topology::make_cluster_shape(in.cluster, in.chip.instance.chips, 4),
+                 facts(in.chip), reliability::FabricSpec{}, spares, hosts_only()),
+          schedule(in.reliability, layout, units, in.seed) {}
+    reliability::Layout layout;
+    reliability::OutageSchedule schedule;
+};
+
 TEST(ServeFleet, AFailedDomainsRequestIsRetriedWhenItReturns) {
     ServeInput in = fleet(1, 16, 1);
     in.spec.serving.router = serving::RouterPolicy::least_loaded;
     in.reliability = failing_hosts(200.0, 60.0, 0.5, 1.0);
-    const compute::ChipSpec& chip = in.chip;
-    reliability::HardwareFacts hw;
-    hw.instance_torus = chip.instance.torus;
-    hw.efa_interfaces = chip.instance.efa_interfaces;
-    hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
-    std::array<bool, reliability::kClassCount> present{};
-    present[static_cast<std::size_t>(reliability::ComponentClass::host)] = true;
-    const reliability::Layout layout(
-        topology::make_cluster_shape(in.cluster, chip.instance.chips, 4), hw,
-        reliability::FabricSpec{}, 0, present);
-    reliability::OutageSchedule sched(in.reliability, layout, 1, in.seed);
+    HostOutages outages(in, 0, 1);
+    reliability::OutageSchedule& sched = outages.schedule;
     const auto down = sched.next(), up = sched.next(), again = sched.next();
     ASSERT_TRUE(down && up && again);
     ASSERT_FALSE(down->up);
@@ -666,18 +682,8 @@ TEST(ServeFleet, RouterShardsSeeTheFleetsOutages) {
     fixed_requests(in, 4000, 400.0, 100, 20);
     const ServingRun r = simulate_serving(in);
 
-    const compute::ChipSpec& chip = in.chip;
-    reliability::HardwareFacts hw;
-    hw.instance_torus = chip.instance.torus;
-    hw.efa_interfaces = chip.instance.efa_interfaces;
-    hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
-    hw.host_memory = chip.instance.host_memory;
-    std::array<bool, reliability::kClassCount> present{};
-    present[static_cast<std::size_t>(reliability::ComponentClass::host)] = true;
-    const reliability::Layout layout(
-        topology::make_cluster_shape(in.cluster, chip.instance.chips, 4), hw,
-        reliability::FabricSpec{}, 1, present);
-    reliability::OutageSchedule sched(in.reliability, layout, 2, in.seed);
+    HostOutages outages(in, 1, 2);
+    reliability::OutageSchedule& sched = outages.schedule;
     // The fleet is done when the last report reaches its router: after the last finish
     // (end_s), within a router latency.
     const auto end = static_cast<std::int64_t>(r.stats.end_s * 1e9);
