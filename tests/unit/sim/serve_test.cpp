@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <utility>
 
 namespace trnsim::sim {
 namespace {
@@ -67,6 +68,17 @@ void random_requests(ServeInput& in, std::int64_t count, double rate) {
     r.arrival.gamma_cv = 1.5;
     r.count = count;
     r.prefix = {8, 128, 0.5};
+}
+
+/// `in` served on one thread and on two with the helpers in every window: the pair of runs
+/// whose results must be identical.
+std::pair<ServingRun, ServingRun> on_one_and_two_threads(ServeInput in) {
+    in.threads = 1;
+    ServingRun a = simulate_serving(in);
+    in.threads = 2;
+    const test::ScopedSharing every_window("always"); // the helpers in every window
+    ServingRun b = simulate_serving(in);
+    return {std::move(a), std::move(b)};
 }
 
 // trn2 at LNC 2: 4 ranks per chip, 16 chips per instance, 4 instances per UltraServer.
@@ -331,13 +343,7 @@ TEST(ServeFleet, SameResultsOnOneAndTwoThreads) {
             in.spec.serving.disaggregated.prefill_replicas = 8;
             in.kv_bytes_per_token = Bytes(327'680);
         }
-        in.threads = 1;
-        const ServingRun a = simulate_serving(in);
-        in.threads = 2;
-        const ServingRun b = [&] {
-            const test::ScopedSharing every_window("always"); // the helpers in every window
-            return simulate_serving(in);
-        }();
+        const auto [a, b] = on_one_and_two_threads(in);
         EXPECT_EQ(b.stats.threads, 2);
         EXPECT_EQ(b.stats.shared_windows, b.stats.windows);
         EXPECT_EQ(a.stats.shared_windows, 0u);
@@ -482,13 +488,7 @@ TEST(ServeFleet, FailuresGiveTheSameResultsOnOneAndTwoThreads) {
     bug.mtbf_s = 6.0;
     in.reliability.failures.push_back(bug);
     random_requests(in, 3000, 400.0);
-    in.threads = 1;
-    const ServingRun a = simulate_serving(in);
-    in.threads = 2;
-    const ServingRun b = [&] {
-        const test::ScopedSharing every_window("always");
-        return simulate_serving(in);
-    }();
+    const auto [a, b] = on_one_and_two_threads(in);
     ASSERT_EQ(a.requests.size(), 3000u);
     ASSERT_EQ(b.requests.size(), 3000u);
     EXPECT_GT(a.stats.outages, 0u);
@@ -631,13 +631,7 @@ TEST(ServeFleet, RouterShardsGiveTheSameResultsOnOneAndTwoThreads) {
             in.reliability = failing_hosts(4.0, 3.0, 0.5, 1.0);
             in.reliability.spares.ultraservers = 1;
         }
-        in.threads = 1;
-        const ServingRun a = simulate_serving(in);
-        in.threads = 2;
-        const ServingRun b = [&] {
-            const test::ScopedSharing every_window("always");
-            return simulate_serving(in);
-        }();
+        const auto [a, b] = on_one_and_two_threads(in);
         EXPECT_EQ(b.stats.threads, 2);
         EXPECT_EQ(b.stats.shared_windows, b.stats.windows);
         EXPECT_EQ(a.stats.remote_events, 0u);
