@@ -287,48 +287,101 @@ std::int64_t Plan::tokens_per_rank() const {
     return training.parallelism.microbatch * training.sequence_length / cp;
 }
 
-network::GroupShape group_shape_of(const compute::ChipSpec& chip_spec, int ranks_per_chip,
-                                   const topology::ClusterShape& cluster,
-                                   const std::vector<std::int64_t>& ranks) {
-    const std::int64_t rpc = ranks_per_chip;
-    const std::int64_t cpi = cluster.chips_per_instance;
-    const std::int64_t ipu = cluster.instances_per_ultraserver;
-    const bool has_ultraserver = cluster.ultraservers > 0;
-    const auto size = static_cast<std::int64_t>(ranks.size());
-    std::int64_t chips = 0, instances = 0, domains = 0;
+namespace {
+
+/// How many chips, instances and NeuronLink domains a group's members occupy.
+struct UnitCounts {
+    std::int64_t size = 0, chips = 0, instances = 0, domains = 0;
+};
+
+/// Ranks per chip, per instance and per domain (UltraServer, else instance).
+struct UnitSizes {
+    std::int64_t chip, instance, domain;
+    UnitSizes(int ranks_per_chip, const topology::ClusterShape& cluster)
+        : chip(ranks_per_chip), instance(chip * cluster.chips_per_instance),
+          domain(cluster.ultraservers > 0 ? instance * cluster.instances_per_ultraserver
+                                          : instance) {}
+};
+
+UnitCounts count_units(const UnitSizes& u, const std::vector<std::int64_t>& ranks) {
+    UnitCounts n;
+    n.size = static_cast<std::int64_t>(ranks.size());
     std::int64_t last_chip = -1, last_instance = -1, last_domain = -1;
     // Members are in increasing rank order, so distinct units appear as runs.
     for (const std::int64_t rank : ranks) {
-        const std::int64_t chip = rank / rpc;
-        const std::int64_t instance = chip / cpi;
-        const std::int64_t domain = has_ultraserver ? instance / ipu : instance;
-        chips += chip != last_chip;
-        instances += instance != last_instance;
-        domains += domain != last_domain;
+        const std::int64_t chip = rank / u.chip;
+        const std::int64_t instance = rank / u.instance;
+        const std::int64_t domain = rank / u.domain;
+        n.chips += chip != last_chip;
+        n.instances += instance != last_instance;
+        n.domains += domain != last_domain;
         last_chip = chip;
         last_instance = instance;
         last_domain = domain;
     }
-    const auto& c = chip_spec;
-    const double r = static_cast<double>(rpc);
+    return n;
+}
+
+/// The same for the members first + k stride, k < size (stride >= 1), in closed form: with a
+/// stride of at least a unit every member has its own; with a shorter one the members' units
+/// advance by 0 or 1 from one member to the next, so they are every unit from the first
+/// member's to the last's.
+UnitCounts count_units(const UnitSizes& u, std::int64_t first, std::int64_t stride,
+                       std::int64_t size) {
+    const std::int64_t last = first + (size - 1) * stride;
+    const auto units = [&](std::int64_t unit) {
+        return stride >= unit ? size : last / unit - first / unit + 1;
+    };
+    return {size, units(u.chip), units(u.instance), units(u.domain)};
+}
+
+network::GroupShape shape_of_counts(const compute::ChipSpec& c, int ranks_per_chip,
+                                    const topology::ClusterShape& cluster, const UnitCounts& n) {
+    const double r = static_cast<double>(ranks_per_chip);
     const auto members = [](std::int64_t outer, std::int64_t inner) {
         return static_cast<int>(ceil_div(outer, std::max<std::int64_t>(inner, 1)));
     };
     network::GroupShape s;
-    s.levels.push_back({network::LinkClass::on_chip, members(size, chips),
+    s.levels.push_back({network::LinkClass::on_chip, members(n.size, n.chips),
                         c.hbm_bandwidth / r, c.on_chip_latency});
-    if (has_ultraserver) {
-        s.levels.push_back({network::LinkClass::neuronlink, members(chips, instances),
+    if (cluster.ultraservers > 0) {
+        s.levels.push_back({network::LinkClass::neuronlink, members(n.chips, n.instances),
                             c.neuronlink_intra_instance / r, c.neuronlink_hop_latency});
-        s.levels.push_back({network::LinkClass::neuronlink_z, members(instances, domains),
+        s.levels.push_back({network::LinkClass::neuronlink_z, members(n.instances, n.domains),
                             c.neuronlink_inter_instance / r, c.neuronlink_hop_latency});
     } else {
-        s.levels.push_back({network::LinkClass::neuronlink, members(chips, domains),
+        s.levels.push_back({network::LinkClass::neuronlink, members(n.chips, n.domains),
                             c.neuronlink_intra_instance / r, c.neuronlink_hop_latency});
     }
-    s.levels.push_back({network::LinkClass::efa, static_cast<int>(domains),
+    s.levels.push_back({network::LinkClass::efa, static_cast<int>(n.domains),
                         c.efa_bandwidth_per_chip() / r, c.efa_latency});
     return s;
+}
+
+/// The chip's collective engine on a group's shape (group_shape_with_engine); `reduce`: the
+/// calibrated reduce kernel's rate (collective_reduce_bandwidth).
+void add_engine(network::GroupShape& s, const compute::ChipSpec& chip, Bandwidth reduce) {
+    s.launch = chip.collectives.launch;
+    s.rank_bandwidth = chip.collectives.rank_bandwidth;
+    s.reduce_bandwidth = reduce;
+    for (auto& l : s.levels) {
+        if (l.link == network::LinkClass::efa) {
+            l.step_latency = l.step_latency + chip.collectives.efa_step_overhead;
+        }
+    }
+}
+
+Bandwidth engine_reduce_bandwidth(const compute::ChipSpec& chip, int ranks_per_chip) {
+    return collective_reduce_bandwidth(chip, std::max(1, chip.physical_cores / ranks_per_chip));
+}
+
+} // namespace
+
+network::GroupShape group_shape_of(const compute::ChipSpec& chip_spec, int ranks_per_chip,
+                                   const topology::ClusterShape& cluster,
+                                   const std::vector<std::int64_t>& ranks) {
+    return shape_of_counts(chip_spec, ranks_per_chip, cluster,
+                           count_units(UnitSizes(ranks_per_chip, cluster), ranks));
 }
 
 Bandwidth collective_reduce_bandwidth(const compute::ChipSpec& chip, int lnc) {
@@ -347,15 +400,7 @@ network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip, int r
                                             const topology::ClusterShape& cluster,
                                             const std::vector<std::int64_t>& ranks) {
     network::GroupShape s = group_shape_of(chip, ranks_per_chip, cluster, ranks);
-    s.launch = chip.collectives.launch;
-    s.rank_bandwidth = chip.collectives.rank_bandwidth;
-    s.reduce_bandwidth =
-        collective_reduce_bandwidth(chip, std::max(1, chip.physical_cores / ranks_per_chip));
-    for (auto& l : s.levels) {
-        if (l.link == network::LinkClass::efa) {
-            l.step_latency = l.step_latency + chip.collectives.efa_step_overhead;
-        }
-    }
+    add_engine(s, chip, engine_reduce_bandwidth(chip, ranks_per_chip));
     return s;
 }
 
@@ -365,10 +410,19 @@ network::GroupShape Plan::group_shape(CommGroup g) const {
 
 namespace {
 
-/// Decomposes a group (its members in increasing rank order) over the levels of the cluster,
-/// with the chip's collective engine.
-network::GroupShape decompose(const Plan& p, const std::vector<std::int64_t>& ranks) {
-    return group_shape_with_engine(p.chip, p.ranks_per_chip, p.cluster, ranks);
+/// Decomposes the group of rank 0 over the levels of the cluster, with the chip's collective
+/// engine (`reduce`: its reduction rate): in closed form when the group is one progression,
+/// else from its members (expert_dp with cp > 1). The same shape either way
+/// (PlanTest.GroupShapesOfProgressionsMatchTheirMembers); a data-parallel group of 16,384
+/// members cost a third of an analytic evaluation at 524,288 chips when enumerated.
+network::GroupShape decompose(const Plan& p, CommGroup g, Bandwidth reduce) {
+    const UnitSizes u(p.ranks_per_chip, p.cluster);
+    const GroupLayout l = p.group_layout(g);
+    const UnitCounts n = l.outer_size == 1 ? count_units(u, 0, l.inner_stride, l.inner_size)
+                                           : count_units(u, p.group_members(g, 0));
+    network::GroupShape s = shape_of_counts(p.chip, p.ranks_per_chip, p.cluster, n);
+    add_engine(s, p.chip, reduce);
+    return s;
 }
 
 /// Pipeline neighbours: one level, the link class that separates a rank from the same rank of
@@ -379,7 +433,7 @@ network::GroupShape neighbour_shape(const Plan& p) {
     if (layout.size() > 1) {
         pair.push_back(layout.inner_stride);
     }
-    network::GroupShape full = decompose(p, pair);
+    network::GroupShape full = group_shape_with_engine(p.chip, p.ranks_per_chip, p.cluster, pair);
     network::GroupShape s;
     for (const auto& l : full.levels) {
         if (l.members > 1) {
@@ -717,9 +771,9 @@ Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int
     p.steps = training.steps > 0 ? training.steps : ceil_div(training.tokens, p.tokens_per_step);
     layout_stages(training, p);
 
+    const Bandwidth reduce = engine_reduce_bandwidth(p.chip, p.ranks_per_chip);
     for (CommGroup g : kAllCommGroups) {
-        p.shapes_.push_back(g == CommGroup::pp ? neighbour_shape(p)
-                                               : decompose(p, p.group_members(g, 0)));
+        p.shapes_.push_back(g == CommGroup::pp ? neighbour_shape(p) : decompose(p, g, reduce));
     }
 
     p.memory.capacity_per_rank = Bytes(chip.hbm_capacity.count() / p.ranks_per_chip);

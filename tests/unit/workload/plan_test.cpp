@@ -70,6 +70,46 @@ TEST(Plan, GroupsFollowThePlacement) {
                      1024e9 / 4);
 }
 
+TEST(Plan, GroupShapesOfProgressionsMatchTheirMembers) {
+    // A plan's group shapes come in closed form for groups that are one progression of
+    // ranks; every shape must be what its members, enumerated, give (group_shape_with_engine).
+    // By hand, two of them (16 UltraServers, 4,096 ranks): tp 8 = 2 chips of 4 ranks; dp 512
+    // with stride 8 ranks (2 chips): 8 members per instance, 4 instances, 16 UltraServers.
+    const std::vector<std::vector<std::string>> plans = {
+        {},
+        {"workload.model=llama3-8b", "workload.parallelism={tp: 8, pp: 1}"},
+        {"workload.model=llama3-8b", "workload.parallelism={tp: 2, pp: 2, cp: 2}"},
+        {"workload.parallelism={tp: 64, pp: 2}"},
+        {"workload.model=llama3-8b", "workload.parallelism={tp: 4, pp: 1}",
+         "cluster.ultraservers=null", "cluster.instances=64"},
+        {"workload.parallelism={tp: 16, pp: 4, cp: 4}", "cluster.ultraservers=null",
+         "cluster.instances=64"},
+        {"workload.model=mixtral-8x7b", "workload.parallelism={tp: 4, pp: 1, ep: 8}"},
+        {"workload.model=mixtral-8x7b", "workload.parallelism={tp: 4, pp: 1, ep: 4, cp: 2}"},
+    };
+    for (const auto& o : plans) {
+        const Plan p = plan_of(scenario(o));
+        for (const CommGroup g : {CommGroup::tp, CommGroup::cp, CommGroup::dp, CommGroup::ep,
+                                  CommGroup::expert_dp}) {
+            const network::GroupShape a = p.group_shape(g);
+            const network::GroupShape b =
+                group_shape_with_engine(p.chip, p.ranks_per_chip, p.cluster, p.group_members(g, 0));
+            ASSERT_EQ(a.levels.size(), b.levels.size());
+            for (std::size_t k = 0; k < a.levels.size(); ++k) {
+                EXPECT_EQ(a.levels[k].members, b.levels[k].members)
+                    << to_string(g) << " level " << k << " of plan " << (o.empty() ? "" : o[0]);
+                EXPECT_EQ(a.levels[k].bandwidth.bytes_per_s(), b.levels[k].bandwidth.bytes_per_s());
+                EXPECT_EQ(a.levels[k].step_latency.ns(), b.levels[k].step_latency.ns());
+            }
+            EXPECT_EQ(a.reduce_bandwidth.bytes_per_s(), b.reduce_bandwidth.bytes_per_s());
+        }
+    }
+    const Plan p =
+        plan_of(scenario({"workload.model=llama3-8b", "workload.parallelism={tp: 8, pp: 1}"}));
+    EXPECT_EQ(members(p.group_shape(CommGroup::tp)), (std::vector<int>{4, 2, 1, 1}));
+    EXPECT_EQ(members(p.group_shape(CommGroup::dp)), (std::vector<int>{1, 8, 4, 16}));
+}
+
 TEST(Plan, PlainInstancesHaveNoUltraServerLevel) {
     const Plan p = plan_of(scenario({"cluster.ultraservers=null", "cluster.instances=64"}));
     EXPECT_EQ(p.cluster.ultraservers, 0);
