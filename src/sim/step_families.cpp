@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <exception>
 #include <thread>
 
 namespace trnsim::sim::detail {
@@ -217,14 +218,22 @@ void StepFamilies::plan_all(const StepFabric& fabric, int threads) {
         }
     }
     std::atomic<std::size_t> next{0};
+    // A task that throws (an impossible request) stops its thread; the first failing task's
+    // error is rethrown after the join, as when the plans were made one by one.
+    std::vector<std::exception_ptr> errors(tasks.size());
     const auto work = [&] {
         for (std::size_t i = next++; i < tasks.size(); i = next++) {
             const Task& t = tasks[i];
             Family& f = families_[t.family];
             const FamilyCollective& c = programs_.collective(t.collective);
             // Each task writes its own slot of a vector sized above: no two share one.
-            f.plans.find(t.collective)->second[t.chip_group] =
-                plan_chip_group(f.chip_groups[t.chip_group], c.op, c.bytes, merge_repeats_, fabric);
+            try {
+                f.plans.find(t.collective)->second[t.chip_group] = plan_chip_group(
+                    f.chip_groups[t.chip_group], c.op, c.bytes, merge_repeats_, fabric);
+            } catch (...) {
+                errors[i] = std::current_exception();
+                return;
+            }
         }
     };
     const std::size_t helpers =
@@ -238,6 +247,11 @@ void StepFamilies::plan_all(const StepFabric& fabric, int threads) {
     work();
     for (std::thread& t : team) {
         t.join();
+    }
+    for (const std::exception_ptr& e : errors) {
+        if (e) {
+            std::rethrow_exception(e);
+        }
     }
 }
 
