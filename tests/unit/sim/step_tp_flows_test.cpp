@@ -260,6 +260,12 @@ TEST(StepTpFlows, TpGroupsOnLinksOfTheirOwnSkipTheFlowsWithTheSameStep) {
         EXPECT_NEAR(lone.links[k].bytes, flows.links[k].bytes, 1e-9 * flows.links[k].bytes)
             << lone.links[k].kind;
     }
+    // One entity per rank: the group's last rank runs the phases alone the same way.
+    o.lone_tp_groups = true;
+    o.entities = StepEntities::rank;
+    const StepSimResult ranks = simulate_step(plan, fabric, o);
+    EXPECT_EQ(ranks.stats.lone_tp_groups, 12u);
+    EXPECT_NEAR(ranks.estimate.step_s, lone.estimate.step_s, 1e-6 * lone.estimate.step_s);
 }
 
 } // namespace
