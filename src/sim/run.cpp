@@ -177,9 +177,7 @@ topology::Fabric step_fabric(const config::ScenarioSpec& spec, const workload::P
         throw InputError("cluster.fabric", "the step simulation needs a fabric",
                          spec.sources.find("cluster"));
     }
-    const std::int64_t domains =
-        plan.cluster.ultraservers > 0 ? plan.cluster.ultraservers : plan.cluster.instances;
-    topology::Fabric fabric = topology::Fabric::build(spec.fabric, domains);
+    topology::Fabric fabric = topology::Fabric::build(spec.fabric, plan.cluster.domains());
     if (static_cast<std::int64_t>(fabric.chips()) != plan.cluster.chips) {
         throw InputError("cluster.fabric",
                          "fabric " + spec.fabric.name + " holds " +

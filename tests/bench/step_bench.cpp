@@ -54,8 +54,7 @@ struct Timed {
 Timed run_step(const config::ScenarioSpec& spec, int threads) {
     const workload::Plan plan = sim::make_plan(spec);
     const auto t0 = Clock::now();
-    const topology::Fabric fabric = topology::Fabric::build(
-        spec.fabric, plan.cluster.ultraservers > 0 ? plan.cluster.ultraservers : plan.cluster.instances);
+    const topology::Fabric fabric = topology::Fabric::build(spec.fabric, plan.cluster.domains());
     sim::StepSimOptions o = sim::step_options(spec, plan);
     o.threads = threads;
     Timed t;

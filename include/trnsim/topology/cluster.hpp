@@ -24,6 +24,9 @@ struct ClusterShape {
     std::int64_t chips_per_ultraserver() const {
         return chips_per_instance * instances_per_ultraserver;
     }
+    /// NeuronLink domains: the UltraServers, or the instances of a cluster of plain instances
+    /// (the count topology::Fabric::build takes).
+    std::int64_t domains() const { return ultraservers > 0 ? ultraservers : instances; }
 };
 
 /// `instances_per_ultraserver` is 0 when the chip is not sold in UltraServers; the spec must then

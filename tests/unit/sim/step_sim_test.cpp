@@ -1,4 +1,5 @@
 #include "support/sharing.hpp"
+#include "support/step_case.hpp"
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/sim/run.hpp"
@@ -26,19 +27,10 @@ workload:
 simulation: {fidelity: step, threads: 1}
 )";
 
-struct Case {
-    config::ScenarioSpec spec;
-    workload::Plan plan;
-    topology::Fabric fabric;
-};
+using Case = test::StepCase;
 
 Case make(const std::vector<std::string>& overrides) {
-    config::ScenarioSpec spec = config::load_scenario_text(kBase, "step-test", overrides);
-    workload::Plan plan = make_plan(spec);
-    const std::int64_t domains =
-        plan.cluster.ultraservers > 0 ? plan.cluster.ultraservers : plan.cluster.instances;
-    topology::Fabric fabric = topology::Fabric::build(spec.fabric, domains);
-    return {std::move(spec), std::move(plan), std::move(fabric)};
+    return test::make_step_case(kBase, "step-test", overrides);
 }
 
 StepSimResult simulate(const std::vector<std::string>& overrides,

@@ -1,6 +1,7 @@
 // simulation.tp_collectives: flows. TP collectives as flows on the fabric against their closed
 // form, alone and beside data-parallel traffic.
 #include "support/sharing.hpp"
+#include "support/step_case.hpp"
 #include "trnsim/config/load.hpp"
 #include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
@@ -31,17 +32,10 @@ workload:
 simulation: {fidelity: step, threads: 1}
 )";
 
-struct Case {
-    config::ScenarioSpec spec;
-    workload::Plan plan;
-    topology::Fabric fabric;
-};
+using Case = test::StepCase;
 
 Case make(const std::vector<std::string>& overrides) {
-    config::ScenarioSpec spec = config::load_scenario_text(kBase, "tp-flows-test", overrides);
-    workload::Plan plan = make_plan(spec);
-    topology::Fabric fabric = topology::Fabric::build(spec.fabric, plan.cluster.instances);
-    return {std::move(spec), std::move(plan), std::move(fabric)};
+    return test::make_step_case(kBase, "tp-flows-test", overrides);
 }
 
 StepSimResult simulate(std::vector<std::string> overrides, const char* tp_mode,
@@ -231,7 +225,7 @@ TEST(StepTpFlows, TpGroupsOnLinksOfTheirOwnSkipTheFlowsWithTheSameStep) {
         {"cluster.ultraservers=3", "workload.global_batch=16",
          "simulation.tp_collectives=flows"});
     const workload::Plan plan = make_plan(spec);
-    const topology::Fabric fabric = topology::Fabric::build(spec.fabric, plan.cluster.ultraservers);
+    const topology::Fabric fabric = topology::Fabric::build(spec.fabric, plan.cluster.domains());
     StepSimOptions o = step_options(spec, plan);
     o.threads = 1;
     const StepSimResult lone = simulate_step(plan, fabric, o);
