@@ -230,7 +230,7 @@ std::uint32_t FlowNetwork::home(const Pending& p, std::span<const std::uint32_t>
     return static_cast<std::uint32_t>(std::uint64_t{chip} * shards_.size() / fabric_->chips());
 }
 
-std::uint32_t FlowNetwork::place(std::uint32_t home, std::int64_t now) {
+std::uint32_t FlowNetwork::place(const Pending& p, std::uint32_t src, std::int64_t now) {
     owners_seen_.clear();
     for (const std::uint32_t l : route_) {
         const std::uint16_t o = owner_[l];
@@ -239,7 +239,7 @@ std::uint32_t FlowNetwork::place(std::uint32_t home, std::int64_t now) {
         }
     }
     if (owners_seen_.empty()) {
-        return home;
+        return home(p, route_, src);
     }
     if (owners_seen_.size() == 1) {
         return owners_seen_.front();
@@ -529,7 +529,7 @@ void FlowNetwork::place_all(std::int64_t now, bool pipelined) {
             }
             route_ = std::span<const std::uint32_t>(
                 chunks_[item / kRouteChunk].links.data() + it.offset, it.count);
-            queue_item(item, place(home(p, route_, spec.src), now));
+            queue_item(item, place(p, spec.src, now));
         }
         arrivals_.push_back({gid, p.start}); // the admission token
     }

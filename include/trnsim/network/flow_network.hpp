@@ -184,9 +184,9 @@ private:
     /// its own source's block.
     std::uint32_t home(const Pending& p, std::span<const std::uint32_t> route,
                        std::uint32_t src) const;
-    /// The shard a flow over `route_` joins, moving components between shards if it bridges
-    /// several.
-    std::uint32_t place(std::uint32_t home, std::int64_t now);
+    /// The shard a flow of group `p` from chip `src` over `route_` joins (its home when all
+    /// its links are free), moving components between shards if it bridges several.
+    std::uint32_t place(const Pending& p, std::uint32_t src, std::int64_t now);
     /// Moves the component of shard `from` that crosses the links of `route_` owned by it into
     /// shard `to`.
     void migrate(std::uint32_t from, std::uint32_t to, std::int64_t now);
