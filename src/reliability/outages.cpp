@@ -74,6 +74,19 @@ OutageSchedule::OutageSchedule(const ReliabilitySpec& spec, const Layout& layout
     for (std::size_t i = 0; i < comps_.size(); ++i) {
         arm(static_cast<std::uint32_t>(i), 0);
     }
+    for (const TraceFailure& f : spec.trace.failures) {
+        TRNSIM_CHECK(f.index >= 0 && f.index < layout.count(f.component),
+                     "outages: a trace failure of a component the cluster does not have");
+        TraceHit h;
+        h.process = model_.trace_process(f.component, f.cause);
+        if (f.component == ComponentClass::power) {
+            h.domain = f.index;
+        } else if (!is_switch(f.component)) {
+            h.domain = f.index / layout.per_domain(f.component);
+        }
+        push(f.time.ns(), Kind::trace, static_cast<std::uint32_t>(trace_.size()), 0);
+        trace_.push_back(h);
+    }
 }
 
 void OutageSchedule::push(std::int64_t t, Kind k, std::uint32_t a, std::uint32_t gen) {
@@ -144,40 +157,43 @@ void OutageSchedule::hit(std::int64_t domain, std::int64_t now, std::uint16_t pr
     }
 }
 
+bool OutageSchedule::strike(std::int64_t domain, std::uint16_t process, std::int64_t now) {
+    switch (impact_[process]) {
+    case Impact::power: {
+        const std::int64_t first = domain * layout_.domains_per_power();
+        const std::int64_t last = std::min(first + layout_.domains_per_power(), layout_.domains());
+        for (std::int64_t d = first; d < last; ++d) {
+            hit(d, now, process);
+        }
+        return true; // a power domain is not repaired: its feed returns with the domains
+    }
+    case Impact::replace_domain:
+        hit(domain, now, process);
+        return false;
+    case Impact::restart_only: {
+        const std::int64_t unit = domains_[static_cast<std::size_t>(domain)].unit;
+        if (unit >= 0) {
+            go_down(unit, now, process);
+            const RecoverySpec& r = spec_.recovery;
+            push(later(later(now, r.detection), r.restart), Kind::back,
+                 static_cast<std::uint32_t>(unit), units_[static_cast<std::size_t>(unit)].gen);
+        }
+        return true;
+    }
+    case Impact::fabric_interrupt:
+    case Impact::fabric_degrade:
+        return true; // a degraded NIC: requests still reach the replicas
+    }
+    return true;
+}
+
 void OutageSchedule::fail(const Item& it) {
     Component& c = comps_[it.a];
     if (it.gen != c.gen) {
         return;
     }
-    const std::uint16_t p = c.process;
-    switch (impact_[p]) {
-    case Impact::power: {
-        const std::int64_t first = c.domain * layout_.domains_per_power();
-        const std::int64_t last = std::min(first + layout_.domains_per_power(), layout_.domains());
-        for (std::int64_t d = first; d < last; ++d) {
-            hit(d, it.t, p);
-        }
+    if (strike(c.domain, c.process, it.t)) {
         arm(it.a, it.t);
-        break;
-    }
-    case Impact::replace_domain:
-        hit(c.domain, it.t, p);
-        break;
-    case Impact::restart_only: {
-        const std::int64_t unit = domains_[static_cast<std::size_t>(c.domain)].unit;
-        if (unit >= 0) {
-            go_down(unit, it.t, p);
-            const RecoverySpec& r = spec_.recovery;
-            push(later(later(it.t, r.detection), r.restart), Kind::back,
-                 static_cast<std::uint32_t>(unit), units_[static_cast<std::size_t>(unit)].gen);
-        }
-        arm(it.a, it.t);
-        break;
-    }
-    case Impact::fabric_interrupt:
-    case Impact::fabric_degrade:
-        arm(it.a, it.t); // a degraded NIC: requests still reach the replicas
-        break;
     }
 }
 
@@ -194,6 +210,15 @@ std::optional<UnitTransition> OutageSchedule::next() {
         case Kind::fail:
             fail(it);
             break;
+        case Kind::trace: {
+            const TraceHit& h = trace_[it.a];
+            const bool in_repair = h.domain >= 0 && impact_[h.process] != Impact::power &&
+                                   domains_[static_cast<std::size_t>(h.domain)].repairing;
+            if (h.domain >= 0 && !in_repair) {
+                (void)strike(h.domain, h.process, it.t);
+            }
+            break;
+        }
         case Kind::repaired: {
             Domain& d = domains_[it.a];
             d.repairing = false;

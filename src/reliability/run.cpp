@@ -45,17 +45,8 @@ const Estimate& RunSummary::estimate(const std::string& metric) const {
 }
 
 void validate(const RunInput& in) {
+    validate_fleet(in.spec, in.cluster, in.hardware);
     const ReliabilitySpec& sp = in.spec;
-    if (in.cluster.ultraservers > 0 && sp.spares.instances > 0) {
-        throw InputError("reliability.spares.instances",
-                         "the cluster is made of UltraServers, so spares are UltraServers: give "
-                         "reliability.spares.ultraservers");
-    }
-    if (in.cluster.ultraservers == 0 && sp.spares.ultraservers > 0) {
-        throw InputError("reliability.spares.ultraservers",
-                         "the cluster is made of plain instances: give "
-                         "reliability.spares.instances");
-    }
     const Bytes host =
         checkpoint_host_bytes(sp.checkpoint, in.job.checkpoint_size, in.cluster.instances);
     if (in.hardware.host_memory > Bytes(0) && host > in.hardware.host_memory) {
@@ -68,10 +59,24 @@ void validate(const RunInput& in) {
                              "), more than the instance's " +
                              fmt::bytes(in.hardware.host_memory) + ": use sync, more instances or a smaller checkpoint.size");
     }
+}
+
+void validate_fleet(const ReliabilitySpec& sp, const topology::ClusterShape& cluster,
+                    const HardwareFacts& hardware) {
+    if (cluster.ultraservers > 0 && sp.spares.instances > 0) {
+        throw InputError("reliability.spares.instances",
+                         "the cluster is made of UltraServers, so spares are UltraServers: give "
+                         "reliability.spares.ultraservers");
+    }
+    if (cluster.ultraservers == 0 && sp.spares.ultraservers > 0) {
+        throw InputError("reliability.spares.ultraservers",
+                         "the cluster is made of plain instances: give "
+                         "reliability.spares.instances");
+    }
     const FailureModel failures(sp.failures, sp.trace);
     std::optional<Layout> built;
     try {
-        built.emplace(in.cluster, in.hardware, sp.fabric, sp.spares.count(),
+        built.emplace(cluster, hardware, sp.fabric, sp.spares.count(),
                       failures.present_classes());
     } catch (const std::invalid_argument& e) {
         throw InputError("reliability", std::string(e.what()) + " (fewer spares or processes)");

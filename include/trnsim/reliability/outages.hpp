@@ -17,6 +17,11 @@
 //   power           every domain of the power domain is hit as by replace_domain.
 // Switch classes and `degrade` effects do not take replicas down (requests reach replicas over
 // the front-end network, which trnsim does not model): they are not drawn here.
+// A failure trace (ReliabilitySpec::trace) is replayed beside the processes: at its time, the
+// named component fails with the blast radius of its cause's process (FailureModel::
+// trace_process), as a drawn failure would; a trace failure on a domain already in repair, or
+// of a switch, takes nothing down. It does not re-arm or delay the component's own processes,
+// except that a repair re-arms them all, as for a drawn failure.
 // A domain's components are re-armed when its repair ends (its processes start anew); a failure
 // of a domain already in repair is not drawn. A spare that fails while it is being brought up for
 // a unit goes to repair, and the unit takes the next spare (its restart starts again).
@@ -60,11 +65,12 @@ public:
     const FailureModel& model() const { return model_; }
 
 private:
-    enum class Kind : std::uint8_t { fail, repaired, back };
+    enum class Kind : std::uint8_t { fail, trace, repaired, back };
     struct Item {
         std::int64_t t;
         Kind kind;
-        std::uint32_t a;   ///< fail: component slot; repaired: domain; back: unit
+        std::uint32_t a;   ///< fail: component slot; trace: trace failure; repaired: domain;
+                           ///< back: unit
         std::uint32_t gen; ///< must match the target's generation
         bool operator>(const Item& o) const {
             if (t != o.t) {
@@ -97,8 +103,17 @@ private:
         std::int64_t down_ns = 0;
     };
 
+    /// A replayed failure: where it strikes and with which process.
+    struct TraceHit {
+        std::int64_t domain = -1; ///< power: the power domain; -1: a switch (no replica)
+        std::uint16_t process = 0;
+    };
+
     void arm(std::uint32_t slot, std::int64_t now);
     void fail(const Item& it);
+    /// The blast radius of a failure of `process` on `domain` (a power domain for power) at
+    /// `now`; true when the failed component keeps running its processes (it is not in repair).
+    bool strike(std::int64_t domain, std::uint16_t process, std::int64_t now);
     void hit(std::int64_t domain, std::int64_t now, std::uint16_t process);
     void go_down(std::int64_t unit, std::int64_t now, std::uint16_t process);
     /// Gives `unit` (down, without a domain) a free spare, or queues it.
@@ -111,6 +126,7 @@ private:
     std::uint64_t seed_;
     std::vector<Impact> impact_; ///< by process
     std::vector<Component> comps_;
+    std::vector<TraceHit> trace_;
     std::vector<Domain> domains_;
     std::vector<Unit> units_;
     std::vector<std::int64_t> spares_;  ///< free spare domains, kept sorted

@@ -238,9 +238,15 @@ struct RunInput {
     JobModel job;
 };
 
-/// Checks what the schema cannot (effects the cluster cannot have, trace components that do not
-/// exist, a job no spare configuration can run); throws InputError with a key path.
+/// Checks what the schema cannot (validate_fleet, and checkpoints that do not fit in host
+/// memory); throws InputError with a key path.
 void validate(const RunInput& input);
+
+/// The checks of any fleet's failures, a training job's or a serving fleet's: spares of the
+/// cluster's kind of domain, effects the cluster cannot have, trace components that do not exist
+/// (located in the trace file); throws InputError with a key path.
+void validate_fleet(const ReliabilitySpec& spec, const topology::ClusterShape& cluster,
+                    const HardwareFacts& hardware);
 
 /// Runs every replication of `control`.
 RunSummary simulate(const RunInput& input, const RunControl& control);

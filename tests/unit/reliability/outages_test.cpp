@@ -166,6 +166,53 @@ TEST(Outages, PowerTakesItsWholeDomainSoftwareOnlyRestarts) {
     }
 }
 
+// A failure trace replayed with no failure process: three trn2 instances hold units 0-2, a
+// fourth is the spare (16 chips per instance, so chip 17 is instance 1's second). Repairs take
+// 2 h (7,200 s, fixed), detection 60 s, restart 240 s. By hand:
+//   100 s  chip 17 (domain 1): replaced. Unit 1 down; onto the spare, domain 3, back at
+//          100 + 60 + 240 = 400 s. Domain 1 in repair until 7,300 s.
+//   200 s  chip 20 (domain 1, in repair): nothing.
+//   300 s  software 0 (domain 0): restart only. Unit 0 down, back at 600 s on domain 0.
+//   500 s  host 3 (domain 3, serving unit 1): replaced. Unit 1 down with no free spare: it
+//          waits for domain 1's repair (7,300 s) and restarts then: back at 7,540 s.
+//  1000 s  leaf 0: a switch, no unit goes down.
+// Then nothing can fail any more: the schedule ends.
+TEST(Outages, ATraceReplaysItsFailuresWithTheirBlastRadius) {
+    ReliabilitySpec spec;
+    spec.enabled = true;
+    spec.repair.automatic = Duration::from_seconds_ceil(7200.0);
+    spec.repair.manual_fraction = 0.0;
+    spec.recovery.detection = Duration::from_seconds_ceil(60.0);
+    spec.recovery.restart = Duration::from_seconds_ceil(240.0);
+    const auto at = [](double s, ComponentClass c, std::int64_t index, const char* cause) {
+        return TraceFailure{Duration::from_seconds_ceil(s), c, index, cause, 1};
+    };
+    spec.trace.failures = {at(100, ComponentClass::chip, 17, "chip"),
+                           at(200, ComponentClass::chip, 20, "chip"),
+                           at(300, ComponentClass::software, 0, "bug"),
+                           at(500, ComponentClass::host, 3, "host"),
+                           at(1000, ComponentClass::leaf, 0, "leaf")};
+    const FailureModel probe(spec.failures, spec.trace);
+    const Layout layout(topology::make_cluster_shape({0, 3}, 16, 0), trn2(), FabricSpec{}, 1,
+                        probe.present_classes());
+    OutageSchedule sched(spec, layout, 3, 1);
+    struct Expected {
+        std::int64_t s;
+        std::uint32_t unit;
+        bool up;
+    };
+    const std::vector<Expected> expected = {{100, 1, false}, {300, 0, false}, {400, 1, true},
+                                            {500, 1, false}, {600, 0, true},  {7540, 1, true}};
+    for (const Expected& e : expected) {
+        const auto t = sched.next();
+        ASSERT_TRUE(t) << "at " << e.s << " s";
+        EXPECT_EQ(t->time_ns, e.s * std::int64_t{1'000'000'000});
+        EXPECT_EQ(t->unit, e.unit) << "at " << e.s << " s";
+        EXPECT_EQ(t->up, e.up) << "at " << e.s << " s";
+    }
+    EXPECT_FALSE(sched.next());
+}
+
 TEST(Outages, SameSeedSameScheduleOtherSeedOther) {
     const ReliabilitySpec spec = hosts(10.0, 2.0, 0.1, 0.5);
     const Layout layout(topology::make_cluster_shape({0, 20}, 16, 0), trn2(), FabricSpec{}, 2,
