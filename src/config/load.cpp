@@ -769,8 +769,7 @@ std::string exact_number(double v) {
 }
 
 /// workload.type: inference: the model, max_context, sizes and SLO required; the training
-/// keys refused, and failures with disaggregation or a failure trace; the draft and the sizes
-/// against the compiled context checked.
+/// keys refused; the draft and the sizes against the compiled context checked.
 void check_inference(ScenarioSpec& spec, const Context& ctx) {
     const SourceLocation workload = spec.sources.find("workload");
     const auto at = [&](const std::string& key) { return spec.sources.find(key); };
@@ -783,21 +782,6 @@ void check_inference(ScenarioSpec& spec, const Context& ctx) {
                              "is for workload.type: training or collective, not inference (a "
                              "replica's layout is workload.serving)",
                              at(key));
-        }
-    }
-    if (spec.reliability.enabled) {
-        if (given("workload.serving.disaggregated")) {
-            throw InputError("reliability",
-                             "failures of a disaggregated fleet are not simulated "
-                             "(docs/serving.md, \"Failures\"): remove the section or "
-                             "workload.serving.disaggregated",
-                             at("reliability"));
-        }
-        if (!spec.reliability.trace.failures.empty() || given("reliability.trace")) {
-            throw InputError("reliability.trace",
-                             "a failure trace is not replayed on a serving fleet yet; give "
-                             "failure processes (reliability.failures or a preset)",
-                             at(given("reliability.trace") ? "reliability.trace" : "reliability"));
         }
     }
     const char* needs = " (needed by workload.type: inference)";
@@ -1052,6 +1036,15 @@ void collect_warnings(ScenarioSpec& spec) {
                     ignored += (ignored.empty() ? "" : ", ") + name;
                 }
             }
+        }
+        bool trace_switches = false;
+        for (const reliability::TraceFailure& f : spec.reliability.trace.failures) {
+            trace_switches = trace_switches || reliability::is_switch(f.component);
+        }
+        if (trace_switches) {
+            warn("reliability.trace",
+                 "its switch failures do not take serving replicas down (requests reach them "
+                 "over the front-end network, which is not modelled): they are not simulated");
         }
         if (!ignored.empty()) {
             warn("reliability.failures",

@@ -288,8 +288,7 @@ void add_reliability_keys(Schema<S>& s) {
               "Failures, recovery, spares, repair and checkpoints. With this section, `trnsim "
               "run` simulates the whole job over time (docs/reliability.md); for "
               "`workload.type: inference` the fleet's replicas fail, are retried elsewhere and "
-              "return from spares or repair (docs/serving.md, \"Failures\": no checkpoints, no "
-              "trace, not with disaggregation).");
+              "return from spares or repair (docs/serving.md, \"Failures\": no checkpoints).");
     {
         auto e = make_entry<S>("reliability.preset", "preset", "",
                                "a preset in scenarios/reliability/",

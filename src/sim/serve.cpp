@@ -7,6 +7,7 @@
 #include "trnsim/network/flow_network.hpp"
 #include "trnsim/reliability/layout.hpp"
 #include "trnsim/reliability/outages.hpp"
+#include "trnsim/reliability/run.hpp"
 #include "trnsim/serving/request.hpp"
 #include "trnsim/serving/scheduler.hpp"
 #include "trnsim/topology/fabric.hpp"
@@ -46,10 +47,18 @@ enum : engine::EventType {
     kEnable = 11,  ///< router to itself: domain `payload` serves again
     kDown = 12,    ///< router to replica: its domain failed
     kUp = 13,      ///< router to replica: its domain serves again
-    kRetry = 14,   ///< replica to router: request `payload` was dropped by a failure
+    kRetry = 14,   ///< replica to router: request `payload` was dropped by a failure; aux
+                   ///< kAtPrefill or kAtDecode
+    kKvLost = 15,  ///< prefill replica to decode replica: it failed holding the KV cache of
+                   ///< request `payload`, attempt aux (its retries mod 2^16)
 };
 constexpr std::uint16_t kFinished = 0;
 constexpr std::uint16_t kPrefilled = 1;
+/// Where a failure dropped a request: before its first token (a unified or prefill replica,
+/// which the router counted with the decode replica it chose) or after (a decode replica:
+/// the KV cache it was sent or held was lost; `rec.replica` names the replica that failed).
+constexpr std::uint16_t kAtPrefill = 0;
+constexpr std::uint16_t kAtDecode = 1;
 constexpr std::uint32_t kStepPriority = 1; ///< after the arrivals of the same instant
 constexpr std::uint32_t kUpPriority = 2;   ///< after a failure of the same instant
 constexpr std::uint32_t kNoReplica = 0xffffffffu;
@@ -63,6 +72,7 @@ struct Slot {
     /// which finishes on its prefill replica (its first token is its last).
     std::uint32_t decode_replica = kNoReplica;
     std::uint32_t handoff = 0;        ///< disaggregated: the prefill replica's hand-off
+    std::uint32_t handoff_epoch = 0;  ///< the prefill replica's failure count at the hand-off
     std::uint32_t prefix_id = 0;
 };
 
@@ -398,6 +408,21 @@ std::int64_t hop_ns(const ServeInput& in) {
     return std::max(l, in.options.router_window.ns());
 }
 
+/// The cluster and hardware facts of the fleet's failure layout.
+topology::ClusterShape fleet_shape(const ServeInput& in) {
+    const std::int64_t ipu = in.chip.ultraserver ? in.chip.ultraserver->instances : 0;
+    return topology::make_cluster_shape(in.cluster, in.chip.instance.chips, ipu);
+}
+
+reliability::HardwareFacts fleet_hardware(const ServeInput& in) {
+    reliability::HardwareFacts hw;
+    hw.instance_torus = in.chip.instance.torus;
+    hw.efa_interfaces = in.chip.instance.efa_interfaces;
+    hw.efa_bandwidth_per_instance = in.chip.instance.efa_bandwidth;
+    hw.host_memory = in.chip.instance.host_memory;
+    return hw;
+}
+
 // ------------------------------------------------------------------------------------------
 // The engine model
 
@@ -642,6 +667,20 @@ private:
         std::uint64_t transfers = 0;       ///< KV caches received
         double transfer_bytes = 0.0;
         bool down = false;                 ///< its domain failed; requests bounce
+        std::uint32_t epoch = 0;           ///< failures so far
+        std::int64_t down_ns = -1;         ///< replica time of the last failure
+        /// Disaggregated, a prefill replica: by hand-off, the KV cache it holds for a decode
+        /// replica until that replica releases it.
+        struct Outgoing {
+            std::uint64_t request = 0;
+            std::uint32_t decode = 0;
+            std::uint16_t attempt = 0;
+            bool live = false;
+        };
+        std::vector<Outgoing> outgoing;
+        /// A decode replica: (request, attempt) of transfers whose source failed before they
+        /// arrived (kKvLost); an entry whose transfer had arrived first is never matched.
+        std::vector<std::pair<std::uint64_t, std::uint16_t>> lost;
     };
 
     static engine::EntityId entity(std::uint32_t replica) { return kFirstReplica + replica; }
@@ -725,7 +764,7 @@ private:
             const auto d = static_cast<std::size_t>(e.payload);
             domain_state_[d] = kDownNoticed;
             for (std::uint32_t r : domain_reps_[d]) {
-                sh.main.set_enabled(pool_of_[r], false);
+                pool_of(sh, r).set_enabled(pool_of_[r], false);
             }
             std::vector<std::uint64_t> held = std::move(held_[d]);
             held_[d].clear();
@@ -741,7 +780,7 @@ private:
             }
             domain_state_[d] = kUpState;
             for (std::uint32_t r : domain_reps_[d]) {
-                sh.main.set_enabled(pool_of_[r], true);
+                pool_of(sh, r).set_enabled(pool_of_[r], true);
             }
             std::deque<std::uint64_t> stranded = std::move(sh.stranded);
             sh.stranded.clear();
@@ -753,8 +792,19 @@ private:
         case kRetry: {
             ++sh.retries_count;
             const Slot& s = slot(e.payload);
-            const std::uint32_t r = s.rec.prefill_replica;
-            sh.main.done(pool_of_[r]);
+            // The replica whose failure dropped it, and the counts the router made for it.
+            std::uint32_t r = s.rec.prefill_replica;
+            if (!disaggregated_) {
+                sh.main.done(pool_of_[r]);
+            } else if (e.aux == kAtPrefill) {
+                sh.prefill.done(pool_of_[r]);
+                if (s.decode_replica != kNoReplica) {
+                    sh.main.done(pool_of_[s.decode_replica]);
+                }
+            } else {
+                sh.main.done(pool_of_[s.decode_replica]);
+                r = s.rec.replica;
+            }
             const std::uint32_t d = pl_.replicas[r].domain;
             if (domain_state_[d] == kDownUnnoticed) {
                 held_[d].push_back(e.payload); // retried when the router notices
@@ -803,30 +853,45 @@ private:
         s.rec.input_tokens = static_cast<std::int32_t>(r.input_tokens);
         s.rec.output_tokens = static_cast<std::int32_t>(r.output_tokens);
         s.prefix_id = r.prefix_id;
-        std::uint32_t target = 0;
+        route(ctx, sh, id, now);
+        return true;
+    }
+
+    /// The pool of the shard that holds replica r.
+    Pool& pool_of(Shard& sh, std::uint32_t r) {
+        return pl_.replicas[r].prefill ? sh.prefill : sh.main;
+    }
+
+    /// Sends request `id` to a replica by the router's policy (disaggregated: a prefill
+    /// replica, with the decode replica it hands the KV cache to), or keeps it until one serves.
+    template <class Q>
+    void route(engine::Context<Q>& ctx, Shard& sh, std::uint64_t id, std::int64_t now) {
         if (disaggregated_) {
-            target = sh.prefill.member(sh.prefill.choose(policy_, r.prefix_id, slack_));
+            Slot& s = slot(id);
+            const std::uint32_t p = sh.prefill.choose(policy_, s.prefix_id, slack_);
+            if (p == Pool::kNone) {
+                sh.stranded.push_back(id);
+                return;
+            }
             // A request of one output token finishes at the end of its prefill (the scheduler's
             // finish_prefill): no decode replica, no transfer.
             s.decode_replica = kNoReplica;
-            if (r.output_tokens > 1) {
+            if (s.rec.output_tokens > 1) {
                 const serving::RouterPolicy decode_policy =
                     policy_ == serving::RouterPolicy::round_robin
                         ? policy_
                         : serving::RouterPolicy::least_loaded;
-                s.decode_replica = sh.main.member(sh.main.choose(decode_policy, 0, slack_));
+                const std::uint32_t m = sh.main.choose(decode_policy, 0, slack_);
+                if (m == Pool::kNone) {
+                    sh.prefill.done(p);
+                    sh.stranded.push_back(id);
+                    return;
+                }
+                s.decode_replica = sh.main.member(m);
             }
-        } else {
-            route(ctx, sh, id, now);
-            return true;
+            ctx.schedule_at_ns(entity(sh.prefill.member(p)), now + hop_, kRequest, id);
+            return;
         }
-        ctx.schedule_at_ns(entity(target), now + hop_, kRequest, id);
-        return true;
-    }
-
-    /// Sends request `id` to a replica by the router's policy, or keeps it until one serves.
-    template <class Q>
-    void route(engine::Context<Q>& ctx, Shard& sh, std::uint64_t id, std::int64_t now) {
         const std::uint32_t m = sh.main.choose(policy_, slot(id).prefix_id, slack_);
         if (m == Pool::kNone) {
             sh.stranded.push_back(id);
@@ -839,14 +904,8 @@ private:
     void init_failures(const ServeInput& in, const Placement& pl) {
         const reliability::ReliabilitySpec& rs = in.reliability;
         const reliability::FailureModel probe(rs.failures, rs.trace);
-        const std::int64_t ipu = in.chip.ultraserver ? in.chip.ultraserver->instances : 0;
-        const topology::ClusterShape shape =
-            topology::make_cluster_shape(in.cluster, in.chip.instance.chips, ipu);
-        reliability::HardwareFacts hw;
-        hw.instance_torus = in.chip.instance.torus;
-        hw.efa_interfaces = in.chip.instance.efa_interfaces;
-        hw.efa_bandwidth_per_instance = in.chip.instance.efa_bandwidth;
-        hw.host_memory = in.chip.instance.host_memory;
+        const topology::ClusterShape shape = fleet_shape(in);
+        const reliability::HardwareFacts hw = fleet_hardware(in);
         const std::int64_t spares =
             shape.ultraservers > 0 ? rs.spares.ultraservers : rs.spares.instances;
         layout_ = std::make_unique<reliability::Layout>(shape, hw, rs.fabric, spares,
@@ -925,10 +984,22 @@ private:
         sample_until(rep, now);
         if (e.type == kDown) {
             rep.down = true;
+            ++rep.epoch;
+            rep.down_ns = now;
             ++rep.generation; // its pending step never ends
             rep.pending = -1;
+            // The KV caches it held for decode replicas are gone: they learn it one router
+            // latency later (the lookahead), and drop a transfer that has not arrived by then.
+            for (const Replica::Outgoing& o : rep.outgoing) {
+                if (o.live) {
+                    ctx.schedule_at_ns(entity(o.decode), ctx.now_ns() + hop_, kKvLost,
+                                       o.request, o.attempt);
+                }
+            }
+            rep.outgoing.clear();
+            const bool decode = pl_.replicas[r].prefill == false && disaggregated_;
             for (std::uint64_t id : rep.sched.fail()) {
-                drop(ctx, r, id);
+                drop(ctx, r, id, decode ? kAtDecode : kAtPrefill, r);
             }
             return;
         }
@@ -942,7 +1013,7 @@ private:
             Slot& s = slot(e.payload);
             s.rec.prefill_replica = r;
             if (rep.down) {
-                drop(ctx, r, e.payload);
+                drop(ctx, r, e.payload, kAtPrefill, r);
                 break;
             }
             rep.sched.add(request_of(s));
@@ -951,18 +1022,43 @@ private:
         }
         case kKvArrived: {
             Slot& s = slot(e.payload);
+            const auto attempt = static_cast<std::uint16_t>(s.rec.retries);
+            const auto lost = std::find(rep.lost.begin(), rep.lost.end(),
+                                        std::pair<std::uint64_t, std::uint16_t>{e.payload, attempt});
+            const bool source_failed = lost != rep.lost.end();
+            if (source_failed) {
+                rep.lost.erase(lost);
+                drop(ctx, r, e.payload, kAtDecode, s.rec.prefill_replica);
+                break;
+            }
+            const std::uint64_t release =
+                (std::uint64_t{s.handoff_epoch} << 32) | std::uint64_t{s.handoff};
+            ctx.schedule_at_ns(entity(s.rec.prefill_replica), ctx.now_ns() + hop_, kRelease,
+                               release);
+            if (rep.down || s.rec.first_token_ns <= rep.down_ns) {
+                // It failed after the transfer started: the cache never landed.
+                drop(ctx, r, e.payload, kAtDecode, r);
+                break;
+            }
             rep.sched.add_transferred(request_of(s), s.rec.first_token_ns, s.rec.preemptions);
             ++rep.transfers;
             rep.transfer_bytes += kv_bytes(s);
-            ctx.schedule_at_ns(entity(s.rec.prefill_replica), ctx.now_ns() + hop_, kRelease,
-                               s.handoff);
             poke(ctx, r, now);
             break;
         }
-        case kRelease:
-            rep.sched.release(static_cast<std::uint32_t>(e.payload));
+        case kKvLost:
+            rep.lost.emplace_back(e.payload, e.aux);
+            break;
+        case kRelease: {
+            const auto handoff = static_cast<std::uint32_t>(e.payload);
+            if (e.payload >> 32 != rep.epoch) {
+                break; // the hand-off was lost with a failure since
+            }
+            rep.sched.release(handoff);
+            rep.outgoing[handoff].live = false;
             poke(ctx, r, now);
             break;
+        }
         case kStep:
             if (e.payload != rep.generation) {
                 return; // superseded by a shorter step
@@ -982,11 +1078,17 @@ private:
         }
     }
 
-    /// A failure dropped request `id` at replica r: back to its router.
+    /// A failure of replica `failed` dropped request `id` at replica r (where: kAtPrefill or
+    /// kAtDecode): back to its router.
     template <class Q>
-    void drop(engine::Context<Q>& ctx, std::uint32_t r, std::uint64_t id) {
-        ++slot(id).rec.retries;
-        ctx.schedule_at_ns(router_of_[r], ctx.now_ns() + hop_, kRetry, id);
+    void drop(engine::Context<Q>& ctx, std::uint32_t r, std::uint64_t id, std::uint16_t where,
+              std::uint32_t failed) {
+        Slot& s = slot(id);
+        ++s.rec.retries;
+        if (where == kAtDecode) {
+            s.rec.replica = failed;
+        }
+        ctx.schedule_at_ns(router_of_[r], ctx.now_ns() + hop_, kRetry, id, where);
     }
 
     template <class Q>
@@ -1034,6 +1136,13 @@ private:
         TRNSIM_CHECK(s.decode_replica != kNoReplica,
                      "serve: a prefilled request has no decode replica");
         s.handoff = c.handoff;
+        Replica& rep = reps_[r];
+        s.handoff_epoch = rep.epoch;
+        if (rep.outgoing.size() <= c.handoff) {
+            rep.outgoing.resize(c.handoff + 1);
+        }
+        rep.outgoing[c.handoff] = {c.request, s.decode_replica,
+                                   static_cast<std::uint16_t>(s.rec.retries), true};
         const ReplicaPlacement& from = pl_.replicas[r];
         const ReplicaPlacement& to = pl_.replicas[s.decode_replica];
         const std::uint32_t pairs = std::min(from.chips, to.chips);
@@ -1109,6 +1218,9 @@ Prepared prepare(const ServeInput& in) {
     }
     p.placement = place(in, p.lnc);
     const Placement& pl = p.placement;
+    if (in.reliability.enabled) {
+        reliability::validate_fleet(in.reliability, fleet_shape(in), fleet_hardware(in));
+    }
     if (in.spec.serving.disaggregated.prefill_replicas > 0) {
         if (!in.fabric) {
             throw InputError("cluster.fabric",

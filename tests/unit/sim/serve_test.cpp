@@ -512,6 +512,92 @@ TEST(ServeFleet, FailuresGiveTheSameResultsOnOneAndTwoThreads) {
     EXPECT_LT(a.stats.availability, 1.0);
 }
 
+// Disaggregated over two UltraServers (the failure domains): replica 0 (UltraServer 0)
+// decodes, replica 1 (UltraServer 1) prefills (r prefills when floor((r + 1) / 2) >
+// floor(r / 2)); tp 256 at LNC 2 is the 64 chips of one UltraServer. One request of 1,000 +
+// 3 tokens with a KV cache of 100 MB a token: its 100 GB cross EFA as 64 flows from 12 ms (1 ms
+// to the prefill replica, prefill 11 ms) to about 12 ms + 1.56 GB / a chip's EFA rate. A trace
+// fails a host of one UltraServer at 20 ms, inside the transfer; no spare, repair 60 s,
+// detection 0.5 s, restart 1 s: the UltraServer serves again at tb = 61.02 s.
+//   prefill side (host 4, UltraServer 1): the prefill replica loses the cache at 21 ms, and
+//     the decode replica hears of it at 22 ms, before the cache would have arrived; it drops
+//     the request, and the router retries it when the prefill replica returns.
+//   decode side (host 0, UltraServer 0): the decode replica fails at 21 ms; the cache
+//     arrives at a failed replica, which releases the prefill replica's copy and drops it.
+// Either way the router sends the request again at tb + 1 ns (it enables a returned domain's
+// replicas 1 ns after it is back), and the second attempt runs as the first would have
+// without the failure: first token at tb + 1 ns + 12 ms, finish at tb + 1 ns + the finish
+// without failures; retried once, one transfer accepted.
+TEST(ServeFleet, DisaggregatedFailuresLoseTheKvCacheInFlight) {
+    ServeInput base = fleet(2, 256, 2);
+    base.fabric = config::load_fabric("trn2-ultracluster");
+    base.spec.serving.disaggregated.prefill_replicas = 1;
+    base.kv_bytes_per_token = Bytes(100'000'000);
+    fixed_requests(base, 1, 1.0, 1000, 3);
+    const ServingRun clean = simulate_serving(base);
+    ASSERT_EQ(clean.requests.size(), 1u);
+    ASSERT_EQ(clean.requests[0].first_token_ns, 12 * kMs);
+    const std::int64_t finish0 = clean.requests[0].finish_ns;
+    const std::int64_t arrives = finish0 - 2 * kMs - 20 * kUs; // two decodes of 1.01 ms
+    ASSERT_GT(arrives, 22 * kMs) << "the transfer must outlast the failure's notice";
+
+    for (const std::int64_t host : {4, 0}) {
+        ServeInput in = base;
+        in.reliability = failing_hosts(1e12, 60.0, 0.5, 1.0);
+        in.reliability.failures.clear(); // only the trace fails
+        in.reliability.trace.failures = {{Duration::from_ns(20 * kMs),
+                                          reliability::ComponentClass::host, host, "host", 1}};
+        const ServingRun r = simulate_serving(in);
+        ASSERT_EQ(r.requests.size(), 1u);
+        const serving::RequestRecord& q = r.requests[0];
+        const std::int64_t tb = 20 * kMs + 61'000 * kMs;
+        EXPECT_EQ(r.stats.outages, 1u) << "host " << host;
+        EXPECT_EQ(q.retries, 1u) << "host " << host;
+        EXPECT_EQ(q.prefill_replica, 1u);
+        EXPECT_EQ(q.replica, 0u);
+        EXPECT_EQ(q.first_token_ns, tb + 1 + 12 * kMs) << "host " << host;
+        EXPECT_EQ(q.finish_ns, tb + 1 + finish0) << "host " << host;
+        EXPECT_EQ(r.stats.kv_transfers, 1u) << "host " << host;
+        EXPECT_EQ(r.summary.retried_requests, 1u);
+    }
+}
+
+// Random failures of a disaggregated fleet (two UltraServers and a spare, 8 of 32 replicas
+// prefilling over the UltraCluster fabric): every request finishes once, the same records on
+// 1 and 2 threads, some of them retried.
+TEST(ServeFleet, DisaggregatedFailuresGiveTheSameResultsOnOneAndTwoThreads) {
+    ServeInput in = fleet(2, 16, 0);
+    in.fabric = config::load_fabric("trn2-ultracluster");
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    in.spec.serving.router_latency = Duration::from_ns(10 * kMs);
+    in.spec.serving.disaggregated.prefill_replicas = 8;
+    in.kv_bytes_per_token = Bytes(327'680);
+    in.reliability = failing_hosts(4.0, 3.0, 0.5, 1.0);
+    in.reliability.spares.ultraservers = 1;
+    random_requests(in, 3000, 400.0);
+    const auto [a, b] = on_one_and_two_threads(in);
+    ASSERT_EQ(a.requests.size(), 3000u);
+    ASSERT_EQ(b.requests.size(), 3000u);
+    EXPECT_GT(a.stats.outages, 0u);
+    EXPECT_GT(a.summary.retried_requests, 0u);
+    for (std::size_t i = 0; i < a.requests.size(); ++i) {
+        const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
+        ASSERT_TRUE(x.finished()) << i;
+        ASSERT_GE(x.first_token_ns, x.arrival_ns);
+        ASSERT_GE(x.finish_ns, x.first_token_ns);
+        ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+        ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
+        ASSERT_EQ(x.replica, y.replica) << i;
+        ASSERT_EQ(x.prefill_replica, y.prefill_replica) << i;
+        ASSERT_EQ(x.retries, y.retries) << i;
+        EXPECT_EQ(x.output_tokens > 1, x.replica != x.prefill_replica) << i;
+    }
+    EXPECT_EQ(a.stats.outages, b.stats.outages);
+    EXPECT_EQ(a.stats.kv_transfers, b.stats.kv_transfers);
+    EXPECT_EQ(a.stats.events, b.stats.events);
+    EXPECT_LT(a.stats.availability, 1.0);
+}
+
 // Fast-forwarded decode steps, cut by arrivals that come as events, give the records of
 // stepping every iteration, in the fleet too.
 TEST(ServeFleet, FastForwardEqualsStepwise) {
