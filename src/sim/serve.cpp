@@ -231,11 +231,6 @@ Placement place(const ServeInput& in, int lnc) {
                                  std::to_string(replicas) + " replicas fill " +
                                  std::to_string(domains));
         }
-        if (prefill > 0) {
-            throw InputError("workload.serving.router_shards",
-                             "must be 1 with disaggregated serving (the KV transfers cross the "
-                             "shards' partitions)");
-        }
         if (in.spec.requests.arrival.kind == serving::ArrivalSpec::Kind::closed_loop) {
             throw InputError("workload.serving.router_shards",
                              "must be 1 with closed-loop arrivals (the clients sit at one "
@@ -247,6 +242,27 @@ Placement place(const ServeInput& in, int lnc) {
     for (std::int64_t d = 0; d < domains; ++d) {
         p.shard_of_domain[static_cast<std::size_t>(d)] =
             static_cast<std::uint32_t>(d * shards / domains);
+    }
+    if (shards > 1 && prefill > 0) {
+        // Each router hands its prompts to its own prefill and decode replicas.
+        std::vector<std::int64_t> prefilling(static_cast<std::size_t>(shards), 0);
+        std::vector<std::int64_t> decoding(static_cast<std::size_t>(shards), 0);
+        for (const ReplicaPlacement& rp : p.replicas) {
+            const std::uint32_t k = p.shard_of_domain[rp.domain];
+            ++(rp.prefill ? prefilling : decoding)[k];
+        }
+        for (std::int64_t k = 0; k < shards; ++k) {
+            const auto i = static_cast<std::size_t>(k);
+            if (prefilling[i] == 0 || decoding[i] == 0) {
+                throw InputError("workload.serving.router_shards",
+                                 "router " + std::to_string(k) + " of " +
+                                     std::to_string(shards) + " would own " +
+                                     std::to_string(prefilling[i]) + " prefill and " +
+                                     std::to_string(decoding[i]) +
+                                     " decode replicas: each needs both (fewer shards or more "
+                                     "prefill replicas; they spread evenly over the fleet)");
+            }
+        }
     }
     return p;
 }
@@ -1290,8 +1306,12 @@ ServingRun simulate_serving(const ServeInput& in) {
     }
 
     ServeModel model(in, pl, source, fabric ? &*fabric : nullptr, map.partitions());
-    const Duration lookahead = Duration::from_ns(
-        pl.shards == 1 ? hop_ns(in) : std::max(hop_ns(in), kShardedWindowNs));
+    // Disaggregated, the fabric's flows are resolved at the window edges: the windows stay the
+    // router's, whatever the shards.
+    const bool fabric_windows = in.spec.serving.disaggregated.prefill_replicas > 0;
+    const Duration lookahead = Duration::from_ns(pl.shards == 1 || fabric_windows
+                                                     ? hop_ns(in)
+                                                     : std::max(hop_ns(in), kShardedWindowNs));
     // Few pending events per partition (a step end per replica, requests in flight): a heap
     // beats the calendar queue's bucket scans here.
     engine::Simulator<ServeModel, engine::QuaternaryHeap> sim(model, map, lookahead);

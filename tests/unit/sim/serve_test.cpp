@@ -702,9 +702,12 @@ TEST(ServeFleet, RouterShardsIssueTheSameRequestsUnderADuration) {
 
 // Router shards give the same records on 1 and 2 threads (the helpers in every window):
 // least-loaded routing, prefix caching and a router window, then with failures (two
-// UltraServers and a spare; each shard acts on its own domains' outages).
+// UltraServers and a spare; each shard acts on its own domains' outages), then disaggregated
+// as well (each router's prompts prefilled and decoded in its own UltraServer, the windows
+// the router's so that the fabric resolves its flows on time).
 TEST(ServeFleet, RouterShardsGiveTheSameResultsOnOneAndTwoThreads) {
-    for (bool failures : {false, true}) {
+    for (int mode : {0, 1, 2}) {
+        const bool failures = mode > 0, disaggregated = mode == 2;
         ServeInput in = fleet(2, 16, 0);
         in.spec.serving.router = serving::RouterPolicy::least_loaded;
         in.spec.serving.prefix_caching = true;
@@ -716,6 +719,11 @@ TEST(ServeFleet, RouterShardsGiveTheSameResultsOnOneAndTwoThreads) {
         if (failures) {
             in.reliability = failing_hosts(4.0, 3.0, 0.5, 1.0);
             in.reliability.spares.ultraservers = 1;
+        }
+        if (disaggregated) { // 4 prefill replicas in each router's UltraServer
+            in.fabric = config::load_fabric("trn2-ultracluster");
+            in.spec.serving.disaggregated.prefill_replicas = 8;
+            in.kv_bytes_per_token = Bytes(327'680);
         }
         const auto [a, b] = on_one_and_two_threads(in);
         EXPECT_EQ(b.stats.threads, 2);
@@ -732,6 +740,8 @@ TEST(ServeFleet, RouterShardsGiveTheSameResultsOnOneAndTwoThreads) {
             ASSERT_EQ(x.replica, y.replica) << i;
             ASSERT_EQ(x.retries, y.retries) << i;
             ASSERT_EQ(x.replica / 16, i % 2) << i; // the shard's own UltraServer
+            ASSERT_EQ(x.prefill_replica / 16, i % 2) << i;
+            ASSERT_EQ(x.prefill_replica, y.prefill_replica) << i;
             retried += x.retries > 0 ? 1 : 0;
         }
         EXPECT_EQ(a.stats.events, b.stats.events);
@@ -740,6 +750,11 @@ TEST(ServeFleet, RouterShardsGiveTheSameResultsOnOneAndTwoThreads) {
             EXPECT_EQ(a.kv_series[k].used_fraction, b.kv_series[k].used_fraction);
         }
         EXPECT_EQ(retried, a.summary.retried_requests);
+        if (disaggregated) {
+            EXPECT_EQ(a.stats.kv_transfers, b.stats.kv_transfers);
+            EXPECT_GT(a.stats.kv_transfers, 2000u);
+            EXPECT_EQ(a.stats.lookahead_ns, 5 * kMs); // the router window, not 1 s
+        }
         if (failures) {
             EXPECT_GT(a.stats.outages, 0u);
             EXPECT_GT(retried, 0u);
@@ -780,7 +795,8 @@ TEST(ServeFleet, RouterShardsSeeTheFleetsOutages) {
     EXPECT_LT(r.stats.availability, 1.0);
 }
 
-// Router shards need a domain each, open-loop arrivals and no disaggregation.
+// Router shards need a domain each and open-loop arrivals; disaggregated, prefill and decode
+// replicas of their own.
 TEST(ServeFleet, RouterShardsBadInput) {
     const auto key_of = [](ServeInput in) {
         try {
@@ -800,13 +816,18 @@ TEST(ServeFleet, RouterShardsBadInput) {
     in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
     in.spec.requests.arrival.concurrency = 2;
     EXPECT_EQ(key_of(in), "workload.serving.router_shards");
+    // Disaggregated, every router needs a prefill and a decode replica of its own: one prefill
+    // replica of 32 (replica 31: r prefills when floor((r + 1) / 32) > floor(r / 32)) leaves
+    // the first router's UltraServer without one; two (15 and 31) give each one.
     ServeInput dis = fleet(2, 16, 0);
     fixed_requests(dis, 4, 100.0, 10, 2);
     dis.fabric = config::load_fabric("trn2-ultracluster");
-    dis.spec.serving.disaggregated.prefill_replicas = 4;
+    dis.spec.serving.disaggregated.prefill_replicas = 1;
     dis.kv_bytes_per_token = Bytes(1000);
     dis.spec.serving.router_shards = 2;
     EXPECT_EQ(key_of(dis), "workload.serving.router_shards");
+    dis.spec.serving.disaggregated.prefill_replicas = 2;
+    EXPECT_EQ(key_of(dis), "no error");
 }
 
 TEST(ServeFleet, DisaggregationNeedsAFabric) {
