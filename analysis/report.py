@@ -255,12 +255,12 @@ class Axes:
 
 def layout(axes, frame, exclude):
     """How to show a metric against one key when the other axes vary too: (facet axis or None,
-    line axes, averaged axes). Axes with many values (random samples) are averaged over; the
-    rest give one line per combination if there are at most MAX_LINES, else the axis with the
-    fewest values gives one panel per value and the others lines, averaging the axes with the
-    most values until the lines fit."""
+    line axes, averaged axes). Axes with more values than MAX_LINES (or random samples) are
+    averaged over; the rest give one line per combination if there are at most MAX_LINES, else
+    the axis with the fewest values (at most MAX_FACETS) gives one panel per value and the
+    others lines, averaging the axes with the most values until the lines fit."""
     others = axes.varying(exclude)
-    averaged = [g for g in others if axes.values(g, frame) > MAX_FACETS or
+    averaged = [g for g in others if axes.values(g, frame) > MAX_LINES or
                 axes.kinds.get(g[0]) == "random"]
     rest = [g for g in others if g not in averaged]
 
@@ -269,8 +269,10 @@ def layout(axes, frame, exclude):
         return frame.groupby(keys, dropna=False).ngroups if keys else 1
 
     facet = None
-    if combos(rest) > MAX_LINES or (len(rest) > 1 and combos(rest) > MAX_LINES_SHARED):
-        facet = min(rest, key=lambda g: (axes.values(g, frame), rest.index(g)))
+    panels = [g for g in rest if axes.values(g, frame) <= MAX_FACETS]
+    if panels and (combos(rest) > MAX_LINES or
+                   (len(rest) > 1 and combos(rest) > MAX_LINES_SHARED)):
+        facet = min(panels, key=lambda g: (axes.values(g, frame), rest.index(g)))
         rest = [g for g in rest if g is not facet]
         while rest and (combos(rest) > MAX_LINES or
                         (len(rest) > 1 and combos(rest) > MAX_LINES_SHARED)):
@@ -408,7 +410,7 @@ def plot_checkpoint(axes, frame, directory):
     fig, note = facet_figure(axes, finite, "interval_h",
                              [("ettr", "ETTR", 1.0, "ci95_ettr", None)],
                              ["reliability.checkpoint.interval"],
-                             "checkpoint interval (of training)", "log",
+                             "checkpoint interval (hours of training)", "log",
                              "ETTR against the checkpoint interval",
                              xtick=lambda v: fmt.seconds(v * HOUR))
     axes.frame = frame

@@ -164,6 +164,30 @@ class ReportTest(unittest.TestCase):
                          axes_of["reliability.recovery.detection"])
         self.assertEqual(units["reliability.checkpoint.interval"], "s")
 
+    def test_layout_draws_up_to_max_lines_values_as_lines(self):
+        """Study (b)'s shape: ETTR against the interval with 8 spare counts (MAX_LINES) gives
+        8 lines, not their mean; 9 are averaged. Beside a 2-value axis the 8 cannot be panels
+        (more than MAX_FACETS), so the 2-value axis gives the panels and the 8 the lines."""
+        import pandas as pd
+
+        def axes_of(columns):
+            rows = [dict(zip(columns, values))
+                    for values in np.array(np.meshgrid(*columns.values())).T.reshape(
+                        -1, len(columns))]
+            frame = pd.DataFrame(rows)
+            keys = list(columns)
+            return frame, report.Axes(frame, keys, {}, {k: i for i, k in enumerate(keys)})
+
+        interval = "reliability.checkpoint.interval"
+        spares = "reliability.spares.ultraservers"
+        frame, axes = axes_of({interval: range(10), spares: range(8)})
+        self.assertEqual(report.layout(axes, frame, [interval]), (None, [[spares]], []))
+        frame, axes = axes_of({interval: range(10), spares: range(9)})
+        self.assertEqual(report.layout(axes, frame, [interval]), (None, [], [[spares]]))
+        zero = "workload.parallelism.zero"
+        frame, axes = axes_of({interval: range(10), spares: range(8), zero: range(2)})
+        self.assertEqual(report.layout(axes, frame, [interval]), ([zero], [[spares]], []))
+
     def test_plan_report(self):
         page, tables = self.check_report(
             self.plan,
