@@ -280,16 +280,24 @@ TEST(ServeFleet, OneTokenRequestsFinishOnTheirPrefillReplica) {
     EXPECT_EQ(run.stats.kv_transfers, 3u);
 }
 
-// More prefill than decode replicas, with many one-token requests (each ends on its prefill
-// replica): every request finishes, the same on 1 and 2 threads. Two UltraServers (2
-// partitions, 32 replicas of tp 16), 20 of them prefilling, over the UltraCluster fabric.
-TEST(ServeFleet, MorePrefillThanDecodeReplicasWithOneTokenRequests) {
+/// Two UltraServers of 16 replicas of tp 16 each, `prefill` of them prefilling over the
+/// UltraCluster fabric (EFA between the UltraServers), least-loaded routing, a router latency
+/// of 10 ms (few windows) and Llama 3 70B's KV bytes per token.
+ServeInput disaggregated_fleet(int prefill) {
     ServeInput in = fleet(2, 16, 0);
     in.fabric = config::load_fabric("trn2-ultracluster");
     in.spec.serving.router = serving::RouterPolicy::least_loaded;
     in.spec.serving.router_latency = Duration::from_ns(10 * kMs);
-    in.spec.serving.disaggregated.prefill_replicas = 20;
+    in.spec.serving.disaggregated.prefill_replicas = prefill;
     in.kv_bytes_per_token = Bytes(327'680);
+    return in;
+}
+
+// More prefill than decode replicas, with many one-token requests (each ends on its prefill
+// replica): every request finishes, the same on 1 and 2 threads. Two UltraServers (2
+// partitions, 32 replicas of tp 16), 20 of them prefilling, over the UltraCluster fabric.
+TEST(ServeFleet, MorePrefillThanDecodeReplicasWithOneTokenRequests) {
+    ServeInput in = disaggregated_fleet(20);
     random_requests(in, 800, 400.0);
     in.spec.requests.output = {serving::TokenDistribution::Kind::lognormal, 3, 4, 1, 40, {}};
     in.threads = 1;
@@ -566,12 +574,7 @@ TEST(ServeFleet, DisaggregatedFailuresLoseTheKvCacheInFlight) {
 // prefilling over the UltraCluster fabric): every request finishes once, the same records on
 // 1 and 2 threads, some of them retried.
 TEST(ServeFleet, DisaggregatedFailuresGiveTheSameResultsOnOneAndTwoThreads) {
-    ServeInput in = fleet(2, 16, 0);
-    in.fabric = config::load_fabric("trn2-ultracluster");
-    in.spec.serving.router = serving::RouterPolicy::least_loaded;
-    in.spec.serving.router_latency = Duration::from_ns(10 * kMs);
-    in.spec.serving.disaggregated.prefill_replicas = 8;
-    in.kv_bytes_per_token = Bytes(327'680);
+    ServeInput in = disaggregated_fleet(8);
     in.reliability = failing_hosts(4.0, 3.0, 0.5, 1.0);
     in.reliability.spares.ultraservers = 1;
     random_requests(in, 3000, 400.0);
