@@ -1027,6 +1027,8 @@ Nominal attention_backward_terms(const AttentionShape& s, const ChipRates& r) {
     // The first block's share of the query tiles.
     const double first = d(std::min(g.block_tiles, flat)) / (kv_groups * d(flat));
     n.warmup = std::min(n.tensor, r.warmup);
+    n.resident_wait =
+        std::max(first * resident_engine * r.inv_usable, first * resident_dmas * r.issue);
     // Each block fills and drains the pipeline.
     const double blocks = kv_groups * d(nb);
     n.path = 2.0 * r.latency + first_loads + v_tile + chain + s_tile + store +

@@ -6,12 +6,13 @@ namespace trnsim::compute::detail {
 
 namespace {
 
-enum class Form { matmul, attention, attention_backward, stream };
+enum class Form { matmul, attention, attention_backward, stream, cross_entropy };
 
 Form form_of(KernelClass c) {
     return c == KernelClass::matmul               ? Form::matmul
            : c == KernelClass::attention          ? Form::attention
            : c == KernelClass::attention_backward ? Form::attention_backward
+           : c == KernelClass::cross_entropy      ? Form::cross_entropy
                                                   : Form::stream;
 }
 
@@ -26,7 +27,10 @@ std::vector<const char*> feature_names(KernelClass c) {
         return {"pipeline", "pipelined_steps", "runner_up", "constant_us"};
     case Form::attention_backward:
         return {"pipeline", "pipelined_steps", "runner_up", "other_resources", "tensor",
-                "constant_us"};
+                "constant_us", "resident_wait"};
+    case Form::cross_entropy:
+        return {"pipeline", "pipelined_steps", "two_passes", "buffer_turns", "other_resources",
+                "constant_us", "busiest_compute"};
     case Form::stream:
         break;
     }
@@ -41,7 +45,9 @@ std::vector<double> nominal_coefficients(KernelClass c) {
     case Form::attention:
         return {1.0, 0.0, 0.0, 0.0};
     case Form::attention_backward:
-        return {1.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+        return {1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    case Form::cross_entropy:
+        return {1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
     case Form::stream:
         break;
     }

@@ -33,9 +33,12 @@ std::vector<double> nominal_coefficients(KernelClass c);
 /// The features of a piece of class `c` whose terms are `n`:
 ///   matmul, attention: pipeline bound, pipelined steps, runner-up resource, 1 us;
 ///   attention_backward: the same, the sum of the other resources (imperfect overlap of its
-///   more evenly loaded engines) and TensorE's busy time (five dependent matmuls per tile);
+///   more evenly loaded engines), TensorE's busy time (five dependent matmuls per tile) and
+///   the first block's wait for its resident query-tile loads (no earlier work hides it);
 ///   streaming kernels and AdamW: pipeline bound, pipelined steps, two-pass bound, buffer
-///   turns, the other resources' sum, 1 us.
+///   turns, the other resources' sum, 1 us; cross_entropy adds the busiest compute engine's
+///   time (its chunks pass from VectorE to ScalarE to VectorE to GpSimdE, so a compute-bound
+///   loss waits on that chain where a DMA-bound one overlaps its transfers).
 /// "Pipelined steps" is one step's path (fill and drain) plus the other steps at the pace of
 /// the bottleneck. Inline: the analytic model evaluates it on every cost.
 inline FeatureRow feature_values(KernelClass c, const Nominal& n) {
@@ -47,10 +50,13 @@ inline FeatureRow feature_values(KernelClass c, const Nominal& n) {
     }
     if (c == KernelClass::attention_backward) {
         return {n.pipeline, pipelined, busy.second, busy.sum - busy.first, n.tensor,
-                kMicrosecond, 0.0, 0.0};
+                kMicrosecond, n.resident_wait, 0.0};
     }
+    const double compute = c == KernelClass::cross_entropy
+                               ? std::max({n.vector, n.scalar, n.gpsimd})
+                               : 0.0;
     return {n.pipeline, pipelined, n.passes, n.buffers, busy.sum - busy.first, kMicrosecond,
-            0.0, 0.0};
+            compute, 0.0};
 }
 
 /// sum_i coefficients_i x_i over the class's features.

@@ -42,6 +42,10 @@ struct Nominal {
     /// Two-pass row kernels: a row tile's second pass waits for its first, so row tiles
     /// overlap one pass with the other at best (0 for one-pass kernels).
     double passes = 0.0;
+    /// Attention backward: the first block's wait for its resident query-tile loads in its
+    /// first key tile (the larger of their DMA engine time over the usable engines and their
+    /// issue time over the descriptor generators), which no earlier work hides.
+    double resident_wait = 0.0;
     /// False when the lowering's buffers do not fit the core (matmul tilings).
     bool feasible = true;
 
