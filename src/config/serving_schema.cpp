@@ -473,9 +473,10 @@ void add_serving_keys(Schema<S>& s) {
     s.field(integer<S>("workload.serving.router_shards",
                        [](S& x) -> int& { return srv(x).router_shards; }, "1", 1, 65536,
                        "Independent routers, each owning a block of the UltraServers (else "
-                       "instances) and every K-th request; K > 1 needs open-loop arrivals (and, "
-                       "disaggregated, prefill and decode replicas under every router), and runs "
-                       "a large fleet in parallel (docs/serving.md)."));
+                       "instances), every K-th request and every K-th closed-loop client; K > 1 "
+                       "needs a client per router (closed loop) and, disaggregated, prefill and "
+                       "decode replicas under every router, and runs a large fleet in parallel "
+                       "(docs/serving.md)."));
     s.section("workload.serving.speculative",
               "Speculative decoding: a draft model proposes k tokens, the target verifies them "
               "in one iteration.");

@@ -231,10 +231,12 @@ Placement place(const ServeInput& in, int lnc) {
                                  std::to_string(replicas) + " replicas fill " +
                                  std::to_string(domains));
         }
-        if (in.spec.requests.arrival.kind == serving::ArrivalSpec::Kind::closed_loop) {
+        const serving::ArrivalSpec& a = in.spec.requests.arrival;
+        if (a.kind == serving::ArrivalSpec::Kind::closed_loop && a.concurrency < shards) {
             throw InputError("workload.serving.router_shards",
-                             "must be 1 with closed-loop arrivals (the clients sit at one "
-                             "router); use poisson, gamma or trace arrivals");
+                             std::to_string(shards) + " routers need a closed-loop client each; "
+                             "the requests have " + std::to_string(a.concurrency) +
+                                 " (workload.requests.arrival.closed_loop.concurrency)");
         }
     }
     p.shards = static_cast<std::uint32_t>(shards);
@@ -558,8 +560,19 @@ public:
                 }
             }
         }
+        if (source_.closed_loop()) {
+            // Each router's clients issue its ids k, k + K, ... until the count or duration
+            // ends; under a duration the routers stop at different ids: the records are
+            // numbered again in id order, without gaps.
+            std::sort(out.begin(), out.end(),
+                      [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                out[i].id = i;
+            }
+            return out;
+        }
         // Open-loop arrivals do not decrease with the id, so the shards' requests are ids
-        // 0 .. total - 1 (the router shards need open-loop arrivals).
+        // 0 .. total - 1.
         for (std::size_t i = 0; i < out.size(); ++i) {
             TRNSIM_CHECK(out[i].id == i, "serve: the router shards' request ids have a gap");
         }
@@ -735,7 +748,12 @@ private:
         switch (e.type) {
         case kStart:
             if (source_.closed_loop()) {
-                for (int c = 0; c < in_.spec.requests.arrival.concurrency; ++c) {
+                // Client c sits at router c mod K.
+                const auto clients = static_cast<std::uint32_t>(
+                    in_.spec.requests.arrival.concurrency);
+                const std::uint32_t mine =
+                    clients / shard_count_ + (sh.index < clients % shard_count_ ? 1 : 0);
+                for (std::uint32_t c = 0; c < mine; ++c) {
                     if (!issue(ctx, sh, now)) {
                         sh.arrivals_open = false;
                         break;

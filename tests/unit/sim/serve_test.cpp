@@ -768,6 +768,54 @@ TEST(ServeFleet, RouterShardsGiveTheSameResultsOnOneAndTwoThreads) {
     }
 }
 
+// Closed-loop clients split over the routers (client c at router c mod K): 5 clients over 2
+// routers are 3 at router 0 and 2 at router 1, each router's requests on its own UltraServer.
+// A client sends its next request one router latency after its last finished, so at no time
+// are more than 3 of router 0's requests or 2 of router 1's in flight, and with a count every
+// id below it is issued; under a duration the records are numbered without gaps. The same on 1
+// and 2 threads.
+TEST(ServeFleet, RouterShardsSplitTheClosedLoopClients) {
+    ServeInput in = fleet(2, 16, 0);
+    in.spec.serving.router = serving::RouterPolicy::least_loaded;
+    in.spec.serving.router_shards = 2;
+    random_requests(in, 600, 1.0);
+    in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
+    in.spec.requests.arrival.concurrency = 5;
+    const auto [a, b] = on_one_and_two_threads(in);
+    ASSERT_EQ(a.requests.size(), 600u);
+    ASSERT_EQ(b.requests.size(), 600u);
+    std::vector<std::pair<std::int64_t, int>> changes[2]; // (time, +1 arrival / -1 finish)
+    for (std::size_t i = 0; i < a.requests.size(); ++i) {
+        const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
+        ASSERT_TRUE(x.finished()) << i;
+        ASSERT_EQ(x.id, i);
+        ASSERT_EQ(x.replica / 16, i % 2) << i;
+        ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+        ASSERT_EQ(x.replica, y.replica) << i;
+        changes[i % 2].emplace_back(x.arrival_ns, 1);
+        changes[i % 2].emplace_back(x.finish_ns, -1);
+    }
+    for (int k : {0, 1}) {
+        std::sort(changes[k].begin(), changes[k].end()); // finishes before arrivals at a tie
+        int in_flight = 0, most = 0;
+        for (const auto& [t, d] : changes[k]) {
+            in_flight += d;
+            most = std::max(most, in_flight);
+        }
+        EXPECT_EQ(most, k == 0 ? 3 : 2) << "router " << k;
+    }
+    in.spec.requests.count = 0;
+    in.spec.requests.duration = Duration::from_ns(400 * kMs);
+    in.threads = 1;
+    const ServingRun d = simulate_serving(in);
+    ASSERT_GT(d.requests.size(), 10u); // 19: about four a client
+    for (std::size_t i = 0; i < d.requests.size(); ++i) {
+        ASSERT_EQ(d.requests[i].id, i);
+        ASSERT_LT(d.requests[i].arrival_ns, 400 * kMs);
+        ASSERT_TRUE(d.requests[i].finished());
+    }
+}
+
 // With failures the shards together see the outages of one router: each walks the fleet's
 // outage schedule and acts on its own domains' transitions, and those after its own last
 // request (before the fleet's) are counted at the end. So the outages are the schedule's
@@ -798,8 +846,8 @@ TEST(ServeFleet, RouterShardsSeeTheFleetsOutages) {
     EXPECT_LT(r.stats.availability, 1.0);
 }
 
-// Router shards need a domain each and open-loop arrivals; disaggregated, prefill and decode
-// replicas of their own.
+// Router shards need a domain each and a closed-loop client each; disaggregated, prefill and
+// decode replicas of their own.
 TEST(ServeFleet, RouterShardsBadInput) {
     const auto key_of = [](ServeInput in) {
         try {
@@ -817,8 +865,10 @@ TEST(ServeFleet, RouterShardsBadInput) {
     EXPECT_EQ(key_of(in), "workload.serving.router_shards");
     in.spec.serving.router_shards = 2;
     in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
-    in.spec.requests.arrival.concurrency = 2;
+    in.spec.requests.arrival.concurrency = 1; // a client per router at least
     EXPECT_EQ(key_of(in), "workload.serving.router_shards");
+    in.spec.requests.arrival.concurrency = 2;
+    EXPECT_EQ(key_of(in), "no error");
     // Disaggregated, every router needs a prefill and a decode replica of its own: one prefill
     // replica of 32 (replica 31: r prefills when floor((r + 1) / 32) > floor(r / 32)) leaves
     // the first router's UltraServer without one; two (15 and 31) give each one.
