@@ -312,6 +312,15 @@ Schema<S> build() {
                     0.99, "0 to 0.99",
                     "Dropout probability on each block's output before the residual addition "
                     "(one more pass over the residual stream, its mask kept)."));
+    s.field(choice<S, workload::GradAccumulator>(
+        "workload.graph.grad_accumulator",
+        [](S& x) -> workload::GradAccumulator& { return x.training.graph.grad_accumulator; },
+        "bf16",
+        "Buffer each microbatch's parameter gradients are added into (an elementwise pass "
+        "over the rank's parameters per microbatch): bf16, the parameters' own gradients "
+        "(PyTorch autograd under XLA_USE_BF16 / XLA_DOWNCAST_BF16); fp32, an FP32 main "
+        "gradient (NxD use_fp32_grad_acc), which the gradient reduction and the optimizer "
+        "then read in FP32 too."));
 
     add_reliability_keys(s);
 

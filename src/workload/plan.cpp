@@ -645,7 +645,9 @@ MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
         return sharded ? params_dense / d + params_expert / de : params_dense + params_expert;
     };
     b.weights = Bytes(static_cast<std::int64_t>(w * shard(dense, expert, par.zero >= 3)));
-    b.gradients = Bytes(static_cast<std::int64_t>(w * shard(dense, expert, par.zero >= 2)));
+    // The gradients live in the accumulator (workload.graph.grad_accumulator).
+    const double g = grad_accumulator_bytes(t);
+    b.gradients = Bytes(static_cast<std::int64_t>(g * shard(dense, expert, par.zero >= 2)));
     b.optimizer =
         Bytes(static_cast<std::int64_t>((master + 8.0) * shard(dense, expert, par.zero >= 1)));
 

@@ -1,6 +1,9 @@
 #include "trnsim/workload/program.hpp"
 
 #include <algorithm>
+#include <iterator>
+#include <string>
+#include <utility>
 
 namespace trnsim::workload {
 
@@ -483,36 +486,91 @@ BlockProgram finish(std::vector<ProgramOp> forward, const RecomputeSet& r) {
     return b;
 }
 
+/// The addition of one block's parameter gradients into the gradient accumulator in every
+/// microbatch's backward pass: an elementwise kernel that reads the accumulator and the new
+/// gradient and writes the accumulator back, at the accumulator's element size
+/// (workload.graph.grad_accumulator). `dense` and `expert` are the block's parameters per rank
+/// (after the TP and EP splits); with ZeRO-3 each rank accumulates only its shard of the
+/// reduce-scattered gradient.
+ProgramOp grad_accumulate(const Plan& plan, std::int64_t dense, std::int64_t expert) {
+    std::int64_t elements = dense + expert;
+    if (plan.training.parallelism.zero >= 3) {
+        elements = ceil_div(dense, plan.group_size(CommGroup::dp)) +
+                   ceil_div(expert, plan.group_size(CommGroup::expert_dp));
+    }
+    ProgramOp op;
+    op.kind = Kind::stream;
+    op.name = "grad_accumulate";
+    op.stream = {elements,
+                 2,
+                 1,
+                 grad_accumulator_bytes(plan.training),
+                 1,
+                 compute::StreamEngine::vector,
+                 compute::StreamKind::elementwise,
+                 0};
+    return op;
+}
+
+/// Adds the block's gradient accumulation to its backward pass, after its last weight-gradient
+/// matmul (the block's last parameter gradient but its norms'; the block's own backward
+/// collectives follow it, as in the graph) or, without a matmul, at its end.
+void add_grad_accumulate(BlockProgram& b, ProgramOp op) {
+    const std::string suffix = " weight_grad";
+    auto at = b.backward.end();
+    for (auto it = b.backward.begin(); it != b.backward.end(); ++it) {
+        if (it->kind == Kind::matmul && it->name.size() > suffix.size() &&
+            it->name.compare(it->name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            at = std::next(it);
+        }
+    }
+    b.backward.insert(at, std::move(op));
+}
+
 } // namespace
 
 StepProgram build_program(const Plan& plan) {
     const auto& m = plan.training.model;
     const RecomputeSet recompute = RecomputeSet::of(plan.training.parallelism.recompute,
                                                     plan.training.parallelism.recompute_parts);
+    const ModelStats& s = plan.stats;
+    const std::int64_t tp = plan.tp;
     StepProgram prog;
     {
         BlockBuilder b(plan);
-        b.zero3_gather(plan.stats.attention + plan.stats.dense_mlp);
+        b.zero3_gather(s.attention + s.dense_mlp);
         b.attention_block();
         b.dense_mlp_block();
         prog.dense_layer = finish(std::move(b.ops), recompute);
+        add_grad_accumulate(prog.dense_layer,
+                            grad_accumulate(plan, ceil_div(s.attention + s.dense_mlp, tp), 0));
     }
     if (m.is_moe()) {
         BlockBuilder b(plan);
-        b.zero3_gather(plan.stats.attention + plan.stats.moe_shared);
+        b.zero3_gather(s.attention + s.moe_shared);
         b.attention_block();
         b.moe_block();
         prog.moe_layer = finish(std::move(b.ops), recompute);
+        add_grad_accumulate(prog.moe_layer,
+                            grad_accumulate(plan, ceil_div(s.attention + s.moe_shared, tp),
+                                            ceil_div(m.moe.experts * s.expert, tp * plan.ep)));
     }
     {
         BlockBuilder b(plan);
         b.embedding_block();
         prog.embedding = finish(std::move(b.ops), RecomputeSet{});
+        add_grad_accumulate(prog.embedding, grad_accumulate(plan, ceil_div(s.embedding, tp), 0));
     }
     {
         BlockBuilder b(plan);
         b.head_block();
         prog.head = finish(std::move(b.ops), RecomputeSet{});
+        // A tied output head on its own stage holds a copy of the embedding (plan.cpp); on the
+        // embedding's stage its gradient goes into the embedding's accumulator.
+        const std::int64_t head = s.final_norm + (m.tied_embeddings && plan.pp > 1
+                                                      ? s.embedding
+                                                      : s.lm_head);
+        add_grad_accumulate(prog.head, grad_accumulate(plan, ceil_div(head, tp), 0));
     }
     {
         BlockBuilder b(plan);
@@ -530,6 +588,8 @@ StageStepOps build_stage_step_ops(const Plan& plan, int stage) {
     const auto& st = plan.stages.at(static_cast<std::size_t>(stage));
     const auto& par = plan.training.parallelism;
     const int w = plan.training.precision == compute::Precision::fp32 ? 4 : 2;
+    // The gradient reduction and the optimizer read the accumulated gradients.
+    const int acc = grad_accumulator_bytes(plan.training);
     const double dense = static_cast<double>(st.dense_params_per_rank);
     const double expert = static_cast<double>(st.expert_params_per_rank);
     StageStepOps ops;
@@ -549,14 +609,14 @@ StageStepOps build_stage_step_ops(const Plan& plan, int stage) {
     };
     if (par.zero == 0) {
         add(ops.gradient_sync, "dp_grad_all_reduce", CollectiveOp::all_reduce, CommGroup::dp,
-            dense * w);
+            dense * acc);
         add(ops.gradient_sync, "expert_dp_grad_all_reduce", CollectiveOp::all_reduce,
-            CommGroup::expert_dp, expert * w);
+            CommGroup::expert_dp, expert * acc);
     } else if (par.zero <= 2) {
         add(ops.gradient_sync, "dp_grad_reduce_scatter", CollectiveOp::reduce_scatter,
-            CommGroup::dp, dense * w);
+            CommGroup::dp, dense * acc);
         add(ops.gradient_sync, "expert_dp_grad_reduce_scatter", CollectiveOp::reduce_scatter,
-            CommGroup::expert_dp, expert * w);
+            CommGroup::expert_dp, expert * acc);
         add(ops.parameter_gather, "dp_param_all_gather", CollectiveOp::all_gather, CommGroup::dp,
             dense * w);
         add(ops.parameter_gather, "expert_dp_param_all_gather", CollectiveOp::all_gather,
@@ -570,7 +630,7 @@ StageStepOps build_stage_step_ops(const Plan& plan, int stage) {
     ops.optimizer.name = "adamw";
     ops.optimizer.optimizer.params =
         static_cast<std::int64_t>(sharded ? dense / d + expert / de : dense + expert);
-    ops.optimizer.optimizer.grad_bytes = w;
+    ops.optimizer.optimizer.grad_bytes = acc;
     ops.optimizer.optimizer.weight_bytes = w;
     return ops;
 }

@@ -14,11 +14,10 @@ namespace trnsim::test {
 namespace {
 
 /// The fitted rows: the target, 10%. With its one fitted coefficient the minimax fit
-/// leaves GPT-3 175B (NeMo) 9.8% fast and Llama-2-7B (NxD) 9.0% slow.
+/// leaves GPT-3 175B (NeMo) 7.3% fast and Llama-2-7B (NxD) 6.7% slow.
 constexpr double kFittedTolerance = 0.10;
-/// The held-out rows. The target is 15%; GPT-3 23B (NeMo) misses it (+15.8%), so the
-/// bound is 20% (docs/validation.md: the NeMo runs are fast, the NxD runs slow).
-constexpr double kHeldOutTolerance = 0.20;
+/// The held-out rows: the target, 15%. The worst is GPT-3 23B (NeMo), +12.3%.
+constexpr double kHeldOutTolerance = 0.15;
 
 struct Scored {
     TrainingRow row;

@@ -31,7 +31,8 @@
 // and expert splitting), w the weight element size (2, or 4 for FP32 training), and data
 // parallel degree d (d_e = d / ep for expert parameters):
 //   weights    P w                       (ZeRO-3: / d)
-//   gradients  P w                       (ZeRO-2 and 3: / d)
+//   gradients  P g                       (ZeRO-2 and 3: / d); g the accumulator's element size
+//              (grad_accumulator_bytes: 2, or 4 for an FP32 accumulator or FP32 training)
 //   optimizer  P (4 master + 8 moments)  (ZeRO-1, 2, 3: / d); FP32 training keeps no master copy
 //   activations  per layer and microbatch (Korthikanti et al. 2022, adapted to GQA, SwiGLU and
 //              flash attention; see activation_bytes_per_layer): norm inputs and outputs (the

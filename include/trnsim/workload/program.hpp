@@ -39,6 +39,14 @@
 // (RecomputeSet): the attention core with its key/value gather, the norms, the MLP activation
 // or the whole MLP with its TP collectives.
 //
+// Gradient accumulation: in every microbatch each block's backward pass adds its parameter
+// gradients into the accumulator the gradient reduction and the optimizer read after the last
+// microbatch (op "grad_accumulate", right after the block's last weight-gradient matmul): an
+// elementwise kernel over the block's parameters on the rank (the ZeRO-3 shard with zero 3),
+// two inputs (accumulator, new gradient) and one output at the accumulator's element size
+// (workload.graph.grad_accumulator, grad_accumulator_bytes). With an FP32 accumulator the
+// gradient reduction and the optimizer's gradient are FP32 as well.
+//
 // Materialized attention (workload.graph.attention) replaces the fused kernel by the scores
 // matmul Q K^T (a batched matmul per query head over all S x S pairs, causal or not), the row
 // softmax (the mask and the scaling fused into it), the attention dropout when there is one,

@@ -43,6 +43,19 @@ enum class AttentionKernel {
                   ///< without a flash kernel: the scores and probabilities are S x S tensors)
 };
 
+/// The buffer each microbatch's parameter gradients are added into until the optimizer step
+/// (workload.graph.grad_accumulator; docs/workload.md, "Gradient accumulation").
+enum class GradAccumulator {
+    /// The parameters' own gradients in the working precision: PyTorch's autograd adds each
+    /// microbatch's gradient into param.grad, which XLA_USE_BF16 / XLA_DOWNCAST_BF16 keep in
+    /// BF16 on the device (NeMo without megatron_amp_O2, NxD without use_fp32_grad_acc).
+    bf16,
+    /// An FP32 main gradient per parameter that a hook adds each gradient into (torch_xla's
+    /// ZeroRedundancyOptimizer with use_grad_acc_hook, which NxD's use_fp32_grad_acc sets); the
+    /// gradient reduction and the optimizer then read FP32 gradients too.
+    fp32,
+};
+
 constexpr std::array<EnumName<Schedule>, 2> enum_names(Schedule) {
     return {{
         {Schedule::one_f_one_b, "1f1b"},
@@ -81,6 +94,13 @@ constexpr std::array<EnumName<AttentionKernel>, 2> enum_names(AttentionKernel) {
     }};
 }
 inline const char* to_string(AttentionKernel v) { return enum_name(v); }
+constexpr std::array<EnumName<GradAccumulator>, 2> enum_names(GradAccumulator) {
+    return {{
+        {GradAccumulator::bf16, "bf16"},
+        {GradAccumulator::fp32, "fp32"},
+    }};
+}
+inline const char* to_string(GradAccumulator v) { return enum_name(v); }
 
 /// What is recomputed, resolved from the recompute mode and its parts.
 struct RecomputeSet {
@@ -130,6 +150,9 @@ struct GraphSpec {
     /// Dropout probability on each block's output before the residual addition (one more pass
     /// over the residual stream, and its mask kept).
     double hidden_dropout = 0.0;
+    /// Where each microbatch's parameter gradients are accumulated (its element size: 2 or 4
+    /// bytes; grad_accumulator_bytes).
+    GradAccumulator grad_accumulator = GradAccumulator::bf16;
 };
 
 struct TrainingSpec {
@@ -145,5 +168,14 @@ struct TrainingSpec {
     /// average (1 = perfectly balanced). Every rank waits for that one in the all-to-all.
     double moe_imbalance = 1.0;
 };
+
+/// Bytes per element of the gradient accumulator: 4 for an FP32 accumulator or FP32 training,
+/// else 2 (BF16; FP8 training keeps BF16 gradients).
+inline int grad_accumulator_bytes(const TrainingSpec& t) {
+    return t.graph.grad_accumulator == GradAccumulator::fp32 ||
+                   t.precision == compute::Precision::fp32
+               ? 4
+               : 2;
+}
 
 } // namespace trnsim::workload

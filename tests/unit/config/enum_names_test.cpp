@@ -51,6 +51,7 @@ TEST(EnumNames, EveryTableNamesEveryValueOnce) {
     check_table<workload::AttentionKind>(2);
     check_table<workload::Schedule>(2);
     check_table<workload::Recompute>(3);
+    check_table<workload::GradAccumulator>(2);
     check_table<workload::CommGroup>(6);
     check_table<reliability::ComponentClass>(reliability::kClassCount);
     check_table<reliability::LifetimeKind>(3);

@@ -1,10 +1,12 @@
 #include "support/sharing.hpp"
 #include "support/step_case.hpp"
+#include "trnsim/compute/cost_model.hpp"
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/step_sim.hpp"
 #include "trnsim/topology/fabric.hpp"
+#include "trnsim/workload/program.hpp"
 
 #include <gtest/gtest.h>
 
@@ -431,6 +433,58 @@ TEST(StepSim, TensorParallelBytesDoNotDependOnWhoWaits) {
     for (std::size_t k = 0; k < even.links.size(); ++k) {
         EXPECT_DOUBLE_EQ(even.links[k].bytes, uneven.links[k].bytes) << even.links[k].kind;
     }
+}
+
+TEST(StepSim, EveryMicrobatchAccumulatesItsGradients) {
+    // One stage (tp 8, pp 1, dp 64): the step is m microbatches back to back plus what is paid
+    // once per step (the gradient reduction's exposed part, the optimizer, the parameter
+    // gather). An FP32 accumulator costs more than a BF16 one in each microbatch (the
+    // accumulation kernels move twice the bytes) and once per step (FP32 gradient reduction
+    // and optimizer input): going from m = 2 to m = 4 microbatches, the FP32 step grows more
+    // than the BF16 step by exactly 2 microbatches' worth of the accumulation kernels'
+    // difference, at both fidelities. The kernels' compiled time: the calibrated kernel plus
+    // the chip's engine_sync share of its non-bottleneck engine time plus the fixed cost per
+    // kernel (compute.md, "Inside a compiled training graph").
+    const std::vector<std::string> shape = {"workload.parallelism={tp: 8, pp: 1, zero: 1}"};
+    const auto with = [&](int global_batch, const char* acc) {
+        std::vector<std::string> o = shape;
+        o.push_back("workload.global_batch=" + std::to_string(global_batch));
+        o.push_back(std::string("workload.graph.grad_accumulator=") + acc);
+        return o;
+    };
+    const Case c = make(with(128, "bf16"));
+    ASSERT_EQ(c.plan.microbatches, 2);
+    const compute::CostModel model(c.plan.chip, c.plan.lnc);
+    const auto compiled = [&](const compute::StreamShape& s) {
+        const compute::KernelCost k = model.stream(s);
+        return k.seconds + c.plan.chip.training.engine_sync * k.beside_seconds +
+               c.plan.chip.serving.kernel_overhead.seconds();
+    };
+    // The accumulation kernels of one microbatch: 32 layers, the embedding and the head.
+    const workload::StepProgram prog = workload::build_program(c.plan);
+    double per_microbatch = 0.0;
+    const auto add = [&](const workload::BlockProgram& b, double count) {
+        for (const workload::ProgramOp& op : b.backward) {
+            if (op.name == "grad_accumulate") {
+                compute::StreamShape wide = op.stream;
+                wide.element_bytes = 4;
+                per_microbatch += count * (compiled(wide) - compiled(op.stream));
+            }
+        }
+    };
+    add(prog.dense_layer, 32.0);
+    add(prog.embedding, 1.0);
+    add(prog.head, 1.0);
+    ASSERT_GT(per_microbatch, 0.0);
+    const auto grows = [&](const std::function<double(const std::vector<std::string>&)>& step) {
+        return (step(with(256, "fp32")) - step(with(256, "bf16"))) -
+               (step(with(128, "fp32")) - step(with(128, "bf16")));
+    };
+    const auto step = [](const std::vector<std::string>& o) {
+        return simulate(o).estimate.step_s;
+    };
+    EXPECT_NEAR(grows(analytic), 2.0 * per_microbatch, 1e-6 * per_microbatch);
+    EXPECT_NEAR(grows(step), 2.0 * per_microbatch, 0.01 * per_microbatch);
 }
 
 } // namespace
