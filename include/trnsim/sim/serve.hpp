@@ -47,7 +47,9 @@
 // and the requests with id = k mod K (the fleet's arrival stream and sizes, unchanged). Router
 // k is entity 0 for k = 0, else entity 2 + replicas + k - 1, and shares partition k with its
 // replicas: no event crosses partitions, so the engine's windows are 1 s (or the router
-// window when longer). Needs open-loop arrivals, no disaggregation and K <= D.
+// window when longer; disaggregated, the router window, so that the fabric resolves its flows
+// on time). Closed-loop client c sits at router c mod K. Needs K <= D, a closed-loop client
+// per router and, disaggregated, prefill and decode replicas under every router.
 //
 // A replica hands each arriving request to its scheduler; when the scheduler runs several
 // identical decode iterations as one step, an arrival cuts the step at the next iteration
@@ -81,7 +83,11 @@
 // does). A retried request starts over: its arrival stays, its first token and finish are
 // those of the attempt that finished. When the schedule brings the domain back (a spare after
 // detection + restart, or its repair), its replicas start empty. The run ends when every
-// request has finished; outages after that are not simulated.
+// request has finished; outages after that are not simulated. Disaggregated, a request
+// dropped before its first token frees its prefill and decode replicas and is routed again;
+// a KV cache in flight is lost when its prefill replica fails (the decode replica hears of it
+// L later, kKvLost, and drops a transfer that has not arrived by then) or when its decode
+// replica fails after the transfer started; the request is then prefilled again.
 //
 // Determinism: every replica handles the same events in the same order on any number of
 // threads, the router's decisions depend only on its events, and request records are written
@@ -171,7 +177,7 @@ struct ServingRunStats {
     std::uint64_t windows = 0;
     std::uint64_t shared_windows = 0;  ///< run with the helper threads (timing-dependent)
     /// The engine's window: the router window (at least the router latency); 1 s or the
-    /// router window with router shards (no event crosses partitions).
+    /// router window with router shards (no event crosses partitions), unless disaggregated.
     std::int64_t lookahead_ns = 0;
     std::int64_t router_latency_ns = 0;
     int threads = 1;
