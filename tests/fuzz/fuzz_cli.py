@@ -325,11 +325,15 @@ def trace_cases():
     scen["workload"]["requests"]["arrival"] = {"trace": "absent.csv"}
     cases.append(Case("trace:missing", ["run", "s.yaml", "-o", "out.h5"], {"s.yaml": dump(scen)},
                       "workload.requests.arrival.trace"))
-    for name, text in BAD_FAILURE_TRACES.items():
-        scen = copy.deepcopy(TRAINING)
-        scen["reliability"] = {"trace": "f.csv"}
-        cases.append(Case(f"failure_trace:{name}", ["run", "s.yaml", "-o", "out.h5"],
-                          {"s.yaml": dump(scen), "f.csv": text}, "reliability"))
+    # A serving fleet replays failure traces too, checked the same way before it runs.
+    for kind, base in [("training", TRAINING), ("inference", INFERENCE)]:
+        for name, text in BAD_FAILURE_TRACES.items():
+            scen = copy.deepcopy(base)
+            scen["reliability"] = {"trace": "f.csv"}
+            label = f"failure_trace:{name}" if kind == "training" else \
+                f"serving_failure_trace:{name}"
+            cases.append(Case(label, ["run", "s.yaml", "-o", "out.h5"],
+                              {"s.yaml": dump(scen), "f.csv": text}, "reliability"))
     return cases
 
 
