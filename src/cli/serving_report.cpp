@@ -82,6 +82,9 @@ void print_serving_layout(std::ostream& out, const config::ScenarioSpec& spec,
     replicas += "; max_batch " + std::to_string(sv.max_batch) + ", max_context " +
                 fmt::integer(sv.max_context) + ", " + std::to_string(layout.buckets.size()) +
                 " buckets; router " + serving::to_string(sv.router);
+    if (sv.router_shards > 1) {
+        replicas += " (" + std::to_string(sv.router_shards) + " router shards)";
+    }
     line(out, "replicas", replicas);
     const serving::ReplicaMemory& m = layout.memory;
     line(out, "memory",
