@@ -127,12 +127,25 @@ struct Placement {
     std::vector<std::uint32_t> shard_of_domain; ///< by NeuronLink domain with replicas
 };
 
+/// The fleet's cluster shape (placement, failure layout) and hardware facts (failure layout).
+topology::ClusterShape fleet_shape(const ServeInput& in) {
+    const std::int64_t ipu = in.chip.ultraserver ? in.chip.ultraserver->instances : 0;
+    return topology::make_cluster_shape(in.cluster, in.chip.instance.chips, ipu);
+}
+
+reliability::HardwareFacts fleet_hardware(const ServeInput& in) {
+    reliability::HardwareFacts hw;
+    hw.instance_torus = in.chip.instance.torus;
+    hw.efa_interfaces = in.chip.instance.efa_interfaces;
+    hw.efa_bandwidth_per_instance = in.chip.instance.efa_bandwidth;
+    hw.host_memory = in.chip.instance.host_memory;
+    return hw;
+}
+
 Placement place(const ServeInput& in, int lnc) {
     const compute::ChipSpec& chip = in.chip;
     const serving::ServingSpec& sv = in.spec.serving;
-    const std::int64_t ipu = chip.ultraserver ? chip.ultraserver->instances : 0;
-    const topology::ClusterShape shape =
-        topology::make_cluster_shape(in.cluster, chip.instance.chips, ipu);
+    const topology::ClusterShape shape = fleet_shape(in);
     if (shape.instances < 1) {
         throw InputError("cluster", "the cluster has no instances");
     }
@@ -426,21 +439,6 @@ std::int64_t hop_ns(const ServeInput& in) {
     return std::max(l, in.options.router_window.ns());
 }
 
-/// The cluster and hardware facts of the fleet's failure layout.
-topology::ClusterShape fleet_shape(const ServeInput& in) {
-    const std::int64_t ipu = in.chip.ultraserver ? in.chip.ultraserver->instances : 0;
-    return topology::make_cluster_shape(in.cluster, in.chip.instance.chips, ipu);
-}
-
-reliability::HardwareFacts fleet_hardware(const ServeInput& in) {
-    reliability::HardwareFacts hw;
-    hw.instance_torus = in.chip.instance.torus;
-    hw.efa_interfaces = in.chip.instance.efa_interfaces;
-    hw.efa_bandwidth_per_instance = in.chip.instance.efa_bandwidth;
-    hw.host_memory = in.chip.instance.host_memory;
-    return hw;
-}
-
 // ------------------------------------------------------------------------------------------
 // The engine model
 
@@ -562,11 +560,13 @@ public:
         }
         if (source_.closed_loop()) {
             // Each router's clients issue its ids k, k + K, ... until the count or duration
-            // ends; under a duration the routers stop at different ids: the records are
-            // numbered again in id order, without gaps.
-            std::sort(out.begin(), out.end(),
-                      [](const RequestRecord& a, const RequestRecord& b) { return a.id < b.id; });
+            // ends; under a duration the routers stop at different ids: the records (gathered
+            // above in id order) are numbered again without gaps.
+            std::uint64_t previous = 0;
             for (std::size_t i = 0; i < out.size(); ++i) {
+                TRNSIM_CHECK(i == 0 || out[i].id > previous,
+                             "serve: the router shards' records are out of id order");
+                previous = out[i].id;
                 out[i].id = i;
             }
             return out;
