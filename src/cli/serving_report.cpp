@@ -160,7 +160,12 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
                  fmt::seconds(fs.replica_down_s) + " replica-time down); " +
                  fmt::integer(static_cast<std::int64_t>(s.retried_requests)) +
                  " requests retried (" + fmt::integer(static_cast<std::int64_t>(fs.retries)) +
-                 " retries); " + fmt::integer(fs.spare_instances) + " spare instance" +
+                 " retries); " +
+                 (spec.inference.serving.disaggregated.prefill_replicas > 0
+                      ? fmt::integer(static_cast<std::int64_t>(fs.kv_transfers_cancelled)) +
+                            " KV transfers stopped on the fabric; "
+                      : std::string()) +
+                 fmt::integer(fs.spare_instances) + " spare instance" +
                  (fs.spare_instances == 1 ? "" : "s"));
     }
     line(out, "cost",

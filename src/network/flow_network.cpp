@@ -122,6 +122,8 @@ struct FlowNetwork::Shard {
     std::vector<Arrival> arrivals;
     std::vector<MaxMinSolver::FlowId> leaving;
     std::vector<std::uint8_t> moving; ///< per solver flow: found by migrate()'s search
+    /// Bytes of flows stopped by cancel() that were never sent, by link kind (per link).
+    std::array<double, topology::kLinkKinds> unsent{};
     std::uint64_t solves = 0;
     std::uint64_t started = 0;
     std::int64_t next_finish = kNoFinish;
@@ -133,7 +135,7 @@ FlowNetwork::FlowNetwork(const topology::Fabric& fabric, std::uint32_t partition
     : fabric_(&fabric), links_(MaxMinSolver::make_links(fabric.capacity())),
       owner_(fabric.capacity().size(), kFree), users_(fabric.capacity().size(), 0),
       wake_entity_(wake_entity), wake_type_(wake_type), on_chip_bps_(on_chip.bytes_per_s()),
-      on_chip_latency_(on_chip_latency.ns()), pending_(partitions) {
+      on_chip_latency_(on_chip_latency.ns()), pending_(partitions), cancels_(partitions) {
     if (shards == 0 || shards >= kFree) {
         throw std::invalid_argument("flow network: between 1 and 65534 shards");
     }
@@ -150,6 +152,11 @@ void FlowNetwork::start_group(std::uint32_t partition, std::int64_t now, engine:
     auto& list = pending_[partition];
     list.push_back({now, owner, done_type, tag, std::move(flows), {}});
     list.back().flows = list.back().owned;
+}
+
+void FlowNetwork::cancel(std::uint32_t partition, std::int64_t now, engine::EntityId owner,
+                         std::uint64_t tag, engine::EventType cancelled_type) {
+    cancels_[partition].push_back({now, owner, tag, cancelled_type, pending_[partition].size()});
 }
 
 void FlowNetwork::start_group_view(std::uint32_t partition, std::int64_t now,
@@ -187,7 +194,9 @@ bool FlowNetwork::idle() const {
         return false;
     }
     return std::all_of(pending_.begin(), pending_.end(),
-                       [](const std::vector<Pending>& p) { return p.empty(); });
+                       [](const std::vector<Pending>& p) { return p.empty(); }) &&
+           std::all_of(cancels_.begin(), cancels_.end(),
+                       [](const std::vector<Cancel>& c) { return c.empty(); });
 }
 
 std::uint32_t FlowNetwork::new_group(const Pending& p) {
@@ -202,18 +211,115 @@ std::uint32_t FlowNetwork::new_group(const Pending& p) {
     // One outstanding arrival per flow, plus the group's admission token (released once every
     // flow is admitted, so that even an empty group completes).
     groups_[gid] = {p.owner, p.done_type, p.tag, static_cast<std::uint32_t>(p.flows.size()) + 1,
-                    p.start};
+                    p.start, kNotCancelled, 0, false};
     return gid;
 }
 
 void FlowNetwork::arrive(std::uint32_t gid, std::int64_t when, std::int64_t now,
                          const Schedule& schedule) {
     Group& g = groups_[gid];
-    g.arrival = std::max(g.arrival, when);
+    if (when == kStopped) {
+        g.stopped = true;
+    } else {
+        g.arrival = std::max(g.arrival, when);
+    }
     if (--g.outstanding == 0) {
-        schedule(g.owner, std::max(now, g.arrival), g.done_type, g.tag);
+        if (g.stopped) {
+            schedule(g.owner, now, g.cancelled_type, g.tag);
+            ++groups_cancelled_;
+        } else {
+            schedule(g.owner, std::max(now, g.arrival), g.done_type, g.tag);
+        }
         free_groups_.push_back(gid);
     }
+}
+
+bool FlowNetwork::apply_cancels(std::int64_t now, const Schedule& schedule) {
+    const auto matches = [](const Cancel& c, engine::EntityId owner, std::uint64_t tag) {
+        return c.owner == owner && (c.tag == kAnyTag || c.tag == tag);
+    };
+    bool admitted = false;
+    std::vector<std::vector<std::uint8_t>> drop(pending_.size());
+    for (std::uint32_t p = 0; p < cancels_.size(); ++p) {
+        for (const Cancel& c : cancels_[p]) {
+            // Groups started in this window and not yet admitted: those before the cancel
+            // (in its own partition, by order; in the others, by time) never start.
+            for (std::uint32_t q = 0; q < pending_.size(); ++q) {
+                drop[q].resize(pending_[q].size(), 0);
+                for (std::size_t i = 0; i < pending_[q].size(); ++i) {
+                    const Pending& g = pending_[q][i];
+                    const bool before = q == p ? i < c.started : g.start <= c.at;
+                    if (drop[q][i] == 0 && before && matches(c, g.owner, g.tag)) {
+                        drop[q][i] = 1;
+                        schedule(g.owner, now, c.cancelled_type, g.tag);
+                        ++groups_cancelled_;
+                    }
+                }
+            }
+            // Admitted groups in flight: their shards stop the flows still transmitting.
+            for (Group& g : groups_) {
+                if (g.outstanding > 0 && g.cancel_at == kNotCancelled &&
+                    matches(c, g.owner, g.tag)) {
+                    g.cancel_at = c.at;
+                    g.cancelled_type = c.cancelled_type;
+                    admitted = true;
+                }
+            }
+        }
+        cancels_[p].clear();
+    }
+    for (std::uint32_t q = 0; q < pending_.size(); ++q) {
+        std::size_t kept = 0;
+        for (std::size_t i = 0; i < pending_[q].size(); ++i) {
+            if (i >= drop[q].size() || drop[q][i] == 0) {
+                if (kept != i) {
+                    Pending& to = pending_[q][kept];
+                    to = std::move(pending_[q][i]);
+                    if (!to.owned.empty()) {
+                        to.flows = to.owned; // the moved vector keeps its buffer
+                    }
+                }
+                ++kept;
+            }
+        }
+        pending_[q].resize(kept);
+    }
+    return admitted;
+}
+
+bool FlowNetwork::stop_cancelled(Shard& s) {
+    s.leaving.clear();
+    for (MaxMinSolver::FlowId sid = 0; sid < s.flow_of_solver_id.size(); ++sid) {
+        if (!s.solver.alive(sid)) {
+            continue;
+        }
+        const std::uint32_t slot = s.flow_of_solver_id[sid];
+        Shard::Flow& f = s.flows[slot];
+        const Group& g = groups_[f.group];
+        if (f.solver_id != sid || g.cancel_at == kNotCancelled) {
+            continue;
+        }
+        if (f.rate > 0.0 && f.finish() <= g.cancel_at) {
+            continue; // it had finished transmitting: it arrives as usual
+        }
+        f.advance(std::max(g.cancel_at, f.last));
+        for (const std::uint32_t l : s.solver.links(sid)) {
+            s.unsent[static_cast<std::size_t>(fabric_->kind()[l])] += f.remaining;
+            if (--users_[l] == 0) {
+                owner_[l] = kFree;
+            }
+        }
+        s.leaving.push_back(sid);
+        ++f.version;
+        s.arrivals.push_back({f.group, kStopped});
+        s.free_flows.push_back(slot);
+    }
+    if (s.leaving.empty()) {
+        return false;
+    }
+    s.solver.remove_batch(s.leaving);
+    s.leaving.clear();
+    return true;
 }
 
 std::uint32_t FlowNetwork::home(const Pending& p, std::span<const std::uint32_t> route,
@@ -556,6 +662,9 @@ void FlowNetwork::queue_item(std::size_t item, std::uint32_t k) {
 void FlowNetwork::resolve_shard(Shard& s, std::int64_t now) {
     s.flush(users_);
     bool changed = s.dirty;
+    if (cancel_scan_ && stop_cancelled(s)) {
+        changed = true;
+    }
     s.dirty = false;
     s.lost = false;
     const auto release = [&](MaxMinSolver::FlowId sid) {
@@ -645,8 +754,14 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
     };
     // Only shards with something to do run: flows to admit, or a transmission ending by now.
     // Larger loads first, so that the last pieces are small.
+    bool has_cancels = false;
+    for (const auto& c : cancels_) {
+        has_cancels = has_cancels || !c.empty();
+    }
+    cancel_scan_ = has_cancels && apply_cancels(now, note);
     const auto busy = [&](const Shard& s) {
-        return !s.queued.empty() || s.dirty || s.lost || s.next_finish <= now;
+        return !s.queued.empty() || s.dirty || s.lost || s.next_finish <= now ||
+               (cancel_scan_ && s.solver.active_flows() > 0);
     };
     const auto by_load = [&](std::uint32_t a, std::uint32_t b) {
         const std::size_t la = shards_[a]->load(), lb = shards_[b]->load();
@@ -664,6 +779,10 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
     const auto touched = [&](std::uint32_t k) { return (touched_[k / 64] >> (k % 64) & 1U) != 0; };
     const Clock::time_point t0 = Clock::now();
     const std::uint32_t chunks = prepare_routes();
+    if (cancel_scan_) {
+        // The shards read groups_ beside placement, which adds to it: no reallocation.
+        groups_.reserve(groups_.size() + edge_groups_.size());
+    }
     const bool placing = !edge_groups_.empty();
     const bool quiet = std::none_of(shards_.begin(), shards_.end(),
                                     [&](const std::unique_ptr<Shard>& s) { return busy(*s); });
@@ -743,6 +862,15 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
     });
     const Clock::time_point t3 = Clock::now();
     arrivals_of(true);
+    if (cancel_scan_) {
+        for (const auto& s : shards_) {
+            for (std::size_t k = 0; k < link_bytes_.size(); ++k) {
+                link_bytes_[k] -= s->unsent[k];
+            }
+            s->unsent.fill(0.0);
+        }
+        cancel_scan_ = false;
+    }
     std::int64_t next = kNoFinish;
     for (const auto& s : shards_) {
         next = std::min(next, s->next_finish);

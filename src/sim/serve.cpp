@@ -39,7 +39,8 @@ enum : engine::EventType {
     kStep = 4,     ///< replica to itself: end of a step or a kick; payload: generation
     kReport = 5,   ///< replica to router: payload replica, aux kFinished or kPrefilled (a
                    ///< one-token request finishes on its prefill replica: kFinished from it)
-    kKvArrived = 6, ///< fabric to decode replica: the KV cache of request `payload` is there
+    kKvArrived = 6, ///< fabric to decode replica: the KV cache of a request is there; payload
+                    ///< transfer_tag(request, attempt)
     kRelease = 7,  ///< decode replica to prefill replica: free hand-off `payload`
     kWakeUp = 8,   ///< the fabric's wake-up (ignored)
     kOutage = 9,   ///< router to itself: the next domain transition (OutageSchedule)
@@ -51,7 +52,18 @@ enum : engine::EventType {
                    ///< kAtPrefill or kAtDecode
     kKvLost = 15,  ///< prefill replica to decode replica: it failed holding the KV cache of
                    ///< request `payload`, attempt aux (its retries mod 2^16)
+    kKvCancelled = 16, ///< fabric to decode replica: a transfer was cancelled before it
+                       ///< arrived (its source or the replica itself failed); payload as
+                       ///< kKvArrived
 };
+/// A KV transfer's flow-group tag: the request id (< 2^32, RecordTable) and its attempt.
+constexpr std::uint64_t transfer_tag(std::uint64_t request, std::uint16_t attempt) {
+    return request | std::uint64_t{attempt} << 32;
+}
+constexpr std::uint64_t tag_request(std::uint64_t tag) { return tag & 0xffffffffu; }
+constexpr std::uint16_t tag_attempt(std::uint64_t tag) {
+    return static_cast<std::uint16_t>(tag >> 32);
+}
 constexpr std::uint16_t kFinished = 0;
 constexpr std::uint16_t kPrefilled = 1;
 /// Where a failure dropped a request: before its first token (a unified or prefill replica,
@@ -667,6 +679,9 @@ public:
             out.stats.kv_transfers += rep.transfers;
             out.stats.kv_transfer_bytes += rep.transfer_bytes;
         }
+        if (fabric_net_) {
+            out.stats.kv_transfers_cancelled = fabric_net_->groups_cancelled();
+        }
         if (sample_ns_ > 0 && !reps_.empty()) {
             const std::size_t n = reps_.front().samples.size();
             out.kv_series.resize(n);
@@ -708,7 +723,9 @@ private:
         };
         std::vector<Outgoing> outgoing;
         /// A decode replica: (request, attempt) of transfers whose source failed before they
-        /// arrived (kKvLost); an entry whose transfer had arrived first is never matched.
+        /// arrived (kKvLost); their flows are cancelled, and the entry is matched by the
+        /// cancellation or, when the transfer ended first, by its arrival. An entry whose
+        /// transfer had arrived before the notice is never matched.
         std::vector<std::pair<std::uint64_t, std::uint16_t>> lost;
     };
 
@@ -1032,6 +1049,12 @@ private:
             }
             rep.outgoing.clear();
             const bool decode = pl_.replicas[r].prefill == false && disaggregated_;
+            if (decode) {
+                // The KV caches on their way here will not land: their flows stop now and
+                // kKvCancelled drops each.
+                fabric_net_->cancel(ctx.partition(), ctx.now_ns(), entity(r),
+                                    network::FlowNetwork::kAnyTag, kKvCancelled);
+            }
             for (std::uint64_t id : rep.sched.fail()) {
                 drop(ctx, r, id, decode ? kAtDecode : kAtPrefill, r);
             }
@@ -1054,24 +1077,26 @@ private:
             poke(ctx, r, now);
             break;
         }
-        case kKvArrived: {
-            Slot& s = slot(e.payload);
-            const auto attempt = static_cast<std::uint16_t>(s.rec.retries);
-            const auto lost = std::find(rep.lost.begin(), rep.lost.end(),
-                                        std::pair<std::uint64_t, std::uint16_t>{e.payload, attempt});
-            const bool source_failed = lost != rep.lost.end();
-            if (source_failed) {
+        case kKvArrived:
+        case kKvCancelled: {
+            const std::uint64_t id = tag_request(e.payload);
+            Slot& s = slot(id);
+            const auto lost =
+                std::find(rep.lost.begin(), rep.lost.end(),
+                          std::pair<std::uint64_t, std::uint16_t>{id, tag_attempt(e.payload)});
+            if (lost != rep.lost.end()) {
+                // Its source failed before it arrived: the source's copy is gone with it.
                 rep.lost.erase(lost);
-                drop(ctx, r, e.payload, kAtDecode, s.rec.prefill_replica);
+                drop(ctx, r, id, kAtDecode, s.rec.prefill_replica);
                 break;
             }
             const std::uint64_t release =
                 (std::uint64_t{s.handoff_epoch} << 32) | std::uint64_t{s.handoff};
             ctx.schedule_at_ns(entity(s.rec.prefill_replica), ctx.now_ns() + hop_, kRelease,
                                release);
-            if (rep.down || s.rec.first_token_ns <= rep.down_ns) {
-                // It failed after the transfer started: the cache never landed.
-                drop(ctx, r, e.payload, kAtDecode, r);
+            if (e.type == kKvCancelled || rep.down || s.rec.first_token_ns <= rep.down_ns) {
+                // This replica failed after the transfer started: the cache never landed.
+                drop(ctx, r, id, kAtDecode, r);
                 break;
             }
             rep.sched.add_transferred(request_of(s), s.rec.first_token_ns, s.rec.preemptions);
@@ -1081,7 +1106,10 @@ private:
             break;
         }
         case kKvLost:
+            // The transfer's flows stop (it may have arrived already: then nothing matches).
             rep.lost.emplace_back(e.payload, e.aux);
+            fabric_net_->cancel(ctx.partition(), ctx.now_ns(), entity(r),
+                                transfer_tag(e.payload, e.aux), kKvCancelled);
             break;
         case kRelease: {
             const auto handoff = static_cast<std::uint32_t>(e.payload);
@@ -1185,8 +1213,9 @@ private:
         for (std::uint32_t j = 0; j < pairs; ++j) {
             flows[j] = {from.first_chip + j, to.first_chip + j, bytes, 1.0};
         }
-        fabric_net_->start_group(ctx.partition(), ctx.now_ns(), entity(s.decode_replica),
-                                 kKvArrived, c.request, std::move(flows));
+        fabric_net_->start_group(
+            ctx.partition(), ctx.now_ns(), entity(s.decode_replica), kKvArrived,
+            transfer_tag(c.request, static_cast<std::uint16_t>(s.rec.retries)), std::move(flows));
         ctx.schedule_at_ns(router_of_[r], ctx.now_ns() + hop_, kReport, r, kPrefilled);
     }
 

@@ -91,6 +91,22 @@ public:
                           engine::EventType done_type, std::uint64_t tag,
                           std::span<const FlowSpec> flows);
 
+    /// Matches every tag in cancel().
+    static constexpr std::uint64_t kAnyTag = ~std::uint64_t{0};
+    /// Cancels, from a handler of `partition` at `now`, the groups of `owner` with payload
+    /// `tag` (every tag with kAnyTag) started before this call and not yet completed: a group
+    /// cancelled while one of its flows is still transmitting at `now` never sends its
+    /// completion event; `owner` gets an event of type `cancelled_type` with the group's tag
+    /// instead, at the next window edge. Its flows stop at `now` (their unsent bytes leave
+    /// link_bytes()), and the bandwidth they held goes to the others from that edge, as when a
+    /// flow ends (at most one window late). A group whose flows had all finished transmitting
+    /// by `now` completes as usual, and so does a group that completed before: its owner must
+    /// expect either event.
+    void cancel(std::uint32_t partition, std::int64_t now, engine::EntityId owner,
+                std::uint64_t tag, engine::EventType cancelled_type);
+    /// Groups cancelled so far (those that had a flow still transmitting).
+    std::uint64_t groups_cancelled() const { return groups_cancelled_; }
+
     /// Schedules an event: (target, time, type, payload). Used by resolve().
     using Schedule = std::function<void(engine::EntityId, std::int64_t, engine::EventType,
                                         std::uint64_t)>;
@@ -147,6 +163,20 @@ private:
         std::uint64_t tag;
         std::uint32_t outstanding;
         std::int64_t arrival; ///< latest arrival so far
+        /// Time of the cancel() that matched it, kNotCancelled when none.
+        std::int64_t cancel_at;
+        engine::EventType cancelled_type;
+        bool stopped; ///< cancelled with a flow still transmitting: no completion event
+    };
+    static constexpr std::int64_t kNotCancelled = -1;
+    /// An arrival's time for a flow stopped by cancel().
+    static constexpr std::int64_t kStopped = -1;
+    struct Cancel {
+        std::int64_t at;
+        engine::EntityId owner;
+        std::uint64_t tag;
+        engine::EventType cancelled_type;
+        std::size_t started; ///< groups its partition had started in this window before it
     };
     struct Pending {
         std::int64_t start;
@@ -192,6 +222,12 @@ private:
     void migrate(std::uint32_t from, std::uint32_t to, std::int64_t now);
     /// A shard's part of resolve(): admit its queued flows, release finished ones, re-solve.
     void resolve_shard(Shard& s, std::int64_t now);
+    /// At the start of resolve(): drops the cancelled groups not yet admitted and marks the
+    /// others (their flows stop when their shards run). True when some admitted group matched.
+    bool apply_cancels(std::int64_t now, const Schedule& schedule);
+    /// A shard's part of the cancellations: stops the flows of cancelled groups still
+    /// transmitting at the cancel's time. True when it removed any.
+    bool stop_cancelled(Shard& s);
 
     const topology::Fabric* fabric_;
     std::shared_ptr<MaxMinSolver::LinkTable> links_;
@@ -205,6 +241,9 @@ private:
     double on_chip_bps_;
     std::int64_t on_chip_latency_;
     std::vector<std::vector<Pending>> pending_; ///< per partition
+    std::vector<std::vector<Cancel>> cancels_;  ///< per partition
+    bool cancel_scan_ = false; ///< this edge: the shards look for flows of cancelled groups
+    std::uint64_t groups_cancelled_ = 0;
     std::vector<Group> groups_;
     std::vector<std::uint32_t> free_groups_;
     std::vector<Arrival> arrivals_; ///< found while admitting (on-chip copies, tokens, moves)

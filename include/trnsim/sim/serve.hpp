@@ -187,6 +187,9 @@ struct ServingRunStats {
     std::uint64_t prefix_hits = 0;
     std::uint64_t kv_transfers = 0;
     double kv_transfer_bytes = 0.0;
+    /// KV transfers stopped on the fabric by a failure of their source or destination
+    /// (network::FlowNetwork::cancel); their requests were retried.
+    std::uint64_t kv_transfers_cancelled = 0;
     double end_s = 0.0;             ///< the last event
     // Failures (zero without them).
     std::uint64_t outages = 0;      ///< domains that went down during the run

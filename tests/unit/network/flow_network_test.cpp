@@ -296,5 +296,138 @@ TEST(FlowNetwork, FlowsStartingWhileOthersRunKeepTheirRatesOnShardsAndThreads) {
     }
 }
 
+constexpr engine::EventType kCancelled = 2;
+
+/// Resolves `net` at `now` and then 1 ns after every wake it asks for until `until`
+/// (exclusive; -1: until it is idle), recording each completion (kDone) and cancellation
+/// (kCancelled) by owner (at most one of each per owner).
+struct Events {
+    std::map<engine::EntityId, std::int64_t> done, cancelled;
+};
+std::int64_t advance(FlowNetwork& net, std::int64_t now, std::int64_t until, Events& ev,
+                     const FlowNetwork::ParallelFor& parallel = {}) {
+    std::set<std::int64_t> edges{now};
+    while (!edges.empty() && (until < 0 || *edges.begin() < until)) {
+        now = *edges.begin();
+        edges.erase(edges.begin());
+        net.resolve(now, [&](engine::EntityId target, std::int64_t t, engine::EventType type,
+                             std::uint64_t) {
+            EXPECT_GE(t, now);
+            if (type == kWake) {
+                edges.insert(t + 1);
+            } else if (type == kDone) {
+                EXPECT_EQ(ev.done.count(target), 0U) << target;
+                ev.done[target] = t;
+            } else {
+                EXPECT_EQ(type, kCancelled);
+                EXPECT_EQ(ev.cancelled.count(target), 0U) << target;
+                ev.cancelled[target] = t;
+            }
+        }, parallel);
+    }
+    return now;
+}
+
+double total_link_bytes(const FlowNetwork& net) {
+    double sum = 0.0;
+    for (const double b : net.link_bytes()) {
+        sum += b;
+    }
+    return sum;
+}
+
+TEST(FlowNetwork, ACancelledGroupStopsAndGivesItsBandwidthBack) {
+    // Two flows of N = 250 MB from chip 0 of instance 0 to chip 0 of instance 1 share the
+    // 200 Gbps NIC (25 GB/s): 12.5 GB/s each. By hand: cancelled at 5 ms, flow 1 has sent
+    // 62.5 MB and stops; flow 2, with 187.5 MB left, has the NIC alone from the edge at 5 ms:
+    // 187.5 MB / 25 GB/s = 7.5 ms more, so it ends at 12.5 ms + the route's latency (20 ms
+    // without the cancel). Owner 1 gets its cancellation at the edge, never a completion.
+    const topology::Fabric f = two_leaf_instances();
+    const std::uint32_t a = 0, b = f.chips_per_instance();
+    std::vector<std::uint32_t> route;
+    topology::route(f, a, b, 0, route);
+    const std::int64_t latency = topology::route_latency_ns(f, route.data(), route.size());
+    const double n = 250e6;
+    for (const std::uint32_t shards : {1U, 4U}) {
+        FlowNetwork net(f, 2, kWakeEntity, kWake, Bandwidth::bytes_per_s(2.9e12),
+                        Duration::from_ns(2000), shards);
+        net.start_group(0, 0, 1, kDone, 7, {FlowSpec{a, b, n}});
+        net.start_group(1, 0, 2, kDone, 7, {FlowSpec{a, b, n}});
+        Events ev;
+        advance(net, 0, 5'000'000, ev);
+        net.cancel(1, 5'000'000, 1, 7, kCancelled); // owner 1 from partition 1
+        advance(net, 5'000'000, -1, ev);
+        EXPECT_EQ(ev.cancelled.at(1), 5'000'000) << shards;
+        EXPECT_EQ(ev.done.count(1), 0U) << shards;
+        EXPECT_NEAR(static_cast<double>(ev.done.at(2)), 12.5e6 + static_cast<double>(latency),
+                    2.0)
+            << shards;
+        // Bytes conserved: 250 + 62.5 MB crossed each link of the route.
+        EXPECT_NEAR(total_link_bytes(net), (n + 62.5e6) * static_cast<double>(route.size()),
+                    1e3)
+            << shards;
+        EXPECT_EQ(net.groups_cancelled(), 1U);
+        EXPECT_TRUE(net.idle());
+    }
+}
+
+TEST(FlowNetwork, CancelSparesWhatHadFinishedAndWhatStartsAfter) {
+    // Owner 10's group (25 MB) finishes before the cancel; owner 11's (250 MB, sharing the NIC
+    // with it) is still sending; owner 12's is cancelled with kAnyTag; owner 13's has another
+    // tag than the cancel's. A group of owner 11 started after the cancel, in the same window
+    // and partition, runs.
+    const topology::Fabric f = two_leaf_instances();
+    const std::uint32_t a = 0, b = f.chips_per_instance();
+    FlowNetwork net(f, 2, kWakeEntity, kWake, Bandwidth::bytes_per_s(2.9e12),
+                    Duration::from_ns(2000));
+    net.start_group(0, 0, 10, kDone, 1, {FlowSpec{a, b, 25e6}});
+    net.start_group(0, 0, 11, kDone, 2, {FlowSpec{a, b, 250e6}});
+    net.start_group(0, 0, 12, kDone, 5, {FlowSpec{a, b + 1, 100e6}});
+    net.start_group(0, 0, 13, kDone, 6, {FlowSpec{a + 1, b + 1, 100e6}});
+    Events ev;
+    // 10 and 11 share 25 GB/s: 10 sends its 25 MB at 12.5 GB/s by 2 ms.
+    advance(net, 0, 4'000'000, ev);
+    ASSERT_EQ(ev.done.count(10), 1U);
+    net.cancel(0, 4'000'000, 10, 1, kCancelled);
+    net.cancel(0, 4'000'000, 11, 2, kCancelled);
+    net.cancel(1, 4'000'000, 12, FlowNetwork::kAnyTag, kCancelled);
+    net.cancel(0, 4'000'000, 13, 99, kCancelled); // no group of 13 has tag 99
+    net.start_group(0, 4'000'000, 11, kDone, 2, {FlowSpec{a, b, 1e6}});
+    Events after;
+    advance(net, 4'000'000, -1, after);
+    EXPECT_EQ(after.cancelled.count(10), 0U);
+    EXPECT_EQ(after.done.count(10), 0U);
+    EXPECT_EQ(after.cancelled.at(11), 4'000'000);
+    EXPECT_EQ(after.cancelled.at(12), 4'000'000);
+    EXPECT_EQ(after.done.count(13), 1U);
+    // 11's new 1 MB group, alone on the NIC from 4 ms: 40 us plus the latency.
+    ASSERT_EQ(after.done.count(11), 1U);
+    EXPECT_GT(after.done.at(11), 4'040'000);
+    EXPECT_LT(after.done.at(11), 4'060'000);
+    EXPECT_EQ(net.groups_cancelled(), 2U);
+}
+
+TEST(FlowNetwork, AGroupCancelledBeforeItsEdgeNeverStarts) {
+    // Started and cancelled in the same window: no byte is sent, the owner hears of it at the
+    // edge, and a group of the same owner started in another partition later in the window
+    // (by time) runs.
+    const topology::Fabric f = two_leaf_instances();
+    FlowNetwork net(f, 2, kWakeEntity, kWake, Bandwidth::bytes_per_s(2.9e12),
+                    Duration::from_ns(2000));
+    net.start_group(0, 100, 1, kDone, 4, {FlowSpec{0, f.chips_per_instance(), 50e6}});
+    net.cancel(1, 200, 1, 4, kCancelled);
+    net.start_group(1, 300, 2, kDone, 4, {FlowSpec{0, f.chips_per_instance(), 50e6}});
+    Events ev;
+    advance(net, 1000, -1, ev);
+    EXPECT_EQ(ev.cancelled.at(1), 1000);
+    EXPECT_EQ(ev.done.count(1), 0U);
+    EXPECT_EQ(ev.done.count(2), 1U);
+    EXPECT_NEAR(total_link_bytes(net) / 50e6, 1.0 * static_cast<double>([&] {
+        std::vector<std::uint32_t> r;
+        topology::route(f, 0, f.chips_per_instance(), 0, r);
+        return r.size();
+    }()), 1e-9);
+}
+
 } // namespace
 } // namespace trnsim::network

@@ -566,6 +566,8 @@ TEST(ServeFleet, DisaggregatedFailuresLoseTheKvCacheInFlight) {
         EXPECT_EQ(q.first_token_ns, tb + 1 + 12 * kMs) << "host " << host;
         EXPECT_EQ(q.finish_ns, tb + 1 + finish0) << "host " << host;
         EXPECT_EQ(r.stats.kv_transfers, 1u) << "host " << host;
+        // The lost transfer's flows were stopped on the fabric (not run to their end).
+        EXPECT_EQ(r.stats.kv_transfers_cancelled, 1u) << "host " << host;
         EXPECT_EQ(r.summary.retried_requests, 1u);
     }
 }
@@ -597,6 +599,7 @@ TEST(ServeFleet, DisaggregatedFailuresGiveTheSameResultsOnOneAndTwoThreads) {
     }
     EXPECT_EQ(a.stats.outages, b.stats.outages);
     EXPECT_EQ(a.stats.kv_transfers, b.stats.kv_transfers);
+    EXPECT_EQ(a.stats.kv_transfers_cancelled, b.stats.kv_transfers_cancelled);
     EXPECT_EQ(a.stats.events, b.stats.events);
     EXPECT_LT(a.stats.availability, 1.0);
 }
