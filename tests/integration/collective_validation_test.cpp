@@ -58,7 +58,7 @@ TEST(CollectiveFit, PublishedTables) {
             const double error = pub / t[i] - 1.0;
             std::printf("%-17s %-9s %12.0f %10.1f %10.1f %+6.0f%% %9.2f %9.2f %+6.0f%%\n",
                         r.table.c_str(), r.use.c_str(), r.bytes, r.time_us, t[i] * 1e6,
-                        100.0 * (t[i] / pub - 1.0), r.busbw_gibps, busbw, 100.0 * error);
+                        100.0 * (t[i] / pub - 1.0), r.busbw_gibps(), busbw, 100.0 * error);
             // What holds today (docs/network.md lists every miss and its reason): the on-chip
             // all-reduce of trn1 everywhere, and every table of trn1 and trn2 where it is
             // bandwidth-bound (16 MiB and more). The small and medium messages across two

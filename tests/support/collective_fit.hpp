@@ -40,13 +40,20 @@ struct NccomRow {
     std::string dtype;
     double bytes = 0.0;
     double time_us = 0.0;
-    double busbw_gibps = 0.0;
+    double busbw_printed = 0.0; ///< in busbw_unit
+    std::string busbw_unit;     ///< GiB/s (the 2023 tables) or GB/s (decimal: the 2026 ones)
     std::string use; ///< fitted, held_out or context
+
+    /// The printed bus bandwidth in GiB/s.
+    double busbw_gibps() const {
+        return busbw_unit == "GB/s" ? busbw_printed * 1e9 / (1024.0 * 1024.0 * 1024.0)
+                                    : busbw_printed;
+    }
 };
 
 inline std::vector<NccomRow> read_nccom_rows(const std::string& path) {
     std::vector<NccomRow> rows;
-    for (const std::vector<std::string>& f : read_csv_rows(path, 11, "nccom")) {
+    for (const std::vector<std::string>& f : read_csv_rows(path, 12, "nccom")) {
         NccomRow r;
         r.table = f[0];
         r.source = f[1];
@@ -58,8 +65,13 @@ inline std::vector<NccomRow> read_nccom_rows(const std::string& path) {
         r.dtype = f[6];
         r.bytes = std::stod(f[7]);
         r.time_us = std::stod(f[8]);
-        r.busbw_gibps = std::stod(f[9]);
-        r.use = f[10];
+        r.busbw_printed = std::stod(f[9]);
+        r.busbw_unit = f[10];
+        if (r.busbw_unit != "GiB/s" && r.busbw_unit != "GB/s") {
+            throw std::runtime_error(path + ": busbw_unit must be GiB/s or GB/s, not " +
+                                     r.busbw_unit);
+        }
+        r.use = f[11];
         rows.push_back(r);
     }
     return rows;
