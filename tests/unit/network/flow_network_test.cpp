@@ -25,6 +25,18 @@ topology::Fabric two_leaf_instances() {
     return topology::Fabric::build(s, 8);
 }
 
+/// The route of a flow from chip `a` to chip `b` (salt 0) and its latency.
+struct Route {
+    std::vector<std::uint32_t> links;
+    std::int64_t latency = 0;
+};
+Route route_of(const topology::Fabric& f, std::uint32_t a, std::uint32_t b) {
+    Route r;
+    topology::route(f, a, b, 0, r.links);
+    r.latency = topology::route_latency_ns(f, r.links.data(), r.links.size());
+    return r;
+}
+
 /// Groups of flows that start at `start`.
 struct Timed {
     std::int64_t start;
@@ -83,9 +95,7 @@ TEST(FlowNetwork, AWeightedFlowSharesLikeTheFlowsItStandsFor) {
     // a competitor of N bytes must finish when three flows of N bytes would.
     const topology::Fabric f = two_leaf_instances();
     const std::uint32_t a = 0, b = f.chips_per_instance();
-    std::vector<std::uint32_t> route;
-    topology::route(f, a, b, 0, route);
-    const std::int64_t latency = topology::route_latency_ns(f, route.data(), route.size());
+    const std::int64_t latency = route_of(f, a, b).latency;
     const double n = 250e6; // bytes
     const Bandwidth hbm = Bandwidth::bytes_per_s(2.9e12);
     const Duration step = Duration::from_ns(2000);
@@ -344,9 +354,7 @@ TEST(FlowNetwork, ACancelledGroupStopsAndGivesItsBandwidthBack) {
     // without the cancel). Owner 1 gets its cancellation at the edge, never a completion.
     const topology::Fabric f = two_leaf_instances();
     const std::uint32_t a = 0, b = f.chips_per_instance();
-    std::vector<std::uint32_t> route;
-    topology::route(f, a, b, 0, route);
-    const std::int64_t latency = topology::route_latency_ns(f, route.data(), route.size());
+    const Route route = route_of(f, a, b);
     const double n = 250e6;
     for (const std::uint32_t shards : {1U, 4U}) {
         FlowNetwork net(f, 2, kWakeEntity, kWake, Bandwidth::bytes_per_s(2.9e12),
@@ -359,12 +367,12 @@ TEST(FlowNetwork, ACancelledGroupStopsAndGivesItsBandwidthBack) {
         advance(net, 5'000'000, -1, ev);
         EXPECT_EQ(ev.cancelled.at(1), 5'000'000) << shards;
         EXPECT_EQ(ev.done.count(1), 0U) << shards;
-        EXPECT_NEAR(static_cast<double>(ev.done.at(2)), 12.5e6 + static_cast<double>(latency),
-                    2.0)
+        EXPECT_NEAR(static_cast<double>(ev.done.at(2)),
+                    12.5e6 + static_cast<double>(route.latency), 2.0)
             << shards;
         // Bytes conserved: 250 + 62.5 MB crossed each link of the route.
-        EXPECT_NEAR(total_link_bytes(net), (n + 62.5e6) * static_cast<double>(route.size()),
-                    1e3)
+        EXPECT_NEAR(total_link_bytes(net),
+                    (n + 62.5e6) * static_cast<double>(route.links.size()), 1e3)
             << shards;
         EXPECT_EQ(net.groups_cancelled(), 1U);
         EXPECT_TRUE(net.idle());
@@ -422,11 +430,8 @@ TEST(FlowNetwork, AGroupCancelledBeforeItsEdgeNeverStarts) {
     EXPECT_EQ(ev.cancelled.at(1), 1000);
     EXPECT_EQ(ev.done.count(1), 0U);
     EXPECT_EQ(ev.done.count(2), 1U);
-    EXPECT_NEAR(total_link_bytes(net) / 50e6, 1.0 * static_cast<double>([&] {
-        std::vector<std::uint32_t> r;
-        topology::route(f, 0, f.chips_per_instance(), 0, r);
-        return r.size();
-    }()), 1e-9);
+    EXPECT_NEAR(total_link_bytes(net) / 50e6,
+                static_cast<double>(route_of(f, 0, f.chips_per_instance()).links.size()), 1e-9);
 }
 
 TEST(FlowNetwork, CancelsGiveTheSameResultsOnShardsAndThreads) {
