@@ -89,7 +89,10 @@ def scenario(r):
             "# maps it: the {} prompts of the batch in one context-encoding graph".format(batch),
             "# (prefill_batch 0 = max_batch), every first token at its end, materialised",
             "# attention, context buckets half of the token buckets (TNx bucket.py",
-            "# context_sizes); the client sends one batch of {} requests.".format(batch),
+            "# context_sizes), a grouped-query model's key/value heads repeated up to its",
+            "# query heads (TNx decoder.py check_gqa_fallback: GQA.REPLICATED_HEADS whenever",
+            "# kv_heads is not a multiple of tp; no effect on a multi-head model); the client",
+            "# sends one batch of {} requests.".format(batch),
         ]
     else:
         lines += [
@@ -122,6 +125,7 @@ def scenario(r):
         lines += [
             "    prefill_batch: 0",
             "    materialized_attention: true",
+            "    gqa: convert_to_mha",
             "    prefill_buckets: [{}]".format(", ".join(str(b) for b in halves)),
         ]
     else:

@@ -462,6 +462,12 @@ void add_serving_keys(Schema<S>& s) {
                        [](S& x) -> bool& { return srv(x).materialized_attention; }, "false",
                        "Attention through HBM as separate operators (Transformers NeuronX up "
                        "to Neuron SDK 2.18) instead of a fused flash kernel."));
+    s.field(choice<S, serving::GqaLayout>(
+        "workload.serving.gqa", [](S& x) -> serving::GqaLayout& { return srv(x).gqa; },
+        "replicate_to_tp",
+        "Key/value heads of a grouped-query model with fewer of them than tp ranks: one per "
+        "rank (replicate_to_tp, NxD Inference's default) or repeated up to the query heads "
+        "(convert_to_mha, Transformers NeuronX's fallback)."));
     s.field(choice<S, serving::RouterPolicy>(
         "workload.serving.router", [](S& x) -> serving::RouterPolicy& { return srv(x).router; },
         "least_loaded", "How the router picks a replica for a request."));

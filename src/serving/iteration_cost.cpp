@@ -54,7 +54,7 @@ struct Dims {
 std::int64_t mlp_matrices(const Dims& d) { return d.swiglu ? 3 : 2; }
 
 /// Shards `m` over `tp` ranks (`ep` expert groups), checking what must divide.
-Dims shard(const workload::ModelSpec& m, int tp, int ep, const std::string& what) {
+Dims shard(const workload::ModelSpec& m, int tp, int ep, GqaLayout gqa, const std::string& what) {
     if (m.attention == workload::AttentionKind::mla) {
         fail("workload.model", what + " " + m.name +
                                    " uses multi-head latent attention, which the serving cost "
@@ -65,7 +65,8 @@ Dims shard(const workload::ModelSpec& m, int tp, int ep, const std::string& what
                                                  str(m.heads) + " attention heads of " + what +
                                                  " " + m.name);
     }
-    if (m.kv_heads < tp && tp % m.kv_heads != 0) {
+    const bool mha = gqa == GqaLayout::convert_to_mha && m.kv_heads < m.heads;
+    if (!mha && m.kv_heads < tp && tp % m.kv_heads != 0) {
         fail(std::string(kServing) + ".tp",
              "tp = " + str(tp) + " must be a multiple of the " + str(m.kv_heads) +
                  " key/value heads of " + what + " " + m.name +
@@ -75,7 +76,9 @@ Dims shard(const workload::ModelSpec& m, int tp, int ep, const std::string& what
     d.hidden = m.hidden;
     d.head_dim = m.head_dim;
     d.heads = ceil_div(m.heads, tp);
-    d.kv = m.kv_heads >= tp ? ceil_div(m.kv_heads, tp) : 1;
+    // convert_to_mha: the key/value heads repeated up to the query heads and sharded (and
+    // padded) with them.
+    d.kv = mha ? d.heads : m.kv_heads >= tp ? ceil_div(m.kv_heads, tp) : 1;
     d.ffn = ceil_div(m.ffn_hidden, tp);
     d.vocab = ceil_div(m.vocab, tp);
     d.vocab_padded = d.vocab * tp;
@@ -534,9 +537,9 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
     }
 
     auto impl = std::make_unique<Impl>(chip, lnc, s);
-    impl->target = shard(model, s.tp, s.ep, "the model");
+    impl->target = shard(model, s.tp, s.ep, s.gqa, "the model");
     if (s.speculative && max_k_ > 0) {
-        impl->draft = shard(s.speculative->draft, s.tp, 1, "the draft model");
+        impl->draft = shard(s.speculative->draft, s.tp, 1, s.gqa, "the draft model");
     }
     // Groups: the replica's tp consecutive ranks; an expert-parallel group takes one rank of
     // each of the ep blocks of tp / ep consecutive ranks.

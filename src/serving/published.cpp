@@ -119,6 +119,10 @@ ServingSpec serving_spec_for(const PublishedRow& row,
     const bool tnx = row.stack.rfind("tnx", 0) == 0;
     s.prefill_batch = tnx ? 0 : 1;
     s.materialized_attention = tnx;
+    // TNx 2.18 repeats a grouped-query model's key/value heads up to its query heads whenever
+    // kv_heads is not a multiple of tp (decoder.py check_gqa_fallback, to_neuron), as on every
+    // grouped-query row here; the Llama-3 samples also ask for it (GQA.REPLICATED_HEADS).
+    s.gqa = tnx ? GqaLayout::convert_to_mha : GqaLayout::replicate_to_tp;
     if (tnx) {
         // TNx 0.10 (SDK 2.18) without context_length_estimate: context buckets are half of
         // the token-generation buckets (transformers_neuronx/bucket.py, context_sizes).

@@ -34,6 +34,26 @@ constexpr std::array<EnumName<RouterPolicy>, 3> enum_names(RouterPolicy) {
 }
 inline const char* to_string(RouterPolicy v) { return enum_name(v); }
 
+/// How a grouped-query model's key/value heads are laid out on the tp ranks when there are
+/// fewer of them than ranks.
+///   replicate_to_tp  each key/value head on tp / kv_heads ranks: one per rank (NxD Inference's
+///                    default, GQA.REPLICATE_TO_TP_DEGREE; tp must be a multiple of kv_heads);
+///   convert_to_mha   the key/value heads repeated up to the query heads, then sharded with
+///                    them (and padded like them): a rank holds as many key/value heads as
+///                    query heads, in its K/V projection weights and its KV cache (Transformers
+///                    NeuronX's GQA.REPLICATED_HEADS, which its decoder.py check_gqa_fallback
+///                    chooses whenever kv_heads is not a multiple of tp; NxD Inference's
+///                    GQA.CONVERT_TO_MHA).
+enum class GqaLayout { replicate_to_tp, convert_to_mha };
+
+constexpr std::array<EnumName<GqaLayout>, 2> enum_names(GqaLayout) {
+    return {{
+        {GqaLayout::replicate_to_tp, "replicate_to_tp"},
+        {GqaLayout::convert_to_mha, "convert_to_mha"},
+    }};
+}
+inline const char* to_string(GqaLayout v) { return enum_name(v); }
+
 /// Speculative decoding: a draft model proposes `k` tokens, the target model verifies them in
 /// one iteration. acceptance[i] is the fraction of iterations in which draft position i is
 /// accepted (vLLM's per-position acceptance rate; non-increasing, since a position is only
@@ -79,6 +99,8 @@ struct ServingSpec {
     /// softmax, times V, each through HBM), as Transformers NeuronX compiled it up to Neuron
     /// SDK 2.18; false: a fused flash-attention kernel (SDK 2.19 and later, NxD Inference).
     bool materialized_attention = false;
+    /// Key/value heads on the ranks when kv_heads < tp (GqaLayout).
+    GqaLayout gqa = GqaLayout::replicate_to_tp;
     // ---- appended for the Transformers NeuronX context buckets (docs/serving.md) ----
     /// Compiled context-encoding buckets, ascending, each at most max_context. Empty: prefill
     /// graphs use `buckets` and attend to the bucket holding cached + new tokens (NxD Inference,

@@ -64,6 +64,7 @@ TEST(EnumNames, EveryTableNamesEveryValueOnce) {
     check_table<reliability::EventKind>(9);
     check_table<config::WorkloadType>(3);
     check_table<serving::RouterPolicy>(3);
+    check_table<serving::GqaLayout>(2);
     check_table<config::Fidelity>(2);
     check_table<config::StepEntityMode>(2);
     check_table<config::FabricCollectiveMode>(2);

@@ -156,6 +156,40 @@ TEST(Memory, WeightsAndKvCacheOfLlama3_70BOnTrn1) {
     EXPECT_GT(mem.kv_capacity_tokens, 250'000);
 }
 
+TEST(Memory, ConvertToMhaRepeatsTheKeyValueHeadsUpToTheQueryHeads) {
+    // Llama 3 70B (64 query, 8 key/value heads of 128, hidden 8192, 80 layers) on 24 inf2
+    // ranks, laid out as Transformers NeuronX does (GQA.REPLICATED_HEADS): the 64 query heads
+    // pad to 72, 3 per rank, and the key/value heads repeated to the query heads follow them:
+    // 3 per rank instead of 1. KV of one token per rank: 2 x 80 x 3 x 128 x 2 bytes = 122,880
+    // (40,960 replicated to tp). Weights per rank grow by the K and V projections of the 2
+    // extra heads: 80 layers x 2 (K, V) x 8192 x (2 x 128) x 2 bytes = 671,088,640.
+    const auto m = config::load_model("llama3-70b");
+    const Replica tp = make("inf2", m, spec(24, 1, 4096));
+    ServingSpec s = spec(24, 1, 4096);
+    s.gqa = GqaLayout::convert_to_mha;
+    const Replica mha = make("inf2", m, s);
+    EXPECT_EQ(tp.model->heads_per_rank(), 3);
+    EXPECT_EQ(tp.model->kv_heads_per_rank(), 1);
+    EXPECT_EQ(mha.model->kv_heads_per_rank(), 3);
+    EXPECT_EQ(tp.model->memory().kv_per_token_per_rank.count(), 40'960);
+    EXPECT_EQ(mha.model->memory().kv_per_token_per_rank.count(), 122'880);
+    EXPECT_EQ(mha.model->memory().weights_per_rank.count() -
+                  tp.model->memory().weights_per_rank.count(),
+              671'088'640);
+    // A decode step reads those weights: it takes longer (HBM-bound).
+    EXPECT_GT(mha.model->seconds(decode(1, 1024)), tp.model->seconds(decode(1, 1024)));
+    // tp 12 cannot replicate 8 key/value heads evenly (an error below), but can convert them:
+    // 64 query heads pad to 72, 6 per rank, and so many key/value heads.
+    s = spec(12, 1, 4096);
+    s.gqa = GqaLayout::convert_to_mha;
+    const Replica twelve = make("trn2", m, s);
+    EXPECT_EQ(twelve.model->kv_heads_per_rank(), 6);
+    // A multi-head model has nothing to convert.
+    s = spec(32, 1, 8192);
+    s.gqa = GqaLayout::convert_to_mha;
+    EXPECT_EQ(make("trn1", config::load_model("llama2-13b"), s).model->kv_heads_per_rank(), 2);
+}
+
 TEST(Memory, HeadsArePaddedWhenTpDoesNotDivideThem) {
     // Llama-2-13b: 40 heads (MHA) on 32 ranks pad to 64: 2 query and 2 kv heads per rank.
     const Replica r = make("trn1", config::load_model("llama2-13b"), spec(32, 1, 8192));

@@ -34,7 +34,7 @@ workload:
     output_tokens: 64
     arrival: {poisson: {rate: 1/s}}
     count: 20
-  slo: {ttft: 1s, tpot: 3ms}
+  slo: {ttft: 1s, tpot: 2.5ms}
 output: {requests: false}
 )";
 
@@ -113,12 +113,12 @@ search:
 }
 
 TEST(ServingPlanner, RejectsByTheSloWhatTheRooflineForbids) {
-    // Two candidates on one trn2.48xlarge (the same $/hour): tp 1 and tp 8, TPOT <= 3 ms.
+    // Two candidates on one trn2.48xlarge (the same $/hour): tp 1 and tp 8, TPOT <= 2.5 ms.
     // By hand, tp 1 cannot meet it. A decode iteration reads every weight of the rank once:
     // Llama 3.2 1B's 16 layers hold 16 x (2 x 2048^2 + 2 x 2048 x 512 + 3 x 2048 x 8192) =
     // 973.1M parameters and the LM head 128256 x 2048 = 262.7M, 1.2358G x 2 bytes = 2.47 GB.
     // A trn2 rank at LNC 2 has a quarter of the chip's 2.9 TB/s, 725 GB/s, so an iteration
-    // takes at least 2.47 / 725 = 3.41 ms > 3 ms, and every request's TPOT (the mean gap
+    // takes at least 2.47 / 725 = 3.41 ms > 2.5 ms, and every request's TPOT (the mean gap
     // between its tokens, at least one iteration each) exceeds the SLO: attainment 0.
     const auto p = plan_of(R"(objective: {type: min_cost, rate: 1/s, slo_attainment: 0.9}
 search: {tp: [1, 8]}
