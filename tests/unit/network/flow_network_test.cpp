@@ -314,26 +314,34 @@ constexpr engine::EventType kCancelled = 2;
 struct Events {
     std::map<engine::EntityId, std::int64_t> done, cancelled;
 };
+
+/// The schedule callback of a resolve at `now`: wakes become edges 1 ns later, completions and
+/// cancellations go to `ev`, each at most once per owner (`exclusive`: at most one of the two).
+FlowNetwork::Schedule recorder(Events& ev, std::set<std::int64_t>& edges, const std::int64_t& now,
+                               bool exclusive) {
+    return [&ev, &edges, &now, exclusive](engine::EntityId target, std::int64_t t,
+                                          engine::EventType type, std::uint64_t) {
+        EXPECT_GE(t, now);
+        if (type == kWake) {
+            edges.insert(t + 1);
+            return;
+        }
+        EXPECT_TRUE(type == kDone || type == kCancelled) << type;
+        auto& mine = type == kDone ? ev.done : ev.cancelled;
+        const std::size_t before =
+            exclusive ? ev.done.count(target) + ev.cancelled.count(target) : mine.count(target);
+        EXPECT_EQ(before, 0U) << target;
+        mine[target] = t;
+    };
+}
+
 std::int64_t advance(FlowNetwork& net, std::int64_t now, std::int64_t until, Events& ev,
                      const FlowNetwork::ParallelFor& parallel = {}) {
     std::set<std::int64_t> edges{now};
     while (!edges.empty() && (until < 0 || *edges.begin() < until)) {
         now = *edges.begin();
         edges.erase(edges.begin());
-        net.resolve(now, [&](engine::EntityId target, std::int64_t t, engine::EventType type,
-                             std::uint64_t) {
-            EXPECT_GE(t, now);
-            if (type == kWake) {
-                edges.insert(t + 1);
-            } else if (type == kDone) {
-                EXPECT_EQ(ev.done.count(target), 0U) << target;
-                ev.done[target] = t;
-            } else {
-                EXPECT_EQ(type, kCancelled);
-                EXPECT_EQ(ev.cancelled.count(target), 0U) << target;
-                ev.cancelled[target] = t;
-            }
-        }, parallel);
+        net.resolve(now, recorder(ev, edges, now, false), parallel);
     }
     return now;
 }
@@ -479,19 +487,7 @@ TEST(FlowNetwork, CancelsGiveTheSameResultsOnShardsAndThreads) {
                                FlowNetwork::kAnyTag, kCancelled);
                 }
             }
-            net.resolve(now, [&](engine::EntityId target, std::int64_t t, engine::EventType type,
-                                 std::uint64_t) {
-                EXPECT_GE(t, now);
-                if (type == kWake) {
-                    edges.insert(t + 1);
-                } else if (type == kDone) {
-                    EXPECT_EQ(ev.done.count(target) + ev.cancelled.count(target), 0U) << target;
-                    ev.done[target] = t;
-                } else {
-                    EXPECT_EQ(ev.done.count(target) + ev.cancelled.count(target), 0U) << target;
-                    ev.cancelled[target] = t;
-                }
-            }, par);
+            net.resolve(now, recorder(ev, edges, now, true), par);
         }
         EXPECT_TRUE(net.idle());
         return ev;
