@@ -163,7 +163,8 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
                  " retries); " +
                  (spec.inference.serving.disaggregated.prefill_replicas > 0
                       ? fmt::integer(static_cast<std::int64_t>(fs.kv_transfers_cancelled)) +
-                            " KV transfers stopped on the fabric; "
+                            (fs.kv_transfers_cancelled == 1 ? " KV transfer" : " KV transfers") +
+                            " stopped on the fabric; "
                       : std::string()) +
                  fmt::integer(fs.spare_instances) + " spare instance" +
                  (fs.spare_instances == 1 ? "" : "s"));
