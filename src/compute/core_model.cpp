@@ -115,7 +115,7 @@ class Run {
 public:
     Run(const ChipSpec& chip, double dma_usable, const Program& p,
         std::vector<CoreSimulator::Span>* timeline)
-        : chip_(chip), p_(p), ins_(p.instructions), done_(ins_.size(), kInf), timeline_(timeline),
+        : p_(p), ins_(p.instructions), done_(ins_.size(), kInf), timeline_(timeline),
           started_(ins_.size(), 0),
           warmup_(chip.core.tensor.warmup_fraction,
                   static_cast<double>(chip.core.tensor.warmup_window.ns())),
@@ -359,7 +359,6 @@ private:
         return next;
     }
 
-    const ChipSpec& chip_;
     const Program& p_;
     const std::vector<Instruction>& ins_;
     std::vector<double> done_;
