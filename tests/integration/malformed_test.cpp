@@ -296,6 +296,8 @@ std::vector<Case> cases() {
         // workload.type: inference (issue 16's bad inputs).
         {"serve_tp_not_a_multiple_of_kv_heads",
          serve_with("tp: 8,", "tp: 12,"), {}, "workload.serving.tp", ""},
+        {"serve_gqa_unknown_layout", serve_with("tp: 8,", "tp: 8, gqa: replicate,"), {},
+         "workload.serving.gqa", ""},
         {"serve_tp_not_whole_chips", serve_with("tp: 8,", "tp: 3,"), {}, "workload.serving.tp",
          ""},
         {"serve_tp_beyond_an_instance", serve_with("tp: 8,", "tp: 32,"), {},
