@@ -228,7 +228,7 @@ py::dict validate(const std::string& path, const py::object& overrides) {
         if (spec.workload_type == config::WorkloadType::training) {
             try {
                 const workload::Plan p = sim::make_plan(spec);
-                out["chips"] = p.cluster.chips;
+                out["chips"] = p.cluster.chips();
                 out["ranks"] = p.ranks;
                 out["tp"] = p.tp;
                 out["pp"] = p.pp;

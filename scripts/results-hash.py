@@ -1,14 +1,15 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Hash the results of every scenario, sweep and plan under scenarios/, for refactors.
 
 A refactor proves itself by identical results before and after. This script runs the trnsim
 binary it is given on every runnable file under scenarios/ (scenarios with `trnsim run`, sweeps
 with `trnsim batch`, plans with `trnsim plan`; model presets and study bases are skipped) and
-prints one line per file: the file, then a SHA-256 over every dataset of its results file but
-/meta's version and thread count, dataset by dataset in name order. Run it on two builds and
+prints one line per file: the file, then a SHA-256 over every dataset of its results file, dataset
+by dataset in name order; in /meta/scenario (the resolved scenario) the lines naming the output
+files and the thread count are left out, since they differ between two checkouts by design. Run it on two builds and
 diff the outputs:
 
-    scripts/results-hash.py build/trnsim > after.txt
+    scripts/results-hash.py build/src/cli/trnsim > after.txt
     scripts/results-hash.py /tmp/before/trnsim > before.txt
     diff before.txt after.txt
 
@@ -29,8 +30,9 @@ import h5py
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-# /meta datasets that name the build or the host's threads rather than the results.
-META_SKIP = {"trnsim_version", "threads", "version"}
+# Lines of the resolved scenario (/meta/scenario) that name where the output went or how many
+# threads ran, not what was simulated.
+META_LINE = re.compile(r"^\s*(file|trace|threads):")
 
 
 def kind_of(path):
@@ -52,10 +54,11 @@ def digest(h5path):
     def visit(name, obj):
         if not isinstance(obj, h5py.Dataset):
             return
-        if name.startswith("meta/") and name.split("/")[-1] in META_SKIP:
-            return
         h.update(name.encode())
         data = obj[()]
+        if name == "meta/scenario":
+            text = data.decode() if isinstance(data, bytes) else str(data)
+            data = "\n".join(l for l in text.splitlines() if not META_LINE.match(l))
         if isinstance(data, np.ndarray):
             h.update(str(data.dtype).encode())
             h.update(np.ascontiguousarray(data).tobytes())

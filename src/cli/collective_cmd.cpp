@@ -137,10 +137,10 @@ int cmd_collective(const std::vector<std::string>& args) {
                                                          : spec.chip.name + "-ultracluster");
     spec.cluster.ultraservers = integer_flag(vm, "ultraservers", 1, kMaxDomains, 0);
     spec.cluster.instances = integer_flag(vm, "instances", 1, kMaxDomains, 0);
-    if (spec.cluster.ultraservers > 0 && spec.cluster.instances > 0) {
+    if (spec.cluster.counts_ultraservers() && spec.cluster.instances > 0) {
         throw UsageError("give --ultraservers or --instances, not both");
     }
-    if (spec.cluster.ultraservers == 0 && spec.cluster.instances == 0) {
+    if (spec.cluster.domains() == 0) {
         // One NeuronLink domain by default.
         (spec.fabric.scale_up.ultraserver_instances > 1 ? spec.cluster.ultraservers
                                                         : spec.cluster.instances) = 1;

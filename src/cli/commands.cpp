@@ -6,6 +6,7 @@
 #include "json_summary.hpp"
 #include "serving_report.hpp"
 
+#include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/config/load.hpp"
 #include "trnsim/config/study.hpp"
 #include "trnsim/core/error.hpp"
@@ -359,8 +360,8 @@ void describe_chip(const std::string& name) {
                         torus + " torus), " + std::to_string(c.instance.vcpus) + " vCPUs, " +
                         fmt::bytes(c.instance.host_memory) + " host memory, " +
                         fmt::money(c.instance.price_per_hour) + " per hour");
-    row("UltraServer", c.ultraserver ? std::to_string(c.ultraserver->instances) + " instances = " +
-                                           std::to_string(c.chips_per_ultraserver()) + " chips"
+    row("UltraServer", c.ultraserver ? std::to_string(cluster::Hierarchy::instances_per_ultraserver(c)) + " instances = " +
+                                           std::to_string(cluster::Hierarchy::chips_per_ultraserver(c)) + " chips"
                                      : "none");
     row("serving", "per graph " + fmt::duration(c.serving.iteration_overhead) + ", per kernel " +
                        fmt::duration(c.serving.kernel_overhead) + ", per prefill graph " +
@@ -425,21 +426,21 @@ void describe_model(const std::string& name) {
     row("BF16 weights", fmt::bytes(static_cast<double>(s.total) * 2.0));
 }
 
-/// The fabric of a cluster of `ultraservers` UltraServers or `instances` plain instances.
+/// The fabric of a cluster of `ultraservers` UltraServers or `instances` plain instances (one
+/// domain when neither is given).
 topology::Fabric build_cluster_fabric(topology::FabricSpec spec, std::int64_t ultraservers,
                                       std::int64_t instances) {
-    if (ultraservers > 0 && instances > 0) {
+    const cluster::ClusterSpec c{ultraservers, instances};
+    if (c.counts_ultraservers() && instances > 0) {
         throw UsageError("give --ultraservers or --instances, not both");
     }
-    if (ultraservers > 0 && spec.scale_up.ultraserver_instances < 2) {
+    if (c.counts_ultraservers() && spec.scale_up.ultraserver_instances < 2) {
         throw UsageError("fabric '" + spec.name + "' has no UltraServers; use --instances");
     }
     if (instances > 0) {
         spec.scale_up.ultraserver_instances = 0; // plain instances: no NeuronLink between them
     }
-    return topology::Fabric::build(spec, ultraservers > 0 ? ultraservers
-                                         : instances > 0  ? instances
-                                                          : 1);
+    return topology::Fabric::build(spec, c.domains() > 0 ? c.domains() : 1);
 }
 
 void describe_topology(const std::vector<std::string>& args) {

@@ -35,10 +35,11 @@ std::string cluster_text(const config::ScenarioSpec& spec, const workload::Plan&
     const auto& c = plan.cluster;
     const auto& chip = spec.hardware.chip;
     std::string s;
-    if (c.ultraservers > 0) {
-        s += grouped(c.ultraservers) + " UltraServer" + (c.ultraservers > 1 ? "s" : "") + " = ";
+    if (c.ultraserver_domains()) {
+        s += grouped(c.ultraservers()) + " UltraServer" + (c.ultraservers() > 1 ? "s" : "") +
+             " = ";
     }
-    s += grouped(c.instances) + " x " + chip.instance.name + " = " + grouped(c.chips) + " " +
+    s += grouped(c.instances()) + " x " + chip.instance.name + " = " + grouped(c.chips()) + " " +
          chip.name + " chips; " + grouped(plan.ranks) + " ranks (LNC=" +
          std::to_string(plan.lnc) + ")";
     return s;
@@ -235,7 +236,7 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
 
 void print_collective_header(std::ostream& out, const sim::CollectiveBenchSpec& spec) {
     const std::string cluster =
-        spec.cluster.ultraservers > 0
+        spec.cluster.counts_ultraservers()
             ? fmt::integer(spec.cluster.ultraservers) + " UltraServer" +
                   (spec.cluster.ultraservers > 1 ? "s" : "")
             : fmt::integer(spec.cluster.instances) + " instance" +

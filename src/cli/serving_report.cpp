@@ -1,5 +1,6 @@
 #include "serving_report.hpp"
 
+#include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/workload/model.hpp"
 
@@ -48,12 +49,9 @@ std::string arrival_text(const serving::ArrivalSpec& a) {
 
 std::string cluster_text(const config::ScenarioSpec& spec) {
     const compute::ChipSpec& chip = spec.hardware.chip;
-    const std::int64_t per_us = chip.ultraserver ? chip.ultraserver->instances : 1;
-    const std::int64_t instances = spec.cluster.ultraservers > 0
-                                       ? spec.cluster.ultraservers * per_us
-                                       : spec.cluster.instances;
+    const std::int64_t instances = cluster::Hierarchy::shape_of(chip, spec.cluster).instances;
     std::string s;
-    if (spec.cluster.ultraservers > 0) {
+    if (spec.cluster.counts_ultraservers()) {
         s += fmt::integer(spec.cluster.ultraservers) + " UltraServer" +
              (spec.cluster.ultraservers > 1 ? "s" : "") + " = ";
     }

@@ -381,7 +381,7 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
                                           " replication" + (reps == 1 ? "" : "s")
                                     : "") +
                           ")");
-    const bool us = base.cluster.ultraservers > 0;
+    const bool us = base.cluster.counts_ultraservers();
     char buf[400];
     std::snprintf(buf, sizeof buf,
                   "  %4s %6s %8s %6s %4s %3s %3s %5s %4s %3s %-9s %9s %6s %9s %7s %10s %14s  %s\n",
@@ -421,7 +421,7 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
         const std::string batch =
             plan.global_batch.given ? ", batch " + fmt::integer(c.global_batch) + " sequences" : "";
         line("best", fmt::integer(c.domains) + " " + r.domain_name + " (" +
-                         fmt::integer(best.run.plan.cluster.chips) + " chips) + " +
+                         fmt::integer(best.run.plan.cluster.chips()) + " chips) + " +
                          fmt::integer(base.reliability.enabled ? c.spares : 0) + " spare" + batch +
                          ": " + fmt::seconds(best.run.time_to_train_s) + ", " +
                          fmt::money(Money::usd(best.run.cost_usd)));

@@ -9,9 +9,6 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-/// Cables of a ring of n nodes: n for n >= 3, one for two nodes, none for one.
-std::int64_t ring_links(std::int64_t n) { return n >= 3 ? n : (n == 2 ? 1 : 0); }
-
 constexpr std::uint32_t kMaxPowerPartitions = 64;
 
 } // namespace
@@ -20,28 +17,22 @@ bool Layout::domain_class(ComponentClass c) {
     return c != ComponentClass::power && !is_switch(c);
 }
 
-Layout::Layout(const topology::ClusterShape& cluster, const HardwareFacts& hw,
+Layout::Layout(const cluster::ClusterShape& cluster, const HardwareFacts& hw,
                const FabricSpec& fabric, std::int64_t spare_domains,
                const std::array<bool, kClassCount>& present)
     : present_(present) {
     if (cluster.instances <= 0 || cluster.chips_per_instance <= 0) {
         throw std::invalid_argument("reliability: empty cluster");
     }
-    ultraserver_domains_ = cluster.ultraservers > 0;
-    instances_per_domain_ = ultraserver_domains_ ? cluster.instances_per_ultraserver : 1;
-    job_domains_ = ultraserver_domains_ ? cluster.ultraservers : cluster.instances;
+    ultraserver_domains_ = cluster.ultraserver_domains();
+    instances_per_domain_ = cluster.instances_per_domain();
+    job_domains_ = cluster.domains();
     spare_domains_ = spare_domains;
     chips_per_instance_ = cluster.chips_per_instance;
     const std::int64_t ipd = instances_per_domain_;
     const std::int64_t instances = domains() * ipd;
 
     // Components per domain.
-    std::int64_t torus_links = 0;
-    for (int d : hw.instance_torus) {
-        torus_links += (chips_per_instance_ / std::max(d, 1)) * ring_links(d);
-    }
-    const std::int64_t ring_cables =
-        ultraserver_domains_ ? chips_per_instance_ * ring_links(ipd) : 0;
     const auto set_domain = [&](ComponentClass c, std::int64_t n) {
         per_domain_[index(c)] = n;
         counts_[index(c)] = n * domains();
@@ -51,7 +42,7 @@ Layout::Layout(const topology::ClusterShape& cluster, const HardwareFacts& hw,
     set_domain(ComponentClass::host, ipd);
     set_domain(ComponentClass::software, ipd);
     set_domain(ComponentClass::nic, std::int64_t{hw.efa_interfaces} * ipd);
-    set_domain(ComponentClass::neuronlink, torus_links * ipd + ring_cables);
+    set_domain(ComponentClass::neuronlink, cluster.neuronlink_cables_per_domain(hw.instance_torus));
 
     domains_per_power_ = std::max<std::int64_t>(1, ceil_div(fabric.power_domain_instances, ipd));
     power_domains_ = ceil_div(domains(), domains_per_power_);

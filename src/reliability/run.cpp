@@ -61,14 +61,14 @@ void validate(const RunInput& in) {
     }
 }
 
-void validate_fleet(const ReliabilitySpec& sp, const topology::ClusterShape& cluster,
+void validate_fleet(const ReliabilitySpec& sp, const cluster::ClusterShape& cluster,
                     const HardwareFacts& hardware) {
-    if (cluster.ultraservers > 0 && sp.spares.instances > 0) {
+    if (cluster.ultraserver_domains() && sp.spares.instances > 0) {
         throw InputError("reliability.spares.instances",
                          "the cluster is made of UltraServers, so spares are UltraServers: give "
                          "reliability.spares.ultraservers");
     }
-    if (cluster.ultraservers == 0 && sp.spares.ultraservers > 0) {
+    if (!cluster.ultraserver_domains() && sp.spares.ultraservers > 0) {
         throw InputError("reliability.spares.ultraservers",
                          "the cluster is made of plain instances: give "
                          "reliability.spares.instances");

@@ -13,10 +13,10 @@ std::vector<results::NamedValue> summary_values(const sim::TrainingRun& run, boo
     const auto& p = run.plan;
     const auto& e = run.step;
     std::vector<results::NamedValue> v = {
-        {"chips", p.cluster.chips},
+        {"chips", p.cluster.chips()},
         {"ranks", p.ranks},
-        {"instances", p.cluster.instances},
-        {"ultraservers", p.cluster.ultraservers},
+        {"instances", p.cluster.instances()},
+        {"ultraservers", p.cluster.ultraservers()},
         {"tp", std::int64_t{p.tp}},
         {"cp", std::int64_t{p.cp}},
         {"pp", std::int64_t{p.pp}},

@@ -427,7 +427,7 @@ results::ResultsFile plan_results(const config::PlanSpec& plan, const config::Sc
 
     Table t;
     t.add_int("candidate");
-    t.add_int(base.cluster.ultraservers > 0 ? "ultraservers" : "instances");
+    t.add_int(base.cluster.domain_name());
     t.add_int("spares");
     t.add_int("chips");
     t.add_int("job_chips");

@@ -1,5 +1,6 @@
 #include "trnsim/serving/iteration_cost.hpp"
 
+#include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/assert.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
@@ -167,18 +168,8 @@ std::vector<std::int64_t> default_buckets(std::int64_t max_context) {
 }
 
 ReplicaPlacement ReplicaPlacement::single(const compute::ChipSpec& chip, int lnc, int tp) {
-    const std::int64_t rpc = chip.ranks_per_chip(lnc);
-    const std::int64_t chips = ceil_div(tp, rpc);
-    topology::ClusterSpec spec;
-    std::int64_t ipu = chip.ultraserver ? chip.ultraserver->instances : 0;
-    if (chips > chip.instance.chips && chip.ultraserver &&
-        chips <= chip.chips_per_ultraserver()) {
-        spec.ultraservers = 1;
-    } else {
-        spec.instances = ceil_div(chips, chip.instance.chips);
-    }
     ReplicaPlacement p;
-    p.cluster = topology::make_cluster_shape(spec, chip.instance.chips, ipu);
+    p.cluster = cluster::Hierarchy::smallest_holding(chip, ceil_div(tp, chip.ranks_per_chip(lnc)));
     return p;
 }
 
@@ -547,7 +538,8 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
     for (int i = 0; i < s.tp; ++i) {
         members.push_back(placement.first_rank + i);
     }
-    tp_group_ = workload::group_shape_of(chip, rpc, placement.cluster, members);
+    const cluster::Hierarchy hierarchy(chip, placement.cluster);
+    tp_group_ = workload::group_shape_of(hierarchy, rpc, members);
     for (const auto& level : tp_group_.levels) {
         if (level.link == network::LinkClass::efa && level.members > 1 &&
             chip.instance.efa_bandwidth.bytes_per_s() <= 0.0) {
@@ -562,7 +554,7 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
     for (int j = 0; j < s.ep; ++j) {
         ep_members.push_back(placement.first_rank + std::int64_t{j} * (s.tp / s.ep));
     }
-    impl->ep = workload::group_shape_of(chip, rpc, placement.cluster, ep_members);
+    impl->ep = workload::group_shape_of(hierarchy, rpc, ep_members);
     impl_ = std::move(impl);
 
     // Memory per rank.

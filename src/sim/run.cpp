@@ -1,5 +1,6 @@
 #include "trnsim/sim/run.hpp"
 
+#include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/engine/rng.hpp"
 #include "trnsim/engine/window_driver.hpp"
 
@@ -23,7 +24,7 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
                                         const workload::Plan& plan, const StepEstimate& step) {
     reliability::RunInput in;
     in.spec = spec.reliability;
-    in.cluster = plan.cluster;
+    in.cluster = plan.cluster.shape();
     const auto& chip = spec.hardware.chip;
     in.hardware.instance_torus = chip.instance.torus;
     in.hardware.efa_interfaces = chip.instance.efa_interfaces;
@@ -35,16 +36,12 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
     job.tokens_per_step = plan.tokens_per_step;
     job.tp = plan.tp * plan.cp; // ranks of a replica per pipeline stage, in rank order
     job.dp = plan.dp;
-    job.ranks_per_domain = plan.ranks_per_chip * plan.cluster.chips_per_instance *
-                           (plan.cluster.ultraservers > 0 ? plan.cluster.instances_per_ultraserver
-                                                          : 1);
+    job.ranks_per_domain = plan.cluster.shape().ranks_per_domain(plan.ranks_per_chip);
     job.checkpoint_size = spec.reliability.checkpoint.size.value_or(checkpoint_bytes(plan));
     job.instance_hour_usd = spec.cost.instance_hour.usd();
-    const bool ultraservers = plan.cluster.ultraservers > 0;
-    job.step_time = [&spec, ultraservers](std::int64_t domains,
-                                          double efa_factor) -> std::optional<double> {
-        topology::ClusterSpec cluster;
-        (ultraservers ? cluster.ultraservers : cluster.instances) = domains;
+    job.step_time = [&spec, shape = plan.cluster.shape()](
+                        std::int64_t domains, double efa_factor) -> std::optional<double> {
+        const cluster::ClusterSpec cluster = shape.with_domains(domains);
         workload::TrainingSpec training = spec.training;
         training.parallelism.dp = 0; // re-derived for the new size
         compute::ChipSpec slower = spec.hardware.chip;
@@ -70,7 +67,8 @@ std::pair<std::int64_t, std::int64_t> selected_chips(const config::ScenarioSpec&
     const std::string base = "hardware.speed.chips[" + std::to_string(i) + "]";
     const compute::ChipSpec& chip = spec.hardware.chip;
     const std::int64_t per_instance = chip.instance.chips;
-    const std::int64_t per_us = chip.ultraserver ? chip.chips_per_ultraserver() : 0;
+    const std::int64_t per_us =
+        chip.ultraserver ? cluster::Hierarchy::chips_per_ultraserver(chip) : 0;
     std::string key;
     std::int64_t first = 0, last = 0;
     if (c.chip >= 0) {
@@ -90,7 +88,7 @@ std::pair<std::int64_t, std::int64_t> selected_chips(const config::ScenarioSpec&
         last = first + per_instance - 1;
     } else {
         key = base + ".ultraserver";
-        if (per_us == 0 || spec.cluster.ultraservers == 0) {
+        if (per_us == 0 || !spec.cluster.counts_ultraservers()) {
             throw InputError(key, "the cluster has no UltraServers (give an instance or chips)",
                              spec.sources.find(key));
         }
@@ -152,7 +150,7 @@ StepSimOptions step_options(const config::ScenarioSpec& spec, const workload::Pl
     o.tp_collectives = spec.simulation.tp_collectives;
     o.grad_bucket = plan.training.parallelism.grad_bucket.as_double();
     if (spec.hardware.speed.any()) {
-        o.chip_speed = chip_speeds(spec, plan.cluster.chips);
+        o.chip_speed = chip_speeds(spec, plan.cluster.chips());
     }
     if (!spec.output.trace.empty()) {
         for (std::size_t i = 0; i < spec.output.trace_ranks.size(); ++i) {
@@ -178,11 +176,11 @@ topology::Fabric step_fabric(const config::ScenarioSpec& spec, const workload::P
                          spec.sources.find("cluster"));
     }
     topology::Fabric fabric = topology::Fabric::build(spec.fabric, plan.cluster.domains());
-    if (static_cast<std::int64_t>(fabric.chips()) != plan.cluster.chips) {
+    if (static_cast<std::int64_t>(fabric.chips()) != plan.cluster.chips()) {
         throw InputError("cluster.fabric",
                          "fabric " + spec.fabric.name + " holds " +
                              std::to_string(fabric.chips()) + " chips for this cluster, the "
-                             "cluster has " + std::to_string(plan.cluster.chips),
+                             "cluster has " + std::to_string(plan.cluster.chips()),
                          spec.sources.find("cluster"));
     }
     return fabric;
@@ -190,7 +188,7 @@ topology::Fabric step_fabric(const config::ScenarioSpec& spec, const workload::P
 
 /// The checks of check_training that need no fabric.
 void check_without_fabric(const config::ScenarioSpec& spec, const workload::Plan& plan) {
-    check_chip_speeds(spec, plan.cluster.chips);
+    check_chip_speeds(spec, plan.cluster.chips());
     if (spec.simulation.fidelity == config::Fidelity::step) {
         (void)step_options(spec, plan); // the trace ranks
     }
@@ -231,7 +229,7 @@ TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& opt
     }
     run.ideal_time_to_train_s = static_cast<double>(run.plan.steps) * run.step.step_s;
     run.time_to_train_s = run.ideal_time_to_train_s;
-    run.instance_hours = static_cast<double>(run.plan.cluster.instances) * run.time_to_train_s /
+    run.instance_hours = static_cast<double>(run.plan.cluster.instances()) * run.time_to_train_s /
                          units::kSecondsPerHour;
     if (spec.reliability.enabled) {
         reliability::RunControl control;

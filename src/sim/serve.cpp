@@ -140,9 +140,9 @@ struct Placement {
 };
 
 /// The fleet's cluster shape (placement, failure layout) and hardware facts (failure layout).
-topology::ClusterShape fleet_shape(const ServeInput& in) {
+cluster::ClusterShape fleet_shape(const ServeInput& in) {
     const std::int64_t ipu = in.chip.ultraserver ? in.chip.ultraserver->instances : 0;
-    return topology::make_cluster_shape(in.cluster, in.chip.instance.chips, ipu);
+    return cluster::make_cluster_shape(in.cluster, in.chip.instance.chips, ipu);
 }
 
 reliability::HardwareFacts fleet_hardware(const ServeInput& in) {
@@ -157,7 +157,7 @@ reliability::HardwareFacts fleet_hardware(const ServeInput& in) {
 Placement place(const ServeInput& in, int lnc) {
     const compute::ChipSpec& chip = in.chip;
     const serving::ServingSpec& sv = in.spec.serving;
-    const topology::ClusterShape shape = fleet_shape(in);
+    const cluster::ClusterShape shape = fleet_shape(in);
     if (shape.instances < 1) {
         throw InputError("cluster", "the cluster has no instances");
     }
@@ -955,7 +955,7 @@ private:
     void init_failures(const ServeInput& in, const Placement& pl) {
         const reliability::ReliabilitySpec& rs = in.reliability;
         const reliability::FailureModel probe(rs.failures, rs.trace);
-        const topology::ClusterShape shape = fleet_shape(in);
+        const cluster::ClusterShape shape = fleet_shape(in);
         const reliability::HardwareFacts hw = fleet_hardware(in);
         const std::int64_t spares =
             shape.ultraservers > 0 ? rs.spares.ultraservers : rs.spares.instances;

@@ -1,5 +1,6 @@
 #include "trnsim/sim/serve_scenario.hpp"
 
+#include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/engine/window_driver.hpp"
 
@@ -76,9 +77,7 @@ ServingScenarioRun run_serving(const config::ScenarioSpec& spec, int threads) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
     const compute::ChipSpec& chip = spec.hardware.chip;
-    const std::int64_t ipu = chip.ultraserver ? chip.ultraserver->instances : 0;
-    const topology::ClusterShape shape =
-        topology::make_cluster_shape(spec.cluster, chip.instance.chips, ipu);
+    const cluster::ClusterShape shape = cluster::Hierarchy::shape_of(chip, spec.cluster);
     out.chips = shape.chips;
     out.instances = shape.instances;
     out.ultraservers = shape.ultraservers;

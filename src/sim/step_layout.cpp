@@ -12,10 +12,10 @@ bool is_family_group(workload::CommGroup group) {
 namespace {
 
 const topology::Fabric& checked(const topology::Fabric& fabric, const workload::Plan& plan) {
-    if (static_cast<std::int64_t>(fabric.chips()) != plan.cluster.chips) {
+    if (static_cast<std::int64_t>(fabric.chips()) != plan.cluster.chips()) {
         throw std::invalid_argument("step simulation: the fabric has " +
                                     std::to_string(fabric.chips()) + " chips, the plan " +
-                                    std::to_string(plan.cluster.chips));
+                                    std::to_string(plan.cluster.chips()));
     }
     return fabric;
 }

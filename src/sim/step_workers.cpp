@@ -24,7 +24,7 @@ StepWorkers::StepWorkers(const workload::Plan& plan, const StepLayout& layout,
     workers_.resize(layout.workers);
     input_parts_.assign(layout.workers * layout.input_slots, 0);
     if (!options.chip_speed.empty() &&
-        options.chip_speed.size() != static_cast<std::size_t>(plan.cluster.chips)) {
+        options.chip_speed.size() != static_cast<std::size_t>(plan.cluster.chips())) {
         throw std::invalid_argument("step simulation: chip_speed needs one factor per chip");
     }
     for (std::uint64_t e = 0; e < layout.workers; ++e) {

@@ -162,7 +162,7 @@ std::vector<double> estimated_costs(const std::vector<config::ScenarioSpec>& poi
                                      : spec.simulation.time_limit.seconds();
             const double chips = static_cast<double>(
                 (x.facts.job_domains + x.facts.spare_domains) * x.facts.instances_per_domain *
-                plan.cluster.chips_per_instance);
+                plan.cluster.chips_per_instance());
             cost[static_cast<std::size_t>(i)] = chips * std::min(x.time_to_train_s, limit);
         } catch (const std::exception&) {
             // An estimate only: the run itself reports any problem.

@@ -2,6 +2,7 @@
 
 #include "frontier.hpp"
 
+#include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/reliability/expectation.hpp"
 #include "trnsim/sim/analytic.hpp"
@@ -40,7 +41,9 @@ namespace {
 constexpr std::size_t kMaxCandidates = 1'000'000;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-bool counts_ultraservers(const config::ScenarioSpec& base) { return base.cluster.ultraservers > 0; }
+bool counts_ultraservers(const config::ScenarioSpec& base) {
+    return base.cluster.counts_ultraservers();
+}
 
 /// The candidate values of a key: the searched ones, else the base scenario's.
 template <class T>
@@ -50,7 +53,7 @@ std::vector<T> values_of(const config::SearchKey<T>& k, T base) {
 
 void apply(config::ScenarioSpec& s, const Candidate& c) {
     const bool us = counts_ultraservers(s);
-    (us ? s.cluster.ultraservers : s.cluster.instances) = c.domains;
+    s.cluster = cluster::ClusterSpec::of_domains(us, c.domains);
     s.training.global_batch = c.global_batch;
     auto& p = s.training.parallelism;
     p.tp = c.tp;
@@ -77,8 +80,7 @@ void estimate_group(const config::PlanSpec& plan, config::ScenarioSpec& spec,
     apply(spec, cands[g.first]);
     const compute::ChipSpec& chip = spec.hardware.chip;
     const std::int64_t chips_per_domain =
-        chip.instance.chips *
-        (counts_ultraservers(spec) && chip.ultraserver ? chip.ultraserver->instances : 1);
+        cluster::Hierarchy::shape_of(chip, spec.cluster).chips_per_domain();
     for (std::size_t i = g.first; i < g.last; ++i) {
         const Candidate& c = cands[i];
         out[i].chips = (c.domains + (spec.reliability.enabled ? c.spares : 0)) * chips_per_domain;
@@ -134,7 +136,7 @@ void estimate_group(const config::PlanSpec& plan, config::ScenarioSpec& spec,
         } else {
             x.ettr = 1.0;
             x.time_to_train_s = static_cast<double>(wp.steps) * step.step_s;
-            x.cost_usd = static_cast<double>(wp.cluster.instances) * x.time_to_train_s /
+            x.cost_usd = static_cast<double>(wp.cluster.instances()) * x.time_to_train_s /
                          units::kSecondsPerHour * spec.cost.instance_hour.usd();
             x.goodput = step.tokens_per_s;
             x.checkpoint_interval_s = kInf;
@@ -314,7 +316,7 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
         }
     }
     const auto domains = values_of(us ? plan.ultraservers : plan.instances,
-                                   us ? base.cluster.ultraservers : base.cluster.instances);
+                                   base.cluster.domains());
     const auto batch = values_of(plan.global_batch, base.training.global_batch);
     const auto tp = values_of(plan.tp, par.tp);
     const auto cp = values_of(plan.cp, par.cp);

@@ -3,6 +3,7 @@
 // sim::run_serving at the objective's rate or bisected for the highest rate within the SLO.
 #include "frontier.hpp"
 
+#include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
 
@@ -96,13 +97,11 @@ ServingEvaluation evaluate(const config::PlanSpec& plan, const config::ScenarioS
     try {
         spec = build(first);
         const compute::ChipSpec& chip = spec.hardware.chip;
-        if (spec.cluster.ultraservers > 0 && !chip.ultraserver) {
+        if (spec.cluster.counts_ultraservers() && !chip.ultraserver) {
             throw InputError("cluster.ultraservers",
                              chip.name + " is not sold in UltraServers: count instances");
         }
-        x.instances = spec.cluster.ultraservers > 0
-                          ? spec.cluster.ultraservers * chip.ultraserver->instances
-                          : spec.cluster.instances;
+        x.instances = cluster::Hierarchy::shape_of(chip, spec.cluster).instances;
         x.chips = x.instances * chip.instance.chips;
         x.cost_per_hour_usd = static_cast<double>(x.instances) * spec.cost.instance_hour.usd();
         const sim::ServingLayout layout = sim::check_serving(spec);
@@ -288,8 +287,7 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
         clusters.emplace_back(true, n);
     }
     if (!plan.instances.given && !plan.ultraservers.given) {
-        const bool us = base.cluster.ultraservers > 0;
-        clusters.emplace_back(us, us ? base.cluster.ultraservers : base.cluster.instances);
+        clusters.emplace_back(base.cluster.counts_ultraservers(), base.cluster.domains());
     }
     const auto& sv = base.inference.serving;
     const auto values = [](const config::SearchKey<int>& k, int v) {

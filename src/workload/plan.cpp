@@ -289,75 +289,6 @@ std::int64_t Plan::tokens_per_rank() const {
 
 namespace {
 
-/// How many chips, instances and NeuronLink domains a group's members occupy.
-struct UnitCounts {
-    std::int64_t size = 0, chips = 0, instances = 0, domains = 0;
-};
-
-/// Ranks per chip, per instance and per domain (UltraServer, else instance).
-struct UnitSizes {
-    std::int64_t chip, instance, domain;
-    UnitSizes(int ranks_per_chip, const topology::ClusterShape& cluster)
-        : chip(ranks_per_chip), instance(chip * cluster.chips_per_instance),
-          domain(cluster.ultraservers > 0 ? instance * cluster.instances_per_ultraserver
-                                          : instance) {}
-};
-
-UnitCounts count_units(const UnitSizes& u, const std::vector<std::int64_t>& ranks) {
-    UnitCounts n;
-    n.size = static_cast<std::int64_t>(ranks.size());
-    std::int64_t last_chip = -1, last_instance = -1, last_domain = -1;
-    // Members are in increasing rank order, so distinct units appear as runs.
-    for (const std::int64_t rank : ranks) {
-        const std::int64_t chip = rank / u.chip;
-        const std::int64_t instance = rank / u.instance;
-        const std::int64_t domain = rank / u.domain;
-        n.chips += chip != last_chip;
-        n.instances += instance != last_instance;
-        n.domains += domain != last_domain;
-        last_chip = chip;
-        last_instance = instance;
-        last_domain = domain;
-    }
-    return n;
-}
-
-/// The same for the members first + k stride, k < size (stride >= 1), in closed form: with a
-/// stride of at least a unit every member has its own; with a shorter one the members' units
-/// advance by 0 or 1 from one member to the next, so they are every unit from the first
-/// member's to the last's.
-UnitCounts count_units(const UnitSizes& u, std::int64_t first, std::int64_t stride,
-                       std::int64_t size) {
-    const std::int64_t last = first + (size - 1) * stride;
-    const auto units = [&](std::int64_t unit) {
-        return stride >= unit ? size : last / unit - first / unit + 1;
-    };
-    return {size, units(u.chip), units(u.instance), units(u.domain)};
-}
-
-network::GroupShape shape_of_counts(const compute::ChipSpec& c, int ranks_per_chip,
-                                    const topology::ClusterShape& cluster, const UnitCounts& n) {
-    const double r = static_cast<double>(ranks_per_chip);
-    const auto members = [](std::int64_t outer, std::int64_t inner) {
-        return static_cast<int>(ceil_div(outer, std::max<std::int64_t>(inner, 1)));
-    };
-    network::GroupShape s;
-    s.levels.push_back({network::LinkClass::on_chip, members(n.size, n.chips),
-                        c.hbm_bandwidth / r, c.on_chip_latency});
-    if (cluster.ultraservers > 0) {
-        s.levels.push_back({network::LinkClass::neuronlink, members(n.chips, n.instances),
-                            c.neuronlink_intra_instance / r, c.neuronlink_hop_latency});
-        s.levels.push_back({network::LinkClass::neuronlink_z, members(n.instances, n.domains),
-                            c.neuronlink_inter_instance / r, c.neuronlink_hop_latency});
-    } else {
-        s.levels.push_back({network::LinkClass::neuronlink, members(n.chips, n.domains),
-                            c.neuronlink_intra_instance / r, c.neuronlink_hop_latency});
-    }
-    s.levels.push_back({network::LinkClass::efa, static_cast<int>(n.domains),
-                        c.efa_bandwidth_per_chip() / r, c.efa_latency});
-    return s;
-}
-
 /// The chip's collective engine on a group's shape (group_shape_with_engine); `reduce`: the
 /// calibrated reduce kernel's rate (collective_reduce_bandwidth).
 void add_engine(network::GroupShape& s, const compute::ChipSpec& chip, Bandwidth reduce) {
@@ -377,11 +308,9 @@ Bandwidth engine_reduce_bandwidth(const compute::ChipSpec& chip, int ranks_per_c
 
 } // namespace
 
-network::GroupShape group_shape_of(const compute::ChipSpec& chip_spec, int ranks_per_chip,
-                                   const topology::ClusterShape& cluster,
+network::GroupShape group_shape_of(const cluster::Hierarchy& cluster, int ranks_per_chip,
                                    const std::vector<std::int64_t>& ranks) {
-    return shape_of_counts(chip_spec, ranks_per_chip, cluster,
-                           count_units(UnitSizes(ranks_per_chip, cluster), ranks));
+    return cluster.group_shape(ranks_per_chip, cluster.count(ranks_per_chip, ranks));
 }
 
 Bandwidth collective_reduce_bandwidth(const compute::ChipSpec& chip, int lnc) {
@@ -396,10 +325,10 @@ Bandwidth collective_reduce_bandwidth(const compute::ChipSpec& chip, int lnc) {
                                        seconds);
 }
 
-network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip, int ranks_per_chip,
-                                            const topology::ClusterShape& cluster,
+network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip,
+                                            const cluster::Hierarchy& cluster, int ranks_per_chip,
                                             const std::vector<std::int64_t>& ranks) {
-    network::GroupShape s = group_shape_of(chip, ranks_per_chip, cluster, ranks);
+    network::GroupShape s = group_shape_of(cluster, ranks_per_chip, ranks);
     add_engine(s, chip, engine_reduce_bandwidth(chip, ranks_per_chip));
     return s;
 }
@@ -416,11 +345,11 @@ namespace {
 /// (PlanTest.GroupShapesOfProgressionsMatchTheirMembers); a data-parallel group of 16,384
 /// members cost a third of an analytic evaluation at 524,288 chips when enumerated.
 network::GroupShape decompose(const Plan& p, CommGroup g, Bandwidth reduce) {
-    const UnitSizes u(p.ranks_per_chip, p.cluster);
     const GroupLayout l = p.group_layout(g);
-    const UnitCounts n = l.outer_size == 1 ? count_units(u, 0, l.inner_stride, l.inner_size)
-                                           : count_units(u, p.group_members(g, 0));
-    network::GroupShape s = shape_of_counts(p.chip, p.ranks_per_chip, p.cluster, n);
+    const cluster::UnitCounts n =
+        l.outer_size == 1 ? p.cluster.count(p.ranks_per_chip, 0, l.inner_stride, l.inner_size)
+                          : p.cluster.count(p.ranks_per_chip, p.group_members(g, 0));
+    network::GroupShape s = p.cluster.group_shape(p.ranks_per_chip, n);
     add_engine(s, p.chip, reduce);
     return s;
 }
@@ -433,7 +362,7 @@ network::GroupShape neighbour_shape(const Plan& p) {
     if (layout.size() > 1) {
         pair.push_back(layout.inner_stride);
     }
-    network::GroupShape full = group_shape_with_engine(p.chip, p.ranks_per_chip, p.cluster, pair);
+    network::GroupShape full = group_shape_with_engine(p.chip, p.cluster, p.ranks_per_chip, pair);
     network::GroupShape s;
     for (const auto& l : full.levels) {
         if (l.members > 1) {
@@ -446,7 +375,7 @@ network::GroupShape neighbour_shape(const Plan& p) {
     return s;
 }
 
-void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& cluster, int rpc,
+void check_parallelism(const TrainingSpec& t, const cluster::ClusterShape& cluster, int rpc,
                        Plan& p) {
     const auto& par = t.parallelism;
     const auto& m = t.model;
@@ -582,13 +511,13 @@ void check_parallelism(const TrainingSpec& t, const topology::ClusterShape& clus
                                              str(m.max_positions) +
                                              " learned positions (model.max_positions)");
     }
-    if (par.tp > 1 && par.tp * 1LL > std::int64_t{rpc} * cluster.chips_per_ultraserver()) {
+    if (par.tp > 1 && par.tp * 1LL > std::int64_t{rpc} * cluster.chips_per_domain()) {
         p.warnings.push_back("tp = " + str(par.tp) +
                              " spans more than one NeuronLink domain: tensor-parallel traffic "
                              "crosses the EFA fabric");
     }
     if (par.cp > 1 &&
-        std::int64_t{par.tp} * par.cp > std::int64_t{rpc} * cluster.chips_per_ultraserver()) {
+        std::int64_t{par.tp} * par.cp > std::int64_t{rpc} * cluster.chips_per_domain()) {
         p.warnings.push_back("tp x cp = " + str(std::int64_t{par.tp} * par.cp) +
                              " spans more than one NeuronLink domain: the context-parallel "
                              "key/value exchange crosses the EFA fabric");
@@ -738,7 +667,7 @@ std::string memory_advice(const Plan& p) {
 } // namespace
 
 Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int lnc,
-                const topology::ClusterSpec& cluster_spec, Bytes hbm_reserve_per_chip) {
+                const cluster::ClusterSpec& cluster_spec, Bytes hbm_reserve_per_chip) {
     Plan p;
     p.training = training;
     p.chip = chip;
@@ -754,20 +683,10 @@ Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int
         fail("hardware.lnc", "lnc = " + str(lnc) + " is not supported by " + chip.name +
                                  " (allowed: " + allowed + ")");
     }
-    if (cluster_spec.ultraservers > 0 && !chip.ultraserver) {
-        fail("cluster.ultraservers",
-             chip.name + " is not sold in UltraServers; give cluster.instances instead");
-    }
-    if (chip.instance.efa_bandwidth.bytes_per_s() <= 0.0 &&
-        cluster_spec.ultraservers + cluster_spec.instances > 1) {
-        fail(cluster_spec.ultraservers > 0 ? "cluster.ultraservers" : "cluster.instances",
-             chip.instance.name + " has no EFA to join instances: a job runs on one instance");
-    }
-    const std::int64_t ipu = chip.ultraserver ? chip.ultraserver->instances : 0;
-    p.cluster = topology::make_cluster_shape(cluster_spec, chip.instance.chips, ipu);
+    p.cluster = cluster::Hierarchy::of(chip, cluster_spec);
     p.ranks_per_chip = chip.ranks_per_chip(lnc);
 
-    check_parallelism(training, p.cluster, p.ranks_per_chip, p);
+    check_parallelism(training, p.cluster.shape(), p.ranks_per_chip, p);
     p.stats = compute_stats(training.model);
     p.tokens_per_step = training.global_batch * training.sequence_length;
     p.steps = training.steps > 0 ? training.steps : ceil_div(training.tokens, p.tokens_per_step);

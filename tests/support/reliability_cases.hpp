@@ -5,7 +5,7 @@
 #pragma once
 
 #include "trnsim/reliability/run.hpp"
-#include "trnsim/topology/cluster.hpp"
+#include "trnsim/cluster/shape.hpp"
 
 #include <cmath>
 #include <vector>
@@ -22,7 +22,7 @@ inline constexpr double kDay = 86400.0;
 /// steps. (An automatic interval would checkpoint free checkpoints at every step.)
 inline RunInput instances_input(std::int64_t instances, std::int64_t spares, double work_s) {
     RunInput in;
-    in.cluster = topology::make_cluster_shape({0, instances}, 16, 0);
+    in.cluster = cluster::make_cluster_shape({0, instances}, 16, 0);
     in.hardware.instance_torus = {4, 4};
     in.hardware.efa_interfaces = 1;
     in.hardware.efa_bandwidth_per_instance = Bandwidth::bytes_per_s(100e9);
@@ -50,7 +50,7 @@ inline RunInput instances_input(std::int64_t instances, std::int64_t spares, dou
 inline RunInput ultraservers_input(std::int64_t ultraservers, std::int64_t spares,
                                    double work_s) {
     RunInput in = instances_input(1, 0, work_s);
-    in.cluster = topology::make_cluster_shape({ultraservers, 0}, 16, 4);
+    in.cluster = cluster::make_cluster_shape({ultraservers, 0}, 16, 4);
     in.hardware.efa_interfaces = 16;
     in.hardware.efa_bandwidth_per_instance = Bandwidth::bits_per_s(3200e9);
     in.spec.spares.instances = 0;

@@ -233,9 +233,6 @@ struct ChipSpec {
     /// slightly below the chip's published peak / cores for Trainium2).
     FlopRate tensor_peak_per_core(Precision p) const;
     Bandwidth efa_bandwidth_per_chip() const { return instance.efa_bandwidth / instance.chips; }
-    int chips_per_ultraserver() const {
-        return ultraserver ? ultraserver->instances * instance.chips : instance.chips;
-    }
 };
 
 } // namespace trnsim::compute

@@ -14,7 +14,7 @@
 #include "trnsim/reliability/spec.hpp"
 #include "trnsim/serving/spec.hpp"
 #include "trnsim/serving/trace.hpp"
-#include "trnsim/topology/cluster.hpp"
+#include "trnsim/cluster/shape.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
 #include <array>
@@ -189,7 +189,7 @@ struct ScenarioSpec {
     std::string name;
     std::int64_t seed = 1; ///< non-negative, at most 2^53
     HardwareSpec hardware;
-    topology::ClusterSpec cluster;
+    cluster::ClusterSpec cluster;
     /// The fabric (cluster.fabric; default <chip>-ultracluster). Loaded when given or when
     /// the workload needs it (collective).
     std::string fabric_ref;

@@ -44,7 +44,7 @@
 #include "trnsim/core/units.hpp"
 #include "trnsim/engine/event.hpp"
 #include "trnsim/reliability/spec.hpp"
-#include "trnsim/topology/cluster.hpp"
+#include "trnsim/cluster/shape.hpp"
 
 #include <array>
 #include <cstdint>
@@ -87,7 +87,7 @@ enum class EntityKind : std::uint8_t { controller, power, domain, component };
 class Layout {
 public:
     /// `present[c]`: the class has failure processes (or trace failures) and so entities.
-    Layout(const topology::ClusterShape& cluster, const HardwareFacts& hw, const FabricSpec& fabric,
+    Layout(const cluster::ClusterShape& cluster, const HardwareFacts& hw, const FabricSpec& fabric,
            std::int64_t spare_domains, const std::array<bool, kClassCount>& present);
 
     // Domains.

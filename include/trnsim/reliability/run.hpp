@@ -36,7 +36,7 @@
 #include "trnsim/reliability/layout.hpp"
 #include "trnsim/reliability/spec.hpp"
 #include "trnsim/reliability/statistics.hpp"
-#include "trnsim/topology/cluster.hpp"
+#include "trnsim/cluster/shape.hpp"
 
 #include <array>
 #include <cstdint>
@@ -233,7 +233,7 @@ struct RunSummary {
 /// Everything the run simulation is built from.
 struct RunInput {
     ReliabilitySpec spec;
-    topology::ClusterShape cluster;
+    cluster::ClusterShape cluster;
     HardwareFacts hardware;
     JobModel job;
 };
@@ -245,7 +245,7 @@ void validate(const RunInput& input);
 /// The checks of any fleet's failures, a training job's or a serving fleet's: spares of the
 /// cluster's kind of domain, effects the cluster cannot have, trace components that do not exist
 /// (located in the trace file); throws InputError with a key path.
-void validate_fleet(const ReliabilitySpec& spec, const topology::ClusterShape& cluster,
+void validate_fleet(const ReliabilitySpec& spec, const cluster::ClusterShape& cluster,
                     const HardwareFacts& hardware);
 
 /// Runs every replication of `control`.

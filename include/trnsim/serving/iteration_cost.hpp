@@ -58,7 +58,7 @@
 #include "trnsim/network/collective_cost.hpp"
 #include "trnsim/serving/iteration.hpp"
 #include "trnsim/serving/spec.hpp"
-#include "trnsim/topology/cluster.hpp"
+#include "trnsim/cluster/shape.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include <cstdint>
@@ -71,7 +71,7 @@ namespace trnsim::serving {
 /// fill a chip, chips fill an instance, instances an UltraServer); the replica's tp ranks are
 /// first_rank, ..., first_rank + tp - 1.
 struct ReplicaPlacement {
-    topology::ClusterShape cluster;
+    cluster::ClusterShape cluster;
     std::int64_t first_rank = 0;
 
     /// The smallest cluster holding one replica of `tp` ranks from rank 0: one instance when it

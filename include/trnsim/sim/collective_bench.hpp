@@ -5,7 +5,7 @@
 
 #include "trnsim/compute/chip_spec.hpp"
 #include "trnsim/network/collectives.hpp"
-#include "trnsim/topology/cluster.hpp"
+#include "trnsim/cluster/shape.hpp"
 #include "trnsim/topology/fabric_spec.hpp"
 
 #include <cstdint>
@@ -19,7 +19,7 @@ struct CollectiveBenchSpec {
     compute::ChipSpec chip;
     int lnc = 0; ///< 0: the chip's default
     topology::FabricSpec fabric;
-    topology::ClusterSpec cluster; ///< UltraServers, or plain instances
+    cluster::ClusterSpec cluster; ///< UltraServers, or plain instances
     network::CollectiveOp op = network::CollectiveOp::all_reduce;
     std::vector<double> sizes; ///< bytes per rank
     std::int64_t ranks = 0;    ///< 0: every rank of the cluster

@@ -104,7 +104,7 @@
 #include "trnsim/serving/metrics.hpp"
 #include "trnsim/serving/spec.hpp"
 #include "trnsim/serving/trace.hpp"
-#include "trnsim/topology/cluster.hpp"
+#include "trnsim/cluster/shape.hpp"
 #include "trnsim/topology/fabric_spec.hpp"
 
 #include <cstdint>
@@ -136,7 +136,7 @@ struct ServeInput {
     serving::InferenceSpec spec;
     compute::ChipSpec chip;
     int lnc = 0;                       ///< 0: the chip's default
-    topology::ClusterSpec cluster;     ///< UltraServers or instances
+    cluster::ClusterSpec cluster;     ///< UltraServers or instances
     /// The fabric, needed when disaggregated (the KV transfers are flows over it).
     std::optional<topology::FabricSpec> fabric;
     ReplicaKind replica;               ///< every replica, or the decode replicas

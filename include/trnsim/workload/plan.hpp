@@ -55,11 +55,11 @@
 // The plan fits when the largest stage's total is at most the HBM capacity per rank.
 #pragma once
 
+#include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/compute/chip_spec.hpp"
 #include "trnsim/core/enum_names.hpp"
 #include "trnsim/core/units.hpp"
 #include "trnsim/network/collective_cost.hpp"
-#include "trnsim/topology/cluster.hpp"
 #include "trnsim/workload/model.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
@@ -140,7 +140,7 @@ struct Plan {
     TrainingSpec training;
     compute::ChipSpec chip;
     int lnc = 2;
-    topology::ClusterShape cluster;
+    cluster::Hierarchy cluster; ///< chips, instances, domains and their links
     Bytes hbm_reserve_per_chip;
 
     int ranks_per_chip = 0;
@@ -168,7 +168,7 @@ struct Plan {
 
 private:
     friend Plan build_plan(const TrainingSpec&, const compute::ChipSpec&, int,
-                           const topology::ClusterSpec&, Bytes);
+                           const cluster::ClusterSpec&, Bytes);
     std::vector<network::GroupShape> shapes_; // indexed by CommGroup
 };
 
@@ -191,25 +191,24 @@ std::vector<std::int64_t> stage_layer_counts(const ParallelismSpec& par, std::in
 /// (workload.parallelism.tp, workload.global_batch, cluster.ultraservers, ...) when a
 /// constraint fails, including when the memory plan does not fit in HBM.
 Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int lnc,
-                const topology::ClusterSpec& cluster, Bytes hbm_reserve_per_chip);
+                const cluster::ClusterSpec& cluster, Bytes hbm_reserve_per_chip);
 
 /// The hierarchy of a group of ranks over chip, instance, UltraServer and fabric, shaped as a
 /// plan's groups are (Plan::group_shape): ranks are numbered so that consecutive ranks fill a
-/// chip, chips fill an instance and instances an UltraServer (`cluster` counts them; plain
-/// instances when cluster.ultraservers is 0); `ranks` are the members in increasing order.
+/// chip, chips fill an instance and instances a scale-up domain (`cluster` says what they
+/// are, cluster::Hierarchy::group_shape); `ranks` are the members in increasing order.
 /// Each level's bandwidth is the chip's link bandwidth divided among its `ranks_per_chip`
 /// ranks (every rank of a chip communicating at once), its step latency the link's. Used by
 /// build_plan and by serving replicas (a replica's tensor-parallel group).
-network::GroupShape group_shape_of(const compute::ChipSpec& chip, int ranks_per_chip,
-                                   const topology::ClusterShape& cluster,
+network::GroupShape group_shape_of(const cluster::Hierarchy& cluster, int ranks_per_chip,
                                    const std::vector<std::int64_t>& ranks);
 
 /// The same with the chip's collective engine (compute::CollectiveEngineSpec): the launch cost,
 /// the per-rank collective rate, the EFA step overhead (added to the EFA level's step latency)
 /// and the reduction rate of the calibrated reduce kernel (collective_reduce_bandwidth). The
 /// training plan's groups use it; serving's replicas use the links alone (docs/network.md).
-network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip, int ranks_per_chip,
-                                            const topology::ClusterShape& cluster,
+network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip,
+                                            const cluster::Hierarchy& cluster, int ranks_per_chip,
                                             const std::vector<std::int64_t>& ranks);
 
 /// The rate at which one rank sums received data in a collective's reduction: 32 MiB of BF16

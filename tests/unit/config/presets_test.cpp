@@ -1,3 +1,4 @@
+#include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/config/load.hpp"
 #include "support/scratch.hpp"
 
@@ -23,7 +24,7 @@ TEST(ChipPresets, Trn2MatchesTheReference) {
     EXPECT_NEAR(c.tensor_peak_per_core(compute::Precision::bf16).per_s(), 78.64e12, 0.01e12);
     EXPECT_DOUBLE_EQ(c.efa_bandwidth_per_chip().bits_per_s(), 200e9);
     ASSERT_TRUE(c.ultraserver.has_value());
-    EXPECT_EQ(c.chips_per_ultraserver(), 64);
+    EXPECT_EQ(cluster::Hierarchy::chips_per_ultraserver(c), 64);
     EXPECT_DOUBLE_EQ(c.instance.price_per_hour.usd(), 35.76);
 }
 
@@ -93,8 +94,8 @@ TEST(ChipData, PublishedAggregatesAreTheChipValuesTimesTheChips) {
     EXPECT_FALSE(rounds_to(64 * t2.peak_bf16.per_s() / tf, 42800, 100));
     EXPECT_TRUE(rounds_to(64 * t2.peak_fp8.per_s() / tf, 83200, 400));
     EXPECT_TRUE(rounds_to(64 * t2.peak_fp32.per_s() / tf, 11600, 400));
-    EXPECT_TRUE(rounds_to(t2.chips_per_ultraserver() * t2.hbm_bandwidth.bytes_per_s() / 1e12,
-                          185.6, 0.1));
+    const double us_chips = static_cast<double>(cluster::Hierarchy::chips_per_ultraserver(t2));
+    EXPECT_TRUE(rounds_to(us_chips * t2.hbm_bandwidth.bytes_per_s() / 1e12, 185.6, 0.1));
     // HBM: 2.9 TB/s (T2; TRN2 46.4 / 16), not NKI2's rounded 3 TB/s: 16 x 3 = 48 TB/s would not
     // print as 46.4.
     EXPECT_FALSE(rounds_to(16 * 3.0, 46.4, 0.1));

@@ -28,7 +28,7 @@ HardwareFacts trn2() {
 TEST(Layout, Trn2UltraServerCountsByHand) {
     // One UltraServer: 64 chips and HBMs, 4 hosts and software stacks, 4 x 16 NICs; NeuronLink:
     // 4 instance tori of 4x4 (2 dimensions x 4 rings x 4 cables = 32) + 16 rings of 4 = 192.
-    const Layout l(topology::make_cluster_shape({1, 0}, 16, 4), trn2(), FabricSpec{}, 0,
+    const Layout l(cluster::make_cluster_shape({1, 0}, 16, 4), trn2(), FabricSpec{}, 0,
                    all_present());
     EXPECT_TRUE(l.ultraserver_domains());
     EXPECT_EQ(l.per_domain(ComponentClass::chip), 64);
@@ -49,7 +49,7 @@ TEST(Layout, Trn2UltraServerCountsByHand) {
 TEST(Layout, PlainInstancesAreTheirOwnDomains) {
     HardwareFacts hw = trn2();
     hw.efa_interfaces = 8;
-    const Layout l(topology::make_cluster_shape({0, 10}, 16, 0), hw, FabricSpec{}, 2,
+    const Layout l(cluster::make_cluster_shape({0, 10}, 16, 0), hw, FabricSpec{}, 2,
                    all_present());
     EXPECT_FALSE(l.ultraserver_domains());
     EXPECT_EQ(l.domains(), 12);
@@ -63,7 +63,7 @@ TEST(Layout, FabricCountsEqualTheFabricModel) {
     const topology::FabricSpec spec = config::load_fabric("trn2-ultracluster");
     for (std::int64_t ultraservers : {1, 16, 64, 256, 1536}) {
         const topology::Fabric f = topology::Fabric::build(spec, ultraservers);
-        const Layout l(topology::make_cluster_shape({ultraservers, 0}, 16, 4), trn2(),
+        const Layout l(cluster::make_cluster_shape({ultraservers, 0}, 16, 4), trn2(),
                        FabricSpec{}, 0, all_present());
         EXPECT_EQ(l.count(ComponentClass::nic), f.nics()) << ultraservers;
         EXPECT_EQ(l.count(ComponentClass::leaf), f.leaves()) << ultraservers;
@@ -81,7 +81,7 @@ TEST(Layout, FabricCountsEqualTheFabricModel) {
 }
 
 TEST(Layout, EveryEntityLocatesBackAndPartitionsHoldWholePowerDomains) {
-    const Layout l(topology::make_cluster_shape({9, 0}, 16, 4), trn2(), FabricSpec{}, 3,
+    const Layout l(cluster::make_cluster_shape({9, 0}, 16, 4), trn2(), FabricSpec{}, 3,
                    all_present());
     std::set<engine::EntityId> seen;
     for (ComponentClass c : kAllClasses) {
@@ -113,7 +113,7 @@ TEST(Layout, EveryEntityLocatesBackAndPartitionsHoldWholePowerDomains) {
 }
 
 TEST(Layout, BlastRadius) {
-    const Layout l(topology::make_cluster_shape({2, 0}, 16, 4), trn2(), FabricSpec{}, 0,
+    const Layout l(cluster::make_cluster_shape({2, 0}, 16, 4), trn2(), FabricSpec{}, 0,
                    all_present());
     EXPECT_EQ(l.impact(ComponentClass::chip, Effect::automatic), Impact::replace_domain);
     EXPECT_EQ(l.impact(ComponentClass::software, Effect::automatic), Impact::restart_only);
@@ -128,7 +128,7 @@ TEST(Layout, BlastRadius) {
     // One rail: a leaf failure cannot be routed around.
     HardwareFacts one = trn2();
     one.efa_interfaces = 1;
-    const Layout single(topology::make_cluster_shape({0, 4}, 16, 0), one, FabricSpec{}, 0,
+    const Layout single(cluster::make_cluster_shape({0, 4}, 16, 0), one, FabricSpec{}, 0,
                         all_present());
     EXPECT_EQ(single.impact(ComponentClass::leaf, Effect::automatic), Impact::fabric_interrupt);
     EXPECT_FALSE(single.effect_problem(ComponentClass::nic, Effect::degrade).empty());
@@ -142,7 +142,7 @@ TEST(Layout, SwitchesCarryingAJobExcludeThoseOfTheIdleSpares) {
     one.efa_interfaces = 1;
     FabricSpec f;
     f.switch_radix = 8;
-    const Layout l(topology::make_cluster_shape({0, 4}, 16, 0), one, f, 28, all_present());
+    const Layout l(cluster::make_cluster_shape({0, 4}, 16, 0), one, f, 28, all_present());
     EXPECT_EQ(l.count(ComponentClass::leaf), 8);
     EXPECT_EQ(l.count(ComponentClass::spine), 8);
     EXPECT_EQ(l.count(ComponentClass::core), 16);
@@ -159,7 +159,7 @@ TEST(Layout, SwitchesCarryingAJobExcludeThoseOfTheIdleSpares) {
     // instances uses leaf 0 and leaf 8, pods 0 and 2: 2 leaves, 8 spines, and the cores.
     HardwareFacts two = one;
     two.efa_interfaces = 2;
-    const Layout r2(topology::make_cluster_shape({0, 4}, 16, 0), two, f, 28, all_present());
+    const Layout r2(cluster::make_cluster_shape({0, 4}, 16, 0), two, f, 28, all_present());
     EXPECT_EQ(r2.switches_carrying(ComponentClass::leaf, 4), 2);
     EXPECT_EQ(r2.switches_carrying(ComponentClass::spine, 4), 8);
     EXPECT_EQ(r2.switches_carrying(ComponentClass::core, 4), 16);

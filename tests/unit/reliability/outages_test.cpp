@@ -88,7 +88,7 @@ double availability(OutageSchedule& sched, std::int64_t units, std::int64_t hori
 // m / (m + R + E). m = 10 h, R = 2 h, r = 0.5 h: E = 0.051271 x 12 h = 0.6152 h, A = 0.79269.
 TEST(Outages, WithoutSparesAvailabilityIsTheRenewalRewardClosedForm) {
     const ReliabilitySpec spec = hosts(10.0, 2.0, 0.1, 0.5);
-    const Layout layout(topology::make_cluster_shape({0, 200}, 16, 0), trn2(), FabricSpec{}, 0,
+    const Layout layout(cluster::make_cluster_shape({0, 200}, 16, 0), trn2(), FabricSpec{}, 0,
                         only({ComponentClass::host}));
     OutageSchedule sched(spec, layout, 200, 7);
     std::int64_t outages = 0;
@@ -107,7 +107,7 @@ TEST(Outages, WithoutSparesAvailabilityIsTheRenewalRewardClosedForm) {
 // window again: E = E[min(X, w)] + p_w E = m (e^(w/m) - 1) = 0.6184 h, A = m / (m + E) = 0.94176.
 TEST(Outages, WithSparesTheUnitReturnsAfterDetectionAndRestart) {
     const ReliabilitySpec spec = hosts(10.0, 2.0, 0.1, 0.5);
-    const Layout layout(topology::make_cluster_shape({0, 200}, 16, 0), trn2(), FabricSpec{}, 100,
+    const Layout layout(cluster::make_cluster_shape({0, 200}, 16, 0), trn2(), FabricSpec{}, 100,
                         only({ComponentClass::host}));
     OutageSchedule sched(spec, layout, 200, 11);
     const auto horizon = static_cast<std::int64_t>(5000.0 * kHour * 1e9);
@@ -126,7 +126,7 @@ TEST(Outages, PowerTakesItsWholeDomainSoftwareOnlyRestarts) {
     power.component = ComponentClass::power;
     power.mtbf_s = 50.0 * kHour;
     spec.failures.push_back(power);
-    const Layout layout(topology::make_cluster_shape({0, 16}, 16, 0), trn2(), FabricSpec{}, 0,
+    const Layout layout(cluster::make_cluster_shape({0, 16}, 16, 0), trn2(), FabricSpec{}, 0,
                         only({ComponentClass::host, ComponentClass::power}));
     ASSERT_EQ(layout.domains_per_power(), 8);
     OutageSchedule sched(spec, layout, 16, 5);
@@ -152,7 +152,7 @@ TEST(Outages, PowerTakesItsWholeDomainSoftwareOnlyRestarts) {
     bug.component = ComponentClass::software;
     bug.mtbf_s = 500.0 * kHour; // a failure within a restart (p = 0.06%) would extend it
     sw.failures.push_back(bug);
-    const Layout one(topology::make_cluster_shape({0, 1}, 16, 0), trn2(), FabricSpec{}, 0,
+    const Layout one(cluster::make_cluster_shape({0, 1}, 16, 0), trn2(), FabricSpec{}, 0,
                      only({ComponentClass::host, ComponentClass::software}));
     OutageSchedule s2(sw, one, 1, 5);
     for (int i = 0; i < 20; ++i) {
@@ -193,7 +193,7 @@ TEST(Outages, ATraceReplaysItsFailuresWithTheirBlastRadius) {
                            at(500, ComponentClass::host, 3, "host"),
                            at(1000, ComponentClass::leaf, 0, "leaf")};
     const FailureModel probe(spec.failures, spec.trace);
-    const Layout layout(topology::make_cluster_shape({0, 3}, 16, 0), trn2(), FabricSpec{}, 1,
+    const Layout layout(cluster::make_cluster_shape({0, 3}, 16, 0), trn2(), FabricSpec{}, 1,
                         probe.present_classes());
     OutageSchedule sched(spec, layout, 3, 1);
     struct Expected {
@@ -215,7 +215,7 @@ TEST(Outages, ATraceReplaysItsFailuresWithTheirBlastRadius) {
 
 TEST(Outages, SameSeedSameScheduleOtherSeedOther) {
     const ReliabilitySpec spec = hosts(10.0, 2.0, 0.1, 0.5);
-    const Layout layout(topology::make_cluster_shape({0, 20}, 16, 0), trn2(), FabricSpec{}, 2,
+    const Layout layout(cluster::make_cluster_shape({0, 20}, 16, 0), trn2(), FabricSpec{}, 2,
                         only({ComponentClass::host}));
     OutageSchedule a(spec, layout, 20, 9), b(spec, layout, 20, 9), c(spec, layout, 20, 10);
     bool differs = false;

@@ -276,15 +276,14 @@ TEST(AnalyticCollective, WithinTheFlowModelOnOneInstance) {
     for (const char* name : {"trn1", "trn2"}) {
         const compute::ChipSpec chip = config::load_chip(name);
         const int r = chip.ranks_per_chip(chip.lnc_default);
-        topology::ClusterSpec cs;
+        cluster::ClusterSpec cs;
         cs.instances = 1;
-        const topology::ClusterShape shape = topology::make_cluster_shape(
-            cs, chip.instance.chips, chip.ultraserver ? chip.ultraserver->instances : 0);
+        const cluster::Hierarchy shape = cluster::Hierarchy::of(chip, cs);
         std::vector<std::int64_t> ranks;
         for (std::int64_t k = 0; k < chip.instance.chips * r; ++k) {
             ranks.push_back(k);
         }
-        const network::GroupShape g = workload::group_shape_with_engine(chip, r, shape, ranks);
+        const network::GroupShape g = workload::group_shape_with_engine(chip, shape, r, ranks);
         CollectiveBenchSpec spec;
         spec.chip = chip;
         spec.fabric = config::load_fabric(std::string(name) + "-ultracluster");

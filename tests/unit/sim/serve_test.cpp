@@ -429,7 +429,7 @@ struct HostOutages {
         return present;
     }
     HostOutages(const ServeInput& in, std::int64_t spares, std::int64_t units)
-        : layout(topology::make_cluster_shape(in.cluster, in.chip.instance.chips, 4),
+        : layout(cluster::make_cluster_shape(in.cluster, in.chip.instance.chips, 4),
                  facts(in.chip), reliability::FabricSpec{}, spares, hosts_only()),
           schedule(in.reliability, layout, units, in.seed) {}
     reliability::Layout layout;

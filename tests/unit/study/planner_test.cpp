@@ -498,10 +498,10 @@ frontier: 0
         const double steps = static_cast<double>(wp.steps);
         EXPECT_DOUBLE_EQ(x.step_s, sim::estimate_step(wp).step_s);
         EXPECT_DOUBLE_EQ(x.time_to_train_s, steps * x.step_s);
-        EXPECT_DOUBLE_EQ(x.cost_usd, static_cast<double>(wp.cluster.instances) *
+        EXPECT_DOUBLE_EQ(x.cost_usd, static_cast<double>(wp.cluster.instances()) *
                                          x.time_to_train_s / 3600.0 * 35.76);
         EXPECT_EQ(x.ettr, 1.0);
-        EXPECT_EQ(x.chips, wp.cluster.chips);
+        EXPECT_EQ(x.chips, wp.cluster.chips());
     }
     EXPECT_GT(estimated, 5);
     ASSERT_EQ(r.finalists.size(), 2u);

@@ -40,8 +40,8 @@ std::vector<int> members(const network::GroupShape& g) {
 
 TEST(Plan, DefaultScenarioShape) {
     const Plan p = plan_of(scenario());
-    EXPECT_EQ(p.cluster.chips, 1024);
-    EXPECT_EQ(p.cluster.instances, 64);
+    EXPECT_EQ(p.cluster.chips(), 1024);
+    EXPECT_EQ(p.cluster.instances(), 64);
     EXPECT_EQ(p.ranks, 4096);
     EXPECT_EQ(p.dp, 64);
     EXPECT_EQ(p.microbatches, 16); // 1024 / (64 x 1)
@@ -93,7 +93,7 @@ TEST(Plan, GroupShapesOfProgressionsMatchTheirMembers) {
                                   CommGroup::expert_dp}) {
             const network::GroupShape a = p.group_shape(g);
             const network::GroupShape b =
-                group_shape_with_engine(p.chip, p.ranks_per_chip, p.cluster, p.group_members(g, 0));
+                group_shape_with_engine(p.chip, p.cluster, p.ranks_per_chip, p.group_members(g, 0));
             ASSERT_EQ(a.levels.size(), b.levels.size());
             for (std::size_t k = 0; k < a.levels.size(); ++k) {
                 EXPECT_EQ(a.levels[k].members, b.levels[k].members)
@@ -112,8 +112,8 @@ TEST(Plan, GroupShapesOfProgressionsMatchTheirMembers) {
 
 TEST(Plan, PlainInstancesHaveNoUltraServerLevel) {
     const Plan p = plan_of(scenario({"cluster.ultraservers=null", "cluster.instances=64"}));
-    EXPECT_EQ(p.cluster.ultraservers, 0);
-    EXPECT_EQ(p.cluster.chips, 1024);
+    EXPECT_EQ(p.cluster.ultraservers(), 0);
+    EXPECT_EQ(p.cluster.chips(), 1024);
     // DP: 4 per instance, then 16 instances over EFA (no NeuronLink between instances).
     EXPECT_EQ(members(p.group_shape(CommGroup::dp)), (std::vector<int>{1, 4, 16}));
 }
@@ -157,7 +157,7 @@ TEST(Plan, ChipsWithoutEfaRunOnOneInstance) {
     // inf2 has no EFA (instance.efa_bandwidth 0): two instances cannot form one job.
     const compute::ChipSpec inf2 = config::load_chip("inf2");
     const auto s = scenario();
-    topology::ClusterSpec two;
+    cluster::ClusterSpec two;
     two.instances = 2;
     try {
         build_plan(s.training, inf2, 1, two, inf2.hbm_runtime_reserve);

@@ -1,6 +1,27 @@
-#include "trnsim/topology/cluster.hpp"
+#include "trnsim/cluster/shape.hpp"
 
-namespace trnsim::topology {
+#include <algorithm>
+
+namespace trnsim::cluster {
+
+namespace {
+
+/// Cables of a ring of n nodes: n for n >= 3, one for two nodes, none for one.
+std::int64_t ring_links(std::int64_t n) { return n >= 3 ? n : (n == 2 ? 1 : 0); }
+
+} // namespace
+
+std::int64_t ClusterShape::neuronlink_cables_per_domain(
+    const std::vector<int>& instance_torus) const {
+    std::int64_t torus_links = 0;
+    for (int d : instance_torus) {
+        torus_links += (chips_per_instance / std::max(d, 1)) * ring_links(d);
+    }
+    const std::int64_t ipd = instances_per_domain();
+    const std::int64_t ring_cables =
+        ultraserver_domains() ? chips_per_instance * ring_links(ipd) : 0;
+    return torus_links * ipd + ring_cables;
+}
 
 ClusterShape make_cluster_shape(const ClusterSpec& spec, std::int64_t chips_per_instance,
                                 std::int64_t instances_per_ultraserver) {
@@ -21,4 +42,4 @@ ClusterShape make_cluster_shape(const ClusterSpec& spec, std::int64_t chips_per_
     return s;
 }
 
-} // namespace trnsim::topology
+} // namespace trnsim::cluster

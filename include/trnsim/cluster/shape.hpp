@@ -1,0 +1,70 @@
+// The composition of a cluster: how many scale-up domains (Trn2 UltraServers, or plain
+// instances), and what that means in instances and chips. This header decides what a scale-up
+// domain is; nothing outside the cluster module does (tests/layering checks it). The link
+// classes between the levels are in hierarchy.hpp; the fabric itself (NeuronLink tori, EFA Clos)
+// is described in docs/network.md.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace trnsim::cluster {
+
+/// What the scenario asks for: exactly one of the two counts is non-zero.
+struct ClusterSpec {
+    std::int64_t ultraservers = 0;
+    std::int64_t instances = 0;
+
+    /// The spec counts UltraServers (else plain instances): its domains are UltraServers.
+    bool counts_ultraservers() const { return ultraservers > 0; }
+    /// The number of domains it asks for.
+    std::int64_t domains() const { return counts_ultraservers() ? ultraservers : instances; }
+    /// `n` UltraServers or `n` plain instances.
+    static ClusterSpec of_domains(bool ultraservers, std::int64_t n) {
+        return ultraservers ? ClusterSpec{n, 0} : ClusterSpec{0, n};
+    }
+    /// The scenario key that counts the domains: "cluster.ultraservers" or "cluster.instances".
+    const char* domain_key() const {
+        return counts_ultraservers() ? "cluster.ultraservers" : "cluster.instances";
+    }
+    /// The same without the section: "ultraservers" or "instances" (a column or flag name).
+    const char* domain_name() const { return counts_ultraservers() ? "ultraservers" : "instances"; }
+};
+
+/// Counts derived from a ClusterSpec and the chip's packaging.
+struct ClusterShape {
+    std::int64_t chips_per_instance = 0;
+    std::int64_t instances_per_ultraserver = 1; ///< 1 for a cluster of plain instances
+    std::int64_t ultraservers = 0;              ///< 0 for a cluster of plain instances
+    std::int64_t instances = 0;
+    std::int64_t chips = 0;
+
+    /// The scale-up domain is an UltraServer (else the instance itself).
+    bool ultraserver_domains() const { return ultraservers > 0; }
+    std::int64_t instances_per_domain() const {
+        return ultraserver_domains() ? instances_per_ultraserver : 1;
+    }
+    std::int64_t chips_per_domain() const { return chips_per_instance * instances_per_domain(); }
+    /// NeuronLink domains: the UltraServers, or the instances of a cluster of plain instances
+    /// (the count topology::Fabric::build takes).
+    std::int64_t domains() const { return ultraserver_domains() ? ultraservers : instances; }
+    std::int64_t ranks_per_domain(std::int64_t ranks_per_chip) const {
+        return ranks_per_chip * chips_per_domain();
+    }
+    /// The spec of a cluster of the same kind of domain with `n` of them.
+    ClusterSpec with_domains(std::int64_t n) const {
+        return ClusterSpec::of_domains(ultraserver_domains(), n);
+    }
+    /// NeuronLink cables of one domain: each instance's torus (for dimensions d_1..d_n, the sum
+    /// over i of (chips / d_i) x ring(d_i), with ring(d) = d for d >= 3, 1 for d = 2, 0 for 1),
+    /// plus for an UltraServer the rings joining the same chip position of its instances
+    /// (chips per instance x ring(instances)).
+    std::int64_t neuronlink_cables_per_domain(const std::vector<int>& instance_torus) const;
+};
+
+/// `instances_per_ultraserver` is 0 when the chip is not sold in UltraServers; the spec must then
+/// count instances (the caller validates that).
+ClusterShape make_cluster_shape(const ClusterSpec& spec, std::int64_t chips_per_instance,
+                                std::int64_t instances_per_ultraserver);
+
+} // namespace trnsim::cluster

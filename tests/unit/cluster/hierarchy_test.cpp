@@ -1,0 +1,206 @@
+// The hardware hierarchy: counts, link classes, the units a group of ranks spans and its
+// decomposition over the levels, against hand-worked Trn2, Trn1 and Inferentia2 clusters.
+#include "trnsim/cluster/hierarchy.hpp"
+#include "trnsim/config/load.hpp"
+#include "trnsim/core/error.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace trnsim::cluster {
+namespace {
+
+using network::LinkClass;
+
+const compute::ChipSpec& trn2() {
+    static const compute::ChipSpec c = config::load_chip("trn2");
+    return c;
+}
+const compute::ChipSpec& trn1() {
+    static const compute::ChipSpec c = config::load_chip("trn1");
+    return c;
+}
+
+std::vector<LinkClass> classes(const Hierarchy& h) {
+    std::vector<LinkClass> out;
+    for (const LinkLevel& l : h.links()) {
+        out.push_back(l.link);
+    }
+    return out;
+}
+
+std::vector<std::int64_t> progression(std::int64_t first, std::int64_t stride, std::int64_t n) {
+    std::vector<std::int64_t> r;
+    for (std::int64_t k = 0; k < n; ++k) {
+        r.push_back(first + k * stride);
+    }
+    return r;
+}
+
+TEST(ClusterSpec, NamesItsDomains) {
+    const ClusterSpec us{3, 0}, inst{0, 5};
+    EXPECT_TRUE(us.counts_ultraservers());
+    EXPECT_FALSE(inst.counts_ultraservers());
+    EXPECT_EQ(us.domains(), 3);
+    EXPECT_EQ(inst.domains(), 5);
+    EXPECT_STREQ(us.domain_key(), "cluster.ultraservers");
+    EXPECT_STREQ(inst.domain_key(), "cluster.instances");
+    EXPECT_STREQ(inst.domain_name(), "instances");
+    EXPECT_EQ(ClusterSpec::of_domains(true, 7).ultraservers, 7);
+    EXPECT_EQ(ClusterSpec::of_domains(false, 7).instances, 7);
+    EXPECT_EQ(ClusterSpec::of_domains(false, 7).ultraservers, 0);
+}
+
+TEST(Hierarchy, Trn2UltraServersAreTheirDomains) {
+    const Hierarchy h = Hierarchy::of(trn2(), {2, 0});
+    // 2 UltraServers x 4 trn2.48xlarge x 16 chips.
+    EXPECT_TRUE(h.ultraserver_domains());
+    EXPECT_EQ(h.domains(), 2);
+    EXPECT_EQ(h.instances(), 8);
+    EXPECT_EQ(h.chips(), 128);
+    EXPECT_EQ(h.instances_per_domain(), 4);
+    EXPECT_EQ(h.chips_per_domain(), 64);
+    EXPECT_EQ(h.shape().ranks_per_domain(4), 256);
+    const ClusterSpec bigger = h.shape().with_domains(6);
+    EXPECT_EQ(bigger.ultraservers, 6);
+    EXPECT_EQ(bigger.instances, 0);
+    EXPECT_EQ(classes(h), (std::vector<LinkClass>{LinkClass::on_chip, LinkClass::neuronlink,
+                                                  LinkClass::neuronlink_z, LinkClass::efa}));
+    // Each class is the chip's link, once.
+    EXPECT_EQ(h.link(LinkClass::neuronlink).per_chip, trn2().neuronlink_intra_instance);
+    EXPECT_EQ(h.link(LinkClass::neuronlink_z).per_chip, trn2().neuronlink_inter_instance);
+    EXPECT_EQ(h.link(LinkClass::efa).per_chip, trn2().instance.efa_bandwidth / 16);
+    EXPECT_EQ(h.link(LinkClass::efa).latency, trn2().efa_latency);
+}
+
+TEST(Hierarchy, PlainInstancesAreTheirOwnDomainsEvenOfAnUltraServerChip) {
+    const Hierarchy h = Hierarchy::of(trn2(), {0, 3});
+    EXPECT_FALSE(h.ultraserver_domains());
+    EXPECT_EQ(h.domains(), 3);
+    EXPECT_EQ(h.ultraservers(), 0);
+    EXPECT_EQ(h.chips_per_domain(), 16);
+    EXPECT_EQ(h.shape().with_domains(4).instances, 4);
+    EXPECT_EQ(classes(h), (std::vector<LinkClass>{LinkClass::on_chip, LinkClass::neuronlink,
+                                                  LinkClass::efa}));
+}
+
+TEST(Hierarchy, RefusesWhatTheChipCannotForm) {
+    try {
+        (void)Hierarchy::of(trn1(), {1, 0});
+        FAIL() << "trn1 has no UltraServers";
+    } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find("cluster.ultraservers"), std::string::npos);
+    }
+    compute::ChipSpec no_efa = trn1();
+    no_efa.instance.efa_bandwidth = Bandwidth{};
+    EXPECT_THROW((void)Hierarchy::of(no_efa, {0, 2}), InputError);
+    EXPECT_NO_THROW((void)Hierarchy::of(no_efa, {0, 1})); // one instance needs no EFA
+}
+
+TEST(Hierarchy, CountsTheUnitsOfAGroupByHand) {
+    // Trn2 UltraServers, 4 ranks a chip: 64 ranks an instance, 256 an UltraServer.
+    const Hierarchy h = Hierarchy::of(trn2(), {2, 0});
+    const auto check = [&](std::int64_t first, std::int64_t stride, std::int64_t size,
+                           UnitCounts want) {
+        for (const UnitCounts n :
+             {h.count(4, first, stride, size), h.count(4, progression(first, stride, size))}) {
+            EXPECT_EQ(n.size, want.size);
+            EXPECT_EQ(n.chips, want.chips) << first << "+" << stride << "x" << size;
+            EXPECT_EQ(n.instances, want.instances) << first << "+" << stride << "x" << size;
+            EXPECT_EQ(n.domains, want.domains) << first << "+" << stride << "x" << size;
+        }
+    };
+    check(0, 1, 4, {4, 1, 1, 1});      // one chip
+    check(0, 4, 16, {16, 16, 1, 1});   // a rank on each chip of an instance
+    check(0, 64, 4, {4, 4, 4, 1});     // one rank per instance of an UltraServer
+    check(0, 256, 2, {2, 2, 2, 2});    // one rank per UltraServer
+    check(62, 1, 4, {4, 2, 2, 1});     // across an instance boundary
+    check(254, 1, 4, {4, 2, 2, 2});    // across an UltraServer boundary
+}
+
+TEST(Hierarchy, ClosedFormCountsEqualTheEnumeratedOnes) {
+    for (const ClusterSpec spec : {ClusterSpec{3, 0}, ClusterSpec{0, 12}}) {
+        const Hierarchy h = Hierarchy::of(trn2(), spec);
+        for (int rpc : {1, 2, 4, 8}) {
+            const std::int64_t ranks = h.chips() * rpc;
+            for (std::int64_t stride : {1, 2, 3, 7, 16, 64, 100, 257}) {
+                for (std::int64_t first : {0, 5, 63}) {
+                    const std::int64_t size = std::min<std::int64_t>(40, (ranks - 1 - first) / stride + 1);
+                    const UnitCounts a = h.count(rpc, first, stride, size);
+                    const UnitCounts b = h.count(rpc, progression(first, stride, size));
+                    EXPECT_EQ(a.chips, b.chips);
+                    EXPECT_EQ(a.instances, b.instances);
+                    EXPECT_EQ(a.domains, b.domains);
+                }
+            }
+        }
+    }
+}
+
+TEST(Hierarchy, DecomposesAGroupOverItsLevels) {
+    const Hierarchy h = Hierarchy::of(trn2(), {2, 0});
+    // Rank 0 of each of the 4 instances of UltraServer 0, and of UltraServer 1: 8 members.
+    std::vector<std::int64_t> ranks = progression(0, 64, 4);
+    for (std::int64_t r : progression(256, 64, 4)) {
+        ranks.push_back(r);
+    }
+    const network::GroupShape g = h.group_shape(4, h.count(4, ranks));
+    ASSERT_EQ(g.levels.size(), 4u);
+    const int members[] = {1, 1, 4, 2};
+    for (std::size_t i = 0; i < 4; ++i) {
+        EXPECT_EQ(g.levels[i].link, h.links()[i].link);
+        EXPECT_EQ(g.levels[i].members, members[i]);
+        // A member drives its chip's links shared by the chip's 4 ranks.
+        EXPECT_EQ(g.levels[i].bandwidth, h.links()[i].per_chip / 4.0);
+        EXPECT_EQ(g.levels[i].step_latency, h.links()[i].latency);
+    }
+    EXPECT_EQ(g.size(), 8);
+}
+
+TEST(Hierarchy, ASwitchedDomainIsOneLevel) {
+    const Hierarchy h(trn2(), Hierarchy::shape_of(trn2(), {2, 0}), ScaleUpKind::switched);
+    EXPECT_EQ(h.scale_up(), ScaleUpKind::switched);
+    EXPECT_EQ(classes(h), (std::vector<LinkClass>{LinkClass::on_chip, LinkClass::neuronlink,
+                                                  LinkClass::efa}));
+    // One rank on each of 8 chips of 4 instances of one domain, and 2 more domains' first chip:
+    // 64 chips a domain are all one switch level away.
+    std::vector<std::int64_t> ranks = progression(0, 32, 8);
+    ranks.push_back(256);
+    const network::GroupShape g = h.group_shape(4, h.count(4, ranks));
+    ASSERT_EQ(g.levels.size(), 3u);
+    EXPECT_EQ(g.levels[1].link, LinkClass::neuronlink);
+    EXPECT_EQ(g.levels[1].members, 5); // ceil(9 chips / 2 domains)
+    EXPECT_EQ(g.levels[2].members, 2);
+}
+
+TEST(Hierarchy, CountsTheNeuronLinkCablesOfADomain) {
+    // A 4 x 4 torus: 4 rings of 4 in each dimension, 32 cables an instance. A Trn2 UltraServer
+    // adds a ring of its 4 instances for each of the 16 chip positions: 4 x 32 + 16 x 4 = 192.
+    EXPECT_EQ(Hierarchy::shape_of(trn2(), {0, 1}).neuronlink_cables_per_domain({4, 4}), 32);
+    EXPECT_EQ(Hierarchy::shape_of(trn2(), {1, 0}).neuronlink_cables_per_domain({4, 4}), 192);
+    // A ring of 2 is one cable; of 1, none: a 2 x 1 "torus" of 2 chips has one.
+    ClusterShape two = make_cluster_shape({0, 1}, 2, 0);
+    EXPECT_EQ(two.neuronlink_cables_per_domain({2, 1}), 1);
+    // Two instances of 2 chips joined in UltraServers: 2 x 1 + 2 positions x 1 cable.
+    ClusterShape pair = make_cluster_shape({1, 0}, 2, 2);
+    EXPECT_EQ(pair.neuronlink_cables_per_domain({2}), 4);
+}
+
+TEST(Hierarchy, SmallestClusterHoldingAReplica) {
+    EXPECT_EQ(Hierarchy::smallest_holding(trn2(), 8).instances, 1);
+    const ClusterShape us = Hierarchy::smallest_holding(trn2(), 32);
+    EXPECT_EQ(us.ultraservers, 1);
+    EXPECT_EQ(us.chips, 64);
+    const ClusterShape wide = Hierarchy::smallest_holding(trn2(), 128); // past an UltraServer
+    EXPECT_EQ(wide.ultraservers, 0);
+    EXPECT_EQ(wide.instances, 8);
+    EXPECT_EQ(Hierarchy::smallest_holding(trn1(), 32).instances, 2);
+    EXPECT_EQ(Hierarchy::chips_per_ultraserver(trn2()), 64);
+    EXPECT_EQ(Hierarchy::chips_per_ultraserver(trn1()), 16);
+    EXPECT_EQ(Hierarchy::instances_per_ultraserver(trn1()), 0);
+}
+
+} // namespace
+} // namespace trnsim::cluster
