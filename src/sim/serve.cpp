@@ -18,44 +18,20 @@
 #include <memory>
 #include <string>
 
+#include "serve_layout.hpp"
+#include "serve_placement.hpp"
+
 namespace trnsim::sim {
 
 namespace {
 
+using namespace detail; // the fleet's layout and placement, private to the sim module
 using serving::Completion;
 using serving::ReplicaRole;
 using serving::ReplicaScheduler;
 using serving::Request;
 using serving::RequestRecord;
 
-constexpr engine::EntityId kRouter = 0;
-constexpr engine::EntityId kWake = 1;
-constexpr engine::EntityId kFirstReplica = 2;
-
-enum : engine::EventType {
-    kStart = 1,    ///< router, time 0
-    kArrival = 2,  ///< router to itself: open-loop request `payload` arrives
-    kRequest = 3,  ///< router to replica: request `payload`
-    kStep = 4,     ///< replica to itself: end of a step or a kick; payload: generation
-    kReport = 5,   ///< replica to router: payload replica, aux kFinished or kPrefilled (a
-                   ///< one-token request finishes on its prefill replica: kFinished from it)
-    kKvArrived = 6, ///< fabric to decode replica: the KV cache of a request is there; payload
-                    ///< transfer_tag(request, attempt)
-    kRelease = 7,  ///< decode replica to prefill replica: free hand-off `payload`
-    kWakeUp = 8,   ///< the fabric's wake-up (ignored)
-    kOutage = 9,   ///< router to itself: the next domain transition (OutageSchedule)
-    kDetect = 10,  ///< router to itself: it notices that domain `payload` is down
-    kEnable = 11,  ///< router to itself: domain `payload` serves again
-    kDown = 12,    ///< router to replica: its domain failed
-    kUp = 13,      ///< router to replica: its domain serves again
-    kRetry = 14,   ///< replica to router: request `payload` was dropped by a failure; aux
-                   ///< kAtPrefill or kAtDecode
-    kKvLost = 15,  ///< prefill replica to decode replica: it failed holding the KV cache of
-                   ///< request `payload`, attempt aux (its retries mod 2^16)
-    kKvCancelled = 16, ///< fabric to decode replica: a transfer was cancelled before it
-                       ///< arrived (its source or the replica itself failed); payload as
-                       ///< kKvArrived
-};
 /// A KV transfer's flow-group tag: the request id (< 2^32, RecordTable) and its attempt.
 constexpr std::uint64_t transfer_tag(std::uint64_t request, std::uint16_t attempt) {
     return request | std::uint64_t{attempt} << 32;
@@ -64,16 +40,6 @@ constexpr std::uint64_t tag_request(std::uint64_t tag) { return tag & 0xffffffff
 constexpr std::uint16_t tag_attempt(std::uint64_t tag) {
     return static_cast<std::uint16_t>(tag >> 32);
 }
-constexpr std::uint16_t kFinished = 0;
-constexpr std::uint16_t kPrefilled = 1;
-/// Where a failure dropped a request: before its first token (a unified or prefill replica,
-/// which the router counted with the decode replica it chose) or after (a decode replica:
-/// the KV cache it was sent or held was lost; `rec.replica` names the replica that failed).
-constexpr std::uint16_t kAtPrefill = 0;
-constexpr std::uint16_t kAtDecode = 1;
-constexpr std::uint32_t kStepPriority = 1; ///< after the arrivals of the same instant
-constexpr std::uint32_t kUpPriority = 2;   ///< after a failure of the same instant
-constexpr std::uint32_t kNoReplica = 0xffffffffu;
 
 /// The fleet-wide state of one request. Written by the router when it issues the request,
 /// then only by the replica that holds it (ownership moves with events across window
@@ -123,176 +89,6 @@ public:
 private:
     std::vector<std::unique_ptr<Slot[]>> chunks_;
 };
-
-// ------------------------------------------------------------------------------------------
-// Placement
-
-struct Placement {
-    std::vector<ReplicaPlacement> replicas;
-    std::uint32_t per_unit = 0;
-    std::uint32_t units = 0;
-    bool unit_is_ultraserver = false;
-    std::int64_t chips_per_domain = 0; ///< an UltraServer's when the cluster has them
-    std::int64_t instances = 0;
-    std::int64_t chips = 0;
-    std::uint32_t shards = 1;                   ///< router shards
-    std::vector<std::uint32_t> shard_of_domain; ///< by NeuronLink domain with replicas
-};
-
-/// The fleet's cluster shape (placement, failure layout) and hardware facts (failure layout).
-topology::ClusterShape fleet_shape(const ServeInput& in) {
-    const std::int64_t ipu = in.chip.ultraserver ? in.chip.ultraserver->instances : 0;
-    return topology::make_cluster_shape(in.cluster, in.chip.instance.chips, ipu);
-}
-
-reliability::HardwareFacts fleet_hardware(const ServeInput& in) {
-    reliability::HardwareFacts hw;
-    hw.instance_torus = in.chip.instance.torus;
-    hw.efa_interfaces = in.chip.instance.efa_interfaces;
-    hw.efa_bandwidth_per_instance = in.chip.instance.efa_bandwidth;
-    hw.host_memory = in.chip.instance.host_memory;
-    return hw;
-}
-
-Placement place(const ServeInput& in, int lnc) {
-    const compute::ChipSpec& chip = in.chip;
-    const serving::ServingSpec& sv = in.spec.serving;
-    const topology::ClusterShape shape = fleet_shape(in);
-    if (shape.instances < 1) {
-        throw InputError("cluster", "the cluster has no instances");
-    }
-    const std::int64_t rpc = chip.ranks_per_chip(lnc);
-    const std::int64_t cpi = chip.instance.chips;
-    const std::int64_t tp = sv.tp;
-    if (tp < 1) {
-        throw InputError("workload.serving.tp", "must be at least 1");
-    }
-    Placement p;
-    p.instances = shape.instances;
-    p.chips = shape.chips;
-    p.chips_per_domain = cpi * shape.instances_per_ultraserver;
-    std::int64_t chips_per_replica = 1, per_chip = 1, unit_chips = cpi;
-    if (tp <= rpc) {
-        if (rpc % tp != 0) {
-            throw InputError("workload.serving.tp",
-                             "tp " + std::to_string(tp) + " must divide the " +
-                                 std::to_string(rpc) + " ranks of a chip (LNC " +
-                                 std::to_string(lnc) + ")");
-        }
-        per_chip = rpc / tp;
-    } else {
-        if (tp % rpc != 0) {
-            throw InputError("workload.serving.tp",
-                             "tp " + std::to_string(tp) + " must be a multiple of the " +
-                                 std::to_string(rpc) + " ranks of a chip (LNC " +
-                                 std::to_string(lnc) + ")");
-        }
-        chips_per_replica = tp / rpc;
-        if (chips_per_replica > cpi) {
-            if (shape.ultraservers == 0) {
-                throw InputError("workload.serving.tp",
-                                 "tp " + std::to_string(tp) + " needs " +
-                                     std::to_string(chips_per_replica) +
-                                     " chips, more than an instance holds, and the cluster has "
-                                     "no UltraServers");
-            }
-            unit_chips = cpi * shape.instances_per_ultraserver;
-            p.unit_is_ultraserver = true;
-        }
-        if (chips_per_replica > unit_chips || unit_chips % chips_per_replica != 0) {
-            throw InputError("workload.serving.tp",
-                             "tp " + std::to_string(tp) + " (" +
-                                 std::to_string(chips_per_replica) +
-                                 " chips) must divide the chips of an instance (" +
-                                 std::to_string(cpi) + ") or of an UltraServer");
-        }
-    }
-    const std::int64_t per_unit = unit_chips / chips_per_replica * per_chip;
-    const std::int64_t units = p.unit_is_ultraserver
-                                   ? shape.instances / shape.instances_per_ultraserver
-                                   : shape.instances;
-    const std::int64_t capacity = per_unit * units;
-    const std::int64_t replicas = sv.replicas == 0 ? capacity : sv.replicas;
-    if (replicas < 1 || replicas > capacity) {
-        throw InputError("workload.serving.replicas",
-                         std::to_string(replicas) + " replicas of tp " + std::to_string(tp) +
-                             " do not fit: the cluster holds " + std::to_string(capacity));
-    }
-    if (replicas + kFirstReplica >= engine::kMaxEntities) {
-        throw InputError("workload.serving.replicas", "too many replicas for the engine");
-    }
-    const std::int64_t prefill = sv.disaggregated.prefill_replicas;
-    if (prefill < 0 || (prefill > 0 && prefill >= replicas)) {
-        throw InputError("workload.serving.disaggregated.prefill_replicas",
-                         "must leave at least one of the " + std::to_string(replicas) +
-                             " replicas to decode");
-    }
-    p.per_unit = static_cast<std::uint32_t>(per_unit);
-    p.units = static_cast<std::uint32_t>((replicas + per_unit - 1) / per_unit);
-    p.replicas.resize(static_cast<std::size_t>(replicas));
-    for (std::int64_t r = 0; r < replicas; ++r) {
-        ReplicaPlacement& rp = p.replicas[static_cast<std::size_t>(r)];
-        const std::int64_t unit = r / per_unit, slot = r % per_unit;
-        rp.unit = static_cast<std::uint32_t>(unit);
-        rp.first_chip = static_cast<std::uint32_t>(unit * unit_chips +
-                                                   (slot / per_chip) * chips_per_replica);
-        rp.chips = static_cast<std::uint32_t>(chips_per_replica);
-        rp.domain = static_cast<std::uint32_t>(rp.first_chip / p.chips_per_domain);
-        // Prefill replicas spread evenly: r is one when floor((r + 1) p / n) > floor(r p / n).
-        rp.prefill = prefill > 0 && ((r + 1) * prefill) / replicas > (r * prefill) / replicas;
-    }
-    // Router shards: shard k owns domains [k D / K, (k + 1) D / K) of the D holding replicas
-    // (replicas fill the domains in order), so each owns at least one when K <= D.
-    const std::int64_t shards = sv.router_shards;
-    const std::int64_t domains = p.replicas.back().domain + 1;
-    if (shards < 1) {
-        throw InputError("workload.serving.router_shards", "must be at least 1");
-    }
-    if (shards > 1) {
-        if (shards > domains) {
-            throw InputError("workload.serving.router_shards",
-                             std::to_string(shards) + " routers need as many NeuronLink domains "
-                             "(UltraServers, else instances) with replicas; the fleet's " +
-                                 std::to_string(replicas) + " replicas fill " +
-                                 std::to_string(domains));
-        }
-        const serving::ArrivalSpec& a = in.spec.requests.arrival;
-        if (a.kind == serving::ArrivalSpec::Kind::closed_loop && a.concurrency < shards) {
-            throw InputError("workload.serving.router_shards",
-                             std::to_string(shards) + " routers need a closed-loop client each; "
-                             "the requests have " + std::to_string(a.concurrency) +
-                                 " (workload.requests.arrival.closed_loop.concurrency)");
-        }
-    }
-    p.shards = static_cast<std::uint32_t>(shards);
-    p.shard_of_domain.resize(static_cast<std::size_t>(domains));
-    for (std::int64_t d = 0; d < domains; ++d) {
-        p.shard_of_domain[static_cast<std::size_t>(d)] =
-            static_cast<std::uint32_t>(d * shards / domains);
-    }
-    if (shards > 1 && prefill > 0) {
-        // Each router hands its prompts to its own prefill and decode replicas.
-        std::vector<std::int64_t> prefilling(static_cast<std::size_t>(shards), 0);
-        std::vector<std::int64_t> decoding(static_cast<std::size_t>(shards), 0);
-        for (const ReplicaPlacement& rp : p.replicas) {
-            const std::uint32_t k = p.shard_of_domain[rp.domain];
-            ++(rp.prefill ? prefilling : decoding)[k];
-        }
-        for (std::int64_t k = 0; k < shards; ++k) {
-            const auto i = static_cast<std::size_t>(k);
-            if (prefilling[i] == 0 || decoding[i] == 0) {
-                throw InputError("workload.serving.router_shards",
-                                 "router " + std::to_string(k) + " of " +
-                                     std::to_string(shards) + " would own " +
-                                     std::to_string(prefilling[i]) + " prefill and " +
-                                     std::to_string(decoding[i]) +
-                                     " decode replicas: each needs both (fewer shards or more "
-                                     "prefill replicas; they spread evenly over the fleet)");
-            }
-        }
-    }
-    return p;
-}
 
 // ------------------------------------------------------------------------------------------
 // The router's view of a pool of replicas
@@ -433,23 +229,6 @@ struct Shard {
 
     bool all_done() const { return !arrivals_open && finished == issued; }
 };
-
-/// The engine's window with more than one router: no event crosses partitions (a router
-/// shares its partition with its replicas), so the windows need not follow the router
-/// window; a simulated second keeps the barriers rare (a few milliseconds of work apart on a
-/// large fleet) and the partitions' work per window even.
-constexpr std::int64_t kShardedWindowNs = 1'000'000'000;
-
-/// The engine delay of the events between router and replicas, W = max(router_window,
-/// router_latency L), which is the lookahead. The router works at the requests' arrival times;
-/// the replicas run W - L behind it in engine time, so a request sent at its arrival t reaches
-/// its replica at engine t + W, replica time t + L. W = L is exact; with W > L the router
-/// decides each request as it arrives but hears of a finish 2W - L after it (instead of L),
-/// and a closed-loop client sends its next request then.
-std::int64_t hop_ns(const ServeInput& in) {
-    const std::int64_t l = std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1);
-    return std::max(l, in.options.router_window.ns());
-}
 
 // ------------------------------------------------------------------------------------------
 // The engine model
