@@ -20,6 +20,7 @@
 
 #include "serve_layout.hpp"
 #include "serve_placement.hpp"
+#include "serve_records.hpp"
 
 namespace trnsim::sim {
 
@@ -40,55 +41,6 @@ constexpr std::uint64_t tag_request(std::uint64_t tag) { return tag & 0xffffffff
 constexpr std::uint16_t tag_attempt(std::uint64_t tag) {
     return static_cast<std::uint16_t>(tag >> 32);
 }
-
-/// The fleet-wide state of one request. Written by the router when it issues the request,
-/// then only by the replica that holds it (ownership moves with events across window
-/// barriers, so no two threads touch a slot at once).
-struct Slot {
-    RequestRecord rec;
-    /// Disaggregated: chosen by the router; kNoReplica for a request of one output token,
-    /// which finishes on its prefill replica (its first token is its last).
-    std::uint32_t decode_replica = kNoReplica;
-    std::uint32_t handoff = 0;        ///< disaggregated: the prefill replica's hand-off
-    std::uint32_t handoff_epoch = 0;  ///< the prefill replica's failure count at the hand-off
-    std::uint32_t prefix_id = 0;
-};
-
-/// Slots by request id in chunks that never move: the router adds chunks as it issues
-/// requests; replicas read chunks added in earlier windows.
-class RecordTable {
-public:
-    static constexpr unsigned kShift = 16;
-    static constexpr std::uint64_t kChunk = std::uint64_t{1} << kShift;
-
-    RecordTable() : chunks_(std::size_t{1} << (32 - kShift)) {}
-    Slot& at(std::uint64_t id) { return chunks_[id >> kShift][id & (kChunk - 1)]; }
-    const Slot& at(std::uint64_t id) const { return chunks_[id >> kShift][id & (kChunk - 1)]; }
-    void ensure(std::uint64_t id) {
-        auto& c = chunks_[id >> kShift];
-        if (!c) {
-            c = std::make_unique<Slot[]>(kChunk);
-        }
-    }
-    /// Frees the chunk holding `id` (none of its slots is read again).
-    void release(std::uint64_t id) { chunks_[id >> kShift].reset(); }
-    /// Moves the records of ids [0, n) out, freeing chunks as it goes.
-    std::vector<RequestRecord> take(std::uint64_t n) {
-        std::vector<RequestRecord> out;
-        out.reserve(n);
-        for (std::uint64_t id = 0; id < n; ++id) {
-            out.push_back(at(id).rec);
-            if ((id & (kChunk - 1)) == kChunk - 1) {
-                chunks_[id >> kShift].reset();
-            }
-        }
-        chunks_.clear();
-        return out;
-    }
-
-private:
-    std::vector<std::unique_ptr<Slot[]>> chunks_;
-};
 
 // ------------------------------------------------------------------------------------------
 // The router's view of a pool of replicas
@@ -212,8 +164,6 @@ struct Shard {
     std::uint32_t index = 0;
     Pool main;    ///< unified or decode replicas
     Pool prefill;
-    std::uint64_t issued = 0; ///< its requests so far: ids index, index + K, ... (K shards)
-    RecordTable table;        ///< by id / K
     std::uint64_t finished = 0; ///< reports of finished requests
     bool arrivals_open = true;
     std::deque<std::uint64_t> stranded; ///< no replica serves
@@ -222,12 +172,10 @@ struct Shard {
     std::unique_ptr<reliability::OutageSchedule> outages;
     reliability::UnitTransition pending;
     bool pending_open = false; ///< `pending` is scheduled and not yet applied
-    std::int64_t done_ns = -1; ///< when all_done() first held
+    std::int64_t done_ns = -1; ///< when all its requests were first done
     double down_replica_ns = 0.0;
     std::uint64_t outages_count = 0;
     std::uint64_t retries_count = 0;
-
-    bool all_done() const { return !arrivals_open && finished == issued; }
 };
 
 // ------------------------------------------------------------------------------------------
@@ -239,7 +187,7 @@ public:
                const topology::Fabric* fabric, std::uint32_t partitions)
         : in_(in), pl_(pl), source_(source), hop_(hop_ns(in)),
           off_(hop_ - std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1)),
-          sample_ns_(in.options.kv_sample.ns()) {
+          sample_ns_(in.options.kv_sample.ns()), records_(pl.shards) {
         const serving::ServingSpec& sv = in.spec.serving;
         disaggregated_ = sv.disaggregated.prefill_replicas > 0;
         policy_ = sv.router;
@@ -328,47 +276,7 @@ public:
     }
 
     /// After the run: every request's record, by id, freeing the tables as it goes.
-    std::vector<RequestRecord> take_records() {
-        if (shard_count_ == 1) {
-            return shards_[0]->table.take(shards_[0]->issued);
-        }
-        std::uint64_t total = 0, longest = 0;
-        for (const auto& sh : shards_) {
-            total += sh->issued;
-            longest = std::max(longest, sh->issued);
-        }
-        std::vector<RequestRecord> out;
-        out.reserve(total);
-        for (std::uint64_t n = 0; n < longest; ++n) {
-            for (auto& sh : shards_) {
-                if (n < sh->issued) {
-                    out.push_back(sh->table.at(n).rec);
-                    if ((n & (RecordTable::kChunk - 1)) == RecordTable::kChunk - 1) {
-                        sh->table.release(n);
-                    }
-                }
-            }
-        }
-        if (source_.closed_loop()) {
-            // Each router's clients issue its ids k, k + K, ... until the count or duration
-            // ends; under a duration the routers stop at different ids: the records (gathered
-            // above in id order) are numbered again without gaps.
-            std::uint64_t previous = 0;
-            for (std::size_t i = 0; i < out.size(); ++i) {
-                TRNSIM_CHECK(i == 0 || out[i].id > previous,
-                             "serve: the router shards' records are out of id order");
-                previous = out[i].id;
-                out[i].id = i;
-            }
-            return out;
-        }
-        // Open-loop arrivals do not decrease with the id, so the shards' requests are ids
-        // 0 .. total - 1.
-        for (std::size_t i = 0; i < out.size(); ++i) {
-            TRNSIM_CHECK(out[i].id == i, "serve: the router shards' request ids have a gap");
-        }
-        return out;
-    }
+    std::vector<RequestRecord> take_records() { return records_.take(source_.closed_loop()); }
 
     /// After the run, with router shards: a shard whose requests were all done stopped
     /// following the outages, while one router follows them until the fleet's last request is
@@ -510,12 +418,9 @@ private:
 
     static engine::EntityId entity(std::uint32_t replica) { return kFirstReplica + replica; }
 
-    /// The slot of request `id`: shard id mod K holds it at id / K.
-    Slot& slot(std::uint64_t id) {
-        if (shard_count_ == 1) {
-            return shards_[0]->table.at(id);
-        }
-        return shards_[id % shard_count_]->table.at(id / shard_count_);
+    /// Whether the shard's arrivals have ended and every request it issued has finished.
+    bool all_done(const Shard& sh) const {
+        return !sh.arrivals_open && sh.finished == records_.issued(sh.index);
     }
 
     /// The arrival of request id + K (the shard's next) from that of id at `t`: the gaps of
@@ -526,17 +431,6 @@ private:
         }
         return t;
     }
-    Request request_of(const Slot& s) const {
-        Request r;
-        r.id = s.rec.id;
-        r.arrival = SimTime::from_ns(s.rec.arrival_ns);
-        r.input_tokens = s.rec.input_tokens;
-        r.output_tokens = s.rec.output_tokens;
-        r.prefix_id = s.prefix_id;
-        r.prefix_tokens = s.prefix_id != 0 ? prefix_tokens_ : 0;
-        return r;
-    }
-
     // ---------------------------------------------------------------- router
     template <class Q>
     void router(engine::Context<Q>& ctx, Shard& sh, const engine::Event& e) {
@@ -572,7 +466,7 @@ private:
             }
             break;
         case kArrival: {
-            const std::uint64_t id = sh.issued * shard_count_ + sh.index;
+            const std::uint64_t id = records_.next_id(sh.index);
             issue(ctx, sh, now);
             const std::uint64_t next = id + shard_count_;
             const SimTime t = arrival_after(id, SimTime::from_ns(now));
@@ -584,7 +478,7 @@ private:
             break;
         }
         case kOutage:
-            if (!sh.all_done()) {
+            if (!all_done(sh)) {
                 sh.pending_open = false;
                 transition(ctx, sh, sh.pending);
                 next_outage(ctx, sh);
@@ -621,7 +515,7 @@ private:
         }
         case kRetry: {
             ++sh.retries_count;
-            const Slot& s = slot(e.payload);
+            const Slot& s = records_.slot(e.payload);
             // The replica whose failure dropped it, and the counts the router made for it.
             std::uint32_t r = s.rec.prefill_replica;
             if (!disaggregated_) {
@@ -661,7 +555,7 @@ private:
         default:
             break;
         }
-        if (sh.done_ns < 0 && sh.all_done()) {
+        if (sh.done_ns < 0 && all_done(sh)) {
             sh.done_ns = now;
         }
     }
@@ -669,15 +563,12 @@ private:
     /// Issues the shard's next request at `now`; false when the limits say no more.
     template <class Q>
     bool issue(engine::Context<Q>& ctx, Shard& sh, std::int64_t now) {
-        const std::uint64_t local = sh.issued;
-        const std::uint64_t id = local * shard_count_ + sh.index;
+        const std::uint64_t id = records_.next_id(sh.index);
         if (!source_.issued(id, SimTime::from_ns(now))) {
             return false;
         }
-        ++sh.issued;
+        Slot& s = records_.add(sh.index);
         const Request r = source_.request(id, SimTime::from_ns(now));
-        sh.table.ensure(local);
-        Slot& s = sh.table.at(local);
         s.rec.id = id;
         s.rec.arrival_ns = now;
         s.rec.input_tokens = static_cast<std::int32_t>(r.input_tokens);
@@ -697,7 +588,7 @@ private:
     template <class Q>
     void route(engine::Context<Q>& ctx, Shard& sh, std::uint64_t id, std::int64_t now) {
         if (disaggregated_) {
-            Slot& s = slot(id);
+            Slot& s = records_.slot(id);
             const std::uint32_t p = sh.prefill.choose(policy_, s.prefix_id, slack_);
             if (p == Pool::kNone) {
                 sh.stranded.push_back(id);
@@ -722,7 +613,7 @@ private:
             ctx.schedule_at_ns(entity(sh.prefill.member(p)), now + hop_, kRequest, id);
             return;
         }
-        const std::uint32_t m = sh.main.choose(policy_, slot(id).prefix_id, slack_);
+        const std::uint32_t m = sh.main.choose(policy_, records_.slot(id).prefix_id, slack_);
         if (m == Pool::kNone) {
             sh.stranded.push_back(id);
             return;
@@ -846,20 +737,20 @@ private:
         rep.last_event = now;
         switch (e.type) {
         case kRequest: {
-            Slot& s = slot(e.payload);
+            Slot& s = records_.slot(e.payload);
             s.rec.prefill_replica = r;
             if (rep.down) {
                 drop(ctx, r, e.payload, kAtPrefill, r);
                 break;
             }
-            rep.sched.add(request_of(s));
+            rep.sched.add(request_of(s, prefix_tokens_));
             poke(ctx, r, now);
             break;
         }
         case kKvArrived:
         case kKvCancelled: {
             const std::uint64_t id = tag_request(e.payload);
-            Slot& s = slot(id);
+            Slot& s = records_.slot(id);
             const auto lost =
                 std::find(rep.lost.begin(), rep.lost.end(),
                           std::pair<std::uint64_t, std::uint16_t>{id, tag_attempt(e.payload)});
@@ -878,7 +769,7 @@ private:
                 drop(ctx, r, id, kAtDecode, r);
                 break;
             }
-            rep.sched.add_transferred(request_of(s), s.rec.first_token_ns, s.rec.preemptions);
+            rep.sched.add_transferred(request_of(s, prefix_tokens_), s.rec.first_token_ns, s.rec.preemptions);
             ++rep.transfers;
             rep.transfer_bytes += kv_bytes(s);
             poke(ctx, r, now);
@@ -924,7 +815,7 @@ private:
     template <class Q>
     void drop(engine::Context<Q>& ctx, std::uint32_t r, std::uint64_t id, std::uint16_t where,
               std::uint32_t failed) {
-        Slot& s = slot(id);
+        Slot& s = records_.slot(id);
         ++s.rec.retries;
         if (where == kAtDecode) {
             s.rec.replica = failed;
@@ -962,7 +853,7 @@ private:
 
     template <class Q>
     void completed(engine::Context<Q>& ctx, std::uint32_t r, const Completion& c) {
-        Slot& s = slot(c.request);
+        Slot& s = records_.slot(c.request);
         s.rec.first_token_ns = c.first_token_ns;
         s.rec.preemptions = c.preemptions;
         if (c.kind == Completion::Kind::finished) {
@@ -1010,6 +901,7 @@ private:
     std::int64_t slack_ = 1;
     std::int64_t prefix_tokens_ = 0;
 
+    FleetRecords records_; ///< the requests' records, by shard
     std::vector<Replica> reps_;
     std::vector<std::uint32_t> pool_of_; ///< replica -> index in its shard's pool
     std::vector<engine::EntityId> router_of_; ///< replica -> its router shard's entity

@@ -2,6 +2,7 @@
 // include/trnsim/sim/serve.hpp describes the model). The parts of the fleet simulation:
 //
 //   serve_placement  where the replicas sit (chips, units, NeuronLink domains, router shards)
+//   serve_records    each request's fleet-wide record, by id, across the router shards
 //   serve.cpp        the engine model (router, replicas, failures, KV transfers) and the
 //                    entry points (check_serving_input, simulate_serving)
 //
