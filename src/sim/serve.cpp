@@ -21,6 +21,7 @@
 #include "serve_layout.hpp"
 #include "serve_placement.hpp"
 #include "serve_records.hpp"
+#include "serve_transfers.hpp"
 
 namespace trnsim::sim {
 
@@ -32,15 +33,6 @@ using serving::ReplicaRole;
 using serving::ReplicaScheduler;
 using serving::Request;
 using serving::RequestRecord;
-
-/// A KV transfer's flow-group tag: the request id (< 2^32, RecordTable) and its attempt.
-constexpr std::uint64_t transfer_tag(std::uint64_t request, std::uint16_t attempt) {
-    return request | std::uint64_t{attempt} << 32;
-}
-constexpr std::uint64_t tag_request(std::uint64_t tag) { return tag & 0xffffffffu; }
-constexpr std::uint16_t tag_attempt(std::uint64_t tag) {
-    return static_cast<std::uint16_t>(tag >> 32);
-}
 
 // ------------------------------------------------------------------------------------------
 // The router's view of a pool of replicas
@@ -230,9 +222,8 @@ public:
             init_failures(in, pl);
         }
         if (disaggregated_) {
-            fabric_net_ = std::make_unique<network::FlowNetwork>(
-                *fabric, partitions, kWake, kWakeUp, in.chip.hbm_bandwidth,
-                in.chip.on_chip_latency, std::max<std::uint32_t>(in.options.fabric_shards, 1));
+            transfers_ =
+                std::make_unique<KvTransfers>(in, *fabric, partitions, pl.replicas.size());
         }
     }
 
@@ -265,8 +256,8 @@ public:
 
     template <class Q>
     void window_edge(engine::WindowEdge<Q>& edge) {
-        if (fabric_net_) {
-            fabric_net_->resolve_at(edge, kWake);
+        if (transfers_) {
+            transfers_->window_edge(edge);
         }
     }
 
@@ -366,8 +357,8 @@ public:
             out.stats.kv_transfers += rep.transfers;
             out.stats.kv_transfer_bytes += rep.transfer_bytes;
         }
-        if (fabric_net_) {
-            out.stats.kv_transfers_cancelled = fabric_net_->groups_cancelled();
+        if (transfers_) {
+            out.stats.kv_transfers_cancelled = transfers_->cancelled();
         }
         if (sample_ns_ > 0 && !reps_.empty()) {
             const std::size_t n = reps_.front().samples.size();
@@ -400,20 +391,6 @@ private:
         bool down = false;                 ///< its domain failed; requests bounce
         std::uint32_t epoch = 0;           ///< failures so far
         std::int64_t down_ns = -1;         ///< replica time of the last failure
-        /// Disaggregated, a prefill replica: by hand-off, the KV cache it holds for a decode
-        /// replica until that replica releases it.
-        struct Outgoing {
-            std::uint64_t request = 0;
-            std::uint32_t decode = 0;
-            std::uint16_t attempt = 0;
-            bool live = false;
-        };
-        std::vector<Outgoing> outgoing;
-        /// A decode replica: (request, attempt) of transfers whose source failed before they
-        /// arrived (kKvLost); their flows are cancelled, and the entry is matched by the
-        /// cancellation or, when the transfer ended first, by its arrival. An entry whose
-        /// transfer had arrived before the notice is never matched.
-        std::vector<std::pair<std::uint64_t, std::uint16_t>> lost;
     };
 
     static engine::EntityId entity(std::uint32_t replica) { return kFirstReplica + replica; }
@@ -709,21 +686,23 @@ private:
             rep.down_ns = now;
             ++rep.generation; // its pending step never ends
             rep.pending = -1;
-            // The KV caches it held for decode replicas are gone: they learn it one router
-            // latency later (the lookahead), and drop a transfer that has not arrived by then.
-            for (const Replica::Outgoing& o : rep.outgoing) {
-                if (o.live) {
-                    ctx.schedule_at_ns(entity(o.decode), ctx.now_ns() + hop_, kKvLost,
-                                       o.request, o.attempt);
+            if (transfers_) {
+                // The KV caches it held for decode replicas are gone: they learn it one router
+                // latency later (the lookahead), and drop a transfer that has not arrived by
+                // then.
+                for (const KvTransfers::Outgoing& o : transfers_->outgoing(r)) {
+                    if (o.live) {
+                        ctx.schedule_at_ns(entity(o.decode), ctx.now_ns() + hop_, kKvLost,
+                                           o.request, o.attempt);
+                    }
                 }
+                transfers_->clear_outgoing(r);
             }
-            rep.outgoing.clear();
             const bool decode = pl_.replicas[r].prefill == false && disaggregated_;
             if (decode) {
                 // The KV caches on their way here will not land: their flows stop now and
                 // kKvCancelled drops each.
-                fabric_net_->cancel(ctx.partition(), ctx.now_ns(), entity(r),
-                                    network::FlowNetwork::kAnyTag, kKvCancelled);
+                transfers_->cancel_incoming(ctx.partition(), ctx.now_ns(), r);
             }
             for (std::uint64_t id : rep.sched.fail()) {
                 drop(ctx, r, id, decode ? kAtDecode : kAtPrefill, r);
@@ -751,12 +730,8 @@ private:
         case kKvCancelled: {
             const std::uint64_t id = tag_request(e.payload);
             Slot& s = records_.slot(id);
-            const auto lost =
-                std::find(rep.lost.begin(), rep.lost.end(),
-                          std::pair<std::uint64_t, std::uint16_t>{id, tag_attempt(e.payload)});
-            if (lost != rep.lost.end()) {
+            if (transfers_->take_lost(r, id, tag_attempt(e.payload))) {
                 // Its source failed before it arrived: the source's copy is gone with it.
-                rep.lost.erase(lost);
                 drop(ctx, r, id, kAtDecode, s.rec.prefill_replica);
                 break;
             }
@@ -769,17 +744,16 @@ private:
                 drop(ctx, r, id, kAtDecode, r);
                 break;
             }
-            rep.sched.add_transferred(request_of(s, prefix_tokens_), s.rec.first_token_ns, s.rec.preemptions);
+            rep.sched.add_transferred(request_of(s, prefix_tokens_), s.rec.first_token_ns,
+                                      s.rec.preemptions);
             ++rep.transfers;
-            rep.transfer_bytes += kv_bytes(s);
+            rep.transfer_bytes += transfers_->bytes_of(s.rec.input_tokens);
             poke(ctx, r, now);
             break;
         }
         case kKvLost:
             // The transfer's flows stop (it may have arrived already: then nothing matches).
-            rep.lost.emplace_back(e.payload, e.aux);
-            fabric_net_->cancel(ctx.partition(), ctx.now_ns(), entity(r),
-                                transfer_tag(e.payload, e.aux), kKvCancelled);
+            transfers_->lose(ctx.partition(), ctx.now_ns(), r, e.payload, e.aux);
             break;
         case kRelease: {
             const auto handoff = static_cast<std::uint32_t>(e.payload);
@@ -787,7 +761,7 @@ private:
                 break; // the hand-off was lost with a failure since
             }
             rep.sched.release(handoff);
-            rep.outgoing[handoff].live = false;
+            transfers_->released(r, handoff);
             poke(ctx, r, now);
             break;
         }
@@ -846,11 +820,6 @@ private:
         }
     }
 
-    double kv_bytes(const Slot& s) const {
-        return static_cast<double>(in_.kv_bytes_per_token.count()) *
-               static_cast<double>(s.rec.input_tokens);
-    }
-
     template <class Q>
     void completed(engine::Context<Q>& ctx, std::uint32_t r, const Completion& c) {
         Slot& s = records_.slot(c.request);
@@ -868,24 +837,11 @@ private:
         TRNSIM_CHECK(s.decode_replica != kNoReplica,
                      "serve: a prefilled request has no decode replica");
         s.handoff = c.handoff;
-        Replica& rep = reps_[r];
-        s.handoff_epoch = rep.epoch;
-        if (rep.outgoing.size() <= c.handoff) {
-            rep.outgoing.resize(c.handoff + 1);
-        }
-        rep.outgoing[c.handoff] = {c.request, s.decode_replica,
-                                   static_cast<std::uint16_t>(s.rec.retries), true};
-        const ReplicaPlacement& from = pl_.replicas[r];
-        const ReplicaPlacement& to = pl_.replicas[s.decode_replica];
-        const std::uint32_t pairs = std::min(from.chips, to.chips);
-        const double bytes = kv_bytes(s) / static_cast<double>(pairs);
-        std::vector<network::FlowSpec> flows(pairs);
-        for (std::uint32_t j = 0; j < pairs; ++j) {
-            flows[j] = {from.first_chip + j, to.first_chip + j, bytes, 1.0};
-        }
-        fabric_net_->start_group(
-            ctx.partition(), ctx.now_ns(), entity(s.decode_replica), kKvArrived,
-            transfer_tag(c.request, static_cast<std::uint16_t>(s.rec.retries)), std::move(flows));
+        s.handoff_epoch = reps_[r].epoch;
+        transfers_->send(ctx.partition(), ctx.now_ns(), r, pl_.replicas[r], s.decode_replica,
+                         pl_.replicas[s.decode_replica], c.handoff, c.request,
+                         static_cast<std::uint16_t>(s.rec.retries),
+                         transfers_->bytes_of(s.rec.input_tokens));
         ctx.schedule_at_ns(router_of_[r], ctx.now_ns() + hop_, kReport, r, kPrefilled);
     }
 
@@ -908,7 +864,7 @@ private:
     std::vector<std::unique_ptr<Shard>> shards_;
     std::vector<std::uint32_t> shard_of_domain_; ///< domain -> router shard
     std::uint32_t shard_count_ = 1;
-    std::unique_ptr<network::FlowNetwork> fabric_net_;
+    std::unique_ptr<KvTransfers> transfers_; ///< disaggregated only
 
     // Failures (router state; empty without them).
     static constexpr std::uint8_t kUpState = 0, kDownUnnoticed = 1, kDownNoticed = 2;

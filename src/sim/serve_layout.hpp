@@ -3,6 +3,7 @@
 //
 //   serve_placement  where the replicas sit (chips, units, NeuronLink domains, router shards)
 //   serve_records    each request's fleet-wide record, by id, across the router shards
+//   serve_transfers  the KV caches that prefill replicas send to decode replicas (flows)
 //   serve.cpp        the engine model (router, replicas, failures, KV transfers) and the
 //                    entry points (check_serving_input, simulate_serving)
 //
