@@ -18,6 +18,7 @@
 #include <memory>
 #include <string>
 
+#include "serve_failures.hpp"
 #include "serve_layout.hpp"
 #include "serve_placement.hpp"
 #include "serve_records.hpp"
@@ -159,15 +160,7 @@ struct Shard {
     std::uint64_t finished = 0; ///< reports of finished requests
     bool arrivals_open = true;
     std::deque<std::uint64_t> stranded; ///< no replica serves
-    // Failures (empty without them): its own copy of the fleet's outage schedule, of which it
-    // acts on its domains' transitions.
-    std::unique_ptr<reliability::OutageSchedule> outages;
-    reliability::UnitTransition pending;
-    bool pending_open = false; ///< `pending` is scheduled and not yet applied
     std::int64_t done_ns = -1; ///< when all its requests were first done
-    double down_replica_ns = 0.0;
-    std::uint64_t outages_count = 0;
-    std::uint64_t retries_count = 0;
 };
 
 // ------------------------------------------------------------------------------------------
@@ -179,7 +172,7 @@ public:
                const topology::Fabric* fabric, std::uint32_t partitions)
         : in_(in), pl_(pl), source_(source), hop_(hop_ns(in)),
           off_(hop_ - std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1)),
-          sample_ns_(in.options.kv_sample.ns()), records_(pl.shards) {
+          sample_ns_(in.options.kv_sample.ns()), records_(pl.shards), failures_(in, pl) {
         const serving::ServingSpec& sv = in.spec.serving;
         disaggregated_ = sv.disaggregated.prefill_replicas > 0;
         policy_ = sv.router;
@@ -219,7 +212,7 @@ public:
             sh->prefill.build();
         }
         if (in.reliability.enabled) {
-            init_failures(in, pl);
+            reports_ = true; // the router must know when every request has finished
         }
         if (disaggregated_) {
             transfers_ =
@@ -278,52 +271,12 @@ public:
         for (const auto& sh : shards_) {
             done = std::max(done, sh->done_ns);
         }
-        for (auto& sh : shards_) {
-            while (sh->outages && sh->pending_open && sh->pending.time_ns < done) {
-                const reliability::UnitTransition& t = sh->pending;
-                const std::uint32_t d = t.unit;
-                if (!t.up) {
-                    ++sh->outages_count;
-                    down_since_[d] = t.time_ns;
-                } else {
-                    sh->down_replica_ns += static_cast<double>(t.time_ns - down_since_[d]) *
-                                           static_cast<double>(domain_reps_[d].size());
-                    down_since_[d] = -1;
-                }
-                sh->pending_open = false;
-                while (const std::optional<reliability::UnitTransition> n = sh->outages->next()) {
-                    if (shard_of_domain_[n->unit] == sh->index) {
-                        sh->pending = *n;
-                        sh->pending_open = true;
-                        break;
-                    }
-                }
-            }
-        }
+        failures_.catch_up(done);
     }
 
     /// After the run: the failure figures up to `end` (router time).
     void failure_stats(std::int64_t end, ServingRunStats& st) const {
-        double down = 0.0;
-        for (const auto& sh : shards_) {
-            st.outages += sh->outages_count;
-            st.retries += sh->retries_count;
-            down += sh->down_replica_ns;
-        }
-        for (std::size_t d = 0; d < down_since_.size(); ++d) {
-            if (down_since_[d] >= 0 && end > down_since_[d]) {
-                down += static_cast<double>(end - down_since_[d]) *
-                        static_cast<double>(domain_reps_[d].size());
-            }
-        }
-        st.replica_down_s = down * 1e-9;
-        const double total = static_cast<double>(reps_.size()) * static_cast<double>(end);
-        st.availability = total > 0.0 ? 1.0 - down / total : 1.0;
-        if (layout_) {
-            st.spare_domains = static_cast<std::uint32_t>(layout_->spare_domains());
-            st.spare_instances = static_cast<std::uint32_t>(layout_->spare_domains() *
-                                                            layout_->instances_per_domain());
-        }
+        failures_.add_stats(end, reps_.size(), st);
     }
     /// The last event any replica handled.
     std::int64_t last_event() const {
@@ -438,9 +391,7 @@ private:
                     sh.arrivals_open = false;
                 }
             }
-            if (sh.outages) {
-                next_outage(ctx, sh);
-            }
+            failures_.start(ctx, sh.index);
             break;
         case kArrival: {
             const std::uint64_t id = records_.next_id(sh.index);
@@ -456,31 +407,26 @@ private:
         }
         case kOutage:
             if (!all_done(sh)) {
-                sh.pending_open = false;
-                transition(ctx, sh, sh.pending);
-                next_outage(ctx, sh);
+                failures_.on_outage(ctx, sh.index);
             }
             break;
         case kDetect: {
-            const auto d = static_cast<std::size_t>(e.payload);
-            domain_state_[d] = kDownNoticed;
-            for (std::uint32_t r : domain_reps_[d]) {
+            const auto d = static_cast<std::uint32_t>(e.payload);
+            for (std::uint32_t r : failures_.replicas_of(d)) {
                 pool_of(sh, r).set_enabled(pool_of_[r], false);
             }
-            std::vector<std::uint64_t> held = std::move(held_[d]);
-            held_[d].clear();
+            const std::vector<std::uint64_t> held = failures_.notice_down(d);
             for (std::uint64_t id : held) {
                 route(ctx, sh, id, now);
             }
             break;
         }
         case kEnable: {
-            const auto d = static_cast<std::size_t>(e.payload);
-            if (down_since_[d] >= 0) {
+            const auto d = static_cast<std::uint32_t>(e.payload);
+            if (!failures_.enable(d)) {
                 break; // down again at the instant it returned
             }
-            domain_state_[d] = kUpState;
-            for (std::uint32_t r : domain_reps_[d]) {
+            for (std::uint32_t r : failures_.replicas_of(d)) {
                 pool_of(sh, r).set_enabled(pool_of_[r], true);
             }
             std::deque<std::uint64_t> stranded = std::move(sh.stranded);
@@ -491,7 +437,7 @@ private:
             break;
         }
         case kRetry: {
-            ++sh.retries_count;
+            failures_.count_retry(sh.index);
             const Slot& s = records_.slot(e.payload);
             // The replica whose failure dropped it, and the counts the router made for it.
             std::uint32_t r = s.rec.prefill_replica;
@@ -507,8 +453,8 @@ private:
                 r = s.rec.replica;
             }
             const std::uint32_t d = pl_.replicas[r].domain;
-            if (domain_state_[d] == kDownUnnoticed) {
-                held_[d].push_back(e.payload); // retried when the router notices
+            if (failures_.unnoticed(d)) {
+                failures_.hold(d, e.payload); // retried when the router notices
             } else {
                 route(ctx, sh, e.payload, now);
             }
@@ -596,72 +542,6 @@ private:
             return;
         }
         ctx.schedule_at_ns(entity(sh.main.member(m)), now + hop_, kRequest, id);
-    }
-
-    // ---------------------------------------------------------------- failures
-    void init_failures(const ServeInput& in, const Placement& pl) {
-        const reliability::ReliabilitySpec& rs = in.reliability;
-        const reliability::FailureModel probe(rs.failures, rs.trace);
-        const topology::ClusterShape shape = fleet_shape(in);
-        const reliability::HardwareFacts hw = fleet_hardware(in);
-        const std::int64_t spares =
-            shape.ultraservers > 0 ? rs.spares.ultraservers : rs.spares.instances;
-        layout_ = std::make_unique<reliability::Layout>(shape, hw, rs.fabric, spares,
-                                                        probe.present_classes());
-        std::uint32_t domains = 0;
-        for (const ReplicaPlacement& rp : pl.replicas) {
-            domains = std::max(domains, rp.domain + 1);
-        }
-        domain_reps_.resize(domains);
-        for (std::uint32_t r = 0; r < pl.replicas.size(); ++r) {
-            domain_reps_[pl.replicas[r].domain].push_back(r);
-        }
-        for (auto& sh : shards_) {
-            sh->outages =
-                std::make_unique<reliability::OutageSchedule>(rs, *layout_, domains, in.seed);
-        }
-        domain_state_.assign(domains, kUpState);
-        held_.resize(domains);
-        down_since_.assign(domains, -1);
-        detection_ns_ = rs.recovery.detection.ns();
-        reports_ = true; // the router must know when every request has finished
-    }
-
-    /// The shard's next transition of one of its domains (it skips the others').
-    template <class Q>
-    void next_outage(engine::Context<Q>& ctx, Shard& sh) {
-        while (const std::optional<reliability::UnitTransition> t = sh.outages->next()) {
-            if (shard_of_domain_[t->unit] == sh.index) {
-                sh.pending = *t;
-                sh.pending_open = true;
-                ctx.schedule_at_ns(sh.entity, t->time_ns, kOutage, 0);
-                return;
-            }
-        }
-    }
-
-    template <class Q>
-    void transition(engine::Context<Q>& ctx, Shard& sh, const reliability::UnitTransition& t) {
-        const std::int64_t now = ctx.now_ns();
-        const std::uint32_t d = t.unit;
-        const auto reps = static_cast<double>(domain_reps_[d].size());
-        if (!t.up) {
-            ++sh.outages_count;
-            domain_state_[d] = kDownUnnoticed;
-            down_since_[d] = now;
-            for (std::uint32_t r : domain_reps_[d]) {
-                ctx.schedule_at_ns(entity(r), now + hop_, kDown, 0);
-            }
-            ctx.schedule_at_ns(sh.entity, now + detection_ns_, kDetect, d);
-        } else {
-            sh.down_replica_ns += static_cast<double>(now - down_since_[d]) * reps;
-            down_since_[d] = -1;
-            for (std::uint32_t r : domain_reps_[d]) {
-                ctx.schedule_at_ns(entity(r), now + hop_, kUp, 0, 0, kUpPriority);
-            }
-            // Requests sent from now + 1 reach the replicas after their kUp.
-            ctx.schedule_at_ns(sh.entity, now + 1, kEnable, d);
-        }
     }
 
     // ---------------------------------------------------------------- replicas
@@ -857,7 +737,8 @@ private:
     std::int64_t slack_ = 1;
     std::int64_t prefix_tokens_ = 0;
 
-    FleetRecords records_; ///< the requests' records, by shard
+    FleetRecords records_;  ///< the requests' records, by shard
+    ServeFailures failures_; ///< the domains' outages (none without reliability)
     std::vector<Replica> reps_;
     std::vector<std::uint32_t> pool_of_; ///< replica -> index in its shard's pool
     std::vector<engine::EntityId> router_of_; ///< replica -> its router shard's entity
@@ -865,15 +746,6 @@ private:
     std::vector<std::uint32_t> shard_of_domain_; ///< domain -> router shard
     std::uint32_t shard_count_ = 1;
     std::unique_ptr<KvTransfers> transfers_; ///< disaggregated only
-
-    // Failures (router state; empty without them).
-    static constexpr std::uint8_t kUpState = 0, kDownUnnoticed = 1, kDownNoticed = 2;
-    std::unique_ptr<reliability::Layout> layout_;
-    std::vector<std::vector<std::uint32_t>> domain_reps_; ///< replicas by domain
-    std::vector<std::uint8_t> domain_state_;
-    std::vector<std::vector<std::uint64_t>> held_; ///< by domain: retries until noticed
-    std::vector<std::int64_t> down_since_;         ///< by domain, -1: up
-    std::int64_t detection_ns_ = 0;
 };
 
 bool needs_trace(const serving::RequestSpec& r) {
