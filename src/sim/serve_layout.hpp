@@ -4,9 +4,12 @@
 //   serve_placement  where the replicas sit (chips, units, NeuronLink domains, router shards)
 //   serve_records    each request's fleet-wide record, by id, across the router shards
 //   serve_transfers  the KV caches that prefill replicas send to decode replicas (flows)
+//   serve_router     the router shards: their pools of replicas, arrivals, routing, retries
+//   serve_replicas   the replica entities, each driving a serving::ReplicaScheduler
 //   serve_failures   the domains' outages: replicas going down and up, the failure figures
-//   serve.cpp        the engine model (router, replicas) and the entry points
-//                    (check_serving_input, simulate_serving)
+//   serve_model      owns the parts and sends each event to the one its entity belongs to
+//
+// serve.cpp holds the entry points (check_serving_input, simulate_serving).
 //
 // Entities, in this order (ids break ties between simultaneous events, so the order is part
 // of the results): router shard 0, the fabric's wake entity, the replicas, then router shards
