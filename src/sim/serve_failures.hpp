@@ -41,9 +41,9 @@ public:
     void start(ServeContext& ctx, std::uint32_t k);
     /// Router k's kOutage: applies its pending transition and schedules its next one.
     void on_outage(ServeContext& ctx, std::uint32_t k);
-    /// Router k noticed that domain d is down: returns the requests held for it (to retry).
+    /// Domain d's router noticed that it is down: returns the requests held for it (to retry).
     std::vector<std::uint64_t> notice_down(std::uint32_t d);
-    /// Router k's kEnable of domain d: false when d went down again at the instant it came
+    /// kEnable of domain d at its router: false when d went down again at the instant it came
     /// back (it stays down); else d serves again.
     bool enable(std::uint32_t d);
     /// Whether domain d is down and its router has not noticed yet.
