@@ -21,7 +21,7 @@
 #include "trnsim/report/study_results.hpp"
 #include "trnsim/results/hdf5_writer.hpp"
 #include "trnsim/sim/run.hpp"
-#include "trnsim/sim/scenario_run.hpp"
+#include "trnsim/sim/workload_kinds.hpp"
 #include "trnsim/study/batch.hpp"
 #include "trnsim/study/planner.hpp"
 #include "trnsim/study/sweep.hpp"

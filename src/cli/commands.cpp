@@ -19,6 +19,7 @@
 #include "trnsim/topology/fabric.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
+#include "trnsim/sim/workload_kinds.hpp"
 #include "trnsim/workload/model.hpp"
 
 #include <boost/program_options.hpp>
@@ -56,21 +57,6 @@ Parsed parse(const std::vector<std::string>& args, const po::options_description
 
 config::ScenarioSpec load(const std::string& file, const std::vector<std::string>& overrides) {
     return config::load_scenario(file, overrides);
-}
-
-/// The collective benchmark of a scenario with workload.type: collective.
-sim::CollectiveBenchSpec collective_bench_of(const config::ScenarioSpec& spec, int threads) {
-    sim::CollectiveBenchSpec bench;
-    bench.chip = spec.hardware.chip;
-    bench.lnc = spec.hardware.lnc;
-    bench.fabric = spec.fabric;
-    bench.cluster = spec.cluster;
-    bench.op = spec.collective.op;
-    bench.sizes = spec.collective.sizes;
-    bench.ranks = spec.collective.ranks;
-    bench.algorithm = spec.collective.algorithm;
-    bench.threads = threads;
-    return bench;
 }
 
 /// simulation.threads: a number, or 0 for auto (the engine's default team: OMP_NUM_THREADS
@@ -150,53 +136,37 @@ int cmd_run(const std::vector<std::string>& args) {
             std::cout << "  results    " << spec.output.file << "\n";
         }
     };
-    if (spec.workload_type == config::WorkloadType::collective) {
-        const sim::CollectiveBenchSpec bench = collective_bench_of(spec, threads);
-        check_scenario_outputs(spec);
-        sim::CollectiveBenchResult result;
-        try {
-            bool first = true;
-            result = sim::run_collective_bench(bench, [&](const sim::CollectiveRow& row) {
-                if (quiet) {
-                    return;
-                }
-                if (std::exchange(first, false)) {
-                    print_collective_header(std::cout, bench);
-                }
-                print_collective_row(std::cout, row);
-            });
-        } catch (const InputError& e) {
-            throw e.located(spec.sources);
-        }
-        const results::ResultsFile file = report::collective_results(spec, result, writer);
+    check_scenario_outputs(spec);
+    // Every kind of workload runs through the registry (sim/workload_kinds.hpp): checked
+    // before anything simulates, then run; what is printed follows the kind.
+    sim::RunSettings settings;
+    settings.threads = threads;
+    bool first_row = true;
+    if (spec.workload_type == config::WorkloadType::collective && !quiet) {
+        settings.collective_row = [&](const sim::CollectiveRow& row) {
+            if (std::exchange(first_row, false)) {
+                print_collective_header(std::cout, sim::collective_bench_spec(spec, threads));
+            }
+            print_collective_row(std::cout, row);
+        };
+    }
+    const sim::ScenarioOutcome outcome = sim::run_scenario(spec, settings);
+    if (const auto* result = std::get_if<sim::CollectiveBenchResult>(&outcome)) {
+        const results::ResultsFile file = report::collective_results(spec, *result, writer);
         results::write_hdf5(spec.output.file, file);
         finish(file);
         return 0;
     }
-    if (spec.workload_type == config::WorkloadType::inference) {
-        check_scenario_outputs(spec);
-        sim::ServingScenarioRun run;
-        try {
-            sim::check_serving(spec); // everything checked before the fleet runs
-            run = sim::run_serving(spec, threads);
-        } catch (const InputError& e) {
-            throw e.located(spec.sources);
-        }
-        const results::ResultsFile file = report::serving_results(spec, run, writer);
+    if (const auto* serving = std::get_if<sim::ServingScenarioRun>(&outcome)) {
+        const results::ResultsFile file = report::serving_results(spec, *serving, writer);
         results::write_hdf5(spec.output.file, file);
         if (!quiet) {
-            print_serving(std::cout, spec, run);
+            print_serving(std::cout, spec, *serving);
         }
         finish(file);
         return 0;
     }
-    check_scenario_outputs(spec);
-    sim::TrainingRun run;
-    try {
-        run = sim::run_training(spec);
-    } catch (const InputError& e) {
-        throw e.located(spec.sources);
-    }
+    const sim::TrainingRun& run = std::get<sim::TrainingRun>(outcome);
     // Both files complete before either replaces anything: no results without their trace.
     const results::ResultsFile file = report::run_results(spec, run, writer);
     std::vector<results::PendingFile> files;
@@ -251,33 +221,17 @@ int cmd_validate(const std::vector<std::string>& args) {
     report_warnings(spec, p.vm.count("strict") > 0);
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
     // Every check that run makes before it simulates: what run refuses, validate refuses.
+    sim::check_scenario(spec);
     if (spec.workload_type == config::WorkloadType::training) {
-        workload::Plan plan;
-        try {
-            plan = sim::check_training(spec);
-        } catch (const InputError& e) {
-            throw e.located(spec.sources);
-        }
-        print_plan(std::cout, spec, plan);
+        print_plan(std::cout, spec, sim::make_plan(spec));
     } else if (spec.workload_type == config::WorkloadType::inference) {
-        sim::ServingLayout layout;
-        try {
-            layout = sim::check_serving(spec);
-        } catch (const InputError& e) {
-            throw e.located(spec.sources);
-        }
+        const sim::ServingLayout layout = sim::check_serving(spec);
         print_serving_layout(std::cout, spec, layout);
     } else {
-        try {
-            sim::check_collective_bench(collective_bench_of(spec, 1));
-        } catch (const InputError& e) {
-            throw e.located(spec.sources);
-        }
-        const std::int64_t domains =
-            spec.cluster.instances > 0 ? spec.cluster.instances : spec.cluster.ultraservers;
-        std::cout << "  cluster    " << fmt::integer(domains)
-                  << (spec.cluster.instances > 0 ? " instances" : " UltraServers") << " of "
-                  << spec.hardware.chip.name << " on fabric " << spec.fabric.name << "\n";
+        std::cout << "  cluster    " << fmt::integer(spec.cluster.domains())
+                  << (spec.cluster.counts_ultraservers() ? " UltraServers" : " instances")
+                  << " of " << spec.hardware.chip.name << " on fabric " << spec.fabric.name
+                  << "\n";
     }
     std::cout << "  valid\n";
     return 0;

@@ -53,19 +53,16 @@ config::ScenarioSpec run_scenario(const config::ScenarioSpec& point, const RunId
 
 RunRecord execute(const config::ScenarioSpec& point, const RunId& id, const Summarize& summarize) {
     const config::ScenarioSpec spec = run_scenario(point, id);
-    sim::ScenarioOutcome outcome;
-    if (spec.workload_type == config::WorkloadType::inference) {
-        outcome = sim::run_serving(spec, 1);
-    } else {
-        sim::RunOptions options;
-        options.record = false;
-        outcome = sim::run_training(spec, options);
-    }
+    // The point was checked when the sweep was prepared: its kind runs it directly, on one
+    // thread, keeping no events.
+    sim::RunSettings settings;
+    settings.threads = 1;
+    settings.record = false;
     RunRecord r;
     r.point = id.point;
     r.replicate = id.replicate;
     r.seed = id.seed;
-    r.values = summarize(outcome);
+    r.values = summarize(sim::workload_kind(spec.workload_type).run(spec, settings));
     return r;
 }
 

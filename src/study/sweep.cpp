@@ -4,6 +4,7 @@
 #include "trnsim/engine/rng.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
+#include "trnsim/sim/workload_kinds.hpp"
 
 #include <omp.h>
 
@@ -239,15 +240,12 @@ std::vector<std::string> check_points(const Sweep& sweep, int threads, bool keep
         try {
             spec = config::load_scenario_with(base, sweep.overrides(p), {false});
             loaded = true;
-            if (spec.workload_type == config::WorkloadType::collective) {
+            const sim::WorkloadKind& kind = sim::workload_kind(spec.workload_type);
+            if (!kind.in_studies) {
                 throw InputError("workload.type", "trnsim batch runs training and inference "
                                                   "scenarios, not collectives");
             }
-            if (spec.workload_type == config::WorkloadType::inference) {
-                (void)sim::check_serving(spec);
-            } else {
-                (void)sim::check_training(spec);
-            }
+            kind.check(spec);
             auto& mine = files[static_cast<std::size_t>(omp_get_thread_num())];
             for (const auto& f : spec.input_files) {
                 if (std::find(mine.begin(), mine.end(), f) == mine.end()) {

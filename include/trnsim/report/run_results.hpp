@@ -11,7 +11,7 @@
 #include "trnsim/results/trace.hpp"
 #include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
-#include "trnsim/sim/scenario_run.hpp"
+#include "trnsim/sim/workload_kinds.hpp"
 #include "trnsim/sim/step_sim.hpp"
 
 #include <string>

@@ -10,7 +10,7 @@
 #include "trnsim/reliability/statistics.hpp"
 #include "trnsim/results/table.hpp"
 #include "trnsim/sim/run.hpp"
-#include "trnsim/sim/scenario_run.hpp"
+#include "trnsim/sim/workload_kinds.hpp"
 #include "trnsim/study/sweep.hpp"
 
 #include <cstdint>
