@@ -3,6 +3,8 @@
 // serving), and the warnings of settings without effect.
 #include "scenario_checks.hpp"
 
+#include "trnsim/serving/spec.hpp"
+
 #include "tables.hpp"
 
 #include <cstdint>
@@ -47,7 +49,6 @@ void check_inference(ScenarioSpec& spec, const Context& ctx) {
                                                                      : 2;
     }
     if (sv.speculative) {
-        const serving::SpeculativeSpec& sp = *sv.speculative;
         const std::string base = "workload.serving.speculative";
         if (!given(base + ".draft")) {
             throw InputError(base + ".draft", "required key is missing (the draft model)",
@@ -57,62 +58,16 @@ void check_inference(ScenarioSpec& spec, const Context& ctx) {
             throw InputError(base + ".k", "required key is missing (draft tokens per iteration)",
                              at(base));
         }
-        if (sp.acceptance.size() != static_cast<std::size_t>(sp.k)) {
-            throw InputError(base + ".acceptance",
-                             "needs one rate per draft position: k is " + std::to_string(sp.k) +
-                                 ", the list has " + std::to_string(sp.acceptance.size()),
-                             at(base + ".acceptance"));
-        }
-        for (std::size_t i = 1; i < sp.acceptance.size(); ++i) {
-            if (sp.acceptance[i] > sp.acceptance[i - 1]) {
-                throw InputError(base + ".acceptance[" + std::to_string(i) + "]",
-                                 "rates must not increase: a position is accepted only after "
-                                 "every earlier one",
-                                 at(base + ".acceptance"));
-            }
-        }
     }
-    if (!sv.buckets.empty()) {
-        for (std::size_t i = 0; i < sv.buckets.size(); ++i) {
-            if ((i > 0 && sv.buckets[i] <= sv.buckets[i - 1]) || sv.buckets[i] > sv.max_context) {
-                throw InputError("workload.serving.buckets",
-                                 "must ascend strictly and end at max_context (" +
-                                     std::to_string(sv.max_context) + ")",
-                                 at("workload.serving.buckets"));
-            }
-        }
-        if (sv.buckets.back() != sv.max_context) {
-            throw InputError("workload.serving.buckets",
-                             "the last bucket must be max_context (" +
-                                 std::to_string(sv.max_context) + "), got " +
-                                 std::to_string(sv.buckets.back()),
-                             at("workload.serving.buckets"));
-        }
+    // The checks of the values against each other (serving/spec.hpp) name a key path; its
+    // location comes from the scenario's sources.
+    try {
+        serving::check_inference(inf);
+    } catch (const InputError& e) {
+        throw e.located(spec.sources);
     }
     serving::RequestSpec& rq = inf.requests;
-    using K = serving::TokenDistribution::Kind;
     const bool trace_arrivals = rq.arrival.kind == serving::ArrivalSpec::Kind::trace;
-    for (const auto& [key, d] : {std::pair<const char*, const serving::TokenDistribution*>{
-                                     "workload.requests.input_tokens", &rq.input},
-                                 {"workload.requests.output_tokens", &rq.output}}) {
-        if (d->kind == K::trace && !trace_arrivals) {
-            throw InputError(key,
-                             "sizes from the trace need arrivals from it: workload.requests."
-                             "arrival: {trace: FILE}",
-                             at(key));
-        }
-    }
-    if (rq.input.kind == K::fixed && rq.output.kind == K::fixed) {
-        const auto total = static_cast<std::int64_t>(rq.input.a + rq.output.a) +
-                           (rq.prefix.groups > 0 ? rq.prefix.tokens : 0);
-        if (total > sv.max_context) {
-            throw InputError("workload.requests.output_tokens",
-                             "input + output tokens (" + std::to_string(total) +
-                                 ") exceed workload.serving.max_context (" +
-                                 std::to_string(sv.max_context) + ")",
-                             at("workload.requests.output_tokens"));
-        }
-    }
     if (given("workload.requests.count") && given("workload.requests.duration")) {
         throw InputError("workload.requests.duration",
                          "give only one of workload.requests.count or duration, not both",
