@@ -2,7 +2,7 @@
 """Writes scenarios/validation/inference/: one workload.type: inference scenario per published
 Neuron serving row of tests/data/inference/neuron-published.csv (source keys INF-T1, INF-I1,
 INF-T2), configured as the accuracy test's closed-form drivers configure the row's replica
-(serving::serving_spec_for in src/serving/published.cpp) and as its benchmark client ran.
+(serving::serving_spec_for in tests/support/serving_published.cpp) and as its benchmark client ran.
 
     python3 scripts/gen-inference-validation.py        # rewrites the directory
 

@@ -126,7 +126,8 @@ struct UltraServerSpec {
 /// What a compiled inference graph costs besides its kernels and collectives (the chip file's
 /// `serving` section; docs/serving.md): fixed costs that the calibrated kernel model does not
 /// see. Zero (and efficiency 1) when a chip file has no `serving` section. The values in the
-/// presets are fitted by serving::fit_serving_costs to named published rows.
+/// presets are fitted by serving::fit_serving_costs (tests/support/serving_published.hpp) to
+/// named published rows.
 struct ServingCosts {
     /// Per kernel of a compiled inference graph: the semaphore wait, instruction fetch and issue
     /// between one fused operator and the next (each kernel already pays its own DMA latencies

@@ -219,7 +219,7 @@ struct ScenarioSpec {
     /// model, chip, fabric and reliability presets, its failure trace. Outputs must not be
     /// any of them.
     std::vector<std::string> input_files;
-    std::vector<Warning> warnings; ///< in key order of the checks (load.cpp, collect_warnings)
+    std::vector<Warning> warnings; ///< in key order of the checks (scenario_checks.cpp, collect_warnings)
 };
 
 /// "FILE:LINE:COL: warning: key.path: message" (the location as InputError formats it).

@@ -178,4 +178,13 @@ struct InferenceSpec {
     SloSpec slo;
 };
 
+/// The checks of an inference workload's values against each other, in this order: a
+/// speculative draft's acceptance rates (k of them, not increasing), the compiled buckets
+/// (ascending strictly, the last max_context), sizes from a trace only with arrivals from it,
+/// and fixed input + output (+ a shared prefix) tokens within max_context. Throws an
+/// InputError with the key path of the scenario file (workload.serving..., workload.requests...)
+/// and no location: the caller locates it (InputError::located with the scenario's sources).
+/// Which keys must be given is the config module's check.
+void check_inference(const InferenceSpec& inference);
+
 } // namespace trnsim::serving

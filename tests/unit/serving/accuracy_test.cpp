@@ -1,13 +1,14 @@
 // The serving cost model against the published Neuron serving measurements (INF-T1: 36
 // trn1.32xlarge rows of Transformers NeuronX, SDK 2.18; INF-T2: 2 trn2.48xlarge rows of vLLM on
-// NxD Inference), through the closed-form benchmark drivers (serving/benchmark.hpp).
+// NxD Inference), through the closed-form benchmark drivers (support/serving_benchmark.hpp).
 //
 // The chip's serving coefficients were fitted to the batch-1 latency rows of Llama-2-70b and
 // Llama-2-7b (7 INF-T1 rows, marked * below); every other row is held out. RefitReproduces
 // refits them from the chip's hardware data and checks the chip files; PublishedRows prints
 // the table of docs/validation.md ("Serving") and fails beyond the tolerances below.
+#include "support/serving_published.hpp"
+
 #include "trnsim/config/load.hpp"
-#include "trnsim/serving/published.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
+#include "support/serving_benchmark.hpp"
+
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
-#include "trnsim/serving/benchmark.hpp"
 #include "trnsim/serving/iteration_cost.hpp"
 
 #include <gtest/gtest.h>

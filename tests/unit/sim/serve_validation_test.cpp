@@ -4,8 +4,9 @@
 // sim::run_serving (the fleet on the engine, one replica's ReplicaScheduler). The test
 //   1. checks that each scenario describes the replica the accuracy test's closed-form driver
 //      builds for the row (serving::serving_spec_for), so both paths model the same thing;
-//   2. checks that the fleet reproduces the closed-form driver (serving/benchmark.hpp) on the
-//      same cost model within kFleetTolerance (below, with what differs);
+//   2. checks that the fleet reproduces the closed-form driver
+//      (support/serving_benchmark.hpp) on the same cost model within kFleetTolerance (below,
+//      with what differs);
 //   3. prints published vs simulated TTFT p50, TPOT p50 and output tokens/s with the errors,
 //      and fails when a held-out set's mean absolute error is worse than the figures
 //      documented in docs/validation.md ("Serving").
@@ -16,9 +17,10 @@
 // TPOT is compared as each benchmark reports it: Transformers NeuronX's per-token latency
 // percentiles (the fleet's ITL, metrics.hpp) for the static-batch rows, vLLM's per-request
 // TPOT for the closed-loop rows.
+#include "support/serving_published.hpp"
+
 #include "trnsim/config/load.hpp"
 #include "trnsim/serving/iteration_cost.hpp"
-#include "trnsim/serving/published.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
 
 #include <gtest/gtest.h>

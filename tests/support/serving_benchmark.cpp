@@ -1,4 +1,4 @@
-#include "trnsim/serving/benchmark.hpp"
+#include "support/serving_benchmark.hpp"
 
 #include "trnsim/core/assert.hpp"
 

@@ -1,4 +1,4 @@
-#include "trnsim/serving/published.hpp"
+#include "support/serving_published.hpp"
 
 #include "trnsim/core/error.hpp"
 

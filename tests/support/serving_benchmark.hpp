@@ -22,6 +22,9 @@
 // `tokens_per_step` tokens per sequence on average (the acceptance length). TTFT is a
 // request's send to the end of its prefill iteration, TPOT its (last token - first token) /
 // (output - 1), p50/p99 over the requests; output tokens/s over the whole run.
+//
+// Test code (tests/CMakeLists.txt: the library trnsim_test_serving, linked by the serving and
+// sim tests); nothing in src/ uses it.
 #pragma once
 
 #include "trnsim/serving/iteration_cost.hpp"

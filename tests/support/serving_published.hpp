@@ -11,10 +11,14 @@
 // (solved exactly on every set of active constraints), and the efficiency is searched on a
 // fixed grid from 0.05 to 1 refined to 0.001. Deterministic: the same chip data and rows give
 // the same coefficients to the last bit.
+//
+// Test code (tests/CMakeLists.txt: the library trnsim_test_serving, linked by the serving and
+// sim tests); nothing in src/ uses it.
 #pragma once
 
+#include "support/serving_benchmark.hpp"
+
 #include "trnsim/compute/chip_spec.hpp"
-#include "trnsim/serving/benchmark.hpp"
 #include "trnsim/serving/spec.hpp"
 #include "trnsim/workload/model.hpp"
 

@@ -1,0 +1,113 @@
+// Overrides: --set texts and option values turned into Overrides, their key paths checked,
+// their values parsed, and their insertion into a scenario's YAML tree.
+#include "trnsim/config/study.hpp"
+
+#include "overrides.hpp"
+#include "tables.hpp"
+
+#include <string>
+#include <vector>
+
+namespace trnsim::config {
+
+namespace detail {
+
+namespace {
+
+/// Checks a key path's spelling: dotted names of letters, digits, '_' and '-'.
+void check_key_path_text(const std::string& path, const SourceLocation& origin) {
+    bool ok = !path.empty() && path.front() != '.' && path.back() != '.' &&
+              path.find("..") == std::string::npos;
+    for (char c : path) {
+        ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '_' || c == '.' || c == '-');
+    }
+    if (!ok) {
+        throw InputError(path, "is not a key path such as workload.parallelism.tp", origin);
+    }
+}
+
+/// "key.path=value" from the command line.
+Override command_line_override(const std::string& text) {
+    const auto eq = text.find('=');
+    const SourceLocation origin{"command line (--set " + text + ")", 0, 0};
+    if (eq == std::string::npos || eq == 0) {
+        throw InputError("", "--set needs key.path=value, got '" + text + "'", origin);
+    }
+    return {text.substr(0, eq), text.substr(eq + 1), origin};
+}
+
+} // namespace
+
+ParsedOverride parse_override(const Override& o) {
+    check_key_path_text(o.path, o.origin);
+    ParsedOverride p;
+    p.path = o.path;
+    p.origin = o.origin;
+    detail::YamlDocument d = detail::load_one_document(o.value);
+    if (!d.error.empty()) {
+        throw InputError(o.path, "the value " + d.error, o.origin);
+    }
+    p.value = d.node;
+    return p;
+}
+
+/// Sets `path` in `node`, creating mappings on the way.
+void apply_override(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
+                    const ParsedOverride& o) {
+    if (!node.IsMap()) {
+        throw InputError(o.path, "cannot set a key below a value that is not a mapping",
+                         o.origin);
+    }
+    if (i + 1 == keys.size()) {
+        if (o.value.IsNull()) {
+            node.remove(keys[i]); // key=null removes the key: its default applies again
+        } else {
+            node[keys[i]] = o.value;
+        }
+        return;
+    }
+    if (!node[keys[i]].IsDefined() || node[keys[i]].IsNull()) {
+        node[keys[i]] = YAML::Node(YAML::NodeType::Map);
+    }
+    apply_override(node[keys[i]], keys, i + 1, o);
+}
+
+std::vector<Override> command_line_overrides(const std::vector<std::string>& texts) {
+    std::vector<Override> out;
+    out.reserve(texts.size());
+    for (const auto& t : texts) {
+        out.push_back(command_line_override(t));
+    }
+    return out;
+}
+
+} // namespace detail
+
+using detail::command_line_overrides;
+
+std::string to_string(const Override& o) { return o.path + "=" + o.value; }
+
+std::vector<Override> set_overrides(const std::vector<std::string>& texts) {
+    return command_line_overrides(texts);
+}
+
+Override option_override(const std::string& key_path, const std::string& value,
+                         const std::string& option) {
+    YAML::Emitter quoted;
+    quoted << YAML::DoubleQuoted << value;
+    // The origin is printed in messages: control characters are shown, not sent.
+    std::string shown;
+    for (char c : value) {
+        const auto b = static_cast<unsigned char>(c);
+        if (b < 0x20 || b == 0x7f) {
+            const char* digits = "0123456789abcdef";
+            shown += std::string("\\x") + digits[b >> 4] + digits[b & 15];
+        } else {
+            shown += c;
+        }
+    }
+    return {key_path, quoted.c_str(), {"command line (" + option + " " + shown + ")", 0, 0}};
+}
+
+} // namespace trnsim::config
