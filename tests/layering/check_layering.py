@@ -9,13 +9,28 @@ every `#include "trnsim/<module>/..."` in src/<m>/ and include/trnsim/<m>/ and f
   - an include the table does not allow (or a header outside the allowed ones),
   - a module whose CMake target (src/<m>/CMakeLists.txt) does not list exactly the trnsim::
     modules it includes,
-  - a cycle in the allowed graph, or a module the table and the tree do not both know.
+  - a cycle in the allowed graph, or a module the table and the tree do not both know,
+  - code outside the `cluster` module that decides what a scale-up domain is (DOMAIN_RULES:
+    comparing an UltraServer count with zero, reading instances per UltraServer, building a
+    cluster shape): the cluster module owns the hardware hierarchy, and every other module
+    asks it (ClusterSpec, ClusterShape, Hierarchy).
 
 Usage: check_layering.py SOURCE_DIR
 """
 import os
 import re
 import sys
+
+# What deciding the scale-up domain looks like in code (comments and strings aside).
+DOMAIN_RULES = [
+    (re.compile(r"(?<!spares\.)\bultraservers\s*(?:>|==|!=)\s*0\b"),
+     "compares an UltraServer count with 0"),
+    (re.compile(r"(?<!::)\binstances_per_ultraserver\b"), "reads instances per UltraServer"),
+    (re.compile(r"ultraserver->instances\b"), "reads the chip's instances per UltraServer"),
+    (re.compile(r"\bmake_cluster_shape\s*\("), "builds a cluster shape"),
+]
+DOMAIN_OWNER = "cluster"
+COMMENT = re.compile(r'//[^\n]*|"(?:\\.|[^"\\\n])*"')
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"trnsim/(\w+)/([\w./]+)"', re.M)
 DEP = re.compile(r'trnsim::(\w+)')
@@ -68,6 +83,25 @@ def includes_of(root, module):
     return found
 
 
+def domain_decisions(root, module):
+    """[(file:line, what)] where a module other than cluster decides what a domain is."""
+    found = []
+    if module == DOMAIN_OWNER:
+        return found
+    for base in (os.path.join(root, "src", module), os.path.join(root, "include", "trnsim", module)):
+        for d, _, files in os.walk(base):
+            for f in sorted(files):
+                if not f.endswith((".hpp", ".cpp", ".h")):
+                    continue
+                p = os.path.join(d, f)
+                for n, line in enumerate(open(p, encoding="utf-8").read().splitlines(), 1):
+                    code = COMMENT.sub("", line)
+                    for rule, what in DOMAIN_RULES:
+                        if rule.search(code):
+                            found.append((f"{os.path.relpath(p, root)}:{n}", what))
+    return found
+
+
 def cmake_deps(root, module):
     text = open(os.path.join(root, "src", module, "CMakeLists.txt"), encoding="utf-8").read()
     text = re.sub(r"#[^\n]*", "", text)
@@ -101,6 +135,9 @@ def main():
                 if only is not None and h not in only:
                     problems.append(f"{where}: {m} includes trnsim/{dep}/{h}; it may include "
                                     f"only {', '.join(sorted(only))} of {dep}")
+        for where, what in domain_decisions(root, m):
+            problems.append(f"{where}: {m} {what}: what a scale-up domain is belongs to the "
+                            f"{DOMAIN_OWNER} module (ask ClusterSpec, ClusterShape or Hierarchy)")
         linked = cmake_deps(root, m)
         for dep in sorted(set(inc) - linked):
             problems.append(f"src/{m}/CMakeLists.txt: {m} includes {dep} headers but does not "

@@ -23,6 +23,9 @@ TABLE = """# Architecture
 """
 
 
+INCLUDES = '#include "trnsim/core/units.hpp"\n#include "trnsim/engine/event.hpp"\n'
+
+
 def tree(root, files):
     for path, text in files.items():
         p = os.path.join(root, path)
@@ -85,6 +88,40 @@ class LayeringCheck(unittest.TestCase):
         code, out = run({"src/extra/CMakeLists.txt": "trnsim_add_module(extra)\n"})
         self.assertEqual(code, 1)
         self.assertIn("src/extra: module missing from the table", out)
+
+    def test_deciding_what_a_domain_is_outside_the_cluster_module(self):
+        decisions = [
+            "const bool us = spec.cluster.ultraservers > 0;",
+            "if (shape.ultraservers == 0) {",
+            "const auto d = instance * shape.instances_per_ultraserver;",
+            "const int ipu = chip.ultraserver->instances;",
+            "auto s = make_cluster_shape(spec, 16, 4);",
+        ]
+        for line in decisions:
+            code, out = run({"src/config/load.cpp": INCLUDES + line + "\n"})
+            self.assertEqual(code, 1, line)
+            self.assertIn("src/config/load.cpp:3: config", out)
+            self.assertIn("1 problem(s)", out)
+            self.assertIn("belongs to the cluster module", out)
+        # Asking the cluster module, a spares count, comments and strings are not decisions.
+        asking = "\n".join([
+            "const bool us = spec.cluster.counts_ultraservers();",
+            "const auto n = cluster::Hierarchy::instances_per_ultraserver(chip);",
+            "if (sp.spares.ultraservers > 0) {}",
+            "// with ultraservers > 0 the domain is an UltraServer",
+            'fail("instances_per_ultraserver must be 4");',
+        ])
+        code, out = run({"src/config/load.cpp": INCLUDES + asking + "\n"})
+        self.assertEqual(code, 0, out)
+        # The cluster module itself decides.
+        code, out = run({
+            "docs/architecture.md": TABLE.replace("| config | specs |",
+                                                  "| cluster | domains | core |\n| config | specs |"),
+            "src/cluster/CMakeLists.txt": "trnsim_add_module(cluster PUBLIC_DEPS trnsim::core)\n",
+            "src/cluster/shape.cpp": '#include "trnsim/core/units.hpp"\n'
+                                     "bool u(long ultraservers) { return ultraservers > 0; }\n",
+        })
+        self.assertEqual(code, 0, out)
 
 
 if __name__ == "__main__":
