@@ -1,7 +1,8 @@
 // Which components exist, where they sit, what a failure takes down, and the entity ids and
 // partitions of the run simulation.
 //
-// Replaceable domain. A job runs on domains: UltraServers for a cluster of UltraServers (a broken
+// Replaceable domain (what a domain is, the cluster module says: cluster/shape.hpp). A job runs
+// on domains: UltraServers for a cluster of UltraServers (a broken
 // NeuronLink ring stops the whole 4x4x4 torus, so the UltraServer is the unit of failure and
 // replacement, reliability.md §7), instances otherwise. Spare domains are physical domains too:
 // they age and fail while idle.
@@ -14,7 +15,8 @@
 //                 (chips / d_i) x ring(d_i), with ring(d) = d for d >= 3, 1 for d = 2, 0 for 1
 //                 (a 4x4 torus: 32 cables), plus for an UltraServer the rings joining the same
 //                 chip position of its instances: chips per instance x ring(instances)
-//                 (16 rings of 4 for Trn2: 64 cables)
+//                 (16 rings of 4 for Trn2: 64 cables); counted by the cluster module
+//                 (cluster::ClusterShape::neuronlink_cables_per_domain)
 // Power domains: `fabric.power_domain_instances` consecutive instances, rounded up to whole
 // domains; a power failure takes every domain in it (correlated failure).
 //
