@@ -314,9 +314,11 @@ void describe_chip(const std::string& name) {
                         torus + " torus), " + std::to_string(c.instance.vcpus) + " vCPUs, " +
                         fmt::bytes(c.instance.host_memory) + " host memory, " +
                         fmt::money(c.instance.price_per_hour) + " per hour");
-    row("UltraServer", c.ultraserver ? std::to_string(cluster::Hierarchy::instances_per_ultraserver(c)) + " instances = " +
-                                           std::to_string(cluster::Hierarchy::chips_per_ultraserver(c)) + " chips"
-                                     : "none");
+    row("UltraServer",
+        c.ultraserver
+            ? std::to_string(cluster::Hierarchy::instances_per_ultraserver(c)) + " instances = " +
+                  std::to_string(cluster::Hierarchy::chips_per_ultraserver(c)) + " chips"
+            : "none");
     row("serving", "per graph " + fmt::duration(c.serving.iteration_overhead) + ", per kernel " +
                        fmt::duration(c.serving.kernel_overhead) + ", per prefill graph " +
                        fmt::duration(c.serving.prefill_graph_overhead) + "; prefill at most " +

@@ -49,10 +49,11 @@ ClusterShape Hierarchy::shape_of(const compute::ChipSpec& chip, const ClusterSpe
 
 Hierarchy Hierarchy::of(const compute::ChipSpec& chip, const ClusterSpec& spec) {
     if (spec.counts_ultraservers() && !chip.ultraserver) {
-        throw InputError("cluster.ultraservers",
-                         chip.name + " is not sold in UltraServers; give cluster.instances instead");
+        throw InputError("cluster.ultraservers", chip.name + " is not sold in UltraServers; "
+                                                             "give cluster.instances instead");
     }
-    if (chip.instance.efa_bandwidth.bytes_per_s() <= 0.0 && spec.ultraservers + spec.instances > 1) {
+    if (chip.instance.efa_bandwidth.bytes_per_s() <= 0.0 &&
+        spec.ultraservers + spec.instances > 1) {
         throw InputError(spec.domain_key(),
                          chip.instance.name +
                              " has no EFA to join instances: a job runs on one instance");

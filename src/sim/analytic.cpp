@@ -274,7 +274,8 @@ StepEstimate estimate_step(const workload::Plan& plan) {
     const double tokens = static_cast<double>(plan.tokens_per_step);
     e.model_flops = plan.stats.model_flops_per_token(t.model, t.sequence_length) * tokens;
     e.hardware_flops = e.model_flops + recompute_flops(plan, prog, coster);
-    const double peak = plan.chip.peak(t.precision).per_s() * static_cast<double>(plan.cluster.chips());
+    const double peak =
+        plan.chip.peak(t.precision).per_s() * static_cast<double>(plan.cluster.chips());
     e.tokens_per_s = tokens / e.step_s;
     e.mfu = e.model_flops / (e.step_s * peak);
     e.hfu = e.hardware_flops / (e.step_s * peak);

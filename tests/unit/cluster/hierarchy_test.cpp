@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -127,7 +128,8 @@ TEST(Hierarchy, ClosedFormCountsEqualTheEnumeratedOnes) {
             const std::int64_t ranks = h.chips() * rpc;
             for (std::int64_t stride : {1, 2, 3, 7, 16, 64, 100, 257}) {
                 for (std::int64_t first : {0, 5, 63}) {
-                    const std::int64_t size = std::min<std::int64_t>(40, (ranks - 1 - first) / stride + 1);
+                    const std::int64_t size =
+                        std::min<std::int64_t>(40, (ranks - 1 - first) / stride + 1);
                     const UnitCounts a = h.count(rpc, first, stride, size);
                     const UnitCounts b = h.count(rpc, progression(first, stride, size));
                     EXPECT_EQ(a.chips, b.chips);
