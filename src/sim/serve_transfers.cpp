@@ -1,9 +1,22 @@
 // The KV caches of disaggregated serving (serve_transfers.hpp).
 #include "serve_transfers.hpp"
 
+#include "serve_placement.hpp"
+
+#include "trnsim/cluster/hierarchy.hpp"
+
 #include <algorithm>
 
 namespace trnsim::sim::detail {
+
+namespace {
+
+/// The fleet's on-chip link: what a transfer between ranks of one chip costs.
+cluster::LinkLevel on_chip(const ServeInput& in) {
+    return cluster::Hierarchy(in.chip, fleet_shape(in)).link(network::LinkClass::on_chip);
+}
+
+} // namespace
 
 std::vector<network::FlowSpec> kv_flows(const ReplicaPlacement& from, const ReplicaPlacement& to,
                                         double bytes) {
@@ -20,7 +33,7 @@ KvTransfers::KvTransfers(const ServeInput& in, const topology::Fabric& fabric,
                          std::uint32_t partitions, std::size_t replicas)
     : kv_bytes_per_token_(in.kv_bytes_per_token.count()),
       network_(std::make_unique<network::FlowNetwork>(
-          fabric, partitions, kWake, kWakeUp, in.chip.hbm_bandwidth, in.chip.on_chip_latency,
+          fabric, partitions, kWake, kWakeUp, on_chip(in).per_chip, on_chip(in).latency,
           std::max<std::uint32_t>(in.options.fabric_shards, 1))),
       books_(replicas) {}
 

@@ -9,8 +9,8 @@ namespace trnsim::sim::detail {
 StepFabric::StepFabric(const workload::Plan& plan, const topology::Fabric& fabric,
                        std::uint32_t partitions, engine::EntityId wake, std::uint32_t shards)
     : fabric_(fabric),
-      local_{plan.chip.hbm_bandwidth,
-             plan.chip.on_chip_latency,
+      local_{plan.cluster.link(network::LinkClass::on_chip).per_chip,
+             plan.cluster.link(network::LinkClass::on_chip).latency,
              plan.chip.collectives.launch,
              plan.chip.collectives.rank_bandwidth,
              plan.chip.collectives.efa_step_overhead,

@@ -35,7 +35,9 @@ StepLayout::StepLayout(const workload::Plan& plan, const topology::Fabric& fabri
     const topology::Fabric& fabric = checked(fabric_in, plan);
     // Notifications cross the fabric: over EFA as soon as there are several domains.
     const std::int64_t control =
-        fabric.domains() > 1 ? plan.chip.efa_latency.ns() : plan.chip.neuronlink_hop_latency.ns();
+        plan.cluster
+            .link(fabric.domains() > 1 ? network::LinkClass::efa : network::LinkClass::neuronlink)
+            .latency.ns();
     lookahead_ns = std::max<std::int64_t>(control, 1);
 
     // Whole TP groups per partition (the ranks of one group meet at their TP barriers), blocks
