@@ -23,6 +23,21 @@ std::int64_t ClusterShape::neuronlink_cables_per_domain(
     return torus_links * ipd + ring_cables;
 }
 
+ClosCounts clos_counts(std::int64_t instances, std::int64_t rails, std::int64_t radix) {
+    const auto ceil_div = [](std::int64_t a, std::int64_t b) { return (a + b - 1) / b; };
+    ClosCounts c;
+    const std::int64_t half = std::max<std::int64_t>(radix / 2, 1);
+    c.rails = std::max<std::int64_t>(rails, 1);
+    c.instances_per_leaf = half;
+    c.spines_per_pod = half;
+    c.leaves_per_rail = ceil_div(instances, c.instances_per_leaf);
+    c.leaves = c.rails * c.leaves_per_rail;
+    c.pods = ceil_div(c.leaves, half); // k/2 leaves per pod
+    c.spines = c.leaves > 1 ? c.pods * c.spines_per_pod : 0;
+    c.cores = c.pods > 1 ? half * half : 0;
+    return c;
+}
+
 ClusterShape make_cluster_shape(const ClusterSpec& spec, std::int64_t chips_per_instance,
                                 std::int64_t instances_per_ultraserver) {
     ClusterShape s;

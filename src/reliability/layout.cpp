@@ -48,19 +48,16 @@ Layout::Layout(const cluster::ClusterShape& cluster, const HardwareFacts& hw,
     power_domains_ = ceil_div(domains(), domains_per_power_);
     counts_[index(ComponentClass::power)] = power_domains_;
 
-    // The fabric counts (header comment).
-    const std::int64_t half = std::max(fabric.switch_radix / 2, 1);
-    rails_ = std::max(hw.efa_interfaces, 1);
-    instances_per_leaf_ = half;
-    spines_per_pod_ = half;
-    leaves_per_rail_ = ceil_div(instances, instances_per_leaf_);
-    const std::int64_t leaves = rails_ * leaves_per_rail_;
-    const std::int64_t pods = ceil_div(leaves, half); // k/2 leaves per pod
-    const std::int64_t spines = leaves > 1 ? pods * spines_per_pod_ : 0;
-    const std::int64_t cores = pods > 1 ? half * half : 0;
-    counts_[index(ComponentClass::leaf)] = leaves;
-    counts_[index(ComponentClass::spine)] = spines;
-    counts_[index(ComponentClass::core)] = cores;
+    // The fabric counts (header comment), from the cluster module.
+    const cluster::ClosCounts clos =
+        cluster::clos_counts(instances, hw.efa_interfaces, fabric.switch_radix);
+    rails_ = static_cast<int>(clos.rails);
+    instances_per_leaf_ = clos.instances_per_leaf;
+    spines_per_pod_ = clos.spines_per_pod;
+    leaves_per_rail_ = clos.leaves_per_rail;
+    counts_[index(ComponentClass::leaf)] = clos.leaves;
+    counts_[index(ComponentClass::spine)] = clos.spines;
+    counts_[index(ComponentClass::core)] = clos.cores;
 
     // Entity arithmetic: only present classes get entities.
     domain_stride_ = 1;

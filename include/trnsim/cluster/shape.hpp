@@ -62,6 +62,23 @@ struct ClusterShape {
     std::int64_t neuronlink_cables_per_domain(const std::vector<int>& instance_torus) const;
 };
 
+/// The switches of the scale-out fabric as counts: a rail-optimised, non-blocking three-tier
+/// Clos of switches with `radix` ports, k/2 down and k/2 up (the structure of topology::Fabric;
+/// with k = 128 the counts equal those of its trn2-ultracluster preset). Each instance has one
+/// NIC per rail; a leaf serves k/2 instances of one rail:
+///   leaves = rails x ceil(instances / (k/2)); pods = ceil(leaves / (k/2));
+///   spines = pods x k/2 when there is more than one leaf; cores = (k/2)^2 (k/2 planes of k/2
+///   cores) when there is more than one pod, else 0.
+struct ClosCounts {
+    std::int64_t rails = 1;
+    std::int64_t instances_per_leaf = 1;
+    std::int64_t spines_per_pod = 1;
+    std::int64_t leaves_per_rail = 0;
+    std::int64_t leaves = 0, pods = 0, spines = 0, cores = 0;
+};
+/// `rails` and `radix` below 1 and 2 count as 1 and 2.
+ClosCounts clos_counts(std::int64_t instances, std::int64_t rails, std::int64_t radix);
+
 /// `instances_per_ultraserver` is 0 when the chip is not sold in UltraServers; the spec must then
 /// count instances (the caller validates that).
 ClusterShape make_cluster_shape(const ClusterSpec& spec, std::int64_t chips_per_instance,

@@ -20,15 +20,9 @@
 // Power domains: `fabric.power_domain_instances` consecutive instances, rounded up to whole
 // domains; a power failure takes every domain in it (correlated failure).
 //
-// EFA fabric counts, from the switch radix k (`fabric.switch_radix`): a rail-optimised,
-// non-blocking three-tier Clos with k/2 ports down and k/2 up per switch, the structure of
-// topology::Fabric (issue 4; with k = 128 the counts equal those of its trn2-ultracluster
-// preset). Kept here as counts only, so the run simulation does not build the link arrays.
-// Each instance has one NIC per rail (rails = EFA interfaces); a leaf serves k/2 instances of
-// one rail:
-//   leaves  = rails x ceil(instances / (k/2))
-//   pods    = ceil(leaves / (k/2)); spines = pods x k/2 when there is more than one leaf
-//   cores   = (k/2)^2 (k/2 planes of k/2 cores) when there is more than one pod, else 0
+// EFA fabric counts, from the switch radix k (`fabric.switch_radix`): the rail-optimised,
+// non-blocking three-tier Clos the cluster module counts (cluster::clos_counts: leaves, pods,
+// spines, cores), kept as counts only, so the run simulation does not build the link arrays.
 //
 // Blast radius (Impact). chip, hbm, host, neuronlink, and nic by default: the domain is
 // replaced. software: the job restarts, nothing is replaced. power: every domain of the power

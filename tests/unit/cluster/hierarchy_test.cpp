@@ -190,6 +190,28 @@ TEST(Hierarchy, CountsTheNeuronLinkCablesOfADomain) {
     EXPECT_EQ(pair.neuronlink_cables_per_domain({2}), 4);
 }
 
+TEST(ClosCounts, ByHandForARailOptimisedClosOfRadix128) {
+    // 16 Trn2 UltraServers: 64 instances of 16 rails; a leaf serves 64 instances of a rail.
+    const ClosCounts small = clos_counts(64, 16, 128);
+    EXPECT_EQ(small.leaves_per_rail, 1);
+    EXPECT_EQ(small.leaves, 16);
+    EXPECT_EQ(small.pods, 1);
+    EXPECT_EQ(small.spines, 64); // one pod of 64 spines
+    EXPECT_EQ(small.cores, 0);   // no second pod to reach
+    // 98,304 chips: 6,144 instances, 96 leaves a rail, 1,536 leaves in 24 pods of 64.
+    const ClosCounts big = clos_counts(6144, 16, 128);
+    EXPECT_EQ(big.leaves, 1536);
+    EXPECT_EQ(big.pods, 24);
+    EXPECT_EQ(big.spines, 24 * 64);
+    EXPECT_EQ(big.cores, 64 * 64);
+    // One instance with one NIC: one leaf, nothing above it.
+    const ClosCounts one = clos_counts(1, 1, 128);
+    EXPECT_EQ(one.leaves, 1);
+    EXPECT_EQ(one.spines, 0);
+    EXPECT_EQ(one.cores, 0);
+    EXPECT_EQ(clos_counts(10, 0, 0).rails, 1); // degenerate inputs count as 1 rail, radix 2
+}
+
 TEST(Hierarchy, SmallestClusterHoldingAReplica) {
     EXPECT_EQ(Hierarchy::smallest_holding(trn2(), 8).instances, 1);
     const ClusterShape us = Hierarchy::smallest_holding(trn2(), 32);
