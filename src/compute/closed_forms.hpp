@@ -20,6 +20,21 @@
 
 namespace trnsim::compute::detail {
 
+// The closed forms are chains of floating-point divisions, roundings and conversions. Where the
+// compiler supports it, `terms`, with everything it calls inlined, is also compiled for AVX2 and
+// chosen when the program is loaded on a CPU that has it (about 1.7 times faster on the
+// benchmark of docs/performance.md). AVX2 without FMA rounds every operation as SSE2 does, so
+// both versions give the same bits. Not in sanitizer builds: the loader runs the clones'
+// resolver before the sanitizer's runtime starts, and the instrumented resolver crashes.
+// The streaming plans and terms, in a file of their own, are compiled the same way: `terms`
+// cannot inline them, and its AVX2 clone calls theirs.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__) && \
+    !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
+#define TRNSIM_CLOSED_FORMS_CLONES __attribute__((target_clones("avx2", "default"), flatten))
+#else
+#define TRNSIM_CLOSED_FORMS_CLONES
+#endif
+
 /// Chip quantities the closed forms use, precomputed once (reciprocals, not divisions).
 struct ChipRates {
     explicit ChipRates(const ChipSpec& chip);

@@ -292,7 +292,7 @@ int row_kind_accumulators(StreamKind kind);
 /// Builds the recipe of a streaming kernel or of AdamW (lower_stream.cpp). O(1).
 Recipe stream_recipe(const StreamShape& s, const ChipSpec& chip);
 Recipe adamw_recipe(const OptimizerShape& s, const ChipSpec& chip);
-/// SBUF bytes per partition of a plan's pools at `depth` (closed_forms.cpp).
+/// SBUF bytes per partition of a plan's pools at `depth` (closed_forms_stream.cpp).
 std::int64_t plan_sbuf_bytes(const StreamPlan& plan, int depth, std::int64_t partitions);
 
 /// The program of a recipe.

@@ -2,8 +2,10 @@
 //
 // Entities: the controller (entity 0), power domains, domains and components (layout.hpp).
 // Handlers are non-template functions that schedule through a small Sink interface, so the
-// model's logic lives in run_model.cpp and the engine template only forwards (one virtual call
-// per scheduled event; the run simulation handles a few events per failure, not per step).
+// model's logic lives in the .cpp files and the engine template only forwards (one virtual
+// call per scheduled event; the run simulation handles a few events per failure, not per step):
+// Setup and RunModel in run_model.cpp, the Controller's job state machine in
+// run_controller.cpp, how failures reach the job in run_failures.cpp.
 #pragma once
 
 #include "trnsim/engine/event.hpp"
