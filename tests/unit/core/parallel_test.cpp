@@ -186,6 +186,36 @@ TEST(ParallelFor, RethrowsTheLowestIndexAfterEveryThreadStops) {
     }
 }
 
+TEST(ParallelFor, AChunkTakenRunsToItsEndAfterAnotherFails) {
+    // The caller's chunk [0, 8) is slow to start; the helper's chunk [8, 16) fails at once.
+    // Indices 1 to 7 are below the failure: they still run, and index 3's exception wins.
+    std::vector<std::atomic<int>> runs(64);
+    std::string caught;
+    try {
+        parallel_for(
+            runs.size(), 2,
+            [&](std::size_t i, int) {
+                runs[i].fetch_add(1);
+                if (i == 0) {
+                    std::this_thread::sleep_for(50ms);
+                }
+                if (i == 3 || i == 8) {
+                    throw std::runtime_error(std::to_string(i));
+                }
+            },
+            8);
+    } catch (const std::runtime_error& e) {
+        caught = e.what();
+    }
+    EXPECT_EQ(caught, "3");
+    for (std::size_t i = 0; i <= 3; ++i) {
+        EXPECT_EQ(runs[i].load(), 1) << "index " << i;
+    }
+    for (std::size_t i = 4; i < 8; ++i) {
+        EXPECT_EQ(runs[i].load(), 0) << "index " << i << " follows the failure in its chunk";
+    }
+}
+
 TEST(ParallelFor, NestedCallsRun) {
     constexpr std::size_t kOuter = 40;
     constexpr std::size_t kInner = 25;
