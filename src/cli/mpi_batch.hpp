@@ -4,7 +4,7 @@
 // Every rank reads the sweep and validates every point (the same work everywhere, so a bad
 // point stops every rank with exit code 2 and nothing written, with no message passing). Rank 0
 // then owns the work queue: a server thread answers requests for the next run and collects the
-// records, while rank 0's own OpenMP threads take runs from the same queue. Each thread of the
+// records, while rank 0's own worker threads take runs from the same queue. Each thread of the
 // other ranks asks rank 0 for a run when it is free (dynamic load balancing: a run takes
 // milliseconds or minutes) and sends its record back. Rank 0 writes the one results file.
 // Records are a function of (sweep, point, replicate) only, so the file's datasets equal those

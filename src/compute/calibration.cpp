@@ -3,19 +3,17 @@
 #include "trnsim/compute/cost_model.hpp"
 #include "trnsim/compute/detailed_model.hpp"
 #include "trnsim/core/assert.hpp"
+#include "trnsim/core/parallel.hpp"
 
 #include "features.hpp"
 
 #include <Eigen/Dense>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
-#include <exception>
 #include <mutex>
 #include <set>
-#include <thread>
 #include <tuple>
 
 namespace trnsim::compute {
@@ -478,40 +476,17 @@ Calibration calibrate(const ChipSpec& chip, CalibrationGrid grid, int threads,
     }
     // Simulate every point; each result goes to its own slot.
     const DetailedModel detailed(chip, 1);
-    std::atomic<std::size_t> next{0};
     std::array<int, kKernelClassCount> done{};
-    std::mutex mutex;
-    std::exception_ptr failure;
-    const auto work = [&] {
-        for (std::size_t i = next++; i < c.points.size(); i = next++) {
-            try {
-                c.points[i].detailed_s = detailed.run(c.points[i].kernel).seconds();
-            } catch (...) {
-                const std::lock_guard<std::mutex> lock(mutex);
-                if (!failure) {
-                    failure = std::current_exception();
-                }
-                return;
-            }
-            const std::lock_guard<std::mutex> lock(mutex);
-            const auto cls = static_cast<std::size_t>(c.points[i].cls);
-            ++done[cls];
-            if (progress) {
-                progress(c.points[i].cls, done[cls], totals[cls]);
-            }
+    std::mutex mutex; // guards done and the progress calls
+    parallel_for(c.points.size(), threads, [&](std::size_t i, int) {
+        c.points[i].detailed_s = detailed.run(c.points[i].kernel).seconds();
+        const std::lock_guard<std::mutex> lock(mutex);
+        const auto cls = static_cast<std::size_t>(c.points[i].cls);
+        ++done[cls];
+        if (progress) {
+            progress(c.points[i].cls, done[cls], totals[cls]);
         }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) {
-        pool.emplace_back(work);
-    }
-    work();
-    for (auto& t : pool) {
-        t.join();
-    }
-    if (failure) {
-        std::rethrow_exception(failure);
-    }
+    });
     // Fit each class on its training points; measure the rounded model on the held-out ones.
     const detail::ChipRates rates(chip);
     for (KernelClass cls : all_kernel_classes()) {

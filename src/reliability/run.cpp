@@ -4,12 +4,10 @@
 
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/core/parallel.hpp"
 
-#include <atomic>
 #include <chrono>
-#include <exception>
 #include <optional>
-#include <thread>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -187,30 +185,9 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
     const int concurrent = std::max(1, std::min(control.threads, reps));
     const int engine_threads = std::max(1, control.threads / concurrent);
     out.replications.resize(static_cast<std::size_t>(reps));
-    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(reps));
-    std::atomic<int> next{0};
-    const auto worker = [&]() {
-        for (int rep = next.fetch_add(1); rep < reps; rep = next.fetch_add(1)) {
-            try {
-                out.replications[static_cast<std::size_t>(rep)] = replicate(rep, engine_threads);
-            } catch (...) {
-                errors[static_cast<std::size_t>(rep)] = std::current_exception();
-            }
-        }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < concurrent; ++t) {
-        pool.emplace_back(worker);
-    }
-    worker();
-    for (std::thread& t : pool) {
-        t.join();
-    }
-    for (const std::exception_ptr& e : errors) {
-        if (e) {
-            std::rethrow_exception(e);
-        }
-    }
+    parallel_for(static_cast<std::size_t>(reps), concurrent, [&](std::size_t rep, int) {
+        out.replications[rep] = replicate(static_cast<int>(rep), engine_threads);
+    });
     for (const ReplicationResult& r : out.replications) {
         out.engine_events += r.engine_events;
         out.metrics.push_back(metrics_of(r, f, input.job));

@@ -1,10 +1,9 @@
 #include "step_families.hpp"
 
+#include "trnsim/core/parallel.hpp"
+
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <exception>
-#include <thread>
 
 namespace trnsim::sim::detail {
 
@@ -217,42 +216,16 @@ void StepFamilies::plan_all(const StepFabric& fabric, int threads) {
             }
         }
     }
-    std::atomic<std::size_t> next{0};
-    // A task that throws (an impossible request) stops its thread; the first failing task's
-    // error is rethrown after the join, as when the plans were made one by one.
-    std::vector<std::exception_ptr> errors(tasks.size());
-    const auto work = [&] {
-        for (std::size_t i = next++; i < tasks.size(); i = next++) {
-            const Task& t = tasks[i];
-            Family& f = families_[t.family];
-            const FamilyCollective& c = programs_.collective(t.collective);
-            // Each task writes its own slot of a vector sized above: no two share one.
-            try {
-                f.plans.find(t.collective)->second[t.chip_group] = plan_chip_group(
-                    f.chip_groups[t.chip_group], c.op, c.bytes, merge_repeats_, fabric);
-            } catch (...) {
-                errors[i] = std::current_exception();
-                return;
-            }
-        }
-    };
-    const std::size_t helpers =
-        tasks.size() > 1 ? std::min(static_cast<std::size_t>(std::max(threads, 1)) - 1,
-                                    tasks.size() - 1)
-                         : 0;
-    std::vector<std::thread> team;
-    for (std::size_t k = 0; k < helpers; ++k) {
-        team.emplace_back(work);
-    }
-    work();
-    for (std::thread& t : team) {
-        t.join();
-    }
-    for (const std::exception_ptr& e : errors) {
-        if (e) {
-            std::rethrow_exception(e);
-        }
-    }
+    // A task that throws (an impossible request) stops the handing out of tasks; the error of
+    // the first failing task is rethrown, as when the plans were made one by one.
+    parallel_for(tasks.size(), threads, [&](std::size_t i, int) {
+        const Task& t = tasks[i];
+        Family& f = families_[t.family];
+        const FamilyCollective& c = programs_.collective(t.collective);
+        // Each task writes its own slot of a vector sized above: no two share one.
+        f.plans.find(t.collective)->second[t.chip_group] =
+            plan_chip_group(f.chip_groups[t.chip_group], c.op, c.bytes, merge_repeats_, fabric);
+    });
 }
 
 const std::vector<ChipGroupPlan>& StepFamilies::plans_for(Family& f, std::uint32_t collective,

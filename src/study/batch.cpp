@@ -1,12 +1,11 @@
 #include "trnsim/study/batch.hpp"
 
+#include "trnsim/core/parallel.hpp"
 #include "trnsim/reliability/expectation.hpp"
 #include "trnsim/sim/analytic.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
 #include "trnsim/workload/plan.hpp"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -84,9 +83,11 @@ void execute_all(const Sweep& sweep, const std::vector<config::ScenarioSpec>& po
     std::int64_t failed_run = -1;
     std::exception_ptr failure;
     // Each thread pulls the next run when it is free (dynamic scheduling): runs differ in cost
-    // by orders of magnitude (cluster size, failures, duration).
-#pragma omp parallel num_threads(std::max(1, threads))
-    {
+    // by orders of magnitude (cluster size, failures, duration). The source's length is not
+    // known here (an MPI work queue hands out runs to several processes), so the loop is over
+    // the threads, each pulling runs until the source is empty or a run has failed.
+    const int team = std::max(1, threads);
+    parallel_for(static_cast<std::size_t>(team), team, [&](std::size_t, int) {
         while (!stop.load()) {
             std::optional<std::int64_t> next;
             try {
@@ -116,7 +117,7 @@ void execute_all(const Sweep& sweep, const std::vector<config::ScenarioSpec>& po
                 stop = true;
             }
         }
-    }
+    });
     if (failure) {
         std::rethrow_exception(failure);
     }
@@ -142,12 +143,11 @@ std::vector<std::int64_t> pending_runs(const Sweep& sweep, const std::vector<Run
 std::vector<double> estimated_costs(const std::vector<config::ScenarioSpec>& points,
                                     int threads) {
     std::vector<double> cost(points.size(), 1.0);
-    const std::int64_t n = static_cast<std::int64_t>(points.size());
-#pragma omp parallel for schedule(dynamic, 8) num_threads(std::max(1, threads))
-    for (std::int64_t i = 0; i < n; ++i) {
-        const config::ScenarioSpec& spec = points[static_cast<std::size_t>(i)];
+    const std::size_t n = points.size();
+    parallel_for(n, std::max(1, threads), [&](std::size_t i, int) {
+        const config::ScenarioSpec& spec = points[i];
         if (!spec.reliability.enabled) {
-            continue;
+            return;
         }
         try {
             const workload::Plan plan = sim::make_plan(spec);
@@ -160,11 +160,11 @@ std::vector<double> estimated_costs(const std::vector<config::ScenarioSpec>& poi
             const double chips = static_cast<double>(
                 (x.facts.job_domains + x.facts.spare_domains) * x.facts.instances_per_domain *
                 plan.cluster.chips_per_instance());
-            cost[static_cast<std::size_t>(i)] = chips * std::min(x.time_to_train_s, limit);
+            cost[i] = chips * std::min(x.time_to_train_s, limit);
         } catch (const std::exception&) {
             // An estimate only: the run itself reports any problem.
         }
-    }
+    }, 8);
     return cost;
 }
 

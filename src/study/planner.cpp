@@ -4,12 +4,11 @@
 
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/core/parallel.hpp"
 #include "trnsim/reliability/expectation.hpp"
 #include "trnsim/sim/analytic.hpp"
 #include "trnsim/workload/plan.hpp"
 #include "trnsim/workload/training_spec.hpp"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +16,7 @@
 #include <exception>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 namespace trnsim::study {
 
@@ -403,25 +403,16 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
         " cluster and parallelism combinations) on " + std::to_string(threads) + " threads");
 
     const auto t0 = std::chrono::steady_clock::now();
-    std::exception_ptr crash;
-#pragma omp parallel num_threads(threads)
-    {
-        config::ScenarioSpec scratch = base;
-#pragma omp for schedule(dynamic, 1)
-        for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-            try {
-                estimate_group(plan, scratch, cands, groups[gi], r.estimates);
-            } catch (...) {
-#pragma omp critical
-                if (!crash) {
-                    crash = std::current_exception();
-                }
-            }
+    // One scenario per thread to edit for each group (a copy of the base, made when the
+    // thread takes its first group).
+    std::vector<std::optional<config::ScenarioSpec>> scratch(static_cast<std::size_t>(threads));
+    parallel_for(groups.size(), threads, [&](std::size_t gi, int worker) {
+        std::optional<config::ScenarioSpec>& mine = scratch[static_cast<std::size_t>(worker)];
+        if (!mine) {
+            mine.emplace(base);
         }
-    }
-    if (crash) {
-        std::rethrow_exception(crash);
-    }
+        estimate_group(plan, *mine, cands, groups[gi], r.estimates);
+    });
     const auto t1 = std::chrono::steady_clock::now();
     r.estimate_seconds = std::chrono::duration<double>(t1 - t0).count();
 
@@ -499,8 +490,7 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
     }
     std::vector<std::exception_ptr> errors(chosen.size());
     const config::ScenarioBase file = config::ScenarioBase::read(plan.base);
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (std::size_t f = 0; f < chosen.size(); ++f) {
+    parallel_for(chosen.size(), threads, [&](std::size_t f, int) {
         try {
             Finalist& fin = r.finalists[f];
             fin.candidate = static_cast<std::int64_t>(chosen[f]);
@@ -527,7 +517,7 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
         } catch (...) {
             errors[f] = std::current_exception();
         }
-    }
+    });
     for (const auto& e : errors) {
         if (e) {
             std::rethrow_exception(e);

@@ -5,9 +5,8 @@
 
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/core/parallel.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <array>
@@ -16,6 +15,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <mutex>
 
 namespace trnsim::study {
 
@@ -404,15 +404,15 @@ ServingPlanResult run_serving_plan(const config::PlanSpec& plan, const config::S
     std::vector<std::exception_ptr> errors(cands.size());
     std::size_t done = 0;
     auto last = t0;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (std::size_t i = 0; i < cands.size(); ++i) {
+    std::mutex mutex; // guards done, last and the progress calls
+    parallel_for(cands.size(), threads, [&](std::size_t i, int) {
         try {
             r.evaluations[i] = evaluate(plan, base, file, cands[i]);
         } catch (...) {
             errors[i] = std::current_exception();
         }
-#pragma omp critical(trnsim_serving_plan_progress)
         {
+            const std::lock_guard<std::mutex> lock(mutex);
             ++done;
             const auto now = std::chrono::steady_clock::now();
             // A line every 5 s of a long plan (the count only: never a result).
@@ -424,7 +424,7 @@ ServingPlanResult run_serving_plan(const config::PlanSpec& plan, const config::S
                          " candidates evaluated");
             }
         }
-    }
+    });
     for (const auto& e : errors) {
         if (e) {
             std::rethrow_exception(e);

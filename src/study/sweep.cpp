@@ -1,12 +1,11 @@
 #include "trnsim/study/sweep.hpp"
 
 #include "trnsim/core/format.hpp"
+#include "trnsim/core/parallel.hpp"
 #include "trnsim/engine/rng.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
 #include "trnsim/sim/workload_kinds.hpp"
-
-#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -230,9 +229,7 @@ std::vector<std::string> check_points(const Sweep& sweep, int threads, bool keep
     std::vector<std::vector<std::string>> files(static_cast<std::size_t>(std::max(1, threads)));
     const config::ScenarioBase base =
         sweep.base ? sweep.base : config::ScenarioBase::read(sweep.spec.base);
-#pragma omp parallel for schedule(dynamic, 4) num_threads(std::max(1, threads))
-    for (std::int64_t i = 0; i < n; ++i) {
-        const auto u = static_cast<std::size_t>(i);
+    parallel_for(static_cast<std::size_t>(n), std::max(1, threads), [&](std::size_t u, int worker) {
         const Point& p = sweep.points[u];
         config::ScenarioSpec local;
         config::ScenarioSpec& spec = keep ? specs[u] : local;
@@ -246,7 +243,7 @@ std::vector<std::string> check_points(const Sweep& sweep, int threads, bool keep
                                                   "scenarios, not collectives");
             }
             kind.check(spec);
-            auto& mine = files[static_cast<std::size_t>(omp_get_thread_num())];
+            auto& mine = files[static_cast<std::size_t>(worker)];
             for (const auto& f : spec.input_files) {
                 if (std::find(mine.begin(), mine.end(), f) == mine.end()) {
                     mine.push_back(f);
@@ -257,7 +254,7 @@ std::vector<std::string> check_points(const Sweep& sweep, int threads, bool keep
         } catch (...) {
             crashes[u] = std::current_exception();
         }
-    }
+    }, 4);
     for (std::size_t i = 0; i < errors.size(); ++i) {
         if (crashes[i]) {
             std::rethrow_exception(crashes[i]);

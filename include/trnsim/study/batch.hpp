@@ -1,7 +1,7 @@
 // Running a sweep: every (point, replicate) is one run of the point's scenario through
 // sim::run_training, with one replication and its derived seed; runs execute in parallel on
-// OpenMP threads that pull them from a work source, and their /summary values come back as
-// records. Records depend only on (sweep, point, replicate): sorted by (point, replicate),
+// threads (trnsim::parallel_for) that pull them from a work source, and their /summary values
+// come back as records. Records depend only on (sweep, point, replicate): sorted by (point, replicate),
 // they are the same whatever the thread count, the order in which runs finished or the
 // number of processes that shared the work (tests/unit/study/batch_test.cpp).
 #pragma once
