@@ -3,6 +3,7 @@
 //
 // Iteration costs come from serving::test::TestCost (1 ms + 10 us per computed token), so
 // expected times are sums written out in the comments.
+#include "serve_parts.hpp"
 #include "support/sharing.hpp"
 #include "unit/serving/test_cost.hpp"
 
@@ -22,31 +23,13 @@ namespace trnsim::sim {
 namespace {
 
 using serving::test::TestCost;
-constexpr std::int64_t kMs = 1'000'000;
-constexpr std::int64_t kUs = 1'000;
+using detail::test::cost;
+using detail::test::kMs;
+using detail::test::kUs;
 
-const TestCost& cost() {
-    static const TestCost c;
-    return c;
-}
-
+/// The parts' test fleet (serve_parts.hpp) on `ultraservers` UltraServers.
 ServeInput fleet(int ultraservers, int tp, int replicas) {
-    ServeInput in;
-    in.chip = config::load_chip("trn2");
-    in.lnc = 2;
-    in.cluster.ultraservers = ultraservers;
-    serving::ServingSpec& s = in.spec.serving;
-    s.tp = tp;
-    s.replicas = replicas;
-    s.max_batch = 8;
-    s.max_context = 4096;
-    s.kv_block = 16;
-    s.router = serving::RouterPolicy::round_robin;
-    s.router_latency = Duration::from_ns(1 * kMs);
-    in.replica = {&cost(), 2000};
-    in.seed = 3;
-    in.options.kv_sample = Duration::zero();
-    return in;
+    return detail::test::fleet(ultraservers, 0, tp, replicas);
 }
 
 void fixed_requests(ServeInput& in, std::int64_t count, double rate, std::int64_t input,
