@@ -220,14 +220,21 @@ int cmd_validate(const std::vector<std::string>& args) {
     check_scenario_outputs(spec); // what run would refuse, validate refuses
     report_warnings(spec, p.vm.count("strict") > 0);
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
-    // Every check that run makes before it simulates: what run refuses, validate refuses.
-    sim::check_scenario(spec);
+    // Every check that run makes before it simulates: what run refuses, validate refuses. The
+    // training and inference checks return what is printed; others are the registry's check.
+    const auto located = [&](const auto& check) {
+        try {
+            return check(spec);
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+    };
     if (spec.workload_type == config::WorkloadType::training) {
-        print_plan(std::cout, spec, sim::make_plan(spec));
+        print_plan(std::cout, spec, located(sim::check_training));
     } else if (spec.workload_type == config::WorkloadType::inference) {
-        const sim::ServingLayout layout = sim::check_serving(spec);
-        print_serving_layout(std::cout, spec, layout);
+        print_serving_layout(std::cout, spec, located(sim::check_serving));
     } else {
+        sim::check_scenario(spec);
         std::cout << "  cluster    " << fmt::integer(spec.cluster.domains())
                   << (spec.cluster.counts_ultraservers() ? " UltraServers" : " instances")
                   << " of " << spec.hardware.chip.name << " on fabric " << spec.fabric.name

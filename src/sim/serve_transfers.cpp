@@ -11,9 +11,16 @@ namespace trnsim::sim::detail {
 
 namespace {
 
-/// The fleet's on-chip link: what a transfer between ranks of one chip costs.
-cluster::LinkLevel on_chip(const ServeInput& in) {
-    return cluster::Hierarchy(in.chip, fleet_shape(in)).link(network::LinkClass::on_chip);
+/// The flow network of the fleet's KV transfers; transfers between ranks of one chip cost the
+/// cluster's on-chip link.
+std::unique_ptr<network::FlowNetwork> kv_network(const ServeInput& in,
+                                                 const topology::Fabric& fabric,
+                                                 std::uint32_t partitions) {
+    const cluster::LinkLevel on_chip =
+        cluster::Hierarchy(in.chip, fleet_shape(in)).link(network::LinkClass::on_chip);
+    return std::make_unique<network::FlowNetwork>(
+        fabric, partitions, kWake, kWakeUp, on_chip.per_chip, on_chip.latency,
+        std::max<std::uint32_t>(in.options.fabric_shards, 1));
 }
 
 } // namespace
@@ -32,9 +39,7 @@ std::vector<network::FlowSpec> kv_flows(const ReplicaPlacement& from, const Repl
 KvTransfers::KvTransfers(const ServeInput& in, const topology::Fabric& fabric,
                          std::uint32_t partitions, std::size_t replicas)
     : kv_bytes_per_token_(in.kv_bytes_per_token.count()),
-      network_(std::make_unique<network::FlowNetwork>(
-          fabric, partitions, kWake, kWakeUp, on_chip(in).per_chip, on_chip(in).latency,
-          std::max<std::uint32_t>(in.options.fabric_shards, 1))),
+      network_(kv_network(in, fabric, partitions)),
       books_(replicas) {}
 
 void KvTransfers::send(std::uint32_t partition, std::int64_t now, std::uint32_t from,
