@@ -132,6 +132,8 @@ template <class Queue>
 class SimulatorCore;
 template <class Model, class Queue = CalendarQueue>
 class Simulator;
+template <class Queue>
+class TenantSet;
 
 /// What a handler sees: the current time and entity, and the means to schedule events and
 /// record metrics. Valid only during the handler call.
@@ -140,8 +142,10 @@ class Context {
 public:
     SimTime now() const { return SimTime::from_ns(now_); }
     std::int64_t now_ns() const { return now_; }
-    EntityId self() const { return self_; }
-    std::uint32_t partition() const { return partition_; }
+    /// The entity handling the event, and its partition, numbered as the model numbers them
+    /// (a tenant of a TenantSet numbers its own from 0; engine/tenants.hpp).
+    EntityId self() const { return self_ - entity_base_; }
+    std::uint32_t partition() const { return partition_ - partition_base_; }
 
     /// Schedules an event `delay` after now for `target`.
     void schedule(EntityId target, Duration delay, EventType type, std::uint64_t payload = 0,
@@ -155,7 +159,7 @@ public:
     void schedule_at_ns(EntityId target, std::int64_t time, EventType type,
                         std::uint64_t payload = 0, std::uint16_t aux = 0,
                         std::uint32_t priority = 0) {
-        core_->send(*this, target, time, type, payload, aux, priority);
+        core_->send(*this, target + entity_base_, time, type, payload, aux, priority);
     }
 
     void record(MetricId metric, double value) {
@@ -164,11 +168,15 @@ public:
 
 private:
     friend class SimulatorCore<Queue>;
+    friend class TenantSet<Queue>;
     SimulatorCore<Queue>* core_ = nullptr;
     std::uint32_t partition_ = 0;
     std::int64_t window_end_ = 0;
     std::int64_t now_ = 0;
     EntityId self_ = 0;
+    /// The first entity and partition of the tenant being handled (0 outside a TenantSet).
+    EntityId entity_base_ = 0;
+    std::uint32_t partition_base_ = 0;
 };
 
 /// What the window-edge hook sees: all partitions are stopped; it may schedule events at or
@@ -195,7 +203,8 @@ public:
             throw LookaheadError("engine: a window-edge hook scheduled an event before the "
                                  "window's end");
         }
-        core_->inject(source, target, time.ns(), type, payload, aux, priority);
+        core_->inject(source + entity_base_, target + entity_base_, time.ns(), type, payload,
+                      aux, priority);
         scheduled_ = true;
     }
 
@@ -203,10 +212,12 @@ private:
     friend class SimulatorCore<Queue>;
     template <class M, class Q>
     friend class Simulator;
+    friend class TenantSet<Queue>;
     SimulatorCore<Queue>* core_ = nullptr;
     EdgeTeam* team_ = nullptr;
     std::int64_t end_ = 0;
     bool scheduled_ = false;
+    EntityId entity_base_ = 0; ///< the first entity of the tenant whose hook runs
 };
 
 /// Statistics of one run.
@@ -293,6 +304,9 @@ public:
             sink_->record(partition, e, m, t, v);
         }
     }
+
+    /// Events partition p has handled so far (over every run() call).
+    std::uint64_t handled(std::uint32_t p) const { return parts_[p]->processed; }
 
     std::uint64_t pending() const {
         std::uint64_t n = 0;
