@@ -102,9 +102,6 @@ void validate_fleet(const ReliabilitySpec& sp, const cluster::ClusterShape& clus
 
 namespace {
 
-/// Simulated time per chunk: failures due within a chunk are queued at its start.
-constexpr std::int64_t kChunkNs = std::int64_t{2} * 86400 * 1'000'000'000;
-
 Metrics metrics_of(const ReplicationResult& r, const RunFacts& f, const JobModel& job) {
     Metrics m;
     const auto seconds = [](std::int64_t ns) { return static_cast<double>(ns) * 1e-9; };
@@ -145,37 +142,23 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
     out.processes = setup.failures.processes();
     out.impacts = setup.impact;
     out.facts = setup.facts();
-    const RunFacts& f = out.facts;
 
-    const std::int64_t end =
-        control.duration > Duration::zero() ? control.duration.ns() : control.time_limit.ns();
+    const std::int64_t end = detail::run_end(control);
     const engine::PartitionMap partitions =
         engine::PartitionMap::from_starts(layout.entities(), layout.partition_starts());
     const auto replicate = [&](int rep, int threads) {
-        detail::RunModel model(setup, control.seed, static_cast<std::uint32_t>(rep),
-                               control.record && rep == 0, control.record_checkpoints);
+        detail::Replication replication(setup, control, static_cast<std::uint32_t>(rep), end);
         // A partition holds few pending events (one per component due in the current chunk),
         // spread over hours: a plain 4-ary heap serves them well.
         using Sim = engine::Simulator<detail::RunModel, engine::QuaternaryHeap>;
-        Sim sim(model, partitions, Duration::from_ns(detail::kReportLatencyNs));
+        Sim sim(replication.model, partitions, Duration::from_ns(detail::kReportLatencyNs));
         detail::SimulatorSink<Sim> sink(sim);
-        std::int64_t horizon = std::min(kChunkNs, end);
-        model.set_horizon(horizon + detail::kReportLatencyNs);
-        model.prime(sink, end);
+        replication.prime(sink);
         engine::RunStats stats;
-        while (true) {
-            stats = sim.run(SimTime::from_ns(horizon + detail::kReportLatencyNs), threads);
-            if (model.finished() || horizon >= end) {
-                break;
-            }
-            horizon = std::min(horizon + kChunkNs, end);
-            model.set_horizon(horizon + detail::kReportLatencyNs);
-            model.queue_due(sink);
-        }
-        ReplicationResult r;
-        model.finish(model.finished() ? model.end_ns() : end, r);
-        r.engine_events = stats.events;
-        return r;
+        do {
+            stats = sim.run(SimTime::from_ns(replication.pause()), threads);
+        } while (replication.advance(sink));
+        return replication.result(stats.events);
     };
 
     // Replications are independent: min(threads, replications) of them run at once, each
@@ -188,6 +171,14 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
     parallel_for(static_cast<std::size_t>(reps), concurrent, [&](std::size_t rep, int) {
         out.replications[rep] = replicate(static_cast<int>(rep), engine_threads);
     });
+    detail::summarize(out, input);
+    out.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    return out;
+}
+
+void detail::summarize(RunSummary& out, const RunInput& input) {
+    const RunFacts& f = out.facts;
     for (const ReplicationResult& r : out.replications) {
         out.engine_events += r.engine_events;
         out.metrics.push_back(metrics_of(r, f, input.job));
@@ -211,9 +202,6 @@ RunSummary simulate(const RunInput& input, const RunControl& control) {
                 static_cast<double>(r.interruptions_by_process[i]) / n;
         }
     }
-    out.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    return out;
 }
 
 } // namespace trnsim::reliability

@@ -306,4 +306,58 @@ inline constexpr std::uint16_t kUploadTimer = 1;
 inline constexpr std::uint16_t kSlotTimer = 2;
 inline constexpr std::uint32_t kTimerPriority = 1; ///< after reports of the same time
 
+/// Simulated time per chunk: failures due within a chunk are queued at its start.
+inline constexpr std::int64_t kChunkNs = std::int64_t{2} * 86400 * 1'000'000'000;
+
+/// One replication's model and its chunks: the engine runs up to pause(), then advance()
+/// queues the next chunk's failures, until the job is done or the run's end is reached.
+/// simulate() drives it on an engine of its own, RunTenant on a shared one; both make the
+/// same calls in the same order, so their results are identical.
+class Replication {
+public:
+    Replication(const Setup& setup, const RunControl& control, std::uint32_t replication,
+                std::int64_t end)
+        : model(setup, control.seed, replication, control.record && replication == 0,
+                control.record_checkpoints),
+          end_(end), horizon_(std::min(kChunkNs, end)) {}
+
+    /// The engine handles every event before this time, then calls advance().
+    std::int64_t pause() const { return horizon_ + kReportLatencyNs; }
+    void prime(Sink& sink) {
+        model.set_horizon(pause());
+        model.prime(sink, end_);
+    }
+    /// After a run up to pause(): false when the replication is over, else queues the next
+    /// chunk's failures.
+    bool advance(Sink& sink) {
+        if (model.finished() || horizon_ >= end_) {
+            return false;
+        }
+        horizon_ = std::min(horizon_ + kChunkNs, end_);
+        model.set_horizon(pause());
+        model.queue_due(sink);
+        return true;
+    }
+    ReplicationResult result(std::uint64_t engine_events) {
+        ReplicationResult r;
+        model.finish(model.finished() ? model.end_ns() : end_, r);
+        r.engine_events = engine_events;
+        return r;
+    }
+
+    RunModel model;
+
+private:
+    std::int64_t end_;
+    std::int64_t horizon_;
+};
+
+/// The end of a run: its duration, else its time limit.
+inline std::int64_t run_end(const RunControl& control) {
+    return control.duration > Duration::zero() ? control.duration.ns() : control.time_limit.ns();
+}
+
+/// Fills a summary's metrics, estimates and per-process means from its replications.
+void summarize(RunSummary& out, const RunInput& input);
+
 } // namespace trnsim::reliability::detail

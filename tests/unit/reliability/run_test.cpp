@@ -2,6 +2,7 @@
 // scenarios. Every expected value is derived in the test.
 #include "support/reliability_cases.hpp"
 
+#include "trnsim/reliability/run_tenant.hpp"
 #include "trnsim/reliability/theory.hpp"
 
 #include <gtest/gtest.h>
@@ -566,6 +567,52 @@ TEST(Scenario, RunningDegradedThenBackToFullSize) {
     // Two restarts: after the failure and when going back to full size.
     EXPECT_EQ(state(r, JobState::restarting), static_cast<std::int64_t>(20 * kMin * 1e9));
     EXPECT_TRUE(r.done);
+}
+
+// ---------------------------------------------------------------------------------------------
+// On a shared engine.
+
+TEST(Tenant, ARunOnASharedEngineIsReplicationZeroOfItsRunAlone) {
+    // Two jobs as tenants of one engine (a busy one and a quiet one with other seeds and an
+    // end of its own) give what each gives alone, on 1 and 2 threads: the shared engine's
+    // windows, pauses and thread count change nothing a tenant computes.
+    RunInput busy = busy_input();
+    busy.spec.recovery.scope = RecoveryScope::replica;
+    busy.job.tp = 16;
+    busy.job.dp = 16;
+    const RunInput quiet = traced_input();
+    RunControl busy_control;
+    busy_control.seed = 41;
+    RunControl quiet_control;
+    quiet_control.seed = 7;
+    quiet_control.duration = seconds(6 * kHour);
+    const RunSummary busy_alone = simulate(busy, busy_control);
+    const RunSummary quiet_alone = simulate(quiet, quiet_control);
+    for (const int threads : {1, 2}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads");
+        RunTenant a(quiet, quiet_control);
+        RunTenant b(busy, busy_control);
+        engine::TenantSet<engine::QuaternaryHeap> set;
+        set.add(a);
+        set.add(b);
+        (void)set.run(threads);
+        for (const auto& [tenant, alone] :
+             {std::pair{a.take_summary(), &quiet_alone}, std::pair{b.take_summary(), &busy_alone}}) {
+            const ReplicationResult& x = tenant.replications.at(0);
+            const ReplicationResult& y = alone->replications.at(0);
+            EXPECT_EQ(x.wall_ns, y.wall_ns);
+            EXPECT_EQ(x.state_ns, y.state_ns);
+            EXPECT_EQ(x.work_ns, y.work_ns);
+            EXPECT_EQ(x.failures_by_process, y.failures_by_process);
+            EXPECT_EQ(x.interruptions_by_process, y.interruptions_by_process);
+            EXPECT_EQ(x.engine_events, y.engine_events);
+            EXPECT_EQ(x.events.size(), y.events.size());
+            EXPECT_EQ(x.done, y.done);
+            EXPECT_EQ(tenant.estimate("ettr").mean, alone->estimate("ettr").mean);
+        }
+    }
+    EXPECT_GT(busy_alone.replications[0].failures, 0);
+    EXPECT_EQ(quiet_alone.replications[0].done, false); // cut at its 6 h duration
 }
 
 } // namespace
