@@ -57,4 +57,32 @@ ClusterShape make_cluster_shape(const ClusterSpec& spec, std::int64_t chips_per_
     return s;
 }
 
+std::string allocation_problem(const ClusterSpec& cluster, const std::vector<Allocation>& all,
+                               std::size_t* culprit) {
+    const std::string unit = cluster.domain_name();
+    for (std::size_t i = 0; i < all.size(); ++i) {
+        if (culprit != nullptr) {
+            *culprit = i;
+        }
+        const Allocation& a = all[i];
+        if (a.domains < 1 || a.first < 0) {
+            return "an allocation holds at least one domain, from a domain numbered 0 or more";
+        }
+        if (a.end() > cluster.domains()) {
+            return "holds " + unit + " " + std::to_string(a.first) + " to " +
+                   std::to_string(a.end() - 1) + ", but the cluster has " +
+                   std::to_string(cluster.domains()) + " (0 to " +
+                   std::to_string(cluster.domains() - 1) + ")";
+        }
+        for (std::size_t j = 0; j < i; ++j) {
+            if (a.first < all[j].end() && all[j].first < a.end()) {
+                return "overlaps allocation " + std::to_string(j) + " (" + unit + " " +
+                       std::to_string(all[j].first) + " to " + std::to_string(all[j].end() - 1) +
+                       ")";
+            }
+        }
+    }
+    return "";
+}
+
 } // namespace trnsim::cluster

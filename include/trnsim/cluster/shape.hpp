@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace trnsim::cluster {
@@ -83,5 +84,24 @@ ClosCounts clos_counts(std::int64_t instances, std::int64_t rails, std::int64_t 
 /// count instances (the caller validates that).
 ClusterShape make_cluster_shape(const ClusterSpec& spec, std::int64_t chips_per_instance,
                                 std::int64_t instances_per_ultraserver);
+
+/// A tenant's share of a cluster (ADR 0002): `domains` whole domains of the cluster's kind
+/// (UltraServers, or plain instances), from domain `first` on. The tenant numbers them from 0
+/// and sees a cluster of that many domains.
+struct Allocation {
+    std::int64_t first = 0;
+    std::int64_t domains = 0;
+
+    std::int64_t end() const { return first + domains; }
+    /// The cluster the tenant sees: `domains` domains of `cluster`'s kind.
+    ClusterSpec cluster(const ClusterSpec& whole) const {
+        return ClusterSpec::of_domains(whole.counts_ultraservers(), domains);
+    }
+};
+
+/// What is wrong with allocations of `cluster` ("" when nothing): each holds at least one
+/// domain, lies inside the cluster and overlaps no other.
+std::string allocation_problem(const ClusterSpec& cluster, const std::vector<Allocation>& all,
+                               std::size_t* culprit = nullptr);
 
 } // namespace trnsim::cluster
