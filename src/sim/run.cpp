@@ -208,8 +208,9 @@ workload::Plan check_training(const config::ScenarioSpec& spec) {
     return plan;
 }
 
-TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& options) {
-    TrainingRun run;
+TrainingPrep prepare_training(const config::ScenarioSpec& spec, const RunOptions& options) {
+    TrainingPrep prep;
+    TrainingRun& run = prep.run;
     run.plan = make_plan(spec);
     // Every check before the first simulation (the fabric is built once, below).
     check_without_fabric(spec, run.plan);
@@ -231,8 +232,9 @@ TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& opt
     run.time_to_train_s = run.ideal_time_to_train_s;
     run.instance_hours = static_cast<double>(run.plan.cluster.instances()) * run.time_to_train_s /
                          units::kSecondsPerHour;
+    run.cost_usd = run.instance_hours * spec.cost.instance_hour.usd();
     if (spec.reliability.enabled) {
-        reliability::RunControl control;
+        reliability::RunControl& control = prep.control;
         control.duration = spec.simulation.duration;
         control.time_limit = spec.simulation.time_limit;
         control.replications = spec.simulation.replications;
@@ -252,15 +254,28 @@ TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& opt
                 return t ? std::optional<double>(*t * scale) : std::nullopt;
             };
         }
-        run.reliability = reliability::simulate(input, control);
-        const reliability::RunSummary& r = *run.reliability;
-        run.time_to_train_s = r.estimate("time_to_train_s").mean;
-        run.instance_hours = static_cast<double>((r.facts.job_domains + r.facts.spare_domains) *
-                                                 r.facts.instances_per_domain) *
-                             run.time_to_train_s / units::kSecondsPerHour;
+        prep.input = std::move(input);
     }
+    return prep;
+}
+
+void complete_training(TrainingRun& run, const config::ScenarioSpec& spec,
+                       reliability::RunSummary summary) {
+    run.reliability = std::move(summary);
+    const reliability::RunSummary& r = *run.reliability;
+    run.time_to_train_s = r.estimate("time_to_train_s").mean;
+    run.instance_hours = static_cast<double>((r.facts.job_domains + r.facts.spare_domains) *
+                                             r.facts.instances_per_domain) *
+                         run.time_to_train_s / units::kSecondsPerHour;
     run.cost_usd = run.instance_hours * spec.cost.instance_hour.usd();
-    return run;
+}
+
+TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& options) {
+    TrainingPrep prep = prepare_training(spec, options);
+    if (prep.input) {
+        complete_training(prep.run, spec, reliability::simulate(*prep.input, prep.control));
+    }
+    return std::move(prep.run);
 }
 
 } // namespace trnsim::sim

@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "serve_fleet.hpp"
 #include "serve_layout.hpp"
 #include "serve_model.hpp"
 #include "serve_placement.hpp"
@@ -94,19 +95,22 @@ std::vector<ReplicaPlacement> check_serving_input(const ServeInput& in) {
     return p.placement.replicas;
 }
 
-ServingRun simulate_serving(const ServeInput& in) {
+namespace detail {
+
+ServeFleet::ServeFleet(const ServeInput& in) : in_(in) {
     Prepared prepared = prepare(in);
-    const Placement& pl = prepared.placement;
-    std::optional<topology::Fabric>& fabric = prepared.fabric;
-    const serving::RequestSource source(in.spec.requests, in.spec.serving.max_context, in.seed,
-                                        prepared.trace);
+    placement_ = std::move(prepared.placement);
+    fabric_ = std::move(prepared.fabric);
+    trace_ = std::move(prepared.trace);
+    source_ = std::make_unique<serving::RequestSource>(in.spec.requests,
+                                                       in.spec.serving.max_context, in.seed, trace_);
+    const Placement& pl = placement_;
 
     // One router: partition 0 holds it and the wake entity, then one partition per NeuronLink
     // domain with replicas. K router shards: partition k holds shard k and its replicas
     // (partition 0 also the wake entity); no event crosses partitions.
     const auto replicas = static_cast<std::uint32_t>(pl.replicas.size());
     const std::uint32_t entities = kFirstReplica + replicas + (pl.shards - 1);
-    engine::PartitionMap map;
     if (pl.shards == 1) {
         std::vector<std::uint32_t> starts = {0};
         for (std::uint32_t r = 0; r < replicas; ++r) {
@@ -114,7 +118,7 @@ ServingRun simulate_serving(const ServeInput& in) {
                 starts.push_back(kFirstReplica + r);
             }
         }
-        map = engine::PartitionMap::from_starts(entities, starts);
+        map_ = engine::PartitionMap::from_starts(entities, starts);
     } else {
         std::vector<std::uint32_t> owner(entities, 0);
         for (std::uint32_t r = 0; r < replicas; ++r) {
@@ -123,24 +127,23 @@ ServingRun simulate_serving(const ServeInput& in) {
         for (std::uint32_t k = 1; k < pl.shards; ++k) {
             owner[kFirstReplica + replicas + (k - 1)] = k;
         }
-        map = engine::PartitionMap::from_owners(owner, pl.shards);
+        map_ = engine::PartitionMap::from_owners(owner, pl.shards);
     }
 
-    detail::ServeModel model(in, pl, source, fabric ? &*fabric : nullptr, map.partitions());
+    model_ = std::make_unique<ServeModel>(in, pl, *source_, fabric_ ? &*fabric_ : nullptr,
+                                          map_.partitions());
     // Disaggregated, the fabric's flows are resolved at the window edges: the windows stay the
     // router's, whatever the shards.
     const bool fabric_windows = in.spec.serving.disaggregated.prefill_replicas > 0;
-    const Duration lookahead =
-        Duration::from_ns(pl.shards == 1 || fabric_windows
-                              ? detail::hop_ns(in)
-                              : std::max(detail::hop_ns(in), detail::kShardedWindowNs));
-    engine::Simulator<detail::ServeModel, detail::ServeQueue> sim(model, map, lookahead);
-    for (std::uint32_t k = 0; k < pl.shards; ++k) {
-        sim.schedule(detail::router_entity(k, replicas), SimTime::zero(), detail::kStart);
-    }
-    const int threads = in.threads > 0 ? in.threads : engine::default_thread_count();
-    const engine::RunStats run = sim.run(SimTime::max(), threads);
+    lookahead_ = Duration::from_ns(pl.shards == 1 || fabric_windows
+                                       ? hop_ns(in)
+                                       : std::max(hop_ns(in), kShardedWindowNs));
+}
 
+ServingRun ServeFleet::finish(const engine::RunStats& run, Duration lookahead) {
+    const ServeInput& in = in_;
+    const Placement& pl = placement_;
+    ServeModel& model = *model_;
     ServingRun out;
     out.placement = pl.replicas;
     std::vector<RequestRecord> records = model.take_records();
@@ -160,6 +163,7 @@ ServingRun simulate_serving(const ServeInput& in) {
         out.requests = std::move(records);
     }
     ServingRunStats& st = out.stats;
+    const auto replicas = static_cast<std::uint32_t>(pl.replicas.size());
     st.replicas = replicas;
     for (const ReplicaPlacement& p : pl.replicas) {
         st.prefill_replicas += p.prefill ? 1 : 0;
@@ -167,7 +171,7 @@ ServingRun simulate_serving(const ServeInput& in) {
     st.replicas_per_unit = pl.per_unit;
     st.router_shards = pl.shards;
     st.unit_is_ultraserver = pl.unit_is_ultraserver;
-    st.partitions = map.partitions();
+    st.partitions = map_.partitions();
     st.events = run.events;
     st.remote_events = run.remote_events;
     st.windows = run.windows;
@@ -177,6 +181,20 @@ ServingRun simulate_serving(const ServeInput& in) {
     st.threads = run.threads;
     st.end_s = static_cast<double>(end) * 1e-9;
     return out;
+}
+
+} // namespace detail
+
+ServingRun simulate_serving(const ServeInput& in) {
+    detail::ServeFleet fleet(in);
+    engine::Simulator<detail::ServeModel, detail::ServeQueue> sim(
+        fleet.model(), fleet.partition_map(), fleet.lookahead());
+    fleet.start([&](engine::EntityId e, std::int64_t t, engine::EventType type) {
+        sim.schedule(e, SimTime::from_ns(t), type);
+    });
+    const int threads = in.threads > 0 ? in.threads : engine::default_thread_count();
+    const engine::RunStats run = sim.run(SimTime::max(), threads);
+    return fleet.finish(run, fleet.lookahead());
 }
 
 } // namespace trnsim::sim

@@ -4,22 +4,18 @@
 #include "trnsim/core/error.hpp"
 #include "trnsim/engine/window_driver.hpp"
 
+#include "serving_setup.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
 
 namespace trnsim::sim {
 
-namespace {
+using detail::ServingSetup;
 
-/// What a serving scenario runs with: the cost model and the fleet's input.
-struct Setup {
-    std::unique_ptr<serving::IterationCostModel> cost;
-    ServeInput input;
-};
-
-Setup setup(const config::ScenarioSpec& spec, int threads) {
-    Setup s;
+ServingSetup detail::serving_setup(const config::ScenarioSpec& spec, int threads) {
+    ServingSetup s;
     const serving::InferenceSpec& inf = spec.inference;
     const int lnc = spec.hardware.lnc > 0 ? spec.hardware.lnc : spec.hardware.chip.lnc_default;
     s.cost = std::make_unique<serving::IterationCostModel>(
@@ -47,10 +43,8 @@ Setup setup(const config::ScenarioSpec& spec, int threads) {
     return s;
 }
 
-} // namespace
-
 ServingLayout check_serving(const config::ScenarioSpec& spec) {
-    const Setup s = setup(spec, 1);
+    const ServingSetup s = detail::serving_setup(spec, 1);
     const std::vector<ReplicaPlacement> placement = check_serving_input(s.input);
     ServingLayout out;
     out.lnc = s.input.lnc;
@@ -69,12 +63,20 @@ ServingScenarioRun run_serving(const config::ScenarioSpec& spec, int threads) {
         threads = spec.simulation.threads > 0 ? spec.simulation.threads
                                               : engine::default_thread_count();
     }
-    const Setup s = setup(spec, threads);
+    const ServingSetup s = detail::serving_setup(spec, threads);
     const auto started = std::chrono::steady_clock::now();
+    ServingRun run = simulate_serving(s.input);
+    return detail::serving_outcome(
+        spec, s, std::move(run),
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+}
+
+ServingScenarioRun detail::serving_outcome(const config::ScenarioSpec& spec,
+                                           const ServingSetup& s, ServingRun run,
+                                           double wall_s) {
     ServingScenarioRun out;
-    out.run = simulate_serving(s.input);
-    out.wall_s =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    out.run = std::move(run);
+    out.wall_s = wall_s;
 
     const compute::ChipSpec& chip = spec.hardware.chip;
     const cluster::ClusterShape shape = cluster::Hierarchy::shape_of(chip, spec.cluster);

@@ -77,4 +77,17 @@ struct RunOptions {
 /// through it.
 TrainingRun run_training(const config::ScenarioSpec& spec, const RunOptions& options = {});
 
+/// run_training in two halves, for a job whose run simulation runs elsewhere (a tenant of a
+/// shared engine, sim/tenants.hpp): the plan and the step estimate with every check, and with
+/// a reliability section the run simulation's input and control (the input refers to `spec`).
+struct TrainingPrep {
+    TrainingRun run; ///< without the run simulation's figures
+    std::optional<reliability::RunInput> input;
+    reliability::RunControl control;
+};
+TrainingPrep prepare_training(const config::ScenarioSpec& spec, const RunOptions& options = {});
+/// The run simulation's summary into the run: its time to train, instance hours and cost.
+void complete_training(TrainingRun& run, const config::ScenarioSpec& spec,
+                       reliability::RunSummary summary);
+
 } // namespace trnsim::sim
