@@ -3,6 +3,7 @@
 
 #include "trnsim/core/input_file.hpp"
 
+#include "load_root.hpp"
 #include "overrides.hpp"
 #include "scenario_checks.hpp"
 #include "tables.hpp"
@@ -33,9 +34,12 @@ std::string exact_number(double v) {
     return std::string(buf.data(), res.ptr);
 }
 
-ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
-                       const std::string& default_name, const std::vector<Override>& overrides,
-                       detail::PresetCache* presets = nullptr, const LoadOptions& options = {}) {
+} // namespace
+
+ScenarioSpec detail::load_root(YAML::Node root, const std::string& file, const fs::path& base_dir,
+                               const std::string& default_name,
+                               const std::vector<Override>& overrides,
+                               detail::PresetCache* presets, const LoadOptions& options) {
     ScenarioSpec spec;
     spec.source_file = file;
     const SourceLocation top{file, 1, 1};
@@ -60,6 +64,9 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
         const ParsedOverride o = parse_override(given);
         apply_override(root, detail::split_key_path(o.path), 0, o);
         ctx.overrides[o.path] = o.origin;
+    }
+    if (static_cast<const YAML::Node&>(root)["tenants"].IsDefined()) {
+        return detail::load_tenants(root, file, base_dir, default_name, presets, options);
     }
     detail::merge_reliability_preset(root, ctx);
     spec.sources.add("", top);
@@ -156,8 +163,6 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file, const fs::path&
     return spec;
 }
 
-} // namespace
-
 std::string to_string(const Warning& w) {
     return (w.location.known() ? w.location.str() + ": " : std::string()) + "warning: " +
            w.key_path + ": " + w.message;
@@ -193,7 +198,7 @@ ScenarioSpec load_scenario_with(const ScenarioBase& base, const std::vector<Over
     const ScenarioBase::Parsed& parsed = base.parsed();
     const YAML::Node root = YAML::Load(parsed.text); // checked by read(): one document
     const fs::path p(parsed.path);
-    ScenarioSpec spec = load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides,
+    ScenarioSpec spec = detail::load_root(root, parsed.path, p.parent_path(), p.stem().string(), overrides,
                                   &parsed.presets, options);
     spec.input_files.insert(spec.input_files.begin(), parsed.path);
     return spec;
@@ -210,7 +215,7 @@ ScenarioSpec load_scenario(const std::string& path, const std::vector<std::strin
 ScenarioSpec load_scenario_text(const std::string& text, const std::string& name,
                                 const std::vector<std::string>& overrides) {
     const YAML::Node root = detail::parse_yaml(text, name);
-    return load_root(root, name, fs::current_path(), fs::path(name).stem().string(),
+    return detail::load_root(root, name, fs::current_path(), fs::path(name).stem().string(),
                      command_line_overrides(overrides));
 }
 

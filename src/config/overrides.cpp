@@ -55,6 +55,20 @@ ParsedOverride parse_override(const Override& o) {
 /// Sets `path` in `node`, creating mappings on the way.
 void apply_override(YAML::Node node, const std::vector<std::string>& keys, std::size_t i,
                     const ParsedOverride& o) {
+    if (node.IsSequence()) {
+        // A list of named entries (a scenario's tenants): the key names an entry.
+        for (YAML::Node item : node) {
+            if (item.IsMap() && item["name"].IsScalar() && item["name"].Scalar() == keys[i]) {
+                if (i + 1 == keys.size()) {
+                    throw InputError(o.path, "set a key of the entry, not the whole entry",
+                                     o.origin);
+                }
+                apply_override(item, keys, i + 1, o);
+                return;
+            }
+        }
+        throw InputError(o.path, "the list has no entry named " + keys[i], o.origin);
+    }
     if (!node.IsMap()) {
         throw InputError(o.path, "cannot set a key below a value that is not a mapping",
                          o.origin);

@@ -185,6 +185,17 @@ struct Warning {
     SourceLocation location;
 };
 
+struct ScenarioSpec;
+
+/// A tenant of a `tenants:` scenario (ADR 0002): its name, its allocation of the cluster and
+/// its own scenario (the shared sections with its workload and reliability sections, on a
+/// cluster of its allocation's domains).
+struct TenantSpec {
+    std::string name;
+    cluster::Allocation allocation;
+    std::shared_ptr<const ScenarioSpec> scenario;
+};
+
 struct ScenarioSpec {
     std::string name;
     std::int64_t seed = 1; ///< non-negative, at most 2^53
@@ -209,6 +220,10 @@ struct ScenarioSpec {
     SimulationSpec simulation;
     CostSpec cost;
     OutputSpec output;
+    /// A `tenants:` scenario: its tenants, in order (empty: the single `workload:` form). The
+    /// scenario's own workload fields are then those of the first tenant and must not be run
+    /// alone; run_scenario (sim/workload_kinds.hpp) runs the tenants together.
+    std::vector<TenantSpec> tenants;
 
     /// The file it was read from, the scenario with every default filled in (YAML text, stored
     /// in results), and where each key's value came from (for error messages).
