@@ -73,6 +73,9 @@ CollectiveBenchSpec collective_bench_spec(const config::ScenarioSpec& spec, int 
 }
 
 ScenarioOutcome run_scenario(const config::ScenarioSpec& spec, const RunSettings& settings) {
+    if (!spec.tenants.empty()) {
+        return run_tenants(spec, settings.threads);
+    }
     const WorkloadKind& kind = workload_kind(spec.workload_type);
     try {
         if (!kind.run_checks_first) {
@@ -85,6 +88,10 @@ ScenarioOutcome run_scenario(const config::ScenarioSpec& spec, const RunSettings
 }
 
 void check_scenario(const config::ScenarioSpec& spec) {
+    if (!spec.tenants.empty()) {
+        check_tenants(spec);
+        return;
+    }
     try {
         workload_kind(spec.workload_type).check(spec);
     } catch (const InputError& e) {

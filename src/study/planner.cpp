@@ -228,7 +228,22 @@ std::vector<config::Override> candidate_overrides(const config::PlanSpec& plan,
     return o;
 }
 
+namespace {
+
+/// Plans search one workload's configurations.
+void refuse_tenants(const config::PlanSpec& plan, const config::ScenarioSpec& base) {
+    if (!base.tenants.empty()) {
+        throw InputError("base", "trnsim plan searches a single-workload scenario; the base "
+                                 "is a tenants scenario (plan one tenant's workload as a "
+                                 "scenario of its own)",
+                         plan.base_origin);
+    }
+}
+
+} // namespace
+
 std::size_t candidate_count(const config::PlanSpec& plan, const config::ScenarioSpec& base) {
+    refuse_tenants(plan, base);
     return base.workload_type == config::WorkloadType::inference
                ? enumerate_serving(plan, base).size()
                : enumerate(plan, base).size();
@@ -369,6 +384,7 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
             progress(s);
         }
     };
+    refuse_tenants(plan, base);
     threads = std::max(1, threads);
     PlanResult r;
     if (base.workload_type == config::WorkloadType::inference) {

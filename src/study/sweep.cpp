@@ -237,6 +237,10 @@ std::vector<std::string> check_points(const Sweep& sweep, int threads, bool keep
         try {
             spec = config::load_scenario_with(base, sweep.overrides(p), {false});
             loaded = true;
+            if (!spec.tenants.empty()) {
+                throw InputError("tenants", "trnsim batch runs single-workload scenarios; run a "
+                                            "tenants scenario with trnsim run");
+            }
             const sim::WorkloadKind& kind = sim::workload_kind(spec.workload_type);
             if (!kind.in_studies) {
                 throw InputError("workload.type", "trnsim batch runs training and inference "

@@ -14,6 +14,7 @@
 #include "trnsim/sim/collective_bench.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
+#include "trnsim/sim/tenants.hpp"
 
 #include <functional>
 #include <span>
@@ -22,8 +23,10 @@
 
 namespace trnsim::sim {
 
-/// What running a scenario produced; the alternative follows spec.workload_type.
-using ScenarioOutcome = std::variant<TrainingRun, CollectiveBenchResult, ServingScenarioRun>;
+/// What running a scenario produced; the alternative follows spec.workload_type, or is
+/// TenantsRun for a `tenants:` scenario.
+using ScenarioOutcome =
+    std::variant<TrainingRun, CollectiveBenchResult, ServingScenarioRun, TenantsRun>;
 
 /// How a run is made, beyond its scenario.
 struct RunSettings {
@@ -61,8 +64,9 @@ int run_threads(const config::ScenarioSpec& spec, int requested = 0);
 /// The collective benchmark a collective scenario describes, on `threads` threads.
 CollectiveBenchSpec collective_bench_spec(const config::ScenarioSpec& spec, int threads);
 
-/// Checks the scenario (unless its kind's run does so first), then runs it. Throws InputError
-/// located in the scenario's file.
+/// Checks the scenario (unless its kind's run does so first), then runs it; a `tenants:`
+/// scenario runs its tenants together (tenants.hpp). Throws InputError located in the
+/// scenario's file.
 ScenarioOutcome run_scenario(const config::ScenarioSpec& spec, const RunSettings& settings = {});
 
 /// Every check that running the scenario makes before it simulates, located in its file.
