@@ -5,6 +5,7 @@
 #include "report.hpp"
 #include "json_summary.hpp"
 #include "serving_report.hpp"
+#include "tenants_report.hpp"
 
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/config/load.hpp"
@@ -151,6 +152,15 @@ int cmd_run(const std::vector<std::string>& args) {
         };
     }
     const sim::ScenarioOutcome outcome = sim::run_scenario(spec, settings);
+    if (const auto* tenants = std::get_if<sim::TenantsRun>(&outcome)) {
+        const results::ResultsFile file = report::tenants_results(spec, *tenants, writer);
+        results::write_hdf5(spec.output.file, file);
+        if (!quiet) {
+            print_tenants(std::cout, spec, *tenants);
+        }
+        finish(file);
+        return 0;
+    }
     if (const auto* result = std::get_if<sim::CollectiveBenchResult>(&outcome)) {
         const results::ResultsFile file = report::collective_results(spec, *result, writer);
         results::write_hdf5(spec.output.file, file);
@@ -229,7 +239,10 @@ int cmd_validate(const std::vector<std::string>& args) {
             throw e.located(spec.sources);
         }
     };
-    if (spec.workload_type == config::WorkloadType::training) {
+    if (!spec.tenants.empty()) {
+        sim::check_scenario(spec);
+        print_tenants_header(std::cout, spec);
+    } else if (spec.workload_type == config::WorkloadType::training) {
         print_plan(std::cout, spec, located(sim::check_training));
     } else if (spec.workload_type == config::WorkloadType::inference) {
         print_serving_layout(std::cout, spec, located(sim::check_serving));

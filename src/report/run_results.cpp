@@ -299,6 +299,9 @@ results::ResultsFile scenario_results(const config::ScenarioSpec& spec,
     if (const auto* serving = std::get_if<sim::ServingScenarioRun>(&outcome)) {
         return serving_results(spec, *serving, writer);
     }
+    if (const auto* tenants = std::get_if<sim::TenantsRun>(&outcome)) {
+        return tenants_results(spec, *tenants, writer);
+    }
     return collective_results(spec, std::get<sim::CollectiveBenchResult>(outcome), writer);
 }
 

@@ -72,8 +72,15 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
 results::ResultsFile serving_results(const config::ScenarioSpec& spec,
                                      const sim::ServingScenarioRun& run, const Writer& writer);
 
-/// The results file of any scenario's outcome (run_results, collective_results or
-/// serving_results).
+/// The results file of a `tenants:` scenario: /summary with one row per tenant (its name,
+/// workload, allocation and engine events) and each tenant's own file under
+/// /tenants/<name>/ (its /summary and tables as run_results or serving_results write them,
+/// and its resolved scenario as the text /tenants/<name>/scenario).
+results::ResultsFile tenants_results(const config::ScenarioSpec& spec, const sim::TenantsRun& run,
+                                     const Writer& writer);
+
+/// The results file of any scenario's outcome (run_results, collective_results,
+/// serving_results or tenants_results).
 results::ResultsFile scenario_results(const config::ScenarioSpec& spec,
                                       const sim::ScenarioOutcome& outcome, const Writer& writer);
 
