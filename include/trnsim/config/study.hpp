@@ -281,6 +281,13 @@ struct PlanSpec {
 PlanSpec load_plan(const std::string& path);
 PlanSpec load_plan_text(const std::string& text, const std::string& name);
 
+/// The files a plan's candidates read besides its base scenario's: the chip files search.chip
+/// names, found where a candidate's scenario finds them (beside the base scenario, then the
+/// preset places) and where the plan's own check of the values found them (beside the plan).
+/// The results file must not replace any of them. A chip that is not found adds nothing: the
+/// candidates that name it are refused as invalid.
+std::vector<std::string> search_input_files(const PlanSpec& plan);
+
 /// What a YAML file is: a study file names a `base` scenario; a plan file also has `search`,
 /// `objective` or `constraints`. Anything else (also an unreadable file) is taken for a
 /// scenario, whose loader then reports the problem.
