@@ -59,6 +59,13 @@ std::string to_string(const Override& o);
 /// them point at "command line (--set key.path=value)". InputError for a text without '='.
 std::vector<Override> set_overrides(const std::vector<std::string>& texts);
 
+/// An override of `key_path` to `value` (YAML, as --set reads it) given by a program rather
+/// than the command line (`where`: "overrides" of the Python module). Errors about it point
+/// at "WHERE (--set key.path=value)", control characters shown as \xNN; the key path is
+/// taken whole (it may not hold '=' or control characters: an InputError when it is read).
+Override given_override(const std::string& key_path, const std::string& value,
+                        const std::string& where);
+
 /// An override of `key_path` to the string `value` taken literally (never read as YAML, so
 /// "" stays an empty name and "a: b" a name), given by the command-line option `option`
 /// ("-o"); errors about it point at "command line (-o VALUE)".
