@@ -106,7 +106,7 @@ Result to_python(const results::ResultsFile& f) {
     return r;
 }
 
-/// `text` with control characters but line breaks shown as \\xNN (a message may quote a
+/// `text` with control characters but line breaks shown as \xNN (a message may quote a
 /// file name or key that holds them).
 std::string visible(const std::string& text) {
     std::string out;
@@ -153,7 +153,7 @@ std::string path_argument(const py::object& o, const char* function, const char*
 }
 
 /// The threads argument as the command line's -j reads it: None or "auto" (all hardware
-/// threads: 0) or a whole number from 1 to 4096.
+/// threads: 0) or a whole number from 1 to 4096 (an int, or an integer such as numpy.int64).
 int threads_argument(const py::object& o, const char* function) {
     if (o.is_none()) {
         return 0;
@@ -161,8 +161,9 @@ int threads_argument(const py::object& o, const char* function) {
     if (py::isinstance<py::str>(o) && o.cast<std::string>() == "auto") {
         return 0;
     }
-    if (py::isinstance<py::int_>(o) && !py::isinstance<py::bool_>(o)) {
-        const py::int_ n = o;
+    // An int or anything that is one (numpy.int64), never a bool or a float.
+    if (!py::isinstance<py::bool_>(o) && PyIndex_Check(o.ptr()) != 0) {
+        const py::int_ n = py::module_::import("operator").attr("index")(o);
         if (n >= py::int_(1) && n <= py::int_(4096)) {
             return n.cast<int>();
         }
@@ -211,8 +212,7 @@ std::vector<config::Override> overrides_of(const py::object& o, const char* func
                 value = v.cast<std::string>();
             } else {
                 try {
-                    value = json.attr("dumps")(v, py::arg("allow_nan") = false)
-                                .cast<std::string>();
+                    value = json.attr("dumps")(v).cast<std::string>();
                 } catch (const py::error_already_set&) {
                     bad_argument(function, "overrides",
                                  "the value of " + repr_of(k) + " is of type " + type_name(v) +

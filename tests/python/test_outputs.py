@@ -146,6 +146,11 @@ class Arguments(Scratch):
                 self.assertIn("takes a number of threads from 1 to 4096 or 'auto'", e.message)
         self.assertGreater(len(trnsim.run("train.yaml", threads="auto").runs), 0)
         self.assertEqual(trnsim.run("train.yaml", threads=2).meta["threads"], 2)
+        try:
+            import numpy
+        except ImportError:
+            return
+        self.assertEqual(trnsim.run("train.yaml", threads=numpy.int64(3)).meta["threads"], 3)
 
     def test_file_arguments(self):
         e = self.refused("run", None)
