@@ -12,6 +12,7 @@
 #include "trnsim/config/study.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/report/outputs.hpp"
 #include "trnsim/report/run_results.hpp"
 #include "trnsim/engine/window_driver.hpp"
 #include "trnsim/results/hdf5_writer.hpp"
@@ -137,7 +138,7 @@ int cmd_run(const std::vector<std::string>& args) {
             std::cout << "  results    " << spec.output.file << "\n";
         }
     };
-    check_scenario_outputs(spec);
+    report::check_scenario_outputs(spec);
     // Every kind of workload runs through the registry (sim/workload_kinds.hpp): checked
     // before anything simulates, then run; what is printed follows the kind.
     sim::RunSettings settings;
@@ -227,7 +228,7 @@ int cmd_validate(const std::vector<std::string>& args) {
         return validate_study(file);
     }
     const config::ScenarioSpec spec = load(file, overrides);
-    check_scenario_outputs(spec); // what run would refuse, validate refuses
+    report::check_scenario_outputs(spec); // what run would refuse, validate refuses
     report_warnings(spec, p.vm.count("strict") > 0);
     std::cout << "# resolved scenario (every default filled in)\n" << spec.resolved_yaml << "\n";
     // Every check that run makes before it simulates: what run refuses, validate refuses. The

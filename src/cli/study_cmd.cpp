@@ -18,6 +18,7 @@
 #include "trnsim/study/batch.hpp"
 #include "trnsim/study/planner.hpp"
 #include "trnsim/study/sweep.hpp"
+#include "trnsim/report/outputs.hpp"
 #include "trnsim/report/study_results.hpp"
 
 #include <boost/program_options.hpp>
@@ -123,12 +124,12 @@ Options parse_study_options(const std::vector<std::string>& args, const std::str
     return o;
 }
 
-/// The plan's results file against the plan and every file its base scenario read.
+/// The plan's results file against the plan and every file it reads (the base scenario's,
+/// the chips of search.chip).
 void check_plan_output(const config::PlanSpec& plan, const config::ScenarioSpec& base,
                        const std::string& output, const std::optional<std::string>& option) {
-    std::vector<std::string> inputs{plan.file};
-    inputs.insert(inputs.end(), base.input_files.begin(), base.input_files.end());
-    check_study_output(output, option, plan.output_origin, std::move(inputs));
+    report::check_study_output(output, study_output_origin(option, plan.output_origin),
+                               report::plan_inputs(plan, base));
 }
 
 /// A warning of the sweep's points (config::collect_warnings), with how many points have it.
@@ -185,11 +186,8 @@ Prepared prepare_batch(const Options& o) {
     p.warnings = point_warnings(p.points, o.strict);
     p.context = report::batch_context(p.base.resolved_yaml, p.sweep.base_seed);
     p.output = o.output.value_or(spec.output_file);
-    std::vector<std::string> inputs{o.file};
-    for (const auto& point : p.points) {
-        inputs.insert(inputs.end(), point.input_files.begin(), point.input_files.end());
-    }
-    check_study_output(p.output, o.output, spec.output_origin, std::move(inputs));
+    report::check_study_output(p.output, study_output_origin(o.output, spec.output_origin),
+                               report::sweep_inputs(o.file, p.points));
     return p;
 }
 
@@ -343,7 +341,7 @@ int validate_study(const std::string& file) {
     const study::Sweep sweep = study::expand(spec, base.seed, base.simulation.replications);
     std::vector<std::string> inputs = study::validate(sweep, threads);
     inputs.push_back(file);
-    check_study_output(spec.output_file, std::nullopt, spec.output_origin, std::move(inputs));
+    report::check_study_output(spec.output_file, spec.output_origin, std::move(inputs));
     std::cout << "trnsim: sweep " << sweep.spec.name << " (" << file << "): base " << base.name
               << ", " << fmt::integer(static_cast<std::int64_t>(sweep.points.size()))
               << " points x " << sweep.replications << " replicate"

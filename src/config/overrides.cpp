@@ -14,6 +14,22 @@ namespace detail {
 
 namespace {
 
+/// `text` with its control characters shown as \xNN: messages print it, never send it (a NUL
+/// would end the message where a C string ends).
+std::string shown(const std::string& text) {
+    std::string out;
+    for (const char c : text) {
+        const auto b = static_cast<unsigned char>(c);
+        if (b < 0x20 || b == 0x7f) {
+            const char* digits = "0123456789abcdef";
+            out += std::string("\\x") + digits[b >> 4] + digits[b & 15];
+        } else {
+            out += c;
+        }
+    }
+    return out;
+}
+
 /// Checks a key path's spelling: dotted names of letters, digits, '_' and '-'.
 void check_key_path_text(const std::string& path, const SourceLocation& origin) {
     bool ok = !path.empty() && path.front() != '.' && path.back() != '.' &&
@@ -23,14 +39,20 @@ void check_key_path_text(const std::string& path, const SourceLocation& origin) 
                     c == '_' || c == '.' || c == '-');
     }
     if (!ok) {
-        throw InputError(path, "is not a key path such as workload.parallelism.tp", origin);
+        const std::string visible = shown(path);
+        throw InputError(visible,
+                         "is not a key path such as workload.parallelism.tp" +
+                             std::string(visible != path ? " (it holds control characters, "
+                                                           "shown as \\xNN)"
+                                                         : ""),
+                         origin);
     }
 }
 
 /// "key.path=value" from the command line.
 Override command_line_override(const std::string& text) {
     const auto eq = text.find('=');
-    const SourceLocation origin{"command line (--set " + text + ")", 0, 0};
+    const SourceLocation origin{"command line (--set " + shown(text) + ")", 0, 0};
     if (eq == std::string::npos || eq == 0) {
         throw InputError("", "--set needs key.path=value, got '" + text + "'", origin);
     }
@@ -106,22 +128,19 @@ std::vector<Override> set_overrides(const std::vector<std::string>& texts) {
     return command_line_overrides(texts);
 }
 
+Override given_override(const std::string& key_path, const std::string& value,
+                        const std::string& where) {
+    return {key_path, value,
+            {where + " (--set " + detail::shown(key_path + "=" + value) + ")", 0, 0}};
+}
+
 Override option_override(const std::string& key_path, const std::string& value,
                          const std::string& option) {
     YAML::Emitter quoted;
     quoted << YAML::DoubleQuoted << value;
     // The origin is printed in messages: control characters are shown, not sent.
-    std::string shown;
-    for (char c : value) {
-        const auto b = static_cast<unsigned char>(c);
-        if (b < 0x20 || b == 0x7f) {
-            const char* digits = "0123456789abcdef";
-            shown += std::string("\\x") + digits[b >> 4] + digits[b & 15];
-        } else {
-            shown += c;
-        }
-    }
-    return {key_path, quoted.c_str(), {"command line (" + option + " " + shown + ")", 0, 0}};
+    return {key_path, quoted.c_str(),
+            {"command line (" + option + " " + detail::shown(value) + ")", 0, 0}};
 }
 
 } // namespace trnsim::config

@@ -549,6 +549,35 @@ PlanSpec load_plan_text(const std::string& text, const std::string& name) {
     return load_plan_root(parse_document(text, name, "plan"), text, name, fs::current_path());
 }
 
+std::vector<std::string> search_input_files(const PlanSpec& plan) {
+    std::vector<std::string> files;
+    if (!plan.chip.given) {
+        return files;
+    }
+    const fs::path dirs[] = {fs::path(plan.base).parent_path(),
+                             fs::path(plan.file).parent_path()};
+    for (const fs::path& dir : dirs) {
+        Context ctx;
+        ctx.file = plan.file;
+        ctx.base_dir = dir;
+        ctx.data_dir = data_dir();
+        for (const std::string& ref : plan.chip.values) {
+            try {
+                const std::string file =
+                    detail::find_preset(ref, "topologies/chips", "chip", ctx, "search.chip",
+                                        plan.chip.origin)
+                        .string();
+                if (std::find(files.begin(), files.end(), file) == files.end()) {
+                    files.push_back(file);
+                }
+            } catch (const InputError&) {
+                // Not found: the candidates naming it are refused, nothing of it is read.
+            }
+        }
+    }
+    return files;
+}
+
 std::string study_schema_markdown() {
     std::string md;
     md += "\n## " + sweep_schema().title() + " file (`trnsim batch`)\n\n";

@@ -1,11 +1,14 @@
 #include "trnsim/results/hdf5_writer.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 
 #include <hdf5.h>
+
+#include <sys/stat.h>
 
 namespace trnsim::results {
 
@@ -249,29 +252,85 @@ void write_hdf5(const std::string& path, const ResultsFile& file) {
 
 Table read_summary(const std::string& path) { return read_table(path, "/summary"); }
 
+namespace {
+
+/// Opens a results file for reading. Only a regular file is opened: HDF5 would wait forever
+/// on a FIFO with no writer and read a device without end.
+Handle open_results(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0) {
+        throw std::runtime_error("cannot open '" + path + "': " + std::strerror(errno));
+    }
+    if (!S_ISREG(st.st_mode)) {
+        const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                           : S_ISFIFO(st.st_mode) ? "a FIFO"
+                           : S_ISCHR(st.st_mode)  ? "a character device"
+                           : S_ISBLK(st.st_mode)  ? "a block device"
+                           : S_ISSOCK(st.st_mode) ? "a socket"
+                                                  : "a special file";
+        throw std::runtime_error("'" + path + "' is " + kind +
+                                 ", not a regular file; only regular files are read");
+    }
+    return Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
+                  ("open '" + path + "'").c_str());
+}
+
+const char* class_name(H5T_class_t c) {
+    switch (c) {
+    case H5T_INTEGER:
+        return "integer";
+    case H5T_FLOAT:
+        return "float";
+    case H5T_STRING:
+        return "string";
+    case H5T_COMPOUND:
+        return "compound";
+    case H5T_ENUM:
+        return "enum";
+    case H5T_ARRAY:
+        return "array";
+    case H5T_VLEN:
+        return "variable-length sequence";
+    case H5T_REFERENCE:
+        return "reference";
+    case H5T_OPAQUE:
+        return "opaque";
+    case H5T_BITFIELD:
+        return "bitfield";
+    default:
+        return "unknown";
+    }
+}
+
+} // namespace
+
 std::optional<std::string> read_text(const std::string& path, const std::string& dataset) {
     const QuietErrors quiet;
-    Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
-             ("open '" + path + "'").c_str());
+    Handle f = open_results(path);
     if (H5Lexists(f.get(), dataset.c_str(), H5P_DEFAULT) <= 0) {
         return std::nullopt;
     }
     Handle ds(H5Dopen2(f.get(), dataset.c_str(), H5P_DEFAULT), H5Dclose,
               ("open " + dataset).c_str());
+    Handle space(H5Dget_space(ds.get()), H5Sclose, "read a data space");
+    Handle file_type(H5Dget_type(ds.get()), H5Tclose, ("read the type of " + dataset).c_str());
+    // One string: reading more elements into one pointer would write past it.
+    if (H5Sget_simple_extent_npoints(space.get()) != 1 ||
+        H5Tget_class(file_type.get()) != H5T_STRING) {
+        throw std::runtime_error(dataset + " is not a single string (a text dataset)");
+    }
     Handle type = vlen_string_type();
     char* p = nullptr;
     check(H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p),
           ("read " + dataset).c_str());
     std::string text = p != nullptr ? p : "";
-    Handle space(H5Dget_space(ds.get()), H5Sclose, "read a data space");
     H5Dvlen_reclaim(type.get(), space.get(), H5P_DEFAULT, &p);
     return text;
 }
 
 Table read_table(const std::string& path, const std::string& dataset) {
     const QuietErrors quiet;
-    Handle f(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose,
-             ("open '" + path + "'").c_str());
+    Handle f = open_results(path);
     if (H5Lexists(f.get(), dataset.c_str(), H5P_DEFAULT) <= 0) {
         throw std::runtime_error("results: '" + path + "' has no dataset " + dataset);
     }
@@ -279,47 +338,125 @@ Table read_table(const std::string& path, const std::string& dataset) {
               ("open " + dataset).c_str());
     Handle type(H5Dget_type(ds.get()), H5Tclose, ("read the type of " + dataset).c_str());
     Handle space(H5Dget_space(ds.get()), H5Sclose, ("read the space of " + dataset).c_str());
+    // A table is a one-dimensional dataset of compound rows; anything else is refused before
+    // a byte is read (a 2-D dataset was read into a buffer sized for its first dimension).
+    const int rank = H5Sget_simple_extent_ndims(space.get());
+    if (rank != 1) {
+        throw std::runtime_error(dataset + " is a " + std::to_string(rank) +
+                                 "-dimensional dataset, not a table (one row per entry)");
+    }
+    if (H5Tget_class(type.get()) != H5T_COMPOUND) {
+        throw std::runtime_error(dataset + " holds " + class_name(H5Tget_class(type.get())) +
+                                 " values, not rows of named columns (a compound dataset)");
+    }
     hsize_t dims[1] = {0};
     check(H5Sget_simple_extent_dims(space.get(), dims, nullptr) < 0 ? -1 : 0, "read dims");
-    const std::size_t row_size = H5Tget_size(type.get());
-    std::vector<unsigned char> buffer(row_size * dims[0]);
-    if (dims[0] > 0) {
-        check(H5Dread(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
-              ("read " + dataset).c_str());
-    }
     const int n = H5Tget_nmembers(type.get());
-    Table t;
+    check(n < 0 ? -1 : 0, "read the columns");
+    // The rows are read into a memory type of trnsim's own (int64, double, a fixed string of
+    // the file's width or a char* for a variable-length one), whatever widths the file has.
     struct Member {
-        std::size_t offset;
+        std::string name;
         Table::Type type;
-        std::size_t size;
+        std::size_t offset; ///< in the memory row
+        std::size_t size;   ///< bytes of a fixed string
+        bool vlen = false;  ///< a variable-length string (char*)
+        H5T_cset_t cset = H5T_CSET_ASCII; ///< a string's: HDF5 converts none to another
     };
     std::vector<Member> members;
+    std::vector<std::unique_ptr<Handle>> string_types;
+    std::size_t row_size = 0;
     for (int i = 0; i < n; ++i) {
         char* name = H5Tget_member_name(type.get(), static_cast<unsigned>(i));
-        const std::string column(name);
+        const std::string column(name != nullptr ? name : "");
         H5free_memory(name);
         Handle mt(H5Tget_member_type(type.get(), static_cast<unsigned>(i)), H5Tclose,
                   "read a member type");
         const H5T_class_t cls = H5Tget_class(mt.get());
-        const std::size_t size = H5Tget_size(mt.get());
-        Member m{H5Tget_member_offset(type.get(), static_cast<unsigned>(i)), Table::Type::float64,
-                 size};
+        Member m{column, Table::Type::float64, row_size, 8};
         if (cls == H5T_INTEGER) {
             m.type = Table::Type::int64;
-            t.add_int(column);
         } else if (cls == H5T_STRING) {
             m.type = Table::Type::string;
-            t.add_string(column, static_cast<int>(size));
-        } else {
-            t.add_float(column);
+            m.vlen = H5Tis_variable_str(mt.get()) > 0;
+            m.cset = H5Tget_cset(mt.get());
+            m.size = m.vlen ? sizeof(char*) : H5Tget_size(mt.get());
+        } else if (cls != H5T_FLOAT) {
+            throw std::runtime_error("column '" + column + "' of " + dataset + " holds " +
+                                     class_name(cls) +
+                                     " values; a table's columns are integers, floats or "
+                                     "strings");
         }
         members.push_back(m);
+        row_size += m.size;
+    }
+    if (members.empty()) {
+        throw std::runtime_error(dataset + " has no columns");
+    }
+    Handle memory(H5Tcreate(H5T_COMPOUND, row_size), H5Tclose, "create a compound type");
+    for (const Member& m : members) {
+        hid_t member = m.type == Table::Type::int64 ? H5T_NATIVE_INT64 : H5T_NATIVE_DOUBLE;
+        if (m.type == Table::Type::string) {
+            auto st = std::make_unique<Handle>(H5Tcopy(H5T_C_S1), H5Tclose, "copy a string type");
+            check(H5Tset_size(st->get(), m.vlen ? H5T_VARIABLE : m.size), "size a string type");
+            check(H5Tset_cset(st->get(), m.cset), "set a string type's character set");
+            if (!m.vlen) {
+                check(H5Tset_strpad(st->get(), H5T_STR_NULLPAD), "pad a string type");
+            }
+            member = st->get();
+            string_types.push_back(std::move(st));
+        }
+        check(H5Tinsert(memory.get(), m.name.c_str(), m.offset, member), "add a column");
+    }
+    std::vector<unsigned char> buffer(row_size * dims[0]);
+    if (dims[0] > 0) {
+        check(H5Dread(ds.get(), memory.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()),
+              ("read " + dataset).c_str());
+    }
+    // Strings first (a column's width is its longest value), then the table row by row.
+    std::vector<std::vector<std::string>> strings(members.size());
+    for (std::size_t c = 0; c < members.size(); ++c) {
+        const Member& m = members[c];
+        if (m.type != Table::Type::string) {
+            continue;
+        }
+        for (hsize_t r = 0; r < dims[0]; ++r) {
+            const unsigned char* at = buffer.data() + r * row_size + m.offset;
+            if (m.vlen) {
+                const char* p = nullptr;
+                std::memcpy(&p, at, sizeof p);
+                strings[c].emplace_back(p != nullptr ? p : "");
+            } else {
+                std::string s(reinterpret_cast<const char*>(at), m.size);
+                s.resize(std::strlen(s.c_str()));
+                strings[c].push_back(std::move(s));
+            }
+        }
+    }
+    if (dims[0] > 0 && std::any_of(members.begin(), members.end(),
+                                   [](const Member& m) { return m.vlen; })) {
+        H5Dvlen_reclaim(memory.get(), space.get(), H5P_DEFAULT, buffer.data());
+    }
+    Table t;
+    for (std::size_t c = 0; c < members.size(); ++c) {
+        const Member& m = members[c];
+        if (m.type == Table::Type::int64) {
+            t.add_int(m.name);
+        } else if (m.type == Table::Type::float64) {
+            t.add_float(m.name);
+        } else {
+            std::size_t width = m.vlen ? 1 : std::max<std::size_t>(m.size, 1);
+            for (const std::string& s : strings[c]) {
+                width = std::max(width, s.size());
+            }
+            t.add_string(m.name, static_cast<int>(width));
+        }
     }
     for (hsize_t r = 0; r < dims[0]; ++r) {
         std::vector<Table::Value> row;
         const unsigned char* base = buffer.data() + r * row_size;
-        for (const auto& m : members) {
+        for (std::size_t c = 0; c < members.size(); ++c) {
+            const Member& m = members[c];
             if (m.type == Table::Type::int64) {
                 std::int64_t v = 0;
                 std::memcpy(&v, base + m.offset, 8);
@@ -329,9 +466,7 @@ Table read_table(const std::string& path, const std::string& dataset) {
                 std::memcpy(&v, base + m.offset, 8);
                 row.emplace_back(v);
             } else {
-                std::string s(reinterpret_cast<const char*>(base + m.offset), m.size);
-                s.resize(std::strlen(s.c_str()));
-                row.emplace_back(s);
+                row.emplace_back(strings[c][r]);
             }
         }
         t.add_row(row);

@@ -178,9 +178,35 @@ TEST_F(Outputs, AReadOnlyDirectoryIsRefusedForAnOrdinaryUser) {
     if (!fs::exists("/usr/bin/setpriv")) {
         GTEST_SKIP() << "running as root without setpriv to become another user";
     }
-    expect_refused({"--reuid=65534", "--regid=65534", "--clear-groups", cli_path(), "run",
-                    "s.yaml", "-o", "ro/out.h5"},
+    // Nobody may not read the checkout (it may sit under a mode-700 directory, issue 28 item
+    // 7): the binary and the presets it reads go to a directory of their own that nobody can
+    // read, and TRNSIM_DATA_DIR points there.
+    const fs::path copy = scratch_path("trnsim-outputs-nobody");
+    fs::remove_all(copy);
+    fs::create_directories(copy / "data" / "scenarios");
+    const fs::path src(TRNSIM_SOURCE_DIR);
+    fs::copy(src / "topologies", copy / "data" / "topologies", fs::copy_options::recursive);
+    fs::copy(src / "scenarios" / "models", copy / "data" / "scenarios" / "models",
+             fs::copy_options::recursive);
+    fs::copy_file(cli_path(), copy / "trnsim");
+    const auto readable = fs::perms::owner_all | fs::perms::group_read |
+                          fs::perms::group_exec | fs::perms::others_read |
+                          fs::perms::others_exec;
+    fs::permissions(copy, readable);
+    for (const auto& e : fs::recursive_directory_iterator(copy)) {
+        fs::permissions(e.path(), readable);
+    }
+    for (const fs::path& p : {dir_, dir_ / "s.yaml"}) {
+        fs::permissions(p, fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec,
+                        fs::perm_options::add);
+    }
+    snapshot_ = contents();
+    expect_refused({"--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env",
+                    "TRNSIM_DATA_DIR=" + (copy / "data").string(), (copy / "trnsim").string(),
+                    "run", "s.yaml", "-o", "ro/out.h5"},
                    "may not create files in", "/usr/bin/setpriv");
+    fs::remove_all(copy);
 }
 
 TEST_F(Outputs, ATraceThatCannotBeWrittenLeavesNoResultsBehind) {

@@ -59,6 +59,13 @@ std::string to_string(const Override& o);
 /// them point at "command line (--set key.path=value)". InputError for a text without '='.
 std::vector<Override> set_overrides(const std::vector<std::string>& texts);
 
+/// An override of `key_path` to `value` (YAML, as --set reads it) given by a program rather
+/// than the command line (`where`: "overrides" of the Python module). Errors about it point
+/// at "WHERE (--set key.path=value)", control characters shown as \xNN; the key path is
+/// taken whole (it may not hold '=' or control characters: an InputError when it is read).
+Override given_override(const std::string& key_path, const std::string& value,
+                        const std::string& where);
+
 /// An override of `key_path` to the string `value` taken literally (never read as YAML, so
 /// "" stays an empty name and "a: b" a name), given by the command-line option `option`
 /// ("-o"); errors about it point at "command line (-o VALUE)".
@@ -280,6 +287,13 @@ struct PlanSpec {
 /// Reads and validates a plan file. Throws InputError with FILE:LINE:COL.
 PlanSpec load_plan(const std::string& path);
 PlanSpec load_plan_text(const std::string& text, const std::string& name);
+
+/// The files a plan's candidates read besides its base scenario's: the chip files search.chip
+/// names, found where a candidate's scenario finds them (beside the base scenario, then the
+/// preset places) and where the plan's own check of the values found them (beside the plan).
+/// The results file must not replace any of them. A chip that is not found adds nothing: the
+/// candidates that name it are refused as invalid.
+std::vector<std::string> search_input_files(const PlanSpec& plan);
 
 /// What a YAML file is: a study file names a `base` scenario; a plan file also has `search`,
 /// `objective` or `constraints`. Anything else (also an unreadable file) is taken for a

@@ -51,14 +51,16 @@ PendingFile stage_hdf5(const std::string& path, const ResultsFile& file);
 void write_hdf5(const std::string& path, const ResultsFile& file);
 
 /// Reads back a table of a results file ("/summary", "/batch/points"); std::runtime_error
-/// when the file or the dataset cannot be read.
+/// when the file or the dataset cannot be read, the file is not a regular file (a FIFO, a
+/// device: refused before it is opened), or the dataset is not a one-dimensional table of
+/// integer, float and string columns (fixed or variable length; any width is converted).
 Table read_table(const std::string& path, const std::string& dataset);
 
 /// read_table(path, "/summary").
 Table read_summary(const std::string& path);
 
 /// A text dataset, or nothing when the file has no dataset of that name (std::runtime_error
-/// when the file cannot be read at all).
+/// when the file cannot be read at all, or the dataset is not a single string).
 std::optional<std::string> read_text(const std::string& path, const std::string& dataset);
 
 } // namespace trnsim::results

@@ -1,4 +1,5 @@
 #include "trnsim/config/load.hpp"
+#include "trnsim/config/study.hpp"
 #include "trnsim/sim/run.hpp"
 
 #include <gtest/gtest.h>
@@ -210,6 +211,20 @@ TEST(Scenario, OverridesAreValidatedLikeTheFile) {
     EXPECT_THROW(load_scenario_text(kMinimal, "t.yaml", {"no-equals-sign"}), InputError);
     EXPECT_THROW(load_scenario_text(kMinimal, "t.yaml", {"workload.sequence_length.x=1"}),
                  InputError);
+}
+
+TEST(Scenario, ControlCharactersOfAnOverrideKeyAreShownNotSent) {
+    // Issue 28 UM5: a NUL in a key (from the Python module) ended the message where it stood.
+    const InputError nul = load_error(kMinimal, {std::string("see\0d=3", 7)});
+    EXPECT_EQ(nul.key_path(), "see\\x00d");
+    EXPECT_EQ(nul.location().file, "command line (--set see\\x00d=3)");
+    EXPECT_EQ(std::string(nul.what()),
+              "command line (--set see\\x00d=3): see\\x00d: is not a key path such as "
+              "workload.parallelism.tp (it holds control characters, shown as \\xNN)");
+    const Override given =
+        given_override(std::string("a\x01" "b", 3), "1", "trnsim.run() overrides");
+    EXPECT_EQ(given.origin.file, "trnsim.run() overrides (--set a\\x01b=1)");
+    EXPECT_EQ(given.path, std::string("a\x01" "b", 3));
 }
 
 TEST(Scenario, InlineModelStartsFromAPresetAndOverrides) {
