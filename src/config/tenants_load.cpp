@@ -189,6 +189,10 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
 
     // Each tenant as a scenario of its own.
     ScenarioSpec spec;
+    // Warnings about the shared sections, once per tenant that gave them: a setting without
+    // effect on one tenant may serve another, so only keys every tenant warns of are kept
+    // (with the first tenant's message).
+    std::vector<Warning> shared;
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const TenantEntry& e = entries[i];
         YAML::Node doc(YAML::NodeType::Map);
@@ -227,20 +231,26 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
             }
         }
         for (Warning w : one.warnings) {
-            if (w.key_path.rfind("workload", 0) == 0 || w.key_path.rfind("reliability", 0) == 0) {
+            const bool own = w.key_path.rfind("workload", 0) == 0 ||
+                             w.key_path.rfind("reliability", 0) == 0;
+            if (own) {
                 w.key_path = "tenants[" + std::to_string(i) + "]." + w.key_path;
-            }
-            const bool seen = std::any_of(spec.warnings.begin(), spec.warnings.end(),
-                                          [&](const Warning& x) {
-                                              return x.key_path == w.key_path &&
-                                                     x.message == w.message;
-                                          });
-            if (!seen) {
                 spec.warnings.push_back(w);
+            } else {
+                shared.push_back(w);
             }
         }
         spec.tenants.push_back({e.name, e.allocation, nullptr});
         spec.tenants.back().scenario = std::make_shared<ScenarioSpec>(std::move(one));
+    }
+
+    for (const Warning& w : shared) {
+        const auto same = [&](const Warning& x) { return x.key_path == w.key_path; };
+        const auto n = std::count_if(shared.begin(), shared.end(), same);
+        if (n == static_cast<std::ptrdiff_t>(entries.size()) &&
+            std::none_of(spec.warnings.begin(), spec.warnings.end(), same)) {
+            spec.warnings.push_back(w);
+        }
     }
 
     // The scenario itself: the whole cluster, its name and results file.

@@ -145,6 +145,25 @@ TEST(Tenants, TheLoaderChecksTheList) {
             "no entry named nobody", false);
 }
 
+TEST(Tenants, ASharedSettingWarnsOnlyWhenNoTenantUsesIt) {
+    const auto warned = [](const config::ScenarioSpec& spec, const std::string& key) {
+        int n = 0;
+        for (const config::Warning& w : spec.warnings) {
+            n += w.key_path == key ? 1 : 0;
+        }
+        return n;
+    };
+    // Replications serve the training tenant's run simulation, the KV sampling the serving
+    // fleet: neither warns. Chip speeds serve neither (analytic training, serving): one
+    // warning.
+    const config::ScenarioSpec spec = config::load_scenario(
+        kFile, {"simulation.replications=1", "simulation.kv_sample=2s", "hardware.speed.sd=0.1",
+                "tenants.chat.workload.serving.max_batch=8"});
+    EXPECT_EQ(warned(spec, "simulation.replications"), 0);
+    EXPECT_EQ(warned(spec, "simulation.kv_sample"), 0);
+    EXPECT_EQ(warned(spec, "hardware.speed.sd") + warned(spec, "hardware.speed"), 1);
+}
+
 TEST(Tenants, WhatCannotBeATenantIsRefusedBeforeAnythingRuns) {
     // A tenant's own checks (here serving's: tp must divide the heads), located and keyed
     // under its entry.
