@@ -243,6 +243,14 @@ std::string schema_markdown() {
     md += "| number | plain number or percentage | `0.25`, `25%` |\n\n";
     md += "## " + detail::scenario_schema().title() + " file\n\n";
     md += detail::scenario_schema().markdown();
+    md += "\n## Tenants (`tenants:`)\n\n";
+    md += "Instead of `workload` (and `reliability`), a scenario may list tenants sharing its "
+          "cluster: each entry has a `name` (1 to 64 letters, digits, `_`, `-` or `.`), an "
+          "`allocation` (`{ultraservers: N}` or `{instances: N}` in the cluster's unit, and "
+          "optionally `first: K`, default: after the previous tenant's), a `workload` section "
+          "and optionally a `reliability` section, each with the keys above. The other "
+          "sections are shared. `--set tenants.NAME.key.path=value` sets a tenant's key. See "
+          "docs/tenants.md.\n";
     md += "\n## " + detail::model_schema().title() +
           " (`workload.model` mapping, or a file in `scenarios/models/`)\n\n";
     md += detail::model_schema().markdown();
