@@ -5,7 +5,12 @@
 // model's logic lives in the .cpp files and the engine template only forwards (one virtual
 // call per scheduled event; the run simulation handles a few events per failure, not per step):
 // Setup and RunModel in run_model.cpp, the Controller's job state machine in
-// run_controller.cpp, how failures reach the job in run_failures.cpp.
+// run_controller.cpp, how failures reach the job in run_failures.cpp. The controller's parts,
+// each with its own tests (tests/unit/reliability/run_parts_test.cpp): JobLedger (the job's
+// states, progress and kept or lost time, job_ledger.cpp), JobDomains (slots, spares and
+// vacancies, job_domains.cpp), JobFabric (degraded network elements and the job's share of
+// its bandwidth, job_fabric.cpp), ReplicaSlots (replica scope's failed slots and replicas,
+// replica_slots.cpp).
 #pragma once
 
 #include "trnsim/engine/event.hpp"
@@ -14,6 +19,11 @@
 #include "trnsim/reliability/failure_model.hpp"
 #include "trnsim/reliability/layout.hpp"
 #include "trnsim/reliability/run.hpp"
+
+#include "job_domains.hpp"
+#include "job_fabric.hpp"
+#include "job_ledger.hpp"
+#include "replica_slots.hpp"
 
 #include <cstdint>
 #include <map>
@@ -123,26 +133,20 @@ private:
     void on_upload_timer(Sink& s, std::int64_t t);
     void on_slot_timer(Sink& s, std::int64_t t, std::int64_t slot);
 
-    // The job as a whole.
-    void advance(std::int64_t t);
-    void enter(JobState next, std::int64_t t);
+    // The job as a whole (its account over time is JobLedger's).
     void resume(Sink& s, std::int64_t t);
     void schedule_next(Sink& s, std::int64_t t);
     void begin_checkpoint(Sink& s, std::int64_t t);
     void commit(Sink& s, std::int64_t t);
-    void lose_uncommitted();
     void abort_checkpoint(std::int64_t t);
     void interrupt(Sink& s, std::int64_t t);
     void after_detection(Sink& s, std::int64_t t);
     void begin_restart(Sink& s, std::int64_t t, std::int64_t domains);
     void complete(std::int64_t t);
-    bool running() const {
-        return state_ == JobState::running || state_ == JobState::running_degraded;
-    }
     double current_rate();
     void rate_changed(Sink& s, std::int64_t t);
 
-    // Domains, slots and spares.
+    // Domains, slots and spares (the bookkeeping is JobDomains').
     void domain_down(Sink& s, std::int64_t t, std::int64_t domain, int process, bool count);
     void fill_vacancies(std::int64_t t);
     std::int64_t take_spare(std::int64_t t, std::int64_t slot);
@@ -150,19 +154,7 @@ private:
 
     // Replica scope.
     void replica_failure(Sink& s, std::int64_t t, std::int64_t slot, bool needs_domain);
-    void mark_replicas(std::int64_t slot, int delta);
     void stall(Sink& s, std::int64_t t);
-
-    // Fabric.
-    void fabric_change(engine::EntityId element, int delta);
-    /// Whether a network element (nic, leaf, spine, core) carries the job's traffic now
-    /// (layout.hpp: the blast radius); other components: true.
-    bool carries_job(engine::EntityId element) const;
-    bool in_job(std::int64_t domain) const;
-    bool leaf_carries_job(std::int64_t leaf) const;
-    bool pod_carries_job(std::int64_t pod) const;
-    bool job_spans_pods() const;
-    double fabric_factor() const;
 
     void timer(Sink& s, std::int64_t at, std::uint16_t kind, std::uint64_t payload);
     void record(std::int64_t t, EventKind kind, engine::EntityId entity, std::int64_t domain,
@@ -173,18 +165,11 @@ private:
     const bool record_;
     const bool record_checkpoints_;
     ReplicationResult r_;
+    JobLedger ledger_; // accounts into r_
 
-    JobState state_ = JobState::running;
-    std::int64_t since_ = 0;
     bool finished_ = false;
     std::int64_t end_ns_ = 0;
-
-    // Progress (work ns) and the running-time ledger.
-    std::int64_t work_ns_ = 0, committed_ns_ = 0, snapshot_ns_ = 0;
-    std::int64_t run_uncommitted_ns_ = 0, run_snapshot_ns_ = 0;
-    std::int64_t since_checkpoint_ns_ = 0;
     std::int64_t done_at_ = 0;
-    double rate_ = 1.0;
     std::uint64_t epoch_ = 0;
     std::uint64_t upload_epoch_ = 0;
     bool upload_in_flight_ = false;
@@ -192,31 +177,14 @@ private:
     std::int64_t stall_until_ = 0; ///< replica scope: the whole job hangs until then
     bool job_recovery_ = false;    ///< replica scope fell back to a job restart
 
-    // Domains: slot -> physical domain (-1 vacant), physical -> slot (-1 not in the job).
-    std::vector<std::int64_t> slot_domain_;
-    std::vector<std::int64_t> domain_slot_;
-    std::vector<std::uint8_t> domain_up_;
-    std::set<std::int64_t> pool_;
-    std::set<std::int64_t> vacant_;
+    JobDomains domains_;
     std::int64_t active_domains_ = 0;
     Duration interval_;
     CheckpointCosts costs_;
 
-    // Replica scope.
-    struct SlotRecovery {
-        enum Stage : std::uint8_t { detecting, waiting, restarting, loading } stage = detecting;
-        std::uint32_t epoch = 0;
-        bool needs_domain = true;
-    };
-    std::map<std::int64_t, SlotRecovery> recovering_;
-    std::vector<std::uint16_t> replica_hits_;
-    std::int64_t replicas_down_ = 0;
-    std::uint32_t slot_epoch_ = 0;
+    ReplicaSlots replicas_; // replica scope
 
-    // Fabric.
-    std::map<std::int64_t, int> rails_down_;  ///< by instance
-    std::map<std::int64_t, int> spines_down_; ///< by pod
-    int cores_down_ = 0;
+    JobFabric fabric_;
     double fabric_factor_ = 1.0;
 
     std::pair<engine::EntityId, std::int64_t> last_power_ = {0, -1};
