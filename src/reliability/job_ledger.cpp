@@ -21,8 +21,9 @@ void JobLedger::advance(std::int64_t t) {
             run_uncommitted_ns_ += dt;
             since_checkpoint_ns_ += dt;
             const std::int64_t gain =
-                rate_ == 1.0 ? dt
-                             : static_cast<std::int64_t>(std::floor(static_cast<double>(dt) * rate_));
+                rate_ == 1.0
+                    ? dt
+                    : static_cast<std::int64_t>(std::floor(static_cast<double>(dt) * rate_));
             work_ns_ = std::min(work_ns_ + gain, total_ns_);
         }
     }

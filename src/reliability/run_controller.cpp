@@ -111,7 +111,8 @@ void Controller::schedule_next(Sink& s, std::int64_t t) {
                                       std::ceil(static_cast<double>(remaining) / rate)));
     std::int64_t next = done_at_;
     if (!checkpoint_deferred_ && !interval_.is_max()) {
-        next = std::min(next, t + std::max<std::int64_t>(0, interval_.ns() - ledger_.since_checkpoint_ns()));
+        next = std::min(next, t + std::max<std::int64_t>(
+                                      0, interval_.ns() - ledger_.since_checkpoint_ns()));
     }
     timer(s, next, kJobTimer, epoch_);
 }

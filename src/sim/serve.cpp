@@ -102,8 +102,8 @@ ServeFleet::ServeFleet(const ServeInput& in) : in_(in) {
     placement_ = std::move(prepared.placement);
     fabric_ = std::move(prepared.fabric);
     trace_ = std::move(prepared.trace);
-    source_ = std::make_unique<serving::RequestSource>(in.spec.requests,
-                                                       in.spec.serving.max_context, in.seed, trace_);
+    source_ = std::make_unique<serving::RequestSource>(
+        in.spec.requests, in.spec.serving.max_context, in.seed, trace_);
     const Placement& pl = placement_;
 
     // One router: partition 0 holds it and the wake entity, then one partition per NeuronLink
