@@ -156,10 +156,12 @@ int cmd_run(const std::vector<std::string>& args) {
     if (const auto* tenants = std::get_if<sim::TenantsRun>(&outcome)) {
         const results::ResultsFile file = report::tenants_results(spec, *tenants, writer);
         results::write_hdf5(spec.output.file, file);
-        if (!quiet) {
+        if (json) {
+            std::cout << tenants_json(file, spec.output.file) << "\n";
+        } else if (!quiet) {
             print_tenants(std::cout, spec, *tenants);
+            std::cout << "  results    " << spec.output.file << "\n";
         }
-        finish(file);
         return 0;
     }
     if (const auto* result = std::get_if<sim::CollectiveBenchResult>(&outcome)) {

@@ -72,25 +72,52 @@ std::vector<std::string> lines_of(const std::string& text) {
 
 } // namespace
 
-std::string summary_json(const results::Table& summary, const std::string& results_file) {
+namespace {
+
+/// Row `r` of a table as a JSON object, in column order (empty when there is no such row).
+nlohmann::ordered_json row_json(const results::Table& table, std::size_t r) {
     nlohmann::ordered_json row = nlohmann::ordered_json::object();
-    for (const auto& c : summary.columns()) {
-        if (summary.rows() == 0) {
-            break;
-        }
+    if (r >= table.rows()) {
+        return row;
+    }
+    for (const auto& c : table.columns()) {
         if (c.type == results::Table::Type::int64) {
-            row[c.name] = c.ints[0];
+            row[c.name] = c.ints[r];
         } else if (c.type == results::Table::Type::float64) {
-            const double v = c.floats[0];
+            const double v = c.floats[r];
             // JSON has no infinity or NaN: null, as Python's json module reads them.
             row[c.name] = std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json();
         } else {
-            row[c.name] = c.strings[0];
+            row[c.name] = c.strings[r];
         }
     }
+    return row;
+}
+
+} // namespace
+
+std::string summary_json(const results::Table& summary, const std::string& results_file) {
     nlohmann::ordered_json out;
     out["results"] = results_file;
-    out["summary"] = row;
+    out["summary"] = row_json(summary, 0);
+    return out.dump();
+}
+
+std::string tenants_json(const results::ResultsFile& file, const std::string& results_file) {
+    nlohmann::ordered_json out;
+    out["results"] = results_file;
+    nlohmann::ordered_json tenants = nlohmann::ordered_json::array();
+    for (std::size_t r = 0; r < file.summary.rows(); ++r) {
+        nlohmann::ordered_json t = row_json(file.summary, r);
+        const std::string own = "/tenants/" + t["tenant"].get<std::string>() + "/summary";
+        for (const auto& [path, table] : file.tables) {
+            if (path == own) {
+                t["summary"] = row_json(table, 0);
+            }
+        }
+        tenants.push_back(std::move(t));
+    }
+    out["tenants"] = std::move(tenants);
     return out.dump();
 }
 

@@ -69,6 +69,12 @@ struct Slot {
 } // namespace
 
 void check_tenants(const config::ScenarioSpec& spec) {
+    if (!spec.output.trace.empty()) {
+        throw InputError("output.trace",
+                         "a tenants scenario writes no step timeline; run the training tenant's "
+                         "workload as a scenario of its own with --trace",
+                         spec.sources.find("output.trace"));
+    }
     for (std::size_t i = 0; i < spec.tenants.size(); ++i) {
         const config::ScenarioSpec& t = *spec.tenants[i].scenario;
         try {

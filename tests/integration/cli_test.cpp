@@ -256,6 +256,47 @@ TEST(Cli, JsonSummaryAndCompare) {
     fs::remove_all(dir);
 }
 
+TEST(Cli, ATenantsScenarioWritesEachTenantUnderItsName) {
+    const fs::path dir = test::scratch_path("trnsim-cli-tenants");
+    fs::remove_all(dir);
+    const fs::path out = dir / "t.h5";
+    const std::string file = "scenarios/tenants/train-and-serve.yaml";
+    const std::string small = "tenants.chat.workload.requests.count=200";
+    const CliResult r = run_cli({"run", file, "--set", small, "-o", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* text : {"2 tenants on 16 UltraServers",
+                             "pretrain: training on 8 UltraServers (0 to 7 of 16)",
+                             "chat: inference on 8 UltraServers (8 to 15 of 16)",
+                             "trnsim: pretrain", "trnsim: chat", "ETTR", "TTFT p50"}) {
+        EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
+    }
+    const results::Table summary = results::read_summary(out.string());
+    EXPECT_EQ(summary.rows(), 2u);
+    EXPECT_EQ(results::read_table(out.string(), "/tenants/chat/summary").rows(), 1u);
+    EXPECT_GT(results::read_table(out.string(), "/tenants/pretrain/run/events").rows(), 0u);
+    EXPECT_TRUE(results::read_text(out.string(), "/tenants/chat/scenario").has_value());
+    const CliResult j = run_cli({"run", file, "--set", small, "--json", "-o", out.string()});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    const std::string first = "\"tenants\":[{\"tenant\":\"pretrain\",\"workload\":\"training\"";
+    EXPECT_NE(j.out.find(first), std::string::npos) << j.out;
+    EXPECT_NE(j.out.find("\"summary\":{\"requests\":200,"), std::string::npos) << j.out;
+    // Refused before anything runs, located, nothing written.
+    const fs::path none = dir / "none.h5";
+    const CliResult overlap =
+        run_cli({"run", file, "--set", "tenants.chat.allocation.first=7", "-o", none.string()});
+    EXPECT_EQ(overlap.exit_code, 2);
+    EXPECT_NE(overlap.err.find(file + ":"), std::string::npos) << overlap.err;
+    EXPECT_NE(overlap.err.find("tenants[1].allocation: overlaps allocation 0"), std::string::npos)
+        << overlap.err;
+    const CliResult trace = run_cli({"run", file, "--trace", (dir / "x.json").string(), "-o",
+                                     none.string()});
+    EXPECT_EQ(trace.exit_code, 2);
+    EXPECT_NE(trace.err.find("output.trace"), std::string::npos) << trace.err;
+    EXPECT_FALSE(fs::exists(none));
+    EXPECT_FALSE(fs::exists(dir / "x.json"));
+    fs::remove_all(dir);
+}
+
 TEST(Cli, QuietRunAndOverrides) {
     const fs::path dir = test::scratch_path("trnsim-cli-quiet");
     fs::remove_all(dir);
