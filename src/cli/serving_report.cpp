@@ -130,6 +130,13 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
              " output tokens/s; goodput " + fmt::count(s.goodput_requests_per_s) +
              " requests/s; SLO (TTFT <= " + fmt::duration(slo.ttft) + ", TPOT <= " +
              fmt::duration(slo.tpot) + ") met by " + fmt::percent(s.slo_attainment));
+    if (s.unfinished > 0) {
+        line(out, "partial",
+             fmt::integer(static_cast<std::int64_t>(s.unfinished)) + " of " +
+                 fmt::integer(static_cast<std::int64_t>(s.unfinished + s.requests)) +
+                 " requests did not finish: failures outpaced the fleet; the figures above "
+                 "are of the finished requests");
+    }
     line(out, "hardware",
          "MBU " + fmt::percent(run.mbu) + " (decode at batch " +
              std::to_string(spec.inference.serving.max_batch) + ", context " +

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <memory>
 
+#include "serve_bounds.hpp"
+
 namespace trnsim::sim {
 
 namespace {
@@ -52,6 +54,7 @@ Setup setup(const config::ScenarioSpec& spec, int threads) {
 ServingLayout check_serving(const config::ScenarioSpec& spec) {
     const Setup s = setup(spec, 1);
     const std::vector<ReplicaPlacement> placement = check_serving_input(s.input);
+    detail::check_progress(s.input, *s.cost);
     ServingLayout out;
     out.lnc = s.input.lnc;
     out.replicas = static_cast<std::uint32_t>(placement.size());

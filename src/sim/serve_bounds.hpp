@@ -1,0 +1,42 @@
+// What a serving run will cost before it starts (private to the sim module): the checks that
+// refuse, with the key that drives them, a run that cannot finish or would not fit in memory.
+//
+// Progress under failures (check_progress). A request alone on a replica takes t: its prefill
+// plus one decode iteration (batch 1) per further output token, at the requests' mean sizes
+// (fixed: the size; normal and lognormal: the mean; uniform: the midpoint; empirical: the mean
+// of the values; a trace: its mean row), cut to max_context as the requests are. After a
+// failure its domain (or the spare taking over) returns w = detection + restart later, and a
+// failure meanwhile starts the return over. A domain whose components were all just renewed
+// survives t + w with probability
+//   S(t + w) = prod over the processes p that take a replica down of S_p(t)^(components of p's class
+//          in a domain)
+// where S_p is the process's survival function at its mean for a good component (for a bad
+// one when every component is bad): exp(-t / m) exponential, exp(-(t / (m w))^k) Weibull of
+// shape k (w = 1 / Gamma(1 + 1/k)), 1 - Phi((ln t - mu) / sigma) lognormal (mu = ln m -
+// sigma^2 / 2); a power process counts once per domain. An attempt of the request (and
+// the return before it) succeeds with probability S(t + w), so it needs 1 / S(t + w) attempts on average, each costing the domain a
+// failure and its recovery. Beyond kMaxAttempts (serve_layout.hpp; e^6.9: the request takes about seven of
+// its domain's mean times between failures) the fleet would retry nearly forever: the
+// scenario is refused at the failure entry (or reliability.failures) that dominates.
+#pragma once
+
+#include "trnsim/config/scenario.hpp"
+#include "trnsim/serving/iteration_cost.hpp"
+#include "trnsim/sim/serve.hpp"
+
+#include "serve_layout.hpp"
+
+namespace trnsim::sim::detail {
+
+/// The seconds a request of `input` + `output` tokens takes alone on a replica.
+double alone_seconds(const serving::IterationCostModel& cost, std::int64_t input,
+                     std::int64_t output);
+
+/// The requests' mean input and output tokens (see above; a trace: its mean row).
+std::pair<std::int64_t, std::int64_t> mean_request(const ServeInput& in);
+
+/// Throws InputError when the failures of `in` make a mean request need more than
+/// kMaxAttempts attempts (see above).
+void check_progress(const ServeInput& in, const serving::IterationCostModel& cost);
+
+} // namespace trnsim::sim::detail

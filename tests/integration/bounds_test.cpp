@@ -1,0 +1,221 @@
+// Issue 28's corpus of work that cannot finish, cannot fit or is silently wrong, end to end:
+// each input that must be refused makes `trnsim run` (and `validate`) exit 2 before anything
+// runs, with a message that starts `scenario.yaml:LINE:COL: key.path: ...` (or `command line
+// (--set ...)`), nothing written beside it (and `run` nothing on stdout), within a time cap
+// per case.
+#include "run_cli.hpp"
+#include "support/scratch.hpp"
+
+#include "trnsim/results/hdf5_writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trnsim::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Issue 28's base: a small inf2 fleet, Llama 3 8B at tp 8, Poisson 4/s, 50 requests.
+constexpr const char* kBase = R"(name: serve
+hardware: {chip: inf2}
+cluster: {instances: 1}
+workload:
+  type: inference
+  model: llama3-8b
+  serving: {tp: 8, max_batch: 4, max_context: 4096}
+  requests:
+    input_tokens: 1000
+    output_tokens: 200
+    arrival: {poisson: {rate: 4/s}}
+    count: 50
+  slo: {ttft: 1s, tpot: 50ms}
+)";
+
+/// Seconds a case may take before it counts as a hang.
+constexpr double kCapS = 20.0;
+
+std::string base_with(const std::string& from, const std::string& to) {
+    std::string s = kBase;
+    const auto pos = s.find(from);
+    EXPECT_NE(pos, std::string::npos) << from;
+    return s.replace(pos, from.size(), to);
+}
+
+struct Refused {
+    const char* name;
+    std::string yaml;
+    std::vector<std::string> overrides;
+    /// The message's start after `scenario.yaml:` (LINE:COL: key: what), or the whole start
+    /// when it is a command-line override's (`command line (--set ...`).
+    std::string prefix;
+    std::vector<std::pair<std::string, std::string>> files = {};
+};
+
+void PrintTo(const Refused& c, std::ostream* os) { *os << c.name; }
+
+std::vector<Refused> refused() {
+    const std::string b = kBase;
+    return {
+        // CR2: a failure storm (host mtbf 1 ns): refused, not an abort.
+        {"cr2_failure_storm", b + "reliability: {failures: [{component: host, mtbf: 1ns}]}\n",
+         {},
+         "14:50: reliability.failures[0].mtbf: failures outpace recovery: a request of 1,000 + "
+         "200 tokens takes"},
+        // H2: failures faster than recovery, with a spare: refused, not an endless run.
+        {"h2_host_faster_than_recovery",
+         base_with("count: 50", "count: 200") +
+             "reliability: {failures: [{component: host, mtbf: 100ms}], recovery: {detection: "
+             "1s, restart: 5s}, spares: {instances: 1}}\n",
+         {},
+         "14:50: reliability.failures[0].mtbf: failures outpace recovery"},
+        {"h2_software_faster_than_recovery",
+         base_with("count: 50", "count: 200") +
+             "reliability: {failures: [{component: software, mtbf: 100ms}], recovery: "
+             "{detection: 1s, restart: 5s}}\n",
+         {},
+         "14:54: reliability.failures[0].mtbf: failures outpace recovery"},
+        {"h2_every_host_bad",
+         b + "reliability:\n  failures:\n  - {component: chip, mtbf: 10y}\n"
+             "  - {component: host, mtbf: 1h, bad_fraction: 1, bad_multiplier: 1e6}\n",
+         {},
+         "17:29: reliability.failures[1].mtbf: failures outpace recovery"},
+    };
+}
+
+class Bounds : public ::testing::TestWithParam<Refused> {};
+
+TEST_P(Bounds, RefusedBeforeRunningWithTheKeyAndNothingWritten) {
+    const Refused& c = GetParam();
+    const fs::path dir = test::scratch_path("trnsim-bounds-" + std::string(c.name));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "scenario.yaml") << c.yaml;
+    for (const auto& [name, content] : c.files) {
+        std::ofstream(dir / name) << content;
+    }
+    for (const char* command : {"run", "validate"}) {
+        std::vector<std::string> args{command, "scenario.yaml"};
+        if (std::string(command) == "run") {
+            args.insert(args.end(), {"-o", "out.h5"});
+        }
+        for (const auto& o : c.overrides) {
+            args.insert(args.end(), {"--set", o});
+        }
+        const CliResult r = run_cli(args, dir.string(), kCapS);
+        EXPECT_FALSE(r.timed_out) << command << " ran past " << kCapS << " s";
+        EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
+        const std::string want =
+            c.prefix.rfind("command line", 0) == 0 ? c.prefix : "scenario.yaml:" + c.prefix;
+        EXPECT_EQ(r.err.rfind(want, 0), 0u)
+            << command << ": expected the message to start with\n  " << want << "\ngot\n  "
+            << r.err;
+        if (std::string(command) == "run") {
+            EXPECT_TRUE(r.out.empty()) << command << " printed: " << r.out;
+        }
+    }
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        bool given = name == "scenario.yaml";
+        for (const auto& file : c.files) {
+            given = given || name == file.first;
+        }
+        EXPECT_TRUE(given) << "unexpected " << entry.path();
+    }
+    fs::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(Issue28, Bounds, ::testing::ValuesIn(refused()),
+                         [](const ::testing::TestParamInfo<Refused>& param) {
+                             return std::string(param.param.name);
+                         });
+
+/// Runs `yaml` (with `files` beside it) to out.h5 within the cap; returns the result and the
+/// /summary row (empty when none was written).
+std::pair<CliResult, results::Table> run_scenario(
+    const std::string& name, const std::string& yaml,
+    const std::vector<std::pair<std::string, std::string>>& files = {},
+    const std::vector<std::string>& extra = {}) {
+    const fs::path dir = test::scratch_path("trnsim-bounds-" + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "scenario.yaml") << yaml;
+    for (const auto& [file, content] : files) {
+        std::ofstream(dir / file) << content;
+    }
+    std::vector<std::string> args{"run", "scenario.yaml", "-o", "out.h5"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    CliResult r = run_cli(args, dir.string(), kCapS);
+    results::Table summary;
+    if (fs::exists(dir / "out.h5")) {
+        summary = results::read_table((dir / "out.h5").string(), "/summary");
+    }
+    fs::remove_all(dir);
+    return {std::move(r), std::move(summary)};
+}
+
+double column(const results::Table& t, const std::string& name) {
+    const int i = t.find(name);
+    if (i < 0 || t.rows() == 0) {
+        ADD_FAILURE() << "no column " << name;
+        return -1.0;
+    }
+    const results::Table::Column& c = t.columns()[static_cast<std::size_t>(i)];
+    return c.type == results::Table::Type::int64 ? static_cast<double>(c.ints.at(0))
+                                                 : c.floats.at(0);
+}
+
+bool has_column(const results::Table& t, const std::string& name) { return t.find(name) >= 0; }
+
+// CR2's path, reached by an input the up-front check lets through: the one instance's host
+// fails at 1 s (a trace) and its repair outlasts representable time, so no replica ever serves
+// again. The run ends at once with every request unfinished and says so: exit 0, a warning,
+// the summary's `partial` line and /summary unfinished_requests = 50 (requests = 0).
+TEST(BoundsPartial, AFleetThatNeverReturnsEndsWithPartialResults) {
+    const auto [r, summary] = run_scenario(
+        "partial", std::string(kBase) +
+                       "reliability: {trace: f.csv, repair: {manual: 291y, manual_fraction: 1}, "
+                       "recovery: {restart: 2y}}\n",
+        {{"f.csv", "time,component,index\n1s,host,0\n"}});
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.err.find("warning: partial results: 50 of 50 requests did not finish"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.out.find("  partial    50 of 50 requests did not finish"), std::string::npos)
+        << r.out;
+    EXPECT_EQ(column(summary, "unfinished_requests"), 50.0);
+    EXPECT_EQ(column(summary, "requests"), 0.0);
+}
+
+// H2's runtime bound, for failures the up-front check cannot see: 99% of the domains are
+// lemons whose software fails every 3.6 ms (mtbf 1 h / 10^6) while a restart takes 6 s, so the
+// one instance is (with this seed) a lemon that never gets back. The run ends within the cap
+// with partial results instead of running to the end of representable time.
+TEST(BoundsPartial, FailuresOutpacingRecoveryEndInBoundedTime) {
+    const auto [r, summary] = run_scenario(
+        "lemon", base_with("count: 50", "count: 200") +
+                     "reliability: {failures: [{component: software, mtbf: 1h, bad_fraction: "
+                     "0.99, bad_multiplier: 1e6}], recovery: {detection: 1s, restart: 5s}}\n");
+    EXPECT_FALSE(r.timed_out);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_GT(column(summary, "unfinished_requests"), 0.0);
+    EXPECT_LT(r.wall_s, kCapS);
+}
+
+// Without failures nothing changes: no unfinished_requests column, no warning.
+TEST(BoundsPartial, ACompleteRunHasNoPartialFlag) {
+    const auto [r, summary] = run_scenario("complete", kBase);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(column(summary, "requests"), 50.0);
+    EXPECT_FALSE(has_column(summary, "unfinished_requests"));
+    EXPECT_EQ(r.err.find("partial"), std::string::npos) << r.err;
+}
+
+} // namespace
+} // namespace trnsim::test
