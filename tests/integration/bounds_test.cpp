@@ -85,6 +85,19 @@ std::vector<Refused> refused() {
              "  - {component: host, mtbf: 1h, bad_fraction: 1, bad_multiplier: 1e6}\n",
          {},
          "17:29: reliability.failures[1].mtbf: failures outpace recovery"},
+        // IE1: arrivals so slow that int64 nanoseconds overflow (was an internal error).
+        {"ie1_slow_arrivals_overflow",
+         b,
+         {"workload.requests.arrival={poisson: {rate: 1e-9/s}}", "simulation.kv_sample=0s"},
+         "command line (--set workload.requests.arrival={poisson: {rate: 1e-9/s}}): "
+         "workload.requests.arrival.rate: 50 requests at 1e-09/s arrive over 1,553 years on "
+         "average"},
+        // SW1: slower still (was 1 of 50 requests served, exit 0); in the file, located.
+        {"sw1_slow_arrivals_drop_requests",
+         base_with("rate: 4/s", "rate: 1e-11/s"),
+         {},
+         "11:14: workload.requests.arrival.rate: 50 requests at 1e-11/s arrive over 155,272 "
+         "years on average"},
     };
 }
 
