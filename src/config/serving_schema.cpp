@@ -598,6 +598,12 @@ void add_serving_simulation_keys(Schema<S>& s) {
         parse_duration, "duration", "1s", Duration::zero(),
         Duration::from_seconds_ceil(86400.0), false, ">= 0",
         "Serving fleet: how often the KV cache use is sampled for /serving/kv (0: never)."));
+    s.field(quantity<S, Bytes>(
+        "simulation.max_memory", [](S& x) -> Bytes& { return x.simulation.max_memory; },
+        parse_bytes, "bytes", "4GiB", Bytes(0), Bytes(std::int64_t{1} << 50), true, "> 0",
+        "Serving fleet (every run of a sweep or plan too): the memory a run may be estimated "
+        "to need (requests, replicas, KV samples, failure layout) before it is refused; raise "
+        "it for larger runs (docs/serving.md, \"Bounds\")."));
 }
 
 void add_serving_output_keys(Schema<S>& s) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <string>
 #include <utility>
@@ -167,6 +168,130 @@ void check_progress(const ServeInput& in, const serving::IterationCostModel& cos
                  " attempts on average (at most " +
                  fmt::integer(kMaxAttempts) +
                  "): the run would not finish; raise the mtbf or shorten the requests");
+}
+
+MemoryEstimate estimate_memory(const config::ScenarioSpec& spec, const ServeInput& in,
+                               const serving::IterationCostModel& cost) {
+    MemoryEstimate m;
+    const serving::RequestSpec& r = in.spec.requests;
+    const int lnc = in.lnc > 0 ? in.lnc : in.chip.lnc_default;
+    const Placement pl = place(in, lnc);
+    const auto replicas = static_cast<double>(pl.replicas.size());
+    const auto [input, output] = mean_request(in);
+    const double t = alone_seconds(cost, input, output);
+    using A = serving::ArrivalSpec::Kind;
+    const double duration_s = r.duration.seconds();
+    const serving::AzureTrace* trace = in.trace.get();
+    double period_s = 0.0; // a trace's repeat
+    if (trace != nullptr && trace->size() > 0) {
+        const double n = static_cast<double>(trace->size());
+        const double span = static_cast<double>(trace->span_ns()) * 1e-9;
+        period_s = span + std::max(n > 1 ? span / (n - 1) : 1.0, 1e-9);
+    }
+    const double clients = static_cast<double>(std::max(r.arrival.concurrency, 1));
+    const double concurrent =
+        std::min(clients, replicas * static_cast<double>(in.spec.serving.max_batch));
+    double span_s = 0.0;
+    if (r.count > 0) {
+        m.requests = static_cast<double>(r.count);
+        if (r.arrival.kind == A::poisson || r.arrival.kind == A::gamma) {
+            span_s = (m.requests - 1.0) / r.arrival.rate_per_s;
+        } else if (r.arrival.kind == A::trace && trace != nullptr && trace->size() > 0) {
+            span_s = std::floor((m.requests - 1.0) / static_cast<double>(trace->size())) *
+                     period_s;
+        } else if (r.arrival.kind == A::closed_loop) {
+            span_s = m.requests * t / std::max(concurrent, 1.0);
+        }
+    } else if (duration_s > 0.0) {
+        span_s = duration_s;
+        if (r.arrival.kind == A::poisson || r.arrival.kind == A::gamma) {
+            m.requests = r.arrival.rate_per_s * duration_s * 1.1 + 10.0;
+        } else if (r.arrival.kind == A::trace && period_s > 0.0) {
+            m.requests = std::ceil(duration_s / period_s) * static_cast<double>(trace->size());
+        } else {
+            m.requests = clients * duration_s / std::max(t, 1e-9) + clients;
+        }
+    } else if (trace != nullptr) {
+        m.requests = static_cast<double>(trace->size());
+        span_s = static_cast<double>(trace->span_ns()) * 1e-9;
+    }
+    span_s += t;
+    m.request_bytes = m.requests * kRequestBytes;
+
+    std::vector<std::uint32_t> domains;
+    for (const ReplicaPlacement& p : pl.replicas) {
+        domains.push_back(p.domain);
+    }
+    std::sort(domains.begin(), domains.end());
+    domains.erase(std::unique(domains.begin(), domains.end()), domains.end());
+    const double partitions =
+        pl.shards > 1 ? static_cast<double>(pl.shards) : 1.0 + static_cast<double>(domains.size());
+    m.replica_bytes = replicas * kReplicaBytes + partitions * partitions * kPartitionPairBytes;
+
+    const double sample_s = spec.simulation.kv_sample.seconds();
+    if (sample_s > 0.0) {
+        m.samples = span_s / sample_s + 1.0;
+        m.sample_bytes = m.samples * (4.0 * replicas + 16.0);
+    }
+
+    if (in.reliability.enabled) {
+        const reliability::ReliabilitySpec& rs = in.reliability;
+        const reliability::FailureModel model(rs.failures, rs.trace);
+        const cluster::ClusterShape shape = fleet_shape(in);
+        const reliability::Layout layout(shape, fleet_hardware(in), rs.fabric, 0,
+                                         model.present_classes());
+        double per_domain = 0.0;
+        for (reliability::ComponentClass c : reliability::kAllClasses) {
+            if (!model.random_processes(c).empty() && !reliability::is_switch(c) &&
+                c != reliability::ComponentClass::power) {
+                per_domain += static_cast<double>(layout.per_domain(c));
+            }
+        }
+        const double all_domains =
+            static_cast<double>(layout.job_domains()) + static_cast<double>(rs.spares.count());
+        m.failure_bytes = (per_domain * all_domains + static_cast<double>(layout.power_domains())) *
+                          kComponentBytes * static_cast<double>(pl.shards);
+    }
+    return m;
+}
+
+void check_memory(const config::ScenarioSpec& spec, const ServeInput& in,
+                  const serving::IterationCostModel& cost) {
+    const MemoryEstimate m = estimate_memory(spec, in, cost);
+    const auto limit = static_cast<double>(spec.simulation.max_memory.count());
+    if (!(m.total() > limit)) {
+        return;
+    }
+    const serving::RequestSpec& r = in.spec.requests;
+    // The key that drives the largest term.
+    std::string key;
+    double largest = m.request_bytes;
+    key = r.count > 0                 ? "workload.requests.count"
+          : r.duration.ns() > 0       ? "workload.requests.duration"
+                                      : "workload.requests.arrival.trace";
+    if (m.replica_bytes > largest) {
+        largest = m.replica_bytes;
+        key = spec.cluster.counts_ultraservers() ? "cluster.ultraservers" : "cluster.instances";
+    }
+    if (m.sample_bytes > largest) {
+        largest = m.sample_bytes;
+        key = "simulation.kv_sample";
+    }
+    if (m.failure_bytes > largest) {
+        key = in.reliability.spares.count() > 0
+                  ? (spec.cluster.counts_ultraservers() ? "reliability.spares.ultraservers"
+                                                        : "reliability.spares.instances")
+                  : (spec.cluster.counts_ultraservers() ? "cluster.ultraservers"
+                                                        : "cluster.instances");
+    }
+    throw InputError(
+        key, "the run would need about " + fmt::bytes(m.total()) + " of memory (" +
+                 fmt::count(m.requests) + " requests " + fmt::bytes(m.request_bytes) +
+                 ", replicas " + fmt::bytes(m.replica_bytes) + ", " + fmt::count(m.samples) +
+                 " KV samples per replica " + fmt::bytes(m.sample_bytes) + ", failure layout " +
+                 fmt::bytes(m.failure_bytes) + "), more than simulation.max_memory " +
+                 fmt::bytes(spec.simulation.max_memory) + ": lower " + key +
+                 " or raise simulation.max_memory");
 }
 
 } // namespace trnsim::sim::detail

@@ -39,4 +39,41 @@ std::pair<std::int64_t, std::int64_t> mean_request(const ServeInput& in);
 /// kMaxAttempts attempts (see above).
 void check_progress(const ServeInput& in, const serving::IterationCostModel& cost);
 
+/// What a run of the fleet is estimated to hold in memory, by what drives it (see check_memory).
+struct MemoryEstimate {
+    double requests = 0.0;        ///< requests issued
+    double request_bytes = 0.0;   ///< their records, scheduler state and result rows
+    double replica_bytes = 0.0;   ///< replicas and the engine's partitions
+    double samples = 0.0;         ///< KV samples per replica
+    double sample_bytes = 0.0;
+    double failure_bytes = 0.0;   ///< the failure layout's components (spares included)
+    double total() const { return request_bytes + replica_bytes + sample_bytes + failure_bytes; }
+};
+
+/// Memory estimate of a run of `spec`'s fleet `in` (placement already checked):
+///   requests    count; or by duration: rate x duration x 1.1 + 10 (open loop), clients x
+///               duration / t (closed loop, t: a mean request alone), duration / trace period
+///               x rows (a trace); a trace alone: its rows. kRequestBytes each (measured: a
+///               record, the scheduler's sequence, a result row).
+///   replicas    kReplicaBytes each, plus kPartitionPairBytes per pair of engine partitions
+///               (the engine's mailboxes: a partition per NeuronLink domain with replicas).
+///   KV samples  span / kv_sample + 1 per replica (4 bytes) and fleet-wide (16 bytes), span:
+///               the arrivals' mean span plus t (closed loop: requests x t / min(clients,
+///               replicas x max_batch)).
+///   failures    kComponentBytes per failing component of the cluster's and the spare
+///               domains, per router shard (each follows its own outage schedule).
+MemoryEstimate estimate_memory(const config::ScenarioSpec& spec, const ServeInput& in,
+                               const serving::IterationCostModel& cost);
+
+/// Throws InputError when estimate_memory exceeds simulation.max_memory, at the key that
+/// drives the largest term (workload.requests.count or .duration, cluster.instances or
+/// .ultraservers, simulation.kv_sample, reliability.spares...).
+void check_memory(const config::ScenarioSpec& spec, const ServeInput& in,
+                  const serving::IterationCostModel& cost);
+
+inline constexpr double kRequestBytes = 320.0;
+inline constexpr double kReplicaBytes = 4096.0;
+inline constexpr double kPartitionPairBytes = 25.0;
+inline constexpr double kComponentBytes = 112.0;
+
 } // namespace trnsim::sim::detail

@@ -3,6 +3,7 @@
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/engine/window_driver.hpp"
+#include "trnsim/serving/request.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -46,6 +47,7 @@ Setup setup(const config::ScenarioSpec& spec, int threads) {
     in.options.kv_sample = spec.simulation.kv_sample;
     in.options.router_window = spec.simulation.router_window;
     in.options.keep_records = spec.output.requests;
+    in.options.max_memory = spec.simulation.max_memory;
     return s;
 }
 
@@ -53,6 +55,12 @@ Setup setup(const config::ScenarioSpec& spec, int threads) {
 
 ServingLayout check_serving(const config::ScenarioSpec& spec) {
     const Setup s = setup(spec, 1);
+    // The requests' own checks (arrivals that do not fit in simulated time) come first, then
+    // the memory estimate, which places the replicas itself: what it refuses could take the
+    // other checks minutes or more memory than the machine has (10 million spares).
+    (void)serving::RequestSource(s.input.spec.requests, s.input.spec.serving.max_context,
+                                 s.input.seed, s.input.trace);
+    detail::check_memory(spec, s.input, *s.cost);
     const std::vector<ReplicaPlacement> placement = check_serving_input(s.input);
     detail::check_progress(s.input, *s.cost);
     ServingLayout out;
@@ -65,6 +73,12 @@ ServingLayout check_serving(const config::ScenarioSpec& spec) {
     out.memory = s.cost->memory();
     out.buckets = s.cost->buckets();
     return out;
+}
+
+double mean_request_alone_seconds(const config::ScenarioSpec& spec) {
+    const Setup s = setup(spec, 1);
+    const auto [input, output] = detail::mean_request(s.input);
+    return detail::alone_seconds(*s.cost, input, output);
 }
 
 ServingScenarioRun run_serving(const config::ScenarioSpec& spec, int threads) {

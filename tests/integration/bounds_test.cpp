@@ -98,6 +98,48 @@ std::vector<Refused> refused() {
          {},
          "11:14: workload.requests.arrival.rate: 50 requests at 1e-11/s arrive over 155,272 "
          "years on average"},
+        // IE2: no up-front size check (std::bad_alloc for valid-range inputs).
+        {"ie2_kv_samples_over_years",
+         base_with("rate: 4/s", "rate: 1e-7/s"),
+         {},
+         "1:1: simulation.kv_sample: the run would need about 12.8 GiB of memory (50 requests "
+         "15.6 KiB, replicas 12.1 KiB, 490M KV samples per replica 12.8 GiB"},
+        {"ie2_kv_sample_1ns",
+         b,
+         {"simulation.kv_sample=1ns"},
+         "command line (--set simulation.kv_sample=1ns): simulation.kv_sample: the run would "
+         "need about"},
+        {"ie2_a_million_replicas",
+         b,
+         {"cluster.instances=333334"},
+         "command line (--set cluster.instances=333334): cluster.instances: the run would need "
+         "about 2.53 TiB of memory"},
+        {"ie2_twenty_million_requests",
+         base_with("count: 50", "count: 2e7"),
+         {},
+         "12:12: workload.requests.count: the run would need about 6.09 GiB of memory (20.0M "
+         "requests 5.96 GiB"},
+        {"ie2_equal_trace_timestamps_for_ten_seconds",
+         base_with("arrival: {poisson: {rate: 4/s}}\n    count: 50",
+                   "arrival: {trace: eq.csv}\n    duration: 10s"),
+         {},
+         "12:15: workload.requests.duration: the run would need about 5.82 TiB of memory (20.0B "
+         "requests",
+         {{"eq.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                     "2023-11-16 18:15:46.0000000,374,44\n"
+                     "2023-11-16 18:15:46.0000000,374,44\n"}}},
+        // H3: huge in-range work (a million clients, a billion requests; ten million spares).
+        {"h3_a_billion_closed_loop_requests",
+         base_with("arrival: {poisson: {rate: 4/s}}\n    count: 50",
+                   "arrival: {closed_loop: {concurrency: 1000000}}\n    count: 1e9"),
+         {},
+         "12:12: workload.requests.count: the run would need about 304 GiB of memory (1.00B "
+         "requests 298 GiB"},
+        {"h3_ten_million_spares",
+         b + "reliability:\n  failures: [{component: chip, mtbf: 10y}]\n"
+             "  spares: {instances: 10000000}\n",
+         {},
+         "16:23: reliability.spares.instances: the run would need about 12.5 GiB of memory"},
     };
 }
 
@@ -219,6 +261,102 @@ TEST(BoundsPartial, FailuresOutpacingRecoveryEndInBoundedTime) {
     EXPECT_EQ(r.exit_code, 0) << r.err;
     EXPECT_GT(column(summary, "unfinished_requests"), 0.0);
     EXPECT_LT(r.wall_s, kCapS);
+}
+
+// The limit is the user's: the twenty million requests IE2 refused pass `validate` with a
+// limit above their 6.09 GiB estimate (and are refused again just below it).
+TEST(BoundsMemory, TheLimitCanBeRaised) {
+    const fs::path dir = test::scratch_path("trnsim-bounds-raise");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "scenario.yaml") << base_with("count: 50", "count: 2e7");
+    const CliResult above = run_cli(
+        {"validate", "scenario.yaml", "--set", "simulation.max_memory=6.2GiB"}, dir.string(), kCapS);
+    EXPECT_EQ(above.exit_code, 0) << above.err;
+    const CliResult below = run_cli(
+        {"validate", "scenario.yaml", "--set", "simulation.max_memory=6GiB"}, dir.string(), kCapS);
+    EXPECT_EQ(below.exit_code, 2) << below.err;
+    EXPECT_NE(below.err.find("workload.requests.count: the run would need"), std::string::npos)
+        << below.err;
+    fs::remove_all(dir);
+}
+
+/// Runs `trnsim plan plan.yaml -o out.h5` on issue 28's base within the cap.
+CliResult run_plan(const std::string& name, const std::string& plan, bool& wrote) {
+    const fs::path dir = test::scratch_path("trnsim-bounds-plan-" + name);
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "base.yaml") << kBase;
+    std::ofstream(dir / "plan.yaml") << plan;
+    CliResult r = run_cli({"plan", "plan.yaml", "-o", "out.h5"}, dir.string(), kCapS);
+    wrote = fs::exists(dir / "out.h5");
+    fs::remove_all(dir);
+    return r;
+}
+
+// IE2 in a plan: at 1e-7/s the 30 requests of a min_cost plan arrive over 3356 days; the KV
+// series of even one replica, a sample a second, needs (2.9e8 + 1) x 20 bytes = 5.40 GiB:
+// refused once at objective.rate before any candidate runs (it used to run out of memory).
+TEST(BoundsPlan, ASlowPlanRateIsRefusedUpFront) {
+    bool wrote = true;
+    const CliResult r = run_plan("slow", "base: base.yaml\n"
+                                         "objective: {type: min_cost, rate: 1e-7/s}\n"
+                                         "search: {instances: [1, 2]}\n"
+                                         "requests: 30\n",
+                                 wrote);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("plan.yaml:2:35: objective.rate: 30 requests at 1e-07/s arrive over "
+                          "3356 d on average, sampled every 1.00 s: the KV series of one replica "
+                          "alone would need 5.40 GiB",
+                          0),
+              0u)
+        << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+    EXPECT_FALSE(wrote);
+    // The bottom of a max_rate plan's range alike (1e-9/s: past simulated time).
+    const CliResult low = run_plan("range", "base: base.yaml\n"
+                                            "objective: {type: max_rate, rate_range: [1e-9/s, "
+                                            "1e9/s], tolerance: 0.5}\n"
+                                            "search: {instances: [1]}\n"
+                                            "requests: 30\n",
+                                   wrote);
+    EXPECT_EQ(low.exit_code, 2) << low.err;
+    EXPECT_EQ(low.err.rfind("plan.yaml:2:41: objective.rate_range: 30 requests at 1e-09/s arrive "
+                            "over",
+                            0),
+              0u)
+        << low.err;
+    EXPECT_FALSE(wrote);
+}
+
+// SW4: a max_rate plan of 30 requests up to 1e9/s: at the top they arrive within 29 ns, far
+// less than one request's 2.57 s alone on a replica, so the top rates measure a burst. The plan
+// still runs (`trnsim plan` has no --strict) and warns at objective.rate_range.
+TEST(BoundsPlan, AMaxRatePlanTooShortForSteadyStateWarns) {
+    bool wrote = false;
+    const CliResult r = run_plan("burst", "base: base.yaml\n"
+                                          "objective: {type: max_rate, rate_range: [1/s, 1e9/s], "
+                                          "tolerance: 0.5}\n"
+                                          "search: {instances: [1]}\n"
+                                          "requests: 30\n",
+                                  wrote);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(wrote);
+    EXPECT_EQ(r.err.rfind("plan.yaml:2:41: warning: objective.rate_range: at 1e+09/s the 30 "
+                          "requests arrive within 29.0 ns, less than one request's time alone on "
+                          "a replica (2.57 s): rates this high measure a burst",
+                          0),
+              0u)
+        << r.err;
+    // A range the requests can sustain gives no such warning.
+    const CliResult ok = run_plan("steady", "base: base.yaml\n"
+                                            "objective: {type: max_rate, rate_range: [1/s, 8/s], "
+                                            "tolerance: 0.5}\n"
+                                            "search: {instances: [1]}\n"
+                                            "requests: 30\n",
+                                  wrote);
+    EXPECT_EQ(ok.exit_code, 0) << ok.err;
+    EXPECT_EQ(ok.err.find("burst"), std::string::npos) << ok.err;
 }
 
 // Without failures nothing changes: no unfinished_requests column, no warning.

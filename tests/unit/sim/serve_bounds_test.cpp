@@ -80,5 +80,45 @@ TEST(ServeBounds, ProgressUnderFailuresDrawsItsLineAtAThousandAttempts) {
     }
 }
 
+// The memory estimate of the fleet above (no failures), term by term: 50 requests x 320
+// bytes = 16,000; one inf2.48xlarge holds 3 replicas of tp 8 in one domain, so 2 engine
+// partitions (the router's and the domain's): 3 x 4,096 + 2^2 x 25 = 12,388; the arrivals span
+// 49 / 4 = 12.25 s on average, plus t for the last request, sampled every second: 12.25 + t + 1
+// samples of 3 x 4 + 16 = 28 bytes. A limit one byte under the sum refuses the run at the key
+// of its largest term (the requests), one byte over accepts it.
+TEST(ServeBounds, TheMemoryEstimateAddsItsTermsByHand) {
+    const config::ScenarioSpec probe = config::load_scenario_text(kFleet, "serve");
+    const int lnc = probe.hardware.chip.lnc_default;
+    const serving::IterationCostModel cost(
+        probe.inference.model, probe.hardware.chip, lnc, probe.inference.serving,
+        serving::ReplicaPlacement::single(probe.hardware.chip, lnc, 8),
+        probe.hardware.hbm_reserve);
+    serving::IterationShape prefill;
+    prefill.prefill_sequences = 1;
+    prefill.prefill_tokens = 1000;
+    prefill.prefill_max_tokens = 1000;
+    prefill.prefill_max_context = 1000;
+    serving::IterationShape decode;
+    decode.decode_sequences = 1;
+    decode.decode_context_tokens = 1100;
+    decode.decode_max_context = 1100;
+    const double t = cost.seconds(prefill) + 199.0 * cost.seconds(decode);
+    const double total = 16000.0 + 12388.0 + (12.25 + t + 1.0) * 28.0;
+    const auto with_limit = [](double bytes) {
+        return config::load_scenario_text(kFleet, "serve",
+                                          {"simulation.max_memory=" +
+                                           std::to_string(static_cast<long long>(bytes)) + "B"});
+    };
+    EXPECT_NO_THROW((void)sim::check_serving(with_limit(std::ceil(total) + 1.0)));
+    try {
+        (void)sim::check_serving(with_limit(std::floor(total) - 1.0));
+        ADD_FAILURE() << "a limit under the estimate of " << total << " bytes was accepted";
+    } catch (const InputError& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("workload.requests.count: the run would need", 0),
+                  0u)
+            << e.what();
+    }
+}
+
 } // namespace
 } // namespace trnsim
