@@ -465,13 +465,13 @@ std::vector<config::Override> serving_overrides(const config::PlanSpec& plan,
         add("workload.requests.arrival.speedup", shortest(rate), at);
         break;
     case Kind::poisson:
-        add("workload.requests.arrival.poisson.rate", shortest(rate), at);
+        add("workload.requests.arrival.poisson.rate", shortest(rate) + "/s", at);
         break;
     case Kind::gamma:
-        add("workload.requests.arrival.gamma.rate", shortest(rate), at);
+        add("workload.requests.arrival.gamma.rate", shortest(rate) + "/s", at);
         break;
     case Kind::closed_loop:
-        add("workload.requests.arrival", "{poisson: {rate: " + shortest(rate) + "}}", at);
+        add("workload.requests.arrival", "{poisson: {rate: " + shortest(rate) + "/s}}", at);
         break;
     }
     if (plan.seed) {
