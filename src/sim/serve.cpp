@@ -57,6 +57,12 @@ Prepared prepare(const ServeInput& in) {
         reliability::validate_fleet(in.reliability, detail::fleet_shape(in),
                                      detail::fleet_hardware(in));
     }
+    if (in.fabric && in.fabric->chip != in.chip.name) {
+        // Its links' bandwidths and latencies are another chip's: KV transfers over it would
+        // run at the wrong speed (as collective benchmarks refuse it).
+        throw InputError("cluster.fabric", "fabric '" + in.fabric->name + "' is made of " +
+                                               in.fabric->chip + " chips, not " + in.chip.name);
+    }
     if (in.spec.serving.disaggregated.prefill_replicas > 0) {
         if (!in.fabric) {
             throw InputError("cluster.fabric",
