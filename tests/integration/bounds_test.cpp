@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -40,11 +41,15 @@ workload:
 /// Seconds a case may take before it counts as a hang.
 constexpr double kCapS = 20.0;
 
-std::string base_with(const std::string& from, const std::string& to) {
-    std::string s = kBase;
-    const auto pos = s.find(from);
+/// `text` with its first `from` replaced by `to`.
+std::string edit(std::string text, const std::string& from, const std::string& to) {
+    const auto pos = text.find(from);
     EXPECT_NE(pos, std::string::npos) << from;
-    return s.replace(pos, from.size(), to);
+    return pos == std::string::npos ? text : text.replace(pos, from.size(), to);
+}
+
+std::string base_with(const std::string& from, const std::string& to) {
+    return edit(kBase, from, to);
 }
 
 struct Refused {
@@ -140,6 +145,64 @@ std::vector<Refused> refused() {
              "  spares: {instances: 10000000}\n",
          {},
          "16:23: reliability.spares.instances: the run would need about 12.5 GiB of memory"},
+        // SW2: duplicate keys inside arrival and token-distribution mappings (the first won).
+        {"sw2_duplicate_poisson_rate",
+         base_with("{poisson: {rate: 4/s}}", "{poisson: {rate: 4/s, rate: 8/s}}"),
+         {},
+         "11:36: workload.requests.arrival.poisson.rate: duplicate key"},
+        {"sw2_duplicate_concurrency",
+         base_with("{poisson: {rate: 4/s}}", "{closed_loop: {concurrency: 1, concurrency: 8}}"),
+         {},
+         "11:45: workload.requests.arrival.closed_loop.concurrency: duplicate key"},
+        {"sw2_duplicate_speedup",
+         base_with("arrival: {poisson: {rate: 4/s}}\n    count: 50",
+                   "arrival: {trace: t.csv, speedup: 1, speedup: 100}"),
+         {},
+         "11:41: workload.requests.arrival.speedup: duplicate key",
+         {{"t.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                    "2023-11-16 18:15:46.0000000,374,44\n"}}},
+        {"sw2_duplicate_distribution_key",
+         base_with("input_tokens: 1000", "input_tokens: {normal: {mean: 900, sd: 10, sd: 500}}"),
+         {},
+         "9:48: workload.requests.input_tokens.normal.sd: duplicate key"},
+        // SW3: a fabric of another chip.
+        {"sw3_fabric_of_another_chip",
+         edit(edit(base_with("chip: inf2", "chip: trn2"), "tp: 8", "tp: 32"), "{instances: 1}",
+              "{instances: 2, fabric: trn1-instance}"),
+         {"workload.serving.disaggregated.prefill_replicas=2"},
+         "3:33: cluster.fabric: fabric 'trn1-instance' is made of trn1 chips, not trn2"},
+        // SW6: `speculative: {}` silently disabled speculation.
+        {"sw6_empty_speculative",
+         base_with("max_context: 4096}", "max_context: 4096, speculative: {}}"),
+         {},
+         "7:66: workload.serving.speculative.draft: required key is missing (the draft model)"},
+        // SW8: a rate without a unit (taken as per second) and a percentage.
+        {"sw8_rate_without_unit",
+         base_with("rate: 4/s", "rate: 5"),
+         {},
+         "11:31: workload.requests.arrival.poisson.rate: a rate needs a unit: '5/s', /min or "
+         "/h"},
+        {"sw8_rate_as_percentage",
+         b,
+         {"workload.requests.arrival={gamma: {rate: 50%/s, cv: 2}}"},
+         "command line (--set workload.requests.arrival={gamma: {rate: 50%/s, cv: 2}}): "
+         "workload.requests.arrival.gamma.rate: '50%/s' is not a rate"},
+        // UM1: disaggregation on inf2 without a fabric (there is no inf2-ultracluster).
+        {"um1_inf2_disaggregation_names_the_fabric",
+         base_with("max_context: 4096}", "max_context: 4096, disaggregated: {prefill_replicas: 1}}"),
+         {},
+         "7:68: workload.serving.disaggregated: disaggregated serving moves the KV caches over "
+         "the cluster's fabric, and chip inf2 has no default fabric (inf2-ultracluster does not "
+         "exist): give cluster.fabric: inf2-instance"},
+        // UM2: trn2 plain instances, where the default trn2-ultracluster does not fit.
+        {"um2_trn2_instances_disaggregation_names_the_fabric",
+         edit(base_with("chip: inf2", "chip: trn2"), "tp: 8, max_batch: 4, max_context: 4096}",
+              "tp: 32, max_batch: 4, max_context: 4096, disaggregated: {prefill_replicas: 2}}"),
+         {},
+         "7:69: workload.serving.disaggregated: disaggregated serving moves the KV caches over "
+         "the cluster's fabric, and the default fabric trn2-ultracluster does not fit 1 plain "
+         "instance: give cluster.fabric: trn2-instance or trn2-instances or "
+         "trn2-instances-efa"},
     };
 }
 
@@ -357,6 +420,25 @@ TEST(BoundsPlan, AMaxRatePlanTooShortForSteadyStateWarns) {
                                   wrote);
     EXPECT_EQ(ok.exit_code, 0) << ok.err;
     EXPECT_EQ(ok.err.find("burst"), std::string::npos) << ok.err;
+}
+
+// SW7: with every output one token there is no TPOT: the summary says it is undefined (it
+// printed 'TPOT p50 0.00 ns'), /summary holds NaN, and the 1 ns TPOT objective is not
+// reported as met through a zero TPOT: the requests are judged on TTFT alone, and it says so.
+TEST(BoundsTpot, OneTokenOutputsHaveAnUndefinedTpot) {
+    const auto [r, summary] = run_scenario(
+        "tpot", edit(base_with("output_tokens: 200", "output_tokens: 1"), "tpot: 50ms",
+                     "tpot: 1ns"));
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("; TPOT undefined (every output is one token); ITL undefined;"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("SLO (TTFT <= 1.00 s, TPOT <= 1.00 ns; judged on TTFT alone: no output "
+                         "has a TPOT)"),
+              std::string::npos)
+        << r.out;
+    EXPECT_TRUE(std::isnan(column(summary, "tpot_p50_s")));
+    EXPECT_TRUE(std::isnan(column(summary, "tpot_mean_s")));
 }
 
 // Without failures nothing changes: no unfinished_requests column, no warning.
