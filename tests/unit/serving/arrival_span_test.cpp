@@ -1,7 +1,9 @@
-// Arrivals that cannot fit in simulated time are refused up front (issue 28 IE1, SW1), and a
-// gap too long for an int64 of nanoseconds saturates instead of wrapping into the past.
+// Arrivals that cannot fit in simulated time are refused up front (issue 28 IE1, SW1), a gap
+// too long for an int64 of nanoseconds saturates instead of wrapping into the past, and trace
+// dates outside what nanoseconds since 1970 hold are named as such (UM3).
 #include "trnsim/core/error.hpp"
 #include "trnsim/serving/request.hpp"
+#include "trnsim/serving/trace.hpp"
 
 #include <gtest/gtest.h>
 
@@ -87,6 +89,36 @@ TEST(ArrivalSpan, AGapBeyondRepresentableTimeSaturates) {
     EXPECT_EQ(second, SimTime::max());
     EXPECT_TRUE(source.issued(0, first));
     EXPECT_FALSE(source.issued(1, second));
+}
+
+std::string trace_refusal(const std::string& stamp) {
+    try {
+        (void)parse_azure_trace("TIMESTAMP,ContextTokens,GeneratedTokens\n" + stamp + ",374,44\n",
+                                "t.csv");
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// Nanoseconds since 1970 in an int64 end at 2^63 - 1 ns = 2262-04-11 23:47:16.854775807: the
+// last 100 ns step of a seven-digit fraction inside is .8547758; .8547759 is past it, as are
+// 1900 and 2300 (valid dates that were called malformed). A malformed date stays malformed.
+TEST(TraceDates, ValidDatesOutsideTheRangeAreNamedAsSuch) {
+    EXPECT_EQ(trace_refusal("1970-01-01 00:00:00.0000000"), "");
+    EXPECT_EQ(trace_refusal("2262-04-11 23:47:16.8547758"), "");
+    for (const char* stamp : {"1900-01-01 00:00:00.0000000", "1969-12-31 23:59:59.9999999",
+                              "2262-04-11 23:47:16.8547759", "2300-01-01 00:00:00.0000000"}) {
+        const std::string why = trace_refusal(stamp);
+        EXPECT_EQ(why.rfind("workload.requests.arrival.trace: t.csv:2: TIMESTAMP '" + std::string(stamp) +
+                                "' is a valid date outside the ones a trace can hold (1970-01-01 "
+                                "to 2262-04-11",
+                            0),
+                  0u)
+            << why;
+    }
+    EXPECT_NE(trace_refusal("2023-13-01 00:00:00.0000000").find("malformed TIMESTAMP"),
+              std::string::npos);
 }
 
 } // namespace
