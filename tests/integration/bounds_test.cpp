@@ -56,8 +56,8 @@ struct Refused {
     const char* name;
     std::string yaml;
     std::vector<std::string> overrides;
-    /// The message's start after `scenario.yaml:` (LINE:COL: key: what), or the whole start
-    /// when it is a command-line override's (`command line (--set ...`).
+    /// The message's start after `scenario.yaml:` when it starts with a digit (LINE:COL: key:
+    /// what), else the whole start (`command line (--set ...`, `f.csv:2:1: ...`).
     std::string prefix;
     std::vector<std::pair<std::string, std::string>> files = {};
 };
@@ -203,6 +203,15 @@ std::vector<Refused> refused() {
          "the cluster's fabric, and the default fabric trn2-ultracluster does not fit 1 plain "
          "instance: give cluster.fabric: trn2-instance or trn2-instances or "
          "trn2-instances-efa"},
+        // UM5 (first half): an invisible character in a failure trace is shown escaped and
+        // named (it was quoted as it is, and so looked like '1h').
+        {"um5_zero_width_space_in_failure_trace",
+         b + "reliability: {trace: f.csv}\n",
+         {},
+         "f.csv:2:1: reliability.trace: expected a duration such as 30min or 2.5h (units: ns "
+         "us ms s min h d w y); unknown unit 'h\\u200b' (invisible: U+200B ZERO WIDTH SPACE at "
+         "character 2)",
+         {{"f.csv", "5s,host,0\n1h\xE2\x80\x8B,chip,1\n"}}},
     };
 }
 
@@ -228,8 +237,8 @@ TEST_P(Bounds, RefusedBeforeRunningWithTheKeyAndNothingWritten) {
         const CliResult r = run_cli(args, dir.string(), kCapS);
         EXPECT_FALSE(r.timed_out) << command << " ran past " << kCapS << " s";
         EXPECT_EQ(r.exit_code, 2) << command << ": " << r.err;
-        const std::string want =
-            c.prefix.rfind("command line", 0) == 0 ? c.prefix : "scenario.yaml:" + c.prefix;
+        const bool in_scenario = !c.prefix.empty() && c.prefix[0] >= '0' && c.prefix[0] <= '9';
+        const std::string want = in_scenario ? "scenario.yaml:" + c.prefix : c.prefix;
         EXPECT_EQ(r.err.rfind(want, 0), 0u)
             << command << ": expected the message to start with\n  " << want << "\ngot\n  "
             << r.err;
@@ -439,6 +448,18 @@ TEST(BoundsTpot, OneTokenOutputsHaveAnUndefinedTpot) {
         << r.out;
     EXPECT_TRUE(std::isnan(column(summary, "tpot_p50_s")));
     EXPECT_TRUE(std::isnan(column(summary, "tpot_mean_s")));
+}
+
+// UM5 (first half): a failure trace starting with a UTF-8 byte order mark is read as request
+// traces are (it was refused with "got '\ufeff5s'"); the 5 s failure of host 0 shows in the
+// run: one outage.
+TEST(BoundsTraces, AFailureTraceMayStartWithAByteOrderMark) {
+    const auto [r, summary] = run_scenario(
+        "bom", std::string(kBase) + "reliability: {trace: f.csv, recovery: {detection: 1s, "
+                                    "restart: 5s}}\n",
+        {{"f.csv", "\xEF\xBB\xBFtime,component,index\n5s,host,0\n"}});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(column(summary, "outages"), 1.0);
 }
 
 // Without failures nothing changes: no unfinished_requests column, no warning.
