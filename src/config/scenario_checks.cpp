@@ -343,6 +343,14 @@ void collect_warnings(ScenarioSpec& spec) {
             spec.simulation.router_window <= sv.router_latency) {
             warn("simulation.router_window", "has no effect at or below the router latency");
         }
+        // The reverse (groups without tokens) is an error: a prefix needs a length.
+        for (const char* key :
+             {"workload.requests.prefix.tokens", "workload.requests.prefix.fraction"}) {
+            if (given(key) && spec.inference.requests.prefix.groups == 0) {
+                warn(key, "has no effect without workload.requests.prefix.groups (no shared "
+                          "prefixes are drawn)");
+            }
+        }
     }
 }
 

@@ -462,6 +462,29 @@ TEST(BoundsTraces, AFailureTraceMayStartWithAByteOrderMark) {
     EXPECT_EQ(column(summary, "outages"), 1.0);
 }
 
+// MW1: prefix.tokens without prefix.groups draws no prefix (the reverse is an error): a
+// warning at the key, and --strict refuses it before running.
+TEST(BoundsWarnings, PrefixTokensWithoutGroupsWarn) {
+    const std::string yaml =
+        edit(kBase, "    count: 50\n", "    count: 50\n    prefix: {tokens: 5000}\n");
+    const auto [r, summary] = run_scenario("mw1", yaml);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.err.rfind("scenario.yaml:13:22: warning: workload.requests.prefix.tokens: has no "
+                          "effect without workload.requests.prefix.groups",
+                          0),
+              0u)
+        << r.err;
+    const auto [strict, none] = run_scenario("mw1-strict", yaml, {}, {"--strict"});
+    EXPECT_EQ(strict.exit_code, 2) << strict.err;
+    EXPECT_EQ(none.rows(), 0u); // nothing written
+    // With groups the tokens are used: no warning.
+    const auto [used, s2] = run_scenario(
+        "mw1-groups", edit(kBase, "    count: 50\n",
+                           "    count: 50\n    prefix: {groups: 2, tokens: 500}\n"));
+    EXPECT_EQ(used.exit_code, 0) << used.err;
+    EXPECT_EQ(used.err.find("warning"), std::string::npos) << used.err;
+}
+
 // Without failures nothing changes: no unfinished_requests column, no warning.
 TEST(BoundsPartial, ACompleteRunHasNoPartialFlag) {
     const auto [r, summary] = run_scenario("complete", kBase);
