@@ -75,6 +75,8 @@ ServingLayout check_serving(const config::ScenarioSpec& spec) {
     return out;
 }
 
+double arrival_horizon_s() { return static_cast<double>(serving::kArrivalHorizonNs) * 1e-9; }
+
 double mean_request_alone_seconds(const config::ScenarioSpec& spec) {
     const Setup s = setup(spec, 1);
     const auto [input, output] = detail::mean_request(s.input);

@@ -6,7 +6,6 @@
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/format.hpp"
 #include "trnsim/core/parallel.hpp"
-#include "trnsim/serving/request.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
 
 #include <algorithm>
@@ -214,7 +213,7 @@ void check_plan_arrivals(const config::PlanSpec& plan, const config::ScenarioSpe
     const double gaps = static_cast<double>(plan.requests - 1);
     const double mean_s = gaps / rate;
     const double reach_s = mean_s + 6.0 * cv * std::sqrt(gaps) / rate;
-    const double horizon_s = static_cast<double>(serving::kArrivalHorizonNs) * 1e-9;
+    const double horizon_s = sim::arrival_horizon_s();
     const auto [key, at] = rate_key(plan);
     const std::string head = fmt::integer(plan.requests) + " requests at " + rate_g(rate) +
                              " arrive over " +

@@ -64,6 +64,10 @@ ServingLayout check_serving(const config::ScenarioSpec& spec);
 /// request stays in the fleet (serve_bounds.hpp).
 double mean_request_alone_seconds(const config::ScenarioSpec& spec);
 
+/// Simulated seconds open-loop arrivals may take (serving::kArrivalHorizonNs, 146 years), for
+/// the checks of a plan's rates.
+double arrival_horizon_s();
+
 /// Runs the scenario on `threads` threads (0: simulation.threads, auto: the engine's
 /// default). InputError as check_serving.
 ServingScenarioRun run_serving(const config::ScenarioSpec& spec, int threads = 0);
