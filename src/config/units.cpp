@@ -190,7 +190,10 @@ std::string quote_visible(std::string_view s) {
             continue;
         }
         // A UTF-8 sequence: its length from the lead byte, then continuation bytes.
-        const std::size_t n = c >= 0xF0 && c < 0xF8 ? 4 : c >= 0xE0 ? 3 : c >= 0xC2 && c < 0xE0 ? 2 : 0;
+        const std::size_t n = c >= 0xF0 && c < 0xF8   ? 4
+                              : c >= 0xE0 && c < 0xF0 ? 3
+                              : c >= 0xC2 && c < 0xE0 ? 2
+                                                      : 0;
         std::uint32_t cp = n == 4 ? c & 0x07u : n == 3 ? c & 0x0Fu : c & 0x1Fu;
         bool valid = n > 0 && i + n <= s.size();
         for (std::size_t k = 1; valid && k < n; ++k) {

@@ -8,16 +8,17 @@
 // failure its domain (or the spare taking over) returns w = detection + restart later, and a
 // failure meanwhile starts the return over. A domain whose components were all just renewed
 // survives t + w with probability
-//   S(t + w) = prod over the processes p that take a replica down of S_p(t)^(components of p's class
-//          in a domain)
-// where S_p is the process's survival function at its mean for a good component (for a bad
-// one when every component is bad): exp(-t / m) exponential, exp(-(t / (m w))^k) Weibull of
-// shape k (w = 1 / Gamma(1 + 1/k)), 1 - Phi((ln t - mu) / sigma) lognormal (mu = ln m -
-// sigma^2 / 2); a power process counts once per domain. An attempt of the request (and
-// the return before it) succeeds with probability S(t + w), so it needs 1 / S(t + w) attempts on average, each costing the domain a
-// failure and its recovery. Beyond kMaxAttempts (serve_layout.hpp; e^6.9: the request takes about seven of
-// its domain's mean times between failures) the fleet would retry nearly forever: the
-// scenario is refused at the failure entry (or reliability.failures) that dominates.
+//   S(t + w) = prod over the processes p that take a replica down of
+//              S_p(t + w)^(components of p's class in a domain)
+// where S_p is the process's survival function at its mean m for a good component (for a bad
+// one when every component is bad): exp(-x / m) exponential, exp(-(x / (m s))^k) Weibull of
+// shape k (s = 1 / Gamma(1 + 1/k)), 1 - Phi((ln x - mu) / sigma) lognormal (mu = ln m -
+// sigma^2 / 2); a power process counts once per domain. An attempt of the request (and the
+// return before it) succeeds with probability S(t + w), so it needs 1 / S(t + w) attempts on
+// average, each costing the domain a failure and its recovery. Beyond kMaxAttempts
+// (serve_layout.hpp; e^6.9: t + w is about seven of the domain's mean times between failures)
+// the fleet would retry nearly forever: the scenario is refused at the failure entry (or
+// reliability.failures) that dominates.
 #pragma once
 
 #include "trnsim/config/scenario.hpp"

@@ -189,7 +189,8 @@ std::vector<Refused> refused() {
          "workload.requests.arrival.gamma.rate: '50%/s' is not a rate"},
         // UM1: disaggregation on inf2 without a fabric (there is no inf2-ultracluster).
         {"um1_inf2_disaggregation_names_the_fabric",
-         base_with("max_context: 4096}", "max_context: 4096, disaggregated: {prefill_replicas: 1}}"),
+         base_with("max_context: 4096}",
+                   "max_context: 4096, disaggregated: {prefill_replicas: 1}}"),
          {},
          "7:68: workload.serving.disaggregated: disaggregated serving moves the KV caches over "
          "the cluster's fabric, and chip inf2 has no default fabric (inf2-ultracluster does not "
@@ -343,7 +344,8 @@ TEST(BoundsMemory, TheLimitCanBeRaised) {
     fs::create_directories(dir);
     std::ofstream(dir / "scenario.yaml") << base_with("count: 50", "count: 2e7");
     const CliResult above = run_cli(
-        {"validate", "scenario.yaml", "--set", "simulation.max_memory=6.2GiB"}, dir.string(), kCapS);
+        {"validate", "scenario.yaml", "--set", "simulation.max_memory=6.2GiB"}, dir.string(),
+        kCapS);
     EXPECT_EQ(above.exit_code, 0) << above.err;
     const CliResult below = run_cli(
         {"validate", "scenario.yaml", "--set", "simulation.max_memory=6GiB"}, dir.string(), kCapS);

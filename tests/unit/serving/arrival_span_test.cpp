@@ -110,7 +110,8 @@ TEST(TraceDates, ValidDatesOutsideTheRangeAreNamedAsSuch) {
     for (const char* stamp : {"1900-01-01 00:00:00.0000000", "1969-12-31 23:59:59.9999999",
                               "2262-04-11 23:47:16.8547759", "2300-01-01 00:00:00.0000000"}) {
         const std::string why = trace_refusal(stamp);
-        EXPECT_EQ(why.rfind("workload.requests.arrival.trace: t.csv:2: TIMESTAMP '" + std::string(stamp) +
+        EXPECT_EQ(why.rfind("workload.requests.arrival.trace: t.csv:2: TIMESTAMP '" +
+                                std::string(stamp) +
                                 "' is a valid date outside the ones a trace can hold (1970-01-01 "
                                 "to 2262-04-11",
                             0),
