@@ -403,6 +403,20 @@ TEST(BoundsPlan, ASlowPlanRateIsRefusedUpFront) {
     EXPECT_FALSE(wrote);
 }
 
+// SW2 in a plan: a repeated key of the objective mapping (the first rate was used).
+TEST(BoundsPlan, ADuplicateObjectiveKeyIsRefused) {
+    bool wrote = true;
+    const CliResult r = run_plan("duplicate", "base: base.yaml\n"
+                                              "objective: {type: min_cost, rate: 5/s, rate: "
+                                              "10/s}\n"
+                                              "search: {instances: [1]}\n"
+                                              "requests: 30\n",
+                                 wrote);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("plan.yaml:2:40: objective.rate: duplicate key", 0), 0u) << r.err;
+    EXPECT_FALSE(wrote);
+}
+
 // SW4: a max_rate plan of 30 requests up to 1e9/s: at the top they arrive within 29 ns, far
 // less than one request's 2.57 s alone on a replica, so the top rates measure a burst. The plan
 // still runs (`trnsim plan` has no --strict) and warns at objective.rate_range.
