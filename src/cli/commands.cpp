@@ -176,6 +176,12 @@ int cmd_run(const std::vector<std::string>& args) {
         if (!quiet) {
             print_serving(std::cout, spec, *serving);
         }
+        if (const std::uint64_t left = serving->run.summary.unfinished; left > 0) {
+            std::cerr << "trnsim: warning: partial results: " << left << " of "
+                      << left + serving->run.summary.requests
+                      << " requests did not finish (failures outpaced the fleet); the figures "
+                         "are of the finished ones (/summary unfinished_requests)\n";
+        }
         finish(file);
         return 0;
     }

@@ -117,19 +117,39 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
     print_serving_layout(out, spec, layout);
     const serving::ServingSummary& s = run.run.summary;
     const serving::SloSpec& slo = spec.inference.slo;
+    // TPOT is undefined for one-token outputs (serving::RequestRecord::tpot_s).
+    const bool no_tpot = s.requests > 0 && s.one_token == s.requests;
+    const std::string tpot =
+        no_tpot ? "TPOT undefined (every output is one token)"
+                : "TPOT p50 " + fmt::seconds(s.tpot_p50_s) + ", p90 " +
+                      fmt::seconds(s.tpot_p90_s) + ", p99 " + fmt::seconds(s.tpot_p99_s);
+    std::string slo_text = "TTFT <= " + fmt::duration(slo.ttft) + ", TPOT <= " +
+                           fmt::duration(slo.tpot);
+    if (s.one_token > 0) {
+        slo_text += no_tpot ? "; judged on TTFT alone: no output has a TPOT"
+                            : "; " + fmt::integer(static_cast<std::int64_t>(s.one_token)) +
+                                  " one-token requests judged on TTFT alone";
+    }
     line(out, "latency",
          "TTFT p50 " + fmt::seconds(s.ttft_p50_s) + ", p90 " + fmt::seconds(s.ttft_p90_s) +
-             ", p99 " + fmt::seconds(s.ttft_p99_s) + "; TPOT p50 " +
-             fmt::seconds(s.tpot_p50_s) + ", p90 " + fmt::seconds(s.tpot_p90_s) + ", p99 " +
-             fmt::seconds(s.tpot_p99_s) + "; ITL p50 " + fmt::seconds(s.itl_p50_s) + ", p99 " +
-             fmt::seconds(s.itl_p99_s) + "; E2E p50 " + fmt::seconds(s.e2e_p50_s) + ", p99 " +
+             ", p99 " + fmt::seconds(s.ttft_p99_s) + "; " + tpot + "; " +
+             (no_tpot ? std::string("ITL undefined")
+                      : "ITL p50 " + fmt::seconds(s.itl_p50_s) + ", p99 " +
+                            fmt::seconds(s.itl_p99_s)) +
+             "; E2E p50 " + fmt::seconds(s.e2e_p50_s) + ", p99 " +
              fmt::seconds(s.e2e_p99_s));
     line(out, "throughput",
          fmt::integer(static_cast<std::int64_t>(s.requests)) + " requests in " +
              fmt::seconds(s.span_s) + ": " + fmt::count(s.output_tokens_per_s) +
              " output tokens/s; goodput " + fmt::count(s.goodput_requests_per_s) +
-             " requests/s; SLO (TTFT <= " + fmt::duration(slo.ttft) + ", TPOT <= " +
-             fmt::duration(slo.tpot) + ") met by " + fmt::percent(s.slo_attainment));
+             " requests/s; SLO (" + slo_text + ") met by " + fmt::percent(s.slo_attainment));
+    if (s.unfinished > 0) {
+        line(out, "partial",
+             fmt::integer(static_cast<std::int64_t>(s.unfinished)) + " of " +
+                 fmt::integer(static_cast<std::int64_t>(s.unfinished + s.requests)) +
+                 " requests did not finish: failures outpaced the fleet; the figures above "
+                 "are of the finished requests");
+    }
     line(out, "hardware",
          "MBU " + fmt::percent(run.mbu) + " (decode at batch " +
              std::to_string(spec.inference.serving.max_batch) + ", context " +

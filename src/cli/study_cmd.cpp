@@ -360,6 +360,11 @@ int cmd_plan(const std::vector<std::string>& args) {
     const config::ScenarioSpec base = config::load_scenario_with(plan.base, {});
     const std::string output = o.output.value_or(plan.output_file);
     check_plan_output(plan, base, output, o.output);
+    if (base.workload_type == config::WorkloadType::inference) {
+        for (const config::Warning& w : study::serving_plan_warnings(plan, base)) {
+            std::cerr << config::to_string(w) << "\n";
+        }
+    }
     const auto start = std::chrono::steady_clock::now();
     const study::PlanResult result =
         study::run_plan(plan, base, o.threads, [&](const std::string& msg) {

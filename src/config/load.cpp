@@ -141,7 +141,7 @@ ScenarioSpec detail::load_root(YAML::Node root, const std::string& file, const f
     const std::vector<std::string> other_simulation =
         inference ? std::vector<std::string>{"fidelity", "step_entities", "fabric_collectives",
                                            "tp_collectives"}
-                  : std::vector<std::string>{"router_window", "kv_sample"};
+                  : std::vector<std::string>{"router_window", "kv_sample", "max_memory"};
     if (YAML::Node w = ordered["workload"]; w.IsMap()) {
         for (const std::string& key : other_workload) {
             w.remove(key);

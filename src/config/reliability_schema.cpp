@@ -184,7 +184,9 @@ reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
     }
     const std::string text = read_input_file(file, "trace", p, loc);
     ctx.note_read(file, text);
-    std::istringstream in(text);
+    // A UTF-8 byte order mark (spreadsheet exports write one) is skipped, as request traces do.
+    const bool bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0;
+    std::istringstream in(bom ? text.substr(3) : text);
     reliability::TraceSpec trace;
     trace.file = file.string();
     std::string line;
@@ -237,8 +239,8 @@ reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
             for (const auto& n : class_names()) {
                 names += (names.empty() ? "" : ", ") + n;
             }
-            throw InputError(p, "'" + fields[1].first + "' is not a component class (" + names +
-                                    ")" + did_you_mean(fields[1].first, class_names()),
+            throw InputError(p, quote_visible(fields[1].first) + " is not a component class (" +
+                                    names + ")" + did_you_mean(fields[1].first, class_names()),
                              at(fields[1].second));
         }
         f.component = *cls;

@@ -3,10 +3,12 @@
 // serving), and the warnings of settings without effect.
 #include "scenario_checks.hpp"
 
+#include "trnsim/config/load.hpp"
 #include "trnsim/serving/spec.hpp"
 
 #include "tables.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -14,6 +16,65 @@
 namespace trnsim::config::detail {
 
 namespace {
+
+/// Whether fabric `f` can join the chips of `cluster` (as Fabric::build takes them): one of
+/// UltraServers for UltraServers; for plain instances one without UltraServers, with EFA
+/// when there is more than one instance.
+bool fabric_fits(const topology::FabricSpec& f, const cluster::ClusterSpec& cluster) {
+    const bool ultraservers = f.scale_up.ultraserver_instances > 1;
+    if (cluster.counts_ultraservers()) {
+        return ultraservers;
+    }
+    return !ultraservers && (cluster.instances == 1 || f.scale_out.nics_per_instance > 0);
+}
+
+/// Disaggregated serving without cluster.fabric: the KV caches of the prefills move over the
+/// chip's <chip>-ultracluster when it exists and fits the cluster; otherwise the error says
+/// so at workload.serving.disaggregated and names the presets of the chip that fit.
+void disaggregation_fabric(ScenarioSpec& spec, const Context& ctx) {
+    const std::string chip = spec.hardware.chip.name;
+    const std::string fallback = chip + "-ultracluster";
+    const std::vector<std::string> presets = fabric_presets();
+    const bool exists = std::find(presets.begin(), presets.end(), fallback) != presets.end();
+    const SourceLocation where = spec.sources.find("workload.serving.disaggregated");
+    if (exists) {
+        topology::FabricSpec f =
+            detail::load_fabric_ref(fallback, ctx, "cluster.fabric", spec.sources.find("cluster"));
+        if (fabric_fits(f, spec.cluster)) {
+            spec.fabric_ref = fallback;
+            spec.fabric = std::move(f);
+            spec.has_fabric = true;
+            return;
+        }
+    }
+    const std::string size = spec.cluster.counts_ultraservers()
+                                 ? std::to_string(spec.cluster.ultraservers) + " UltraServer" +
+                                       (spec.cluster.ultraservers == 1 ? "" : "s")
+                                 : std::to_string(spec.cluster.instances) + " plain instance" +
+                                       (spec.cluster.instances == 1 ? "" : "s");
+    std::string fits;
+    for (const std::string& name : presets) {
+        if (name == fallback) {
+            continue;
+        }
+        const topology::FabricSpec f =
+            detail::load_fabric_ref(name, ctx, "cluster.fabric", spec.sources.find("cluster"));
+        if (f.chip == chip && fabric_fits(f, spec.cluster)) {
+            fits += (fits.empty() ? "" : " or ") + name;
+        }
+    }
+    const std::string why = exists ? "the default fabric " + fallback + " does not fit " + size
+                                   : "chip " + chip + " has no default fabric (" + fallback +
+                                         " does not exist)";
+    throw InputError("workload.serving.disaggregated",
+                     "disaggregated serving moves the KV caches over the cluster's fabric, and " +
+                         why + ": " +
+                         (fits.empty() ? "no fabric preset of " + chip + " chips fits " + size +
+                                             "; give cluster.fabric (a fabric file of " + chip +
+                                             " chips)"
+                                       : "give cluster.fabric: " + fits),
+                     where.known() ? where : spec.sources.find("workload.serving"));
+}
 
 /// workload.type: inference: the model, max_context, sizes and SLO required; the training
 /// keys refused; the draft and the sizes against the compiled context checked.
@@ -48,7 +109,8 @@ void check_inference(ScenarioSpec& spec, const Context& ctx) {
                           : sv.precision == compute::Precision::fp32 ? 4
                                                                      : 2;
     }
-    if (sv.speculative) {
+    // `speculative: {}` (given, without keys) would leave speculation off without a word.
+    if (sv.speculative || given("workload.serving.speculative")) {
         const std::string base = "workload.serving.speculative";
         if (!given(base + ".draft")) {
             throw InputError(base + ".draft", "required key is missing (the draft model)",
@@ -86,11 +148,7 @@ void check_inference(ScenarioSpec& spec, const Context& ctx) {
                          at("workload.requests.prefix"));
     }
     if (sv.disaggregated.prefill_replicas > 0 && !spec.has_fabric) {
-        // The KV caches of disaggregated prefills move over the fabric.
-        spec.fabric_ref = spec.hardware.chip.name + "-ultracluster";
-        spec.fabric = detail::load_fabric_ref(spec.fabric_ref, ctx, "cluster.fabric",
-                                              spec.sources.find("cluster"));
-        spec.has_fabric = true;
+        disaggregation_fabric(spec, ctx);
     }
 }
 
@@ -284,6 +342,14 @@ void collect_warnings(ScenarioSpec& spec) {
         if (given("simulation.router_window") && sv.disaggregated.prefill_replicas == 0 &&
             spec.simulation.router_window <= sv.router_latency) {
             warn("simulation.router_window", "has no effect at or below the router latency");
+        }
+        // The reverse (groups without tokens) is an error: a prefix needs a length.
+        for (const char* key :
+             {"workload.requests.prefix.tokens", "workload.requests.prefix.fraction"}) {
+            if (given(key) && spec.inference.requests.prefix.groups == 0) {
+                warn(key, "has no effect without workload.requests.prefix.groups (no shared "
+                          "prefixes are drawn)");
+            }
         }
     }
 }

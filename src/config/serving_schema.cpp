@@ -8,6 +8,7 @@
 #include "fields.hpp"
 #include "tables.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -45,9 +46,16 @@ SourceLocation at(const YAML::Node& n, const std::string& path, const SourceLoca
 void check_keys(const YAML::Node& map, const std::string& path, const SourceLocation& loc,
                 const Context& ctx, std::initializer_list<const char*> allowed) {
     std::vector<std::string> names(allowed.begin(), allowed.end());
+    std::vector<std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
         const YAML::Node key = it->first;
         const std::string k = key.IsScalar() ? key.Scalar() : std::string();
+        // YAML keeps both of a repeated key and a lookup takes the first: refused, as in
+        // every other mapping of a scenario.
+        if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+            throw InputError(path + "." + k, "duplicate key", at(key, path + "." + k, loc, ctx));
+        }
+        seen.push_back(k);
         bool ok = false;
         for (const auto& a : names) {
             ok = ok || a == k;
@@ -205,15 +213,26 @@ Entry<S> tokens_entry(const std::string& path, TokenDistribution& (*ref)(S&),
     return e;
 }
 
-/// "20/s", "1200/min", "3/h" or a plain number (per second).
+/// "20/s", "1200/min" or "3/h": a rate needs its unit, as a duration does (a plain number
+/// was taken as per second), and its number is not a percentage.
 double parse_rate_per_s(const YAML::Node& n, const std::string& p, const SourceLocation& loc,
                         const Context& ctx) {
     const SourceLocation where = at(n, p, loc, ctx);
     const std::string text = scalar_text(n, p, where);
     const auto slash = text.find('/');
+    if (slash == std::string::npos) {
+        throw InputError(p, "a rate needs a unit: '" + text + "/s', /min or /h (as durations need "
+                            "theirs)",
+                         where);
+    }
+    if (text.find('%') != std::string::npos) {
+        throw InputError(p, "'" + text + "' is not a rate: give requests per unit of time "
+                            "(20/s, 1200/min), not a percentage",
+                         where);
+    }
     double per = 1.0;
     std::string number = text;
-    if (slash != std::string::npos) {
+    {
         const std::string unit = text.substr(slash + 1);
         number = text.substr(0, slash);
         if (unit == "s") {
@@ -598,6 +617,12 @@ void add_serving_simulation_keys(Schema<S>& s) {
         parse_duration, "duration", "1s", Duration::zero(),
         Duration::from_seconds_ceil(86400.0), false, ">= 0",
         "Serving fleet: how often the KV cache use is sampled for /serving/kv (0: never)."));
+    s.field(quantity<S, Bytes>(
+        "simulation.max_memory", [](S& x) -> Bytes& { return x.simulation.max_memory; },
+        parse_bytes, "bytes", "4GiB", Bytes(0), Bytes(std::int64_t{1} << 50), true, "> 0",
+        "Serving fleet (every run of a sweep or plan too): the memory a run may be estimated "
+        "to need (requests, replicas, KV samples, failure layout) before it is refused; raise "
+        "it for larger runs (docs/serving.md, \"Bounds\")."));
 }
 
 void add_serving_output_keys(Schema<S>& s) {

@@ -163,8 +163,15 @@ Entry<PL> objective_entry() {
         const std::vector<std::string> keys = {"type",          "rate",           "speedup",
                                                "rate_range",    "speedup_range",
                                                "slo_attainment", "tolerance"};
+        std::vector<std::string> seen;
         for (auto it = n.begin(); it != n.end(); ++it) {
             const std::string k = it->first.Scalar();
+            // A lookup takes the first of a repeated key: refused, as in every mapping.
+            if (std::find(seen.begin(), seen.end(), k) != seen.end()) {
+                throw InputError(p + "." + k, "duplicate key",
+                                 where(ctx, p + "." + k, it->first, loc));
+            }
+            seen.push_back(k);
             if (std::find(keys.begin(), keys.end(), k) == keys.end()) {
                 const std::string guess = detail::closest(k, keys);
                 throw InputError(p + "." + k,

@@ -4,6 +4,8 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 namespace trnsim::config {
@@ -15,7 +17,27 @@ struct UnitScale {
     double factor;
 };
 
-std::string quoted(std::string_view s) { return "'" + std::string(s) + "'"; }
+std::string quoted(std::string_view s) { return quote_visible(s); }
+
+/// The name of an invisible or blank code point, or nullptr for one shown as it is.
+const char* invisible_name(std::uint32_t cp) {
+    switch (cp) {
+    case 0x00A0: return "NO-BREAK SPACE";
+    case 0x00AD: return "SOFT HYPHEN";
+    case 0x180E: return "MONGOLIAN VOWEL SEPARATOR";
+    case 0x200B: return "ZERO WIDTH SPACE";
+    case 0x200C: return "ZERO WIDTH NON-JOINER";
+    case 0x200D: return "ZERO WIDTH JOINER";
+    case 0x200E: return "LEFT-TO-RIGHT MARK";
+    case 0x200F: return "RIGHT-TO-LEFT MARK";
+    case 0x2028: return "LINE SEPARATOR";
+    case 0x2029: return "PARAGRAPH SEPARATOR";
+    case 0x202F: return "NARROW NO-BREAK SPACE";
+    case 0x2060: return "WORD JOINER";
+    case 0xFEFF: return "ZERO WIDTH NO-BREAK SPACE, a byte order mark";
+    default: return nullptr;
+    }
+}
 
 std::string_view trim(std::string_view s) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
@@ -134,6 +156,73 @@ bool plain_integer(std::string_view text, std::int64_t& out, bool& overflow) {
 }
 
 } // namespace
+
+std::string quote_visible(std::string_view s) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string shown = "'";
+    std::string names;
+    std::size_t character = 0;
+    const auto name = [&](const std::string& what) {
+        names += (names.empty() ? "" : "; ") + what + " at character " +
+                 std::to_string(character);
+    };
+    for (std::size_t i = 0; i < s.size();) {
+        ++character;
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (c < 0x20 || c == 0x7F) {
+            const char* esc = c == '\t' ? "\\t" : c == '\r' ? "\\r" : c == '\n' ? "\\n" : nullptr;
+            const std::string code = std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+            shown += esc != nullptr ? esc : code;
+            char label[40];
+            std::snprintf(label, sizeof label, "U+%04X %s", static_cast<unsigned>(c),
+                          c == '\t'   ? "TAB"
+                          : c == '\r' ? "CARRIAGE RETURN"
+                          : c == '\n' ? "LINE FEED"
+                          : c == 0    ? "NUL"
+                                      : "control character");
+            name(label);
+            ++i;
+            continue;
+        }
+        if (c < 0x80) {
+            shown += static_cast<char>(c);
+            ++i;
+            continue;
+        }
+        // A UTF-8 sequence: its length from the lead byte, then continuation bytes.
+        const std::size_t n = c >= 0xF0 && c < 0xF8   ? 4
+                              : c >= 0xE0 && c < 0xF0 ? 3
+                              : c >= 0xC2 && c < 0xE0 ? 2
+                                                      : 0;
+        std::uint32_t cp = n == 4 ? c & 0x07u : n == 3 ? c & 0x0Fu : c & 0x1Fu;
+        bool valid = n > 0 && i + n <= s.size();
+        for (std::size_t k = 1; valid && k < n; ++k) {
+            const auto b = static_cast<unsigned char>(s[i + k]);
+            valid = (b & 0xC0) == 0x80;
+            cp = (cp << 6) | (b & 0x3Fu);
+        }
+        if (!valid) {
+            const std::string code = std::string("\\x") + kHex[c >> 4] + kHex[c & 15];
+            shown += code;
+            name("byte " + code.substr(1) + ", not UTF-8");
+            ++i;
+            continue;
+        }
+        if (const char* what = invisible_name(cp)) {
+            char code[16];
+            std::snprintf(code, sizeof code, "\\u%04x", static_cast<unsigned>(cp));
+            char label[16];
+            std::snprintf(label, sizeof label, "U+%04X", static_cast<unsigned>(cp));
+            shown += code;
+            name(std::string(label) + " " + what);
+        } else {
+            shown.append(s.substr(i, n));
+        }
+        i += n;
+    }
+    shown += "'";
+    return names.empty() ? shown : shown + " (invisible: " + names + ")";
+}
 
 Duration parse_duration(std::string_view text) {
     static constexpr std::array<UnitScale, 9> kUnits{{{"ns", 1.0},

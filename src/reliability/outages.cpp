@@ -198,10 +198,17 @@ void OutageSchedule::fail(const Item& it) {
 }
 
 std::optional<UnitTransition> OutageSchedule::next() {
+    std::uint64_t quiet = 0;
     while (out_pos_ == out_.size()) {
         out_.clear();
         out_pos_ = 0;
         if (heap_.empty()) {
+            return std::nullopt;
+        }
+        if (++quiet > kMaxQuietSteps) {
+            // Failures keep every waiting unit from returning (outages.hpp): give up.
+            heap_ = {};
+            gave_up_ = true;
             return std::nullopt;
         }
         const Item it = heap_.top();

@@ -14,7 +14,7 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
         run.run.slowest;
     const serving::SlowestReplica none{};
     const serving::SlowestReplica& sr = slow ? *slow : none;
-    return {
+    std::vector<results::NamedValue> values = {
         {"requests", i64(s.requests)},
         {"ttft_p50_s", s.ttft_p50_s},
         {"ttft_p90_s", s.ttft_p90_s},
@@ -62,6 +62,11 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
         {"replica_tpot_p50_median_s", sr.fleet_tpot_p50_s},
         {"slowest_replica_slowdown", sr.slowdown},
     };
+    if (s.unfinished > 0) {
+        // Partial results: failures left requests unfinished (docs/serving.md "Failures").
+        values.push_back({"unfinished_requests", i64(s.unfinished)});
+    }
+    return values;
 }
 
 results::ResultsFile serving_results(const config::ScenarioSpec& spec,

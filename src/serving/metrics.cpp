@@ -85,6 +85,8 @@ ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& 
             tpot.push_back(tp);
             tpot_sum += tp;
             ok = ok && tp <= tpot_bound;
+        } else {
+            ++s.one_token; // no TPOT to judge
         }
         s.met_slo += ok ? 1 : 0;
     }
@@ -97,13 +99,16 @@ ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& 
     s.ttft_p50_s = t1[0];
     s.ttft_p90_s = t1[1];
     s.ttft_p99_s = t1[2];
-    s.tpot_p50_s = tp[0];
-    s.tpot_p90_s = tp[1];
-    s.tpot_p99_s = tp[2];
+    // Undefined when every request had one output token (not zero, which would meet any
+    // TPOT objective).
+    const double none = std::numeric_limits<double>::quiet_NaN();
+    s.tpot_p50_s = tpot.empty() ? none : tp[0];
+    s.tpot_p90_s = tpot.empty() ? none : tp[1];
+    s.tpot_p99_s = tpot.empty() ? none : tp[2];
     s.e2e_p50_s = e[0];
     s.e2e_p99_s = e[1];
     s.ttft_mean_s = ttft_sum / static_cast<double>(s.requests);
-    s.tpot_mean_s = tpot.empty() ? 0.0 : tpot_sum / static_cast<double>(tpot.size());
+    s.tpot_mean_s = tpot.empty() ? none : tpot_sum / static_cast<double>(tpot.size());
     s.span_s = static_cast<double>(last - first) * 1e-9;
     if (s.span_s > 0.0) {
         s.output_tokens_per_s = static_cast<double>(s.output_tokens) / s.span_s;
@@ -136,7 +141,7 @@ double gap_percentile_s(std::span<const TokenGap> gaps, double p) {
         n += g.count;
     }
     if (n == 0) {
-        return 0.0;
+        return std::numeric_limits<double>::quiet_NaN(); // no gap between tokens: undefined
     }
     const double h = static_cast<double>(n - 1) * std::clamp(p, 0.0, 1.0);
     const auto lo = static_cast<std::int64_t>(std::floor(h));

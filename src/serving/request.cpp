@@ -1,9 +1,11 @@
 #include "trnsim/serving/request.hpp"
 
 #include "trnsim/core/error.hpp"
+#include "trnsim/core/format.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace trnsim::serving {
@@ -175,6 +177,65 @@ RequestSource::RequestSource(const RequestSpec& spec, std::int64_t max_context,
                                             : 1'000'000'000;
         trace_period_ns_ = trace_->span_ns() + std::max<std::int64_t>(mean_gap, 1);
     }
+    check_arrival_span();
+}
+
+namespace {
+
+std::string years(double seconds) {
+    const double y = seconds / kSecondsPerYear;
+    char text[48];
+    if (y >= 100.0 && y < 1e15) {
+        return fmt::integer(std::llround(y)) + " years";
+    }
+    std::snprintf(text, sizeof text, "%.3g years", y);
+    return text;
+}
+
+std::string rate_text(double per_s) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%g/s", per_s);
+    return text;
+}
+
+} // namespace
+
+void RequestSource::check_arrival_span() const {
+    using A = ArrivalSpec::Kind;
+    if (count_ < 2) {
+        return; // by duration (at most a year), or one request at time 0
+    }
+    const double horizon_s = static_cast<double>(kArrivalHorizonNs) * 1e-9;
+    const double gaps = static_cast<double>(count_ - 1);
+    const std::string requests = std::to_string(count_) + " requests";
+    if (spec_.arrival.kind == A::poisson || spec_.arrival.kind == A::gamma) {
+        const double cv = spec_.arrival.kind == A::gamma ? spec_.arrival.gamma_cv : 1.0;
+        const double mean_s = gaps / spec_.arrival.rate_per_s;
+        const double reach_s = mean_s + 6.0 * cv * std::sqrt(gaps) / spec_.arrival.rate_per_s;
+        if (!(reach_s <= horizon_s)) {
+            throw InputError("workload.requests.arrival.rate",
+                             requests + " at " + rate_text(spec_.arrival.rate_per_s) +
+                                 " arrive over " + years(mean_s) +
+                                 " on average (" + years(reach_s) +
+                                 " six standard deviations out), beyond the " +
+                                 years(horizon_s) +
+                                 " of simulated time arrivals may take: raise the rate or "
+                                 "lower workload.requests.count");
+        }
+    } else if (spec_.arrival.kind == A::trace && trace_period_ns_ > 0) {
+        const double passes = std::floor(gaps / static_cast<double>(trace_->size()));
+        const double last_s = (passes * static_cast<double>(trace_period_ns_) +
+                               static_cast<double>(trace_->span_ns())) *
+                              1e-9;
+        if (!(last_s <= horizon_s)) {
+            throw InputError("workload.requests.count",
+                             requests + " replay the trace's " +
+                                 std::to_string(trace_->size()) + " rows over " +
+                                 years(last_s) + ", beyond the " + years(horizon_s) +
+                                 " of simulated time arrivals may take: lower the count or "
+                                 "raise workload.requests.arrival.speedup");
+        }
+    }
 }
 
 Request RequestSource::request(std::uint64_t index, SimTime arrival) const {
@@ -242,7 +303,12 @@ SimTime RequestSource::next_arrival(std::uint64_t index, SimTime previous) const
             const double cv2 = spec_.arrival.gamma_cv * spec_.arrival.gamma_cv;
             gap = draw_gamma(1.0 / cv2, mean * cv2, s);
         }
-        return previous + Duration::from_seconds_ceil(gap);
+        const Duration step = Duration::from_seconds_ceil(gap);
+        // Saturates instead of overflowing (check_arrival_span makes it a six-sigma event).
+        if (step.ns() > engine::kNever - previous.ns()) {
+            return SimTime::max();
+        }
+        return previous + step;
     }
     case A::trace: {
         const std::uint64_t n = trace_->size();
@@ -257,7 +323,7 @@ SimTime RequestSource::next_arrival(std::uint64_t index, SimTime previous) const
 }
 
 bool RequestSource::issued(std::uint64_t index, SimTime arrival) const {
-    if (index >= std::numeric_limits<std::uint32_t>::max()) {
+    if (index >= std::numeric_limits<std::uint32_t>::max() || arrival.ns() > kArrivalHorizonNs) {
         return false;
     }
     if (count_ > 0) {

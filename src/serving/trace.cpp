@@ -56,7 +56,11 @@ std::int64_t digits(std::string_view s, std::size_t at, std::size_t n) {
     return v;
 }
 
-/// Nanoseconds since the epoch of `YYYY-MM-DD HH:MM:SS[.f...]`, or -1 when malformed.
+/// parse_timestamp of a well-formed date outside what nanoseconds since 1970 in an int64 hold.
+constexpr std::int64_t kOutOfRange = -2;
+
+/// Nanoseconds since the epoch of `YYYY-MM-DD HH:MM:SS[.f...]`, -1 when malformed, kOutOfRange
+/// when valid but before 1970-01-01 or after 2262-04-11 23:47:16.854775807.
 std::int64_t parse_timestamp(std::string_view s) {
     if (s.size() < 19 || s[4] != '-' || s[7] != '-' || s[10] != ' ' || s[13] != ':' ||
         s[16] != ':') {
@@ -84,6 +88,10 @@ std::int64_t parse_timestamp(std::string_view s) {
         }
     }
     const std::int64_t seconds = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se;
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    if (seconds < 0 || seconds > (kMax - frac_ns) / 1'000'000'000) {
+        return kOutOfRange;
+    }
     return seconds * 1'000'000'000 + frac_ns;
 }
 
@@ -176,6 +184,12 @@ AzureTrace parse_azure_trace(std::string_view text, const std::string& name, dou
         }
         const std::string_view stamp = row.substr(0, c1);
         const std::int64_t ns = parse_timestamp(stamp);
+        if (ns == kOutOfRange) {
+            fail(name, line, "TIMESTAMP '" + std::string(stamp) +
+                                 "' is a valid date outside the ones a trace can hold "
+                                 "(1970-01-01 to 2262-04-11: nanoseconds since 1970 in 64 "
+                                 "bits); shift the trace's dates into that range");
+        }
         if (ns < 0) {
             fail(name, line, "malformed TIMESTAMP '" + std::string(stamp) +
                                  "' (expected YYYY-MM-DD HH:MM:SS.fffffff)");

@@ -85,6 +85,11 @@ constexpr engine::EntityId router_entity(std::uint32_t k, std::uint32_t replicas
 /// large fleet) and the partitions' work per window even.
 constexpr std::int64_t kShardedWindowNs = 1'000'000'000;
 
+/// Attempts after which the router gives a request up (it stays unfinished and the run's
+/// results are partial): a request dropped by failures this often will not get through. Also
+/// the expected attempts beyond which check_progress refuses a fleet (serve_bounds.hpp).
+constexpr std::uint32_t kMaxAttempts = 1000;
+
 /// The engine delay of the events between router and replicas, W = max(router_window,
 /// router_latency L), which is the lookahead. The router works at the requests' arrival times;
 /// the replicas run W - L behind it in engine time, so a request sent at its arrival t reaches

@@ -22,6 +22,10 @@ ServeReplicas::ServeReplicas(const ServeInput& in, const Placement& pl, FleetRec
     prefix_tokens_ = in.spec.requests.prefix.tokens;
     const ReplicaKind pre = in.prefill.cost ? in.prefill : in.replica;
     const auto replicas = static_cast<std::uint32_t>(pl.replicas.size());
+    // A sixteenth of the budget: the vectors' growth and the fleet series come on top.
+    max_samples_ = static_cast<std::size_t>(
+        static_cast<double>(in.options.max_memory.count()) / 16.0 /
+        (4.0 * static_cast<double>(replicas) + 16.0));
     reps_.reserve(pl.replicas.size());
     router_of_.resize(pl.replicas.size());
     for (std::size_t r = 0; r < pl.replicas.size(); ++r) {
@@ -89,7 +93,7 @@ void ServeReplicas::sample_until(Replica& rep, std::int64_t t) {
     if (sample_ns_ <= 0) {
         return;
     }
-    while (rep.next_sample < t) {
+    while (rep.next_sample < t && rep.samples.size() < max_samples_) {
         rep.samples.push_back(static_cast<std::int32_t>(rep.sched.used_blocks_at(rep.next_sample)));
         rep.next_sample += sample_ns_;
     }

@@ -102,6 +102,9 @@ private:
     const std::int64_t hop_; ///< engine delay of every router-replica event: the lookahead
     const std::int64_t off_; ///< replica time = engine time - off_ (router: engine time)
     const std::int64_t sample_ns_;
+    /// KV samples per replica that fit in a sixteenth of ServeOptions::max_memory (failures
+    /// can stretch a run far beyond the span check_memory estimated): the series stops there.
+    std::size_t max_samples_ = 0;
     bool disaggregated_ = false;
     bool reports_ = true;
     std::int64_t prefix_tokens_ = 0;

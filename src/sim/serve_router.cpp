@@ -140,6 +140,15 @@ void ServeRouter::handle(ServeContext& ctx, std::uint32_t k, const engine::Event
             sh.main.done(pool_of_[s.decode_replica]);
             r = s.rec.replica;
         }
+        if (s.rec.retries >= kMaxAttempts) {
+            // Failures outpace it (serve_layout.hpp): it stays unfinished; a closed-loop
+            // client gives up on it and sends its next request.
+            ++sh.abandoned;
+            if (source_.closed_loop() && !issue(ctx, sh, now)) {
+                sh.arrivals_open = false;
+            }
+            break;
+        }
         const std::uint32_t d = pl_.replicas[r].domain;
         if (failures_.unnoticed(d)) {
             failures_.hold(d, e.payload); // retried when the router notices

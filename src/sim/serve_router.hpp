@@ -156,6 +156,7 @@ struct RouterShard {
     ReplicaPool main; ///< unified or decode replicas
     ReplicaPool prefill;
     std::uint64_t finished = 0; ///< reports of finished requests
+    std::uint64_t abandoned = 0; ///< requests given up after kMaxAttempts attempts
     bool arrivals_open = true;
     std::deque<std::uint64_t> stranded; ///< no replica serves
     std::int64_t done_ns = -1;          ///< when all its requests were first done
@@ -173,7 +174,7 @@ public:
     /// Whether shard k's arrivals have ended and every request it issued has finished.
     bool all_done(std::uint32_t k) const {
         const RouterShard& sh = *shards_[k];
-        return !sh.arrivals_open && sh.finished == records_.issued(k);
+        return !sh.arrivals_open && sh.finished + sh.abandoned == records_.issued(k);
     }
     /// After the run: the latest time a shard's requests were all done.
     std::int64_t latest_done() const;

@@ -3,12 +3,15 @@
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/engine/window_driver.hpp"
+#include "trnsim/serving/request.hpp"
 
 #include "serving_setup.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <memory>
+
+#include "serve_bounds.hpp"
 
 namespace trnsim::sim {
 
@@ -40,12 +43,20 @@ ServingSetup detail::serving_setup(const config::ScenarioSpec& spec, int threads
     in.options.kv_sample = spec.simulation.kv_sample;
     in.options.router_window = spec.simulation.router_window;
     in.options.keep_records = spec.output.requests;
+    in.options.max_memory = spec.simulation.max_memory;
     return s;
 }
 
 ServingLayout check_serving(const config::ScenarioSpec& spec) {
     const ServingSetup s = detail::serving_setup(spec, 1);
+    // The requests' own checks (arrivals that do not fit in simulated time) come first, then
+    // the memory estimate, which places the replicas itself: what it refuses could take the
+    // other checks minutes or more memory than the machine has (10 million spares).
+    (void)serving::RequestSource(s.input.spec.requests, s.input.spec.serving.max_context,
+                                 s.input.seed, s.input.trace);
+    detail::check_memory(spec, s.input, *s.cost);
     const std::vector<ReplicaPlacement> placement = check_serving_input(s.input);
+    detail::check_progress(s.input, *s.cost);
     ServingLayout out;
     out.lnc = s.input.lnc;
     out.replicas = static_cast<std::uint32_t>(placement.size());
@@ -56,6 +67,14 @@ ServingLayout check_serving(const config::ScenarioSpec& spec) {
     out.memory = s.cost->memory();
     out.buckets = s.cost->buckets();
     return out;
+}
+
+double arrival_horizon_s() { return static_cast<double>(serving::kArrivalHorizonNs) * 1e-9; }
+
+double mean_request_alone_seconds(const config::ScenarioSpec& spec) {
+    const ServingSetup s = detail::serving_setup(spec, 1);
+    const auto [input, output] = detail::mean_request(s.input);
+    return detail::alone_seconds(*s.cost, input, output);
 }
 
 ServingScenarioRun run_serving(const config::ScenarioSpec& spec, int threads) {

@@ -13,6 +13,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -182,7 +183,101 @@ ServingEvaluation evaluate(const config::PlanSpec& plan, const config::ScenarioS
     return x;
 }
 
+std::string rate_g(double rate) {
+    char text[48];
+    std::snprintf(text, sizeof text, "%g/s", rate);
+    return text;
+}
+
+/// Where a plan's rate comes from: the objective's key, or the plan file.
+std::pair<std::string, SourceLocation> rate_key(const config::PlanSpec& plan) {
+    const bool max_rate = plan.objective == config::Objective::max_rate;
+    const auto& o = plan.serving;
+    const std::string key = max_rate ? "objective.rate_range" : "objective.rate";
+    const SourceLocation& at = max_rate ? o.rate_range_origin : o.rate_origin;
+    return {key, at.line > 0 ? at : SourceLocation{plan.file, 1, 1}};
+}
+
+/// A plan's requests at its slowest rate must arrive within simulated time and their KV
+/// samples fit in simulation.max_memory on one replica (the fewest a candidate has), as
+/// each candidate's run would check (docs/serving.md "Bounds"): refused once, up front,
+/// rather than every candidate rejected.
+void check_plan_arrivals(const config::PlanSpec& plan, const config::ScenarioSpec& base) {
+    const bool max_rate = plan.objective == config::Objective::max_rate;
+    const double rate = max_rate ? rate_range(plan, base)[0] : target_rate(plan, base);
+    if (!(rate > 0.0) || plan.requests < 2) {
+        return;
+    }
+    const auto& a = base.inference.requests.arrival;
+    const double cv = a.kind == Kind::gamma ? a.gamma_cv : 1.0;
+    const double gaps = static_cast<double>(plan.requests - 1);
+    const double mean_s = gaps / rate;
+    const double reach_s = mean_s + 6.0 * cv * std::sqrt(gaps) / rate;
+    const double horizon_s = sim::arrival_horizon_s();
+    const auto [key, at] = rate_key(plan);
+    const std::string head = fmt::integer(plan.requests) + " requests at " + rate_g(rate) +
+                             " arrive over " +
+                             fmt::seconds(mean_s) + " on average";
+    if (!(reach_s <= horizon_s)) {
+        throw InputError(key,
+                         head + " (" + fmt::seconds(reach_s) +
+                             " six standard deviations out), beyond the " +
+                             fmt::seconds(horizon_s) +
+                             " of simulated time arrivals may take: raise the rate or lower "
+                             "requests",
+                         at);
+    }
+    const double sample_s = base.simulation.kv_sample.seconds();
+    if (sample_s > 0.0) {
+        const double bytes = (mean_s / sample_s + 1.0) * 20.0;
+        const auto limit = static_cast<double>(base.simulation.max_memory.count());
+        if (bytes > limit) {
+            throw InputError(key,
+                             head + ", sampled every " + fmt::seconds(sample_s) +
+                                 ": the KV series of one replica alone would need " +
+                                 fmt::bytes(bytes) + ", more than simulation.max_memory " +
+                                 fmt::bytes(base.simulation.max_memory) +
+                                 ": raise the rate, lower requests, or raise the base's "
+                                 "simulation.kv_sample or simulation.max_memory",
+                             at);
+        }
+    }
+}
+
 } // namespace
+
+std::vector<config::Warning> serving_plan_warnings(const config::PlanSpec& plan,
+                                                   const config::ScenarioSpec& base) {
+    (void)enumerate_serving(plan, base); // its refusals come before any warning
+    std::vector<config::Warning> out;
+    if (plan.objective != config::Objective::max_rate || is_trace(base) ||
+        plan.requests < 2) {
+        return out;
+    }
+    const double top = rate_range(plan, base)[1];
+    const double span_s = static_cast<double>(plan.requests - 1) / top;
+    double alone_s = 0.0;
+    try {
+        alone_s = sim::mean_request_alone_seconds(base);
+    } catch (const InputError&) {
+        return out; // the base's own layout does not fit: the candidates' checks will say
+    }
+    if (span_s < alone_s) {
+        const auto [key, at] = rate_key(plan);
+        out.push_back({key,
+                       "at " + rate_g(top) + " the " + fmt::integer(plan.requests) +
+                           " requests arrive within " + fmt::seconds(span_s) +
+                           ", less than one request's time alone on a replica (" +
+                           fmt::seconds(alone_s) +
+                           "): rates this high measure a burst, not a sustained rate; raise "
+                           "requests to at least " +
+                           fmt::integer(static_cast<std::int64_t>(std::ceil(top * alone_s)) + 1) +
+                           " or lower the top of the range to " +
+                           rate_g(static_cast<double>(plan.requests - 1) / alone_s),
+                       at});
+    }
+    return out;
+}
 
 std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
                                                 const config::ScenarioSpec& base) {
@@ -261,6 +356,9 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
                    "Poisson arrivals to plan for ({type: min_cost, rate: 20/s})",
                    plan.objective_origin);
         }
+    }
+    if (kind != Kind::trace) {
+        check_plan_arrivals(plan, base);
     }
     if (plan.chip.given) {
         if (base.cost.origin == "cost.instance_hour") {
@@ -366,13 +464,13 @@ std::vector<config::Override> serving_overrides(const config::PlanSpec& plan,
         add("workload.requests.arrival.speedup", shortest(rate), at);
         break;
     case Kind::poisson:
-        add("workload.requests.arrival.poisson.rate", shortest(rate), at);
+        add("workload.requests.arrival.poisson.rate", shortest(rate) + "/s", at);
         break;
     case Kind::gamma:
-        add("workload.requests.arrival.gamma.rate", shortest(rate), at);
+        add("workload.requests.arrival.gamma.rate", shortest(rate) + "/s", at);
         break;
     case Kind::closed_loop:
-        add("workload.requests.arrival", "{poisson: {rate: " + shortest(rate) + "}}", at);
+        add("workload.requests.arrival", "{poisson: {rate: " + shortest(rate) + "/s}}", at);
         break;
     }
     if (plan.seed) {

@@ -128,6 +128,9 @@ struct SimulationSpec {
     // A serving fleet (workload.type: inference):
     Duration router_window;                        ///< zero: exact (the router latency)
     Duration kv_sample = Duration::from_ns(1'000'000'000); ///< zero: no KV cache series
+    /// The memory a serving run (of a sweep or plan too) may be estimated to need before it
+    /// is refused (docs/serving.md "Bounds").
+    Bytes max_memory = Bytes(std::int64_t{4} << 30);
 };
 
 /// cost.pricing: which of the chip file's instance prices applies.

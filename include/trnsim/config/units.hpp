@@ -30,6 +30,13 @@ public:
     using std::invalid_argument::invalid_argument;
 };
 
+/// `text` in single quotes as messages show it, with what a reader cannot see escaped and
+/// named after it: control characters as \xNN (\t, \r, \n), invisible or blank Unicode
+/// characters (a byte order mark, zero-width and no-break spaces, word joiners, separators) as
+/// \uXXXX, bytes that are not UTF-8 as \xNN: "'\ufeff5s' (U+FEFF ZERO WIDTH NO-BREAK SPACE, a
+/// byte order mark, at character 1)".
+std::string quote_visible(std::string_view text);
+
 Duration parse_duration(std::string_view text);
 Bytes parse_bytes(std::string_view text);
 Bandwidth parse_bandwidth(std::string_view text);

@@ -60,8 +60,17 @@ public:
     OutageSchedule(const ReliabilitySpec& spec, const Layout& layout, std::int64_t units,
                    std::uint64_t seed);
 
-    /// The next transition, in time order; nothing when no component can fail any more.
+    /// Failures, repairs and returns in a row that change no unit before next() gives up:
+    /// failures that outpace recovery (a domain failing again while every unit on it is
+    /// brought up, a lemon in repair after repair) would otherwise be drawn up to the end of
+    /// representable time, and a serving fleet would never finish.
+    static constexpr std::uint64_t kMaxQuietSteps = 10'000'000;
+
+    /// The next transition, in time order; nothing when no component can fail any more, or
+    /// after kMaxQuietSteps draws without a transition (gave_up()); nothing ever after.
     std::optional<UnitTransition> next();
+    /// Whether next() gave up (see kMaxQuietSteps).
+    bool gave_up() const { return gave_up_; }
     const FailureModel& model() const { return model_; }
 
 private:
@@ -134,6 +143,7 @@ private:
     std::priority_queue<Item, std::vector<Item>, std::greater<>> heap_;
     std::vector<UnitTransition> out_;   ///< transitions produced, not yet returned
     std::size_t out_pos_ = 0;
+    bool gave_up_ = false;
 };
 
 } // namespace trnsim::reliability

@@ -29,6 +29,7 @@
 #include "trnsim/serving/spec.hpp"
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <vector>
@@ -52,11 +53,11 @@ struct RequestRecord {
     bool finished() const { return finish_ns >= 0; }
     double ttft_s() const { return static_cast<double>(first_token_ns - arrival_ns) * 1e-9; }
     double e2e_s() const { return static_cast<double>(finish_ns - arrival_ns) * 1e-9; }
-    /// 0 for a single output token.
+    /// Undefined (NaN) for a single output token: there is no time between output tokens.
     double tpot_s() const {
         return output_tokens > 1 ? static_cast<double>(finish_ns - first_token_ns) * 1e-9 /
                                        static_cast<double>(output_tokens - 1)
-                                 : 0.0;
+                                 : std::numeric_limits<double>::quiet_NaN();
     }
 };
 
@@ -66,6 +67,8 @@ double percentile_sorted(std::span<const double> sorted, double p);
 struct ServingSummary {
     std::uint64_t requests = 0;        ///< finished requests
     std::uint64_t unfinished = 0;      ///< records without a finish (left out of the figures)
+    /// Finished requests of one output token: no TPOT, judged on TTFT alone against the SLO.
+    std::uint64_t one_token = 0;
     std::uint64_t output_tokens = 0;
     std::uint64_t input_tokens = 0;   ///< prompt tokens of the finished requests, as served
     std::uint64_t met_slo = 0;

@@ -42,6 +42,7 @@
 #pragma once
 
 #include "trnsim/core/units.hpp"
+#include "trnsim/engine/event.hpp"
 #include "trnsim/engine/rng.hpp"
 #include "trnsim/serving/spec.hpp"
 #include "trnsim/serving/trace.hpp"
@@ -50,6 +51,12 @@
 #include <memory>
 
 namespace trnsim::serving {
+
+/// Simulated time open-loop arrivals may take: half of what an int64 of nanoseconds holds
+/// (146 years), leaving the other half for the requests to finish. RequestSource refuses
+/// arrivals that would need more.
+inline constexpr std::int64_t kArrivalHorizonNs = engine::kNever / 2;
+inline constexpr double kSecondsPerYear = 365.25 * 86400.0;
 
 /// Purposes of the serving module's random streams (engine::StreamKind values).
 enum class ServingStream : std::uint32_t {
@@ -91,7 +98,10 @@ public:
     /// InputError (workload.requests...) for values that cannot make requests: a
     /// non-positive rate, a gamma cv <= 0, neither or both of count and duration (a trace
     /// may give neither: then every row once), an empty empirical list, a prefix that leaves
-    /// no room in max_context.
+    /// no room in max_context, and a count whose arrivals would not fit in kArrivalHorizonNs:
+    /// Poisson or gamma arrivals whose mean span (count - 1) / rate plus six standard
+    /// deviations (cv sqrt(count - 1) / rate) exceeds it (at workload.requests.arrival.rate),
+    /// a trace whose repeats reach past it (at workload.requests.count).
     RequestSource(const RequestSpec& spec, std::int64_t max_context, std::uint64_t seed,
                   std::shared_ptr<const AzureTrace> trace = nullptr);
 
@@ -111,6 +121,8 @@ public:
     std::uint64_t count() const { return count_; }
 
 private:
+    void check_arrival_span() const;
+
     RequestSpec spec_;
     std::int64_t max_context_;
     std::uint64_t seed_;

@@ -130,6 +130,9 @@ struct ServeOptions {
     bool fast_forward = true;          ///< run identical decode iterations as one step
     std::uint32_t fabric_shards = 16;  ///< FlowNetwork shards (fixed, never the threads)
     bool keep_records = true;          ///< false: summary only (records are still summarised)
+    /// What the KV series may hold (simulation.max_memory): it ends there when failures
+    /// stretch a run beyond the span its memory estimate assumed.
+    Bytes max_memory = Bytes(std::int64_t{4} << 30);
 };
 
 struct ServeInput {

@@ -59,6 +59,15 @@ struct ServingLayout {
 /// the fleet's layout. InputError with a key path (not yet located in the file).
 ServingLayout check_serving(const config::ScenarioSpec& spec);
 
+/// Seconds a request of the scenario's mean sizes takes alone on one of its replicas (its
+/// prefill, then one decode iteration at batch 1 per further output token): the shortest a
+/// request stays in the fleet (serve_bounds.hpp).
+double mean_request_alone_seconds(const config::ScenarioSpec& spec);
+
+/// Simulated seconds open-loop arrivals may take (serving::kArrivalHorizonNs, 146 years), for
+/// the checks of a plan's rates.
+double arrival_horizon_s();
+
 /// Runs the scenario on `threads` threads (0: simulation.threads, auto: the engine's
 /// default). InputError as check_serving.
 ServingScenarioRun run_serving(const config::ScenarioSpec& spec, int threads = 0);

@@ -172,6 +172,16 @@ struct ServingPlanResult {
 std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
                                                 const config::ScenarioSpec& base);
 
+/// Also refused there: requests that at the plan's slowest rate (objective.rate, or the
+/// bottom of rate_range) would not arrive within simulated time or whose KV series on one
+/// replica would exceed the base's simulation.max_memory (docs/serving.md "Bounds").
+
+/// Warnings of a serving plan (none for a training base): a max_rate plan whose requests
+/// arrive at the top of rate_range within less than one request's time alone on the base's
+/// replica (sim::mean_request_alone_seconds) measures a burst there, not a sustained rate.
+std::vector<config::Warning> serving_plan_warnings(const config::PlanSpec& plan,
+                                                   const config::ScenarioSpec& base);
+
 /// The overrides that turn the base scenario into the candidate's at `rate` (arrivals per
 /// second, or the trace's speed-up): what `trnsim run --set` takes to reproduce a row.
 std::vector<config::Override> serving_overrides(const config::PlanSpec& plan,

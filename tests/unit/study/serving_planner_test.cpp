@@ -215,7 +215,7 @@ search: {chip: [inf2], tp: [8]}
 /// `trnsim run --set` would), independently of the planner's own.
 double attainment_at(const config::PlanSpec& p, double rate) {
     char text[64];
-    std::snprintf(text, sizeof text, "%.17g", rate);
+    std::snprintf(text, sizeof text, "%.17g/s", rate); // a rate needs its unit
     const config::ScenarioSpec s = config::load_scenario_with(
         p.base, {{"workload.serving.tp", "8", {}},
                  {"workload.requests.count", std::to_string(p.requests), {}},
