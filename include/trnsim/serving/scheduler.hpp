@@ -81,17 +81,25 @@
 // decode iteration's end unless it entered decode since. O(1) per step plus O(1) per
 // sequence entering decode.
 //
+// Parts. The scheduler composes: Batcher (batcher.hpp: admission, preemption and the
+// iteration's shape, over the books it owns: SequenceTable, KvCache and DecodeBook),
+// Speculator (speculator.hpp: the acceptance draws) and TokenGapLog (token_gap_log.hpp: the
+// inter-token gaps). It keeps the steps: how many iterations a step runs, and what they
+// produced (tokens, prefill progress, finishes, hand-offs, the statistics).
+//
 // Times are int64 nanoseconds of simulated time. Not thread-safe: one replica, one thread.
 #pragma once
 
+#include "trnsim/serving/batcher.hpp"
 #include "trnsim/serving/iteration.hpp"
 #include "trnsim/serving/metrics.hpp"
 #include "trnsim/serving/request.hpp"
 #include "trnsim/serving/spec.hpp"
+#include "trnsim/serving/speculator.hpp"
+#include "trnsim/serving/token_gap_log.hpp"
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 namespace trnsim::serving {
@@ -143,7 +151,7 @@ public:
     /// Decode replica: a prefilled sequence whose KV cache has arrived.
     void add_transferred(const Request& r, std::int64_t first_token_ns, std::uint32_t preemptions);
     /// Prefill replica: the KV cache of hand-off `handoff` has been copied; frees its blocks.
-    void release(std::uint32_t handoff);
+    void release(std::uint32_t handoff) { batch_.kv().release(handoff); }
 
     /// The replica failed (its chips' HBM is lost): every sequence, hand-off and cached prefix
     /// is dropped and any step in progress is abandoned. Returns the ids of the requests it held
@@ -153,7 +161,7 @@ public:
 
     bool busy() const { return step_.active; }
     /// Whether anything waits or runs (begin() may still find nothing it can run now).
-    bool has_work() const { return running_ > 0 || !waiting_.empty() || !ready_.empty(); }
+    bool has_work() const { return running() > 0 || queued() > 0; }
 
     /// Starts the next step at `now` (not busy). Returns its end, or -1 when nothing can run.
     std::int64_t begin(std::int64_t now);
@@ -170,18 +178,17 @@ public:
     /// The shape of the current (or last) step's iterations.
     const IterationShape& shape() const { return step_.shape; }
 
-    std::int64_t capacity_blocks() const { return capacity_; }
+    std::int64_t capacity_blocks() const { return batch_.kv().capacity(); }
     /// Blocks in use (held by sequences, hand-offs or referenced prefixes) between steps.
-    std::int64_t used_blocks() const { return capacity_ - pool_ - idle_cached_; }
+    std::int64_t used_blocks() const { return batch_.kv().used(); }
     /// Blocks in use at time t: inside the current step (start <= t < end), else now.
     std::int64_t used_blocks_at(std::int64_t t) const;
-    std::int64_t running() const { return running_; }
-    std::int64_t queued() const {
-        return static_cast<std::int64_t>(waiting_.size() + ready_.size());
-    }
-    const SchedulerStats& stats() const { return stats_; }
+    std::int64_t running() const { return batch_.seqs().running(); }
+    std::int64_t queued() const { return batch_.seqs().queued(); }
+    /// The statistics so far (the parts' counters with the steps').
+    SchedulerStats stats() const;
     /// The inter-token gaps so far (above), compacted (metrics.hpp compact_gaps).
-    std::vector<TokenGap> token_gaps() const;
+    std::vector<TokenGap> token_gaps() const { return gaps_.gaps(); }
 
     /// Recounts the blocks from scratch and checks every invariant (TRNSIM_CHECK): free +
     /// held by sequences + hand-offs + cached prefixes == capacity, batch <= max_batch, the
@@ -189,157 +196,31 @@ public:
     void check_invariants() const;
 
 private:
-    enum class State : std::uint8_t { free, waiting, prefill, decode, joining };
-    static constexpr std::uint32_t kNone = 0xffffffffu;
-
-    struct Seq {
-        Request req;
-        std::int64_t first_token_ns = -1;
-        std::int64_t generated = 0; ///< tokens generated (fast decode: when it entered decode)
-        std::int64_t target = 0;    ///< tokens this prefill covers (prompt + generated)
-        std::int64_t done = 0;      ///< of them, cached or computed
-        std::int64_t chunk = 0;     ///< prefill tokens of the current step
-        std::int64_t own = 0;       ///< private blocks (fast decode: computed from kv)
-        std::int64_t kv = 0;        ///< KV tokens (fast decode: the base, kv = base + G)
-        std::uint64_t admitted = 0; ///< admission order
-        std::uint32_t entry = kNone;
-        std::uint32_t preemptions = 0;
-        std::uint32_t spec_iterations = 0;
-        std::uint32_t version = 0;
-        /// Its last token came at tok_ns, as of the decode step count tok_step (in decode
-        /// without speculation: at the last decode iteration's end once a decode step ran
-        /// since, last_token()).
-        std::int64_t tok_ns = 0;
-        std::uint64_t tok_step = 0;
-        std::uint32_t prev = kNone, next = kNone; ///< running list (admission order)
-        State state = State::free;
-        bool transferred = false;
-    };
-    struct Entry {
-        std::int64_t blocks = 0;
-        std::int64_t refs = 0;
-        bool present = false;
-        bool ready = false;
-        std::uint32_t prev = kNone, next = kNone; ///< LRU list of idle entries
-    };
-    struct HeapItem {
-        std::int64_t key;
-        std::uint32_t slot;
-        std::uint32_t version;
-    };
-    struct Held {
-        std::int64_t blocks = 0;
-        std::uint32_t entry = kNone;
-    };
     struct Step {
         bool active = false;
         bool fast = false;       ///< decode in the offset form (not speculative)
         std::int64_t start = 0, d = 0, n = 0;
-        std::int64_t g0 = 0;     ///< decode counter at the start
-        std::int64_t reserved = 0; ///< fast decode blocks of a one-iteration step
         IterationShape shape;
     };
 
-    // Sequences and lists.
-    std::uint32_t new_seq(const Request& r);
-    void free_seq(std::uint32_t s);
-    void link_running(std::uint32_t s);
-    void unlink_running(std::uint32_t s);
-
-    // Blocks.
-    std::int64_t available() const { return pool_ + idle_cached_ - step_.reserved; }
-    void take(std::int64_t blocks);
-    void give(std::int64_t blocks) { pool_ += blocks; }
-    std::int64_t blocks_for(std::int64_t tokens) const { return (tokens + block_ - 1) / block_; }
-    std::int64_t shared_blocks(const Seq& q) const;
-    void unref(std::uint32_t entry);
-    void lru_push(std::uint32_t e);
-    void lru_remove(std::uint32_t e);
-
-    // Admission and preemption.
-    bool try_admit(std::uint32_t s, bool commit);
-    bool try_admit_transferred(std::uint32_t s);
-    void preempt(std::uint32_t s);
-    bool reserve_decode();
-
-    // Fast decode bookkeeping.
-    std::int64_t key_of(std::int64_t base) const;
+    /// The checks of `spec` that no part makes (the first ones, in the constructor).
+    static const ServingSpec& checked(const ServingSpec& spec);
     void enter_decode(std::uint32_t s);
-    void leave_decode(Seq& q);
-    std::int64_t demand(std::int64_t iterations) const;
-    std::int64_t max_base();
-    std::int64_t next_finish();
-    void compact_heaps();
-
-    // Steps.
-    void plan_prefill_whole();
-    void plan_prefill_chunked(bool preempted);
     void finish_prefill(std::uint32_t s, std::int64_t t);
     void finish(std::uint32_t s, std::int64_t t);
     void speculate(std::uint32_t s);
-    std::int64_t last_token(const Seq& q) const {
-        return decode_steps_ > q.tok_step ? last_decode_end_ : q.tok_ns;
-    }
-    void gap(std::int64_t ns, std::int64_t count);
 
     const IterationCost& cost_;
     const ReplicaRole role_;
     const bool fast_forward_;
-    const std::uint64_t seed_;
-    std::int64_t max_batch_ = 1;
-    std::int64_t chunk_ = 0;
-    std::int64_t prefill_batch_ = 1;
-    std::int64_t block_ = 1;
-    std::int64_t max_context_ = 0;
-    bool prefix_caching_ = false;
-    int spec_k_ = 0;
-    std::vector<double> acceptance_;
-
-    std::int64_t capacity_ = 0;
-    std::int64_t watermark_ = 0;
-    std::int64_t pool_ = 0;         ///< free blocks
-    std::int64_t idle_cached_ = 0;  ///< blocks of cached prefixes no sequence references
-
-    std::vector<Seq> seqs_;
-    std::vector<std::uint32_t> free_slots_;
-    std::deque<std::uint32_t> waiting_; ///< to prefill (preempted ones at the front)
-    std::deque<std::uint32_t> ready_;   ///< decode replica: transferred, to join the batch
-    std::uint32_t head_ = kNone, tail_ = kNone; ///< running list
-    std::int64_t running_ = 0;
-    std::uint64_t admissions_ = 0;
-    std::vector<std::uint32_t> prefilling_; ///< in admission order
-    std::vector<std::uint32_t> joining_;    ///< transferred sequences joining this step
-
-    // Prefix cache, by prefix id.
-    std::vector<Entry> entries_;
-    std::uint32_t lru_head_ = kNone, lru_tail_ = kNone;
-
-    // Hand-offs (prefill replica).
-    std::vector<Held> held_;
-    std::vector<std::uint32_t> free_held_;
-
-    // Fast decode state.
-    std::int64_t g_ = 0;                  ///< decode iterations so far
-    std::int64_t decoding_ = 0;           ///< sequences in decode
-    std::int64_t sum_base_ = 0;
-    std::vector<std::int64_t> by_key_;    ///< decoding sequences by (-base) mod kv_block
-    std::vector<HeapItem> finish_heap_;   ///< min G of the last iteration
-    std::vector<HeapItem> context_heap_;  ///< max base
-
-    // Inter-token gaps.
-    std::uint64_t decode_steps_ = 0;      ///< steps that decoded
-    std::int64_t last_decode_end_ = 0;    ///< the end of the last of them
-    struct Fresh {
-        std::uint32_t slot;
-        std::uint32_t version;
-    };
-    std::vector<Fresh> fresh_;            ///< entered decode since the last decode step
-    std::vector<TokenGap> gaps_;
+    Speculator spec_;
+    Batcher batch_;
+    TokenGapLog gaps_;
 
     Step step_;
     std::vector<Completion> out_;
     std::array<std::vector<std::uint32_t>, 3> scratch_; ///< end()'s lists, kept to reuse
-    SchedulerStats stats_;
+    SchedulerStats stats_; ///< the steps' counters (stats() adds the parts')
 };
 
 } // namespace trnsim::serving
