@@ -26,8 +26,8 @@ constexpr std::uint32_t kQueued = std::numeric_limits<std::uint32_t>::max();
 /// No transmission ends (a shard with no flow in flight).
 constexpr std::int64_t kNoFinish = std::numeric_limits<std::int64_t>::max();
 
-/// Per link: the shard whose flows cross it (kFree when none), and how many do. A link's
-/// users count only flows in a shard's solver or moved there with their links counted.
+/// Per link: the shard whose flows cross it (kFree when none), and how many do (a flow queued
+/// at this edge counts once its shard admits it; placement sets the owner at once).
 struct LinkOwners {
     static constexpr std::uint16_t kFree = 0xffff;
     explicit LinkOwners(std::size_t links) : owner(links, kFree), users(links, 0) {}

@@ -91,6 +91,9 @@ public:
                 engine::EntityId wake_entity, engine::EventType wake_type, Bandwidth on_chip,
                 Duration on_chip_latency, std::uint32_t shards = 1);
     ~FlowNetwork();
+    /// Not copied or moved: its parts refer to each other.
+    FlowNetwork(const FlowNetwork&) = delete;
+    FlowNetwork& operator=(const FlowNetwork&) = delete;
 
     /// Starts `flows` at `now` from a handler of `partition`. When every flow has arrived,
     /// `owner` gets an event of type `done_type` with payload `tag`.
