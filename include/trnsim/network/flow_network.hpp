@@ -39,6 +39,13 @@
 // When no shard has work before placement (the start of a collective phase everywhere), the
 // first two steps overlap instead: placement follows the routing threads chunk by chunk.
 //
+// Parts (private headers in src/network): FlowGroups buffers the groups and cancels of a
+// window, admits groups and sends their completion events; FlowRouter routes an edge's new
+// flows in chunks and notes the shards placement may touch; ShardPlacer places them on shards
+// and moves components; FlowShard is one shard's solver, flows and finish heap, with its part
+// of the edge; LinkOwners records which shard holds each link. FlowNetwork keeps the
+// interface and the window edge itself (resolve), which runs the parts in the order above.
+//
 // Threading: start_group() may be called from handlers of different partitions concurrently
 // (each partition has its own buffer); resolve() runs at a window edge with every partition
 // stopped, the shards on the threads `parallel` offers.
@@ -49,11 +56,9 @@
 #include "trnsim/topology/fabric.hpp"
 
 #include <array>
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <queue>
 #include <span>
 #include <vector>
 
@@ -70,6 +75,12 @@ struct FlowSpec {
     double weight = 1.0;
 };
 
+class FlowGroups;
+class FlowRouter;
+struct FlowShard;
+struct LinkOwners;
+class ShardPlacer;
+
 class FlowNetwork {
 public:
     /// `wake_entity` is an entity of the model whose handler ignores events of type `wake_type`
@@ -80,6 +91,9 @@ public:
                 engine::EntityId wake_entity, engine::EventType wake_type, Bandwidth on_chip,
                 Duration on_chip_latency, std::uint32_t shards = 1);
     ~FlowNetwork();
+    /// Not copied or moved: its parts refer to each other.
+    FlowNetwork(const FlowNetwork&) = delete;
+    FlowNetwork& operator=(const FlowNetwork&) = delete;
 
     /// Starts `flows` at `now` from a handler of `partition`. When every flow has arrived,
     /// `owner` gets an event of type `done_type` with payload `tag`.
@@ -105,7 +119,7 @@ public:
     void cancel(std::uint32_t partition, std::int64_t now, engine::EntityId owner,
                 std::uint64_t tag, engine::EventType cancelled_type);
     /// Groups cancelled so far (those that had a flow still transmitting).
-    std::uint64_t groups_cancelled() const { return groups_cancelled_; }
+    std::uint64_t groups_cancelled() const;
 
     /// Schedules an event: (target, time, type, payload). Used by resolve().
     using Schedule = std::function<void(engine::EntityId, std::int64_t, engine::EventType,
@@ -140,8 +154,8 @@ public:
     /// Solver updates, over all shards.
     std::uint64_t solves() const;
     /// Components moved from one shard to another (a flow bridged them), and their flows.
-    std::uint64_t migrations() const { return migrations_; }
-    std::uint64_t migrated_flows() const { return migrated_flows_; }
+    std::uint64_t migrations() const;
+    std::uint64_t migrated_flows() const;
     /// Wall-clock seconds spent in resolve(), by part (for benchmarks).
     struct EdgeTimes {
         double route_s = 0.0;    ///< routing the new flows (before placement)
@@ -157,137 +171,21 @@ public:
     bool idle() const;
 
 private:
-    struct Group {
-        engine::EntityId owner;
-        engine::EventType done_type;
-        std::uint64_t tag;
-        std::uint32_t outstanding;
-        std::int64_t arrival; ///< latest arrival so far
-        /// Time of the cancel() that matched it, kNotCancelled when none.
-        std::int64_t cancel_at;
-        engine::EventType cancelled_type;
-        bool stopped; ///< cancelled with a flow still transmitting: no completion event
-    };
-    static constexpr std::int64_t kNotCancelled = -1;
-    /// An arrival's time for a flow stopped by cancel().
-    static constexpr std::int64_t kStopped = -1;
-    struct Cancel {
-        std::int64_t at;
-        engine::EntityId owner;
-        std::uint64_t tag;
-        engine::EventType cancelled_type;
-        std::size_t started; ///< groups its partition had started in this window before it
-    };
-    struct Pending {
-        std::int64_t start;
-        engine::EntityId owner;
-        engine::EventType done_type;
-        std::uint64_t tag;
-        std::vector<FlowSpec> owned;
-        std::span<const FlowSpec> flows; ///< `owned`, or the caller's data
-    };
-    struct Arrival {
-        std::uint32_t group;
-        std::int64_t when;
-    };
-    struct Shard;
-
-    std::uint32_t new_group(const Pending& p);
-    /// One flow (or the group's own admission token) of group `gid` has arrived at `when`.
-    void arrive(std::uint32_t gid, std::int64_t when, std::int64_t now, const Schedule& schedule);
-    /// Lists the buffered groups and their flows for routing; returns the number of chunks.
-    std::uint32_t prepare_routes();
-    /// Routes the flows of chunk `c`; with `note_owners`, notes in the chunk every shard their
-    /// placement may read or change (placement must not be running).
-    void route_chunk(std::uint32_t c, bool note_owners);
-    /// Routes chunk `c` unless another thread has started it; true if this call routed it.
-    bool claim_chunk(std::uint32_t c);
-    /// Adds the routed chunks' bytes to link_bytes_ and their noted shards to `touched_`.
-    void merge_routes(std::uint32_t chunks);
-    /// Places the routed flows on shards, in the order of the groups. `pipelined`: the chunks
-    /// are being routed meanwhile (claim_chunk); it waits for each or routes it itself.
-    void place_all(std::int64_t now, bool pipelined);
-    /// Queues flow `item` on shard `k`, which owns or may take all its links.
-    void queue_item(std::size_t item, std::uint32_t k);
-    /// The shard a flow of group `p` from chip `src` over `route` joins when all its links
-    /// are free: over EFA, the block of chips of the group's first source; over NeuronLink,
-    /// its own source's block.
-    std::uint32_t home(const Pending& p, std::span<const std::uint32_t> route,
-                       std::uint32_t src) const;
-    /// The shard a flow of group `p` from chip `src` over `route_` joins (its home when all
-    /// its links are free), moving components between shards if it bridges several.
-    std::uint32_t place(const Pending& p, std::uint32_t src, std::int64_t now);
-    /// Moves the component of shard `from` that crosses the links of `route_` owned by it into
-    /// shard `to`.
-    void migrate(std::uint32_t from, std::uint32_t to, std::int64_t now);
-    /// A shard's part of resolve(): admit its queued flows, release finished ones, re-solve.
-    void resolve_shard(Shard& s, std::int64_t now);
-    /// At the start of resolve(): drops the cancelled groups not yet admitted and marks the
-    /// others (their flows stop when their shards run). True when some admitted group matched.
-    bool apply_cancels(std::int64_t now, const Schedule& schedule);
-    /// A shard's part of the cancellations: stops the flows of cancelled groups still
-    /// transmitting at the cancel's time. True when it removed any.
-    bool stop_cancelled(Shard& s);
-
     const topology::Fabric* fabric_;
     std::shared_ptr<MaxMinSolver::LinkTable> links_;
-    std::vector<std::unique_ptr<Shard>> shards_;
-    /// Per link: the shard whose flows cross it (kFree when none), and how many do.
-    static constexpr std::uint16_t kFree = 0xffff;
-    std::vector<std::uint16_t> owner_;
-    std::vector<std::uint32_t> users_;
+    std::unique_ptr<LinkOwners> owners_;
+    std::vector<std::unique_ptr<FlowShard>> shards_;
+    std::unique_ptr<FlowGroups> groups_;
+    std::unique_ptr<FlowRouter> router_;
+    std::unique_ptr<ShardPlacer> placer_;
     engine::EntityId wake_entity_;
     engine::EventType wake_type_;
-    double on_chip_bps_;
-    std::int64_t on_chip_latency_;
-    std::vector<std::vector<Pending>> pending_; ///< per partition
-    std::vector<std::vector<Cancel>> cancels_;  ///< per partition
     bool cancel_scan_ = false; ///< this edge: the shards look for flows of cancelled groups
-    std::uint64_t groups_cancelled_ = 0;
-    std::vector<Group> groups_;
-    std::vector<std::uint32_t> free_groups_;
-    std::vector<Arrival> arrivals_; ///< found while admitting (on-chip copies, tokens, moves)
     std::int64_t wake_at_ = -1;
-    std::uint64_t migrations_ = 0;
-    std::uint64_t migrated_flows_ = 0;
     EdgeTimes edge_times_;
     std::array<double, topology::kLinkKinds> link_bytes_{};
-    /// This edge's flows to admit, in order, once routed.
-    struct Item {
-        const FlowSpec* spec = nullptr;
-        std::int64_t start = 0;
-        std::uint32_t offset = 0, count = 0; ///< into its chunk's links; count 0: on-chip
-        std::int64_t latency = 0;
-        std::uint32_t group = 0;
-    };
-    /// This edge's buffered groups, in order, with their first item.
-    struct EdgeGroup {
-        std::uint32_t partition, index;
-        std::size_t first;
-    };
-    static constexpr std::size_t kRouteChunk = 64;
-    struct RouteChunk {
-        std::vector<std::uint32_t> links;
-        std::array<double, topology::kLinkKinds> bytes{};
-        std::vector<std::uint64_t> touched; ///< bit set of shards, as `touched_`
-        std::vector<std::uint32_t> hops;    ///< scratch
-    };
-    static constexpr std::uint8_t kChunkTodo = 0, kChunkClaimed = 1, kChunkRouted = 2;
-    std::vector<EdgeGroup> edge_groups_;
-    std::vector<Item> items_;
-    std::vector<RouteChunk> chunks_;
-    std::unique_ptr<std::atomic<std::uint8_t>[]> chunk_state_; ///< per chunk: kChunk*
-    std::uint32_t chunk_capacity_ = 0;
-    std::uint32_t routed_ = 0; ///< chunks placement knows to be routed
-    std::span<const std::uint32_t> route_; ///< the flow being placed
-    std::vector<std::uint16_t> owners_seen_;
-    std::size_t edge_total_ = 0; ///< flows routed at this edge
-    std::vector<std::uint64_t> touched_;  ///< shards placement may touch at this edge (bits)
-    std::vector<std::uint32_t> beside_;   ///< shards updated beside placement
-    std::vector<std::uint32_t> active_;   ///< shards updated after placement
-    std::vector<std::uint32_t> bfs_links_;
-    std::vector<MaxMinSolver::FlowId> bfs_flows_;
-    std::vector<std::uint8_t> queued_moving_; ///< per queued flow of the shard being left
+    std::vector<std::uint32_t> beside_; ///< shards updated beside placement
+    std::vector<std::uint32_t> active_; ///< shards updated after placement
 };
 
 } // namespace trnsim::network

@@ -20,39 +20,33 @@
 //
 // Determinism: ties are broken by link id; the same sequence of calls gives the same rates.
 //
+// Parts: the links and flows with their bookkeeping (maxmin_flows.hpp), the progressive filling
+// (maxmin_fill.hpp) and, here, the solver that composes them: a full solve, and the incremental
+// update that chooses which flows to re-fill.
+//
 // Shared links. Several solvers can share one LinkTable when they own disjoint sets of links:
 // every flow of a solver crosses only links no other solver's flows cross (FlowNetwork keeps
 // that invariant). They may then run concurrently, each on its own thread; a solver touches
 // only the links its flows cross. One solver is not thread-safe.
 #pragma once
 
-#include "trnsim/core/huge_pages.hpp"
+#include "trnsim/network/maxmin_fill.hpp"
+#include "trnsim/network/maxmin_flows.hpp"
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <span>
 #include <vector>
 
 namespace trnsim::network {
 
-namespace detail {
-/// A candidate bottleneck of a fill: a shared link with its share when pushed, or (flow bit
-/// set) one flow's tightest private link.
-struct MaxMinShare {
-    double share;
-    std::uint64_t id; ///< link id, or (1 << 40) | flow id
-};
-} // namespace detail
-
 class MaxMinSolver {
 public:
-    using FlowId = std::uint32_t;
-    static constexpr std::uint32_t kNoLink = std::numeric_limits<std::uint32_t>::max();
+    using FlowId = MaxMinFlowId;
+    static constexpr std::uint32_t kNoLink = kMaxMinNoLink;
 
-    class LinkTable;
+    using LinkTable = MaxMinLinks;
     /// The per-link records of a fabric, to share between solvers (see above).
     static std::shared_ptr<LinkTable> make_links(const std::vector<double>& capacity);
 
@@ -66,16 +60,18 @@ public:
 
     /// A new flow across `links` (each at most once). Its rate is set by the next solve() or
     /// update(). Flows without links are not allowed (handle them outside).
-    FlowId add(std::span<const std::uint32_t> links, double weight = 1.0);
-    void remove(FlowId f);
+    FlowId add(std::span<const std::uint32_t> links, double weight = 1.0) {
+        return flows_.add(links, weight);
+    }
+    void remove(FlowId f) { flows_.remove(f); }
     /// Removes a flow without re-filling what it leaves: only for a flow whose links no other
     /// flow of this solver crosses (a whole component handed to another solver).
-    void detach(FlowId f);
+    void detach(FlowId f) { flows_.detach(f); }
     /// Removes every flow at once (cheaper than removing them one by one); no update needed.
     void clear();
     /// Removes several flows. When they are most of the active flows, the solver is rebuilt
     /// from the survivors (whose rates the next update() recomputes) instead.
-    void remove_batch(std::span<const FlowId> flows);
+    void remove_batch(std::span<const FlowId> flows) { flows_.remove_batch(flows); }
 
     /// Recomputes every flow from scratch.
     void solve();
@@ -87,141 +83,38 @@ public:
     /// Calls `visit(flow)` for every flow crossing `link`.
     template <class Visit>
     void for_each_flow_on(std::uint32_t link, Visit&& visit) const {
-        for (const Entry& e : on_link_[link]) {
+        for (const MaxMinEntry& e : flows_.table().lists()[link]) {
             visit(e.flow);
         }
     }
     std::uint32_t bottleneck(FlowId f) const { return flows_[f].bottleneck; }
-    bool alive(FlowId f) const { return f < flows_.size() && flows_[f].count > 0; }
-    std::span<const std::uint32_t> links(FlowId f) const {
-        return {pool_.data() + flows_[f].offset, flows_[f].count};
-    }
-    std::size_t active_flows() const { return active_; }
-    std::size_t link_count() const { return links_.size(); }
-    double capacity(std::uint32_t link) const { return links_[link].capacity; }
+    bool alive(FlowId f) const { return flows_.alive(f); }
+    std::span<const std::uint32_t> links(FlowId f) const { return flows_.links(f); }
+    std::size_t active_flows() const { return flows_.active(); }
+    std::size_t link_count() const { return flows_.table().size(); }
+    double capacity(std::uint32_t link) const { return flows_.table().state()[link].capacity; }
     /// Sum of the rates of the flows crossing `link`.
-    double used(std::uint32_t link) const { return links_[link].used; }
+    double used(std::uint32_t link) const { return flows_.table().state()[link].used; }
     /// Flows re-filled by the last solve() or update() (the only ones whose rate may have
     /// changed; also the cost driver).
     std::size_t last_update_size() const { return refilled_.size(); }
     const std::vector<FlowId>& last_refilled() const { return refilled_; }
 
 private:
-    struct Entry {
-        FlowId flow;
-        std::uint32_t incidence; ///< index into pool_
-    };
+    /// The flows the update re-fills at first: those added, and those bottlenecked on a link
+    /// that a removed flow freed.
+    void seed_update_set();
+    /// Adds to the set the flows outside it that break a max-min condition on a link the set
+    /// crosses; false when none does.
+    bool grow_update_set();
 
-    /// The flows crossing one link. Most links (a chip's own ports) carry one or two flows at a
-    /// time: those stay inside the 24-byte record, so millions of links need no allocation.
-    class FlowList {
-    public:
-        FlowList() = default;
-        FlowList(const FlowList&) = delete;
-        FlowList& operator=(const FlowList&) = delete;
-        ~FlowList() {
-            if (cap_ > kInline) {
-                delete[] heap_;
-            }
-        }
-        std::uint32_t size() const { return size_; }
-        Entry* begin() { return data(); }
-        Entry* end() { return data() + size_; }
-        const Entry* begin() const { return data(); }
-        const Entry* end() const { return data() + size_; }
-        Entry& operator[](std::uint32_t i) { return data()[i]; }
-        Entry& back() { return data()[size_ - 1]; }
-        void pop_back() { --size_; }
-        void clear() { size_ = 0; }
-        void push_back(const Entry& e) {
-            if (size_ == cap_) {
-                grow();
-            }
-            data()[size_++] = e;
-        }
-
-    private:
-        static constexpr std::uint32_t kInline = 2;
-        Entry* data() { return cap_ > kInline ? heap_ : inline_; }
-        const Entry* data() const { return cap_ > kInline ? heap_ : inline_; }
-        void grow() {
-            Entry* bigger = new Entry[std::size_t{cap_} * 2];
-            std::copy(data(), data() + size_, bigger);
-            if (cap_ > kInline) {
-                delete[] heap_;
-            }
-            heap_ = bigger;
-            cap_ *= 2;
-        }
-        union {
-            Entry inline_[kInline];
-            Entry* heap_;
-        };
-        std::uint32_t size_ = 0;
-        std::uint32_t cap_ = kInline;
-    };
-
-    /// Progressive filling of the flows in `set`, every other flow keeping its rate.
-    void fill(const std::vector<FlowId>& set);
-    void compact_pool();
-    /// A fresh stamp (marks on links): this solver's phase modulo the stride.
-    std::uint32_t next_stamp() { return stamp_ += stride_; }
-    /// Empties the link lists of the live flows (and their `used`).
-    void clear_live_links();
-
-    /// Per flow, in one record: the fields the fill and the checks read together share a
-    /// cache line (at 10^5 to 10^6 flows each separate array would be a miss per flow).
-    struct FlowState {
-        double rate = 0.0;
-        double weight = 0.0;
-        std::uint32_t bottleneck = kNoLink;
-        std::uint32_t offset = 0; ///< first incidence in pool_
-        std::uint32_t count = 0;  ///< links; 0 for a free slot
-        std::uint32_t stamp = 0;  ///< equal to the fill's stamp while unfrozen in that fill
-    };
-
-    /// Per link, in one record for the same reason.
-    struct LinkState {
-        double capacity = 0.0;
-        double used = 0.0;     ///< sum of the rates of the flows crossing it
-        double residual = 0.0; ///< during a fill: capacity left for the unfrozen flows
-        double wsum = 0.0;     ///< during a fill: weights of the unfrozen flows
-        std::uint32_t mark = 0;     ///< stamp of the last fill or check that touched it
-        std::uint32_t unfrozen = 0; ///< during a fill: unfrozen flows crossing it
-    };
-
-public:
-    class LinkTable {
-    private:
-        friend class MaxMinSolver;
-        std::vector<LinkState, HugePageAllocator<LinkState>> links;
-        std::vector<FlowList, HugePageAllocator<FlowList>> on_link; ///< flows crossing each link
-    };
-
-private:
-    std::shared_ptr<LinkTable> table_;
-    std::vector<LinkState, HugePageAllocator<LinkState>>& links_;
-    std::vector<FlowList, HugePageAllocator<FlowList>>& on_link_;
-    std::vector<FlowState, HugePageAllocator<FlowState>> flows_;
-    std::vector<FlowId> free_;
-    std::size_t active_ = 0;
-    // Flow-link incidences: link id and position in on_link_[link].
-    std::vector<std::uint32_t> pool_;
-    std::vector<std::uint32_t> position_;
-    std::size_t dead_incidences_ = 0;
-    // Changes since the last solve/update.
-    std::vector<FlowId> added_;
-    std::vector<std::uint32_t> freed_links_;
-    // Scratch, kept to avoid reallocation.
-    std::vector<std::uint8_t> member_; ///< per flow: in the update's re-fill set
-    using Share = detail::MaxMinShare;
-    std::vector<Share> shares_;               ///< fill: heap of shared links
-    std::vector<Share> caps_;                 ///< fill: flows by their tightest private link
-    std::vector<FlowId> set_;                 ///< update: the flows to re-fill
-    std::vector<std::uint32_t> links_of_set_; ///< update: the links they cross
-    std::vector<std::uint32_t> pool_scratch_, position_scratch_; ///< rebuilding pool_
-    std::uint32_t stamp_ = 0;
-    std::uint32_t stride_ = 1;
+    MaxMinFlows flows_;
+    ProgressiveFill fill_;
+    MaxMinStamps stamps_;
+    // Scratch of update(), kept to avoid reallocation.
+    std::vector<std::uint8_t> member_;        ///< per flow: in the re-fill set (0 between calls)
+    std::vector<FlowId> set_;                 ///< the flows to re-fill
+    std::vector<std::uint32_t> links_of_set_; ///< the links they cross
     std::vector<FlowId> refilled_;
 };
 
