@@ -1,6 +1,7 @@
 // The run simulation against closed forms, counts, conservation laws and hand-traced
 // scenarios. Every expected value is derived in the test.
 #include "support/reliability_cases.hpp"
+#include "support/reliability_expect.hpp"
 
 #include "trnsim/reliability/run_tenant.hpp"
 #include "trnsim/reliability/theory.hpp"
@@ -270,22 +271,7 @@ void expect_identical_for_thread_counts(const RunInput& in, int replications) {
     for (int threads : {2, 4}) {
         const RunSummary many = run(in, replications, 41, threads);
         for (std::size_t r = 0; r < one.replications.size(); ++r) {
-            const ReplicationResult& a = one.replications[r];
-            const ReplicationResult& b = many.replications[r];
-            EXPECT_EQ(a.wall_ns, b.wall_ns);
-            EXPECT_EQ(a.state_ns, b.state_ns);
-            EXPECT_EQ(a.work_ns, b.work_ns);
-            EXPECT_EQ(a.failures_by_process, b.failures_by_process);
-            EXPECT_EQ(a.interruptions_by_process, b.interruptions_by_process);
-            EXPECT_EQ(a.engine_events, b.engine_events);
-        }
-        const auto& ea = one.replications[0].events;
-        const auto& eb = many.replications[0].events;
-        ASSERT_EQ(ea.size(), eb.size());
-        for (std::size_t i = 0; i < ea.size(); ++i) {
-            EXPECT_EQ(ea[i].time_ns, eb[i].time_ns);
-            EXPECT_EQ(ea[i].kind, eb[i].kind);
-            EXPECT_EQ(ea[i].component_index, eb[i].component_index);
+            expect_same_replication(one.replications[r], many.replications[r]);
         }
     }
 }
@@ -598,16 +584,7 @@ TEST(Tenant, ARunOnASharedEngineIsReplicationZeroOfItsRunAlone) {
         (void)set.run(threads);
         for (const auto& [tenant, alone] :
              {std::pair{a.take_summary(), &quiet_alone}, std::pair{b.take_summary(), &busy_alone}}) {
-            const ReplicationResult& x = tenant.replications.at(0);
-            const ReplicationResult& y = alone->replications.at(0);
-            EXPECT_EQ(x.wall_ns, y.wall_ns);
-            EXPECT_EQ(x.state_ns, y.state_ns);
-            EXPECT_EQ(x.work_ns, y.work_ns);
-            EXPECT_EQ(x.failures_by_process, y.failures_by_process);
-            EXPECT_EQ(x.interruptions_by_process, y.interruptions_by_process);
-            EXPECT_EQ(x.engine_events, y.engine_events);
-            EXPECT_EQ(x.events.size(), y.events.size());
-            EXPECT_EQ(x.done, y.done);
+            expect_same_replication(tenant.replications.at(0), alone->replications.at(0));
             EXPECT_EQ(tenant.estimate("ettr").mean, alone->estimate("ettr").mean);
         }
     }

@@ -3,6 +3,8 @@
 // its workload gives alone, for 1 and 2 threads: alone as the same file with only that
 // tenant, and as the single-workload scenario it stands for on a cluster of its 8
 // UltraServers. Then what the loader and the checks refuse.
+#include "support/reliability_expect.hpp"
+
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/sim/workload_kinds.hpp"
@@ -43,17 +45,8 @@ output: {requests: true}
 
 void expect_same_training(const TrainingRun& a, const TrainingRun& b) {
     ASSERT_TRUE(a.reliability && b.reliability);
-    const reliability::ReplicationResult& x = a.reliability->replications.at(0);
-    const reliability::ReplicationResult& y = b.reliability->replications.at(0);
-    EXPECT_EQ(x.wall_ns, y.wall_ns);
-    EXPECT_EQ(x.state_ns, y.state_ns);
-    EXPECT_EQ(x.work_ns, y.work_ns);
-    EXPECT_EQ(x.lost_work_ns, y.lost_work_ns);
-    EXPECT_EQ(x.failures_by_process, y.failures_by_process);
-    EXPECT_EQ(x.interruptions_by_process, y.interruptions_by_process);
-    EXPECT_EQ(x.checkpoints, y.checkpoints);
-    EXPECT_EQ(x.engine_events, y.engine_events);
-    EXPECT_EQ(x.events.size(), y.events.size());
+    reliability::test::expect_same_replication(a.reliability->replications.at(0),
+                                               b.reliability->replications.at(0));
     EXPECT_EQ(a.step.step_s, b.step.step_s);
     EXPECT_EQ(a.time_to_train_s, b.time_to_train_s);
     EXPECT_EQ(a.cost_usd, b.cost_usd);
