@@ -294,6 +294,17 @@ TEST(Cli, ATenantsScenarioWritesEachTenantUnderItsName) {
     EXPECT_NE(trace.err.find("output.trace"), std::string::npos) << trace.err;
     EXPECT_FALSE(fs::exists(none));
     EXPECT_FALSE(fs::exists(dir / "x.json"));
+    // Sweeps run single-workload scenarios.
+    const fs::path sweep = dir / "sweep.yaml";
+    std::ofstream(sweep) << "base: " << fs::absolute(file).string()
+                         << "\nsweep:\n  grid:\n    seed: [1, 2]\noutput: {file: "
+                         << none.string() << "}\n";
+    const CliResult batch = run_cli({"batch", sweep.string()});
+    EXPECT_EQ(batch.exit_code, 2);
+    EXPECT_NE(batch.err.find("tenants: trnsim batch runs single-workload scenarios"),
+              std::string::npos)
+        << batch.err;
+    EXPECT_FALSE(fs::exists(none));
     fs::remove_all(dir);
 }
 
