@@ -8,9 +8,9 @@ may stand one per line before the same block)
                              blank lines skipped) runs with bash and must exit 0
     <!-- file: PATH -->      the block is written to PATH, as a reader saving it would
     <!-- append: PATH -->    the block is appended to PATH (a section added to a scenario)
-    <!-- uncomment: CMD -->  with `file:`: for every commented option of the block (a line
-                             `# key: value`), PATH is written with that line uncommented and
-                             CMD must exit 0; then PATH is written as shown
+    <!-- uncomment: CMD -->  with `file:`: CMD must exit 0 on PATH as shown and, for every
+                             commented option of the block (a line `# key: value`), on PATH
+                             written with that line uncommented
     <!-- output: CMD -->     the block is what CMD prints on stdout (add `2>&1` to show stderr);
                              CMD must exit 0, or N with `<!-- output (exit N): CMD -->`
     <!-- measured: DATE, COMMIT -->   a measurement (a benchmark's wall times): shown as run on
@@ -218,8 +218,6 @@ def regenerate(body, printed):
     shown = items(body)
     while shown and not shown[-1]:
         shown.pop()
-    if ELLIPSIS not in shown and not any(WALL.search(s) for s in shown):
-        return printed
     patterns = [None if s == ELLIPSIS else line_pattern(s) for s in shown]
     shapes = [None if s == ELLIPSIS else shape(s) for s in shown]
     printed_shapes = [shape(p) for p in printed]
@@ -231,19 +229,28 @@ def regenerate(body, printed):
 
     pairs = align(shown, printed, same)
     if pairs is None:
-        return None
+        if ELLIPSIS in shown:
+            return None
+        # The whole output, its wall times marked where a shown line of the same shape had them.
+        marked = {shapes[i]: i for i in range(len(shown)) if WALL.search(shown[i])}
+        return [with_walls(shown[marked[p]], line) if p in marked else line
+                for p, line in zip(printed_shapes, printed)]
     out = list(shown)
     for i, j in pairs:
-        walls = {len(NUMBER.findall(shown[i][:m.start()].replace("~", "")))
-                 for m in WALL.finditer(shown[i])}
-        line, n = printed[j], [0]
-
-        def mark(m):
-            k = n[0]
-            n[0] += 1
-            return ("~" if k in walls else "") + m.group(0)
-        out[i] = NUMBER.sub(mark, line)
+        out[i] = with_walls(shown[i], printed[j])
     return out
+
+
+def with_walls(shown, line):
+    """A printed line with `~` before the figures the shown line of the same shape marks."""
+    walls = {len(NUMBER.findall(shown[:m.start()].replace("~", ""))) for m in WALL.finditer(shown)}
+    n = [0]
+
+    def mark(m):
+        k = n[0]
+        n[0] += 1
+        return ("~" if k in walls else "") + m.group(0)
+    return NUMBER.sub(mark, line)
 
 
 # ---- running ----
@@ -281,7 +288,7 @@ def report(where, r, took, cmd, expected=0):
 
 
 def uncommented(runner, b):
-    """Each commented option of a file block, uncommented alone, must pass the command."""
+    """The file block, and each of its commented options uncommented alone, pass the command."""
     failures = 0
     target, cmd = b.marks["file"].group("file"), b.marks["uncomment"].group("uncomment")
     for n, line in enumerate(b.body):
@@ -295,7 +302,9 @@ def uncommented(runner, b):
         if not report(f"{b.doc}:{b.fence_line + 1 + n}", r, took,
                       f"{cmd}   # with `{m.group(2).strip()}`"):
             failures += 1
-    return failures
+    runner.write(target, b.text, "w")
+    r, took = runner.run(cmd)
+    return failures + (0 if report(b.where, r, took, cmd) else 1)
 
 
 def check_output(runner, b, update):

@@ -103,7 +103,7 @@ class Outputs(unittest.TestCase):
         self.assertIn("README.md:6: FAILED", out)
         self.assertIn("with `bad: 3`", out)
         self.assertIn("README.md:5: ok", out)
-        self.assertIn("2 run", out)    # good and bad: the comment is not an option
+        self.assertIn("3 run", out)    # good, bad, as shown: the comment is not an option
         code, out, _ = run(md.replace("  # bad: 3\n", ""))
         self.assertEqual(code, 0, out)
 
@@ -136,6 +136,10 @@ class Matching(unittest.TestCase):
 
     def test_regeneration_of_a_plain_block_is_the_output(self):
         self.assertEqual(check.regenerate(["a 1"], ["a 2", "b"]), ["a 2", "b"])
+
+    def test_regeneration_of_a_whole_block_keeps_its_wall_marks(self):
+        self.assertEqual(check.regenerate(["a 1", "wall ~2 ms"], ["a 2", "wall 3 ms", "b"]),
+                         ["a 2", "wall ~3 ms", "b"])
 
     def test_regeneration_gives_up_when_a_line_changed_shape(self):
         self.assertIsNone(check.regenerate(["step ~1 s", "..."], ["the step took 2 s"]))
