@@ -16,6 +16,8 @@ may stand one per line before the same block)
     <!-- measured: DATE, COMMIT -->   a measurement (a benchmark's wall times): shown as run on
                              DATE (YYYY-MM-DD) on the code of COMMIT, never compared
 
+A marker may wrap over several lines (they are joined with single spaces).
+
 An output block equals the output line by line (trailing blanks aside), figures to the
 printed digit, with two exceptions the block spells out: a line `...` stands for any number
 of lines (none included), and a figure written `~550 ms` (a tilde before a number and its time
@@ -85,6 +87,14 @@ def blocks(source, doc):
     i = 0
     while i < len(lines):
         s = lines[i].strip()
+        if s.startswith("<!--") and "-->" not in s:
+            # A marker may wrap: its lines are joined with single spaces.
+            j = i + 1
+            while j < len(lines) and "-->" not in lines[j - 1]:
+                j += 1
+            joined = " ".join(x.strip() for x in lines[i:j])
+            if MARK.match(joined):
+                s, i = joined, j - 1
         m = MARK.match(s)
         if m:
             kind = m.group(1).split(":")[0].split(" ")[0].split("(")[0]

@@ -54,6 +54,11 @@ class Outputs(unittest.TestCase):
         self.assertEqual(code, 0, out)
         self.assertIn("1 outputs compared, 0 failed", out)
 
+    def test_a_marker_may_wrap(self):
+        code, out, _ = run("<!-- output: printf 'a b\\n'\n   | tr a-z A-Z\n-->\n```\nA B\n```\n")
+        self.assertEqual(code, 0, out)
+        self.assertIn("output ok (run, ", out)
+
     def test_a_figure_that_differs_by_one_digit_fails(self):
         code, out, _ = run("<!-- output: printf 'step 15.0 s\\nmfu 39.9%%\\n' -->\n"
                            "```\nstep 15.0 s\nmfu 39.8%\n```\n")
