@@ -22,8 +22,9 @@ An output block equals the output line by line (trailing blanks aside), figures 
 printed digit, with two exceptions the block spells out: a line `...` stands for any number
 of lines (none included), and a figure written `~550 ms` (a tilde before a number and its time
 unit) is a wall-clock time, which varies run to run and matches any time. Nothing else is
-loosened: a simulated figure that changes fails the check. When COMMAND is a command line a
-runnable block ran before, its output there is used instead of running it again.
+loosened: a simulated figure that changes fails the check. When CMD is a command line a
+runnable block ran before (runs of blanks aside), its output there is used instead of
+running it again.
 
 A fenced block without a language must carry a marker (output or measured when it shows
 what a command prints), so that no printed output goes unchecked by mistake; diagrams and
@@ -288,6 +289,11 @@ class Runner:
             f.write(text)
 
 
+def key(cmd):
+    """A command line as the output markers name it: runs of blanks are one blank."""
+    return " ".join(cmd.split())
+
+
 def report(where, r, took, cmd, expected=0):
     ok = r.returncode == expected
     status = "ok" if ok else f"FAILED (exit {r.returncode}, expected {expected})"
@@ -321,8 +327,8 @@ def check_output(runner, b, update):
     """Compare an output block; with update, return the new body when it differs."""
     m = b.marks["output"]
     cmd, expected = m.group("output"), int(m.group("exit") or 0)
-    if cmd in runner.seen and expected == 0:
-        printed, took, how = runner.seen[cmd], 0.0, "as run above"
+    if key(cmd) in runner.seen and expected == 0:
+        printed, took, how = runner.seen[key(cmd)], 0.0, "as run above"
     else:
         r, took = runner.run(cmd)
         if not report(b.where, r, took, cmd, expected):
@@ -392,7 +398,7 @@ def main(argv):
                 if "runnable" in b.marks:
                     for cmd in commands(b.text):
                         r, took = runner.run(cmd)
-                        runner.seen[cmd] = r.stdout
+                        runner.seen[key(cmd)] = r.stdout
                         if not report(b.where, r, took, cmd):
                             failures += 1
                 if "output" in b.marks:
