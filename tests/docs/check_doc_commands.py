@@ -13,8 +13,8 @@ may stand one per line before the same block)
                              written with that line uncommented
     <!-- output: CMD -->     the block is what CMD prints on stdout (add `2>&1` to show stderr);
                              CMD must exit 0, or N with `<!-- output (exit N): CMD -->`
-    <!-- measured: DATE, COMMIT -->   a measurement (a benchmark's wall times): shown as run on
-                             DATE (YYYY-MM-DD) on the code of COMMIT, never compared
+    <!-- measured: DATE, COMMIT -->   a measurement (a benchmark's wall times, a record of a
+                             decision) as recorded on DATE (YYYY-MM-DD) by COMMIT: never compared
 
 A marker may wrap over several lines (they are joined with single spaces).
 
