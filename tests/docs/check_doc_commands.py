@@ -38,9 +38,10 @@ write below docs/ only through its own scratch copy: docs/ is not linked.
 
 Usage: check_doc_commands.py [--update] SOURCE_DIR BUILD_DIR [DOC ...]
        (default: README.md, docs/**/*.md). With --update (scripts/update-docs), an output block
-       that differs is rewritten from what its command prints, keeping its `...` lines and its
-       `~` marks where the lines still have the same shape; a block whose lines changed shape
-       is reported for a hand edit.
+       that differs is rewritten from what its command prints, keeping its `~` marks on lines
+       of the same shape (the same text around the figures); a block with `...` lines keeps
+       them, and is reported for a hand edit when its shown lines no longer all have a printed
+       line of their shape.
 """
 import os
 import re
@@ -267,7 +268,7 @@ def with_walls(shown, line):
 # ---- running ----
 
 class Runner:
-    def __init__(self, source, build, scratch):
+    def __init__(self, build, scratch):
         self.scratch = scratch
         self.env = dict(os.environ)
         self.env["PATH"] = os.path.join(build, "src", "cli") + os.pathsep + self.env["PATH"]
@@ -385,7 +386,7 @@ def main(argv):
             if os.path.exists(os.path.join(source, name)):
                 os.symlink(os.path.join(source, name), os.path.join(scratch, name))
         os.symlink(build, os.path.join(scratch, "build"))
-        runner = Runner(source, build, scratch)
+        runner = Runner(build, scratch)
         for doc, bs in parsed:
             changes = []
             for b in bs:
