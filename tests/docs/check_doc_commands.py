@@ -19,12 +19,12 @@ may stand one per line before the same block)
 A marker may wrap over several lines (they are joined with single spaces).
 
 An output block equals the output line by line (trailing blanks aside), figures to the
-printed digit, with two exceptions the block spells out: a line `...` stands for any number
-of lines (none included), and a figure written `~550 ms` (a tilde before a number and its time
-unit) is a wall-clock time, which varies run to run and matches any time. Nothing else is
-loosened: a simulated figure that changes fails the check. When CMD is a command line a
-runnable block ran before (runs of blanks aside), its output there is used instead of
-running it again.
+printed digit, with two exceptions the block spells out: a line `...` (blanks around it
+aside) stands for any number of lines (none included), and a figure written `~550 ms` (a
+tilde before a number and its time unit) is a wall-clock time, which varies run to run and
+matches any time. Nothing else is loosened: a simulated figure that changes fails the check.
+When CMD is a command line a runnable block ran before (runs of blanks aside), its output
+there is used instead of running it again.
 
 A fenced block without a language must carry a marker (output or measured when it shows
 what a command prints), so that no printed output goes unchecked by mistake; diagrams and
@@ -121,7 +121,7 @@ def blocks(source, doc):
             errors.append(f"{b.where}: `uncomment:` needs a `file:` marker on the same block")
         if "measured" in marks and not MEASURED.match(marks["measured"].group("measured")):
             errors.append(f"{b.where}: write the measurement as `<!-- measured: YYYY-MM-DD, "
-                          "COMMIT -->` (the date it ran, the commit of the code it ran)")
+                          "COMMIT -->` (the date of the run, the commit that recorded it)")
         if not b.lang and not marks:
             errors.append(f"{b.where}: a block without a language: mark the output it shows "
                           "(`output:` or `measured:`) or give it one (`sh`, `text`)")
@@ -205,7 +205,8 @@ def compare(body, printed):
     while shown and not shown[-1]:
         shown.pop()
     patterns = [None if s == ELLIPSIS else line_pattern(s) for s in shown]
-    if align(shown, printed, lambda i, j: 0 if patterns[i].match(printed[j]) else None):
+    if align(shown, printed,
+             lambda i, j: 0 if patterns[i].match(printed[j]) else None) is not None:
         return None
     # Say where: the first shown line that no printed line matches in order.
     j = 0
