@@ -5,7 +5,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 "$root/scripts/setup.sh" >&2
 
-scenario="$root/scenarios/default.yaml"
+scenario="scenarios/default.yaml"   # relative to $root, as it prints
 if [[ $# -gt 0 && "$1" != -* ]]; then
     scenario="$1"
     shift

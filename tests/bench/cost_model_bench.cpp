@@ -106,7 +106,7 @@ int main(int argc, char** argv) {
                     "evaluations each\n",
                     chip.name.c_str(), lnc, model.calibrated() ? "calibrated" : "uncalibrated",
                     o.repeat, fmt::integer(o.evaluations).c_str());
-        std::printf("  %-12s %8s %12s %14s\n", "class", "shapes", "ns/eval", "evaluations/s");
+        std::printf("  %-19s %8s %12s %14s\n", "class", "shapes", "ns/eval", "evaluations/s");
         // Interleave the classes: shape i of every class, then shape i + 1, ...
         std::vector<std::vector<Kernel>> by_class;
         double checksum = 0.0;
@@ -115,7 +115,7 @@ int main(int argc, char** argv) {
             const std::vector<Kernel> held_out = calibration_shapes(cls, CalibrationGrid::full, true);
             shapes.insert(shapes.end(), held_out.begin(), held_out.end());
             const double per = seconds_per_evaluation(model, shapes, o.evaluations, o.repeat, checksum);
-            std::printf("  %-12s %8zu %12.1f %14s\n", to_string(cls), shapes.size(),
+            std::printf("  %-19s %8zu %12.1f %14s\n", to_string(cls), shapes.size(),
                         per * 1e9, fmt::count(1.0 / per).c_str());
             by_class.push_back(std::move(shapes));
         }
@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
             }
         }
         const double per = seconds_per_evaluation(model, mix, o.evaluations, o.repeat, checksum);
-        std::printf("  %-12s %8zu %12.1f %14s\n", "all classes", mix.size(), per * 1e9,
+        std::printf("  %-19s %8zu %12.1f %14s\n", "all classes", mix.size(), per * 1e9,
                     fmt::count(1.0 / per).c_str());
         std::printf("checksum: %.6g\n", checksum);
         std::printf("analytic evaluations/s: %.0f\n", 1.0 / per);
