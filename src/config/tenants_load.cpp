@@ -12,7 +12,19 @@
 #include <charconv>
 #include <set>
 
-namespace trnsim::config::detail {
+namespace trnsim::config {
+
+bool tenant_owns_key(const std::string& key) {
+    for (const std::string section : {"workload", "reliability"}) {
+        if (key == section || key.rfind(section + ".", 0) == 0 ||
+            key.rfind(section + "[", 0) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+namespace detail {
 
 namespace fs = std::filesystem;
 
@@ -74,11 +86,7 @@ struct TenantEntry {
 InputError tenant_error(const InputError& e, std::size_t i, const TenantEntry& t) {
     const std::string prefix = "tenants[" + std::to_string(i) + "]";
     const std::string& key = e.key_path();
-    const auto starts = [&](const char* s) {
-        return key == s || key.rfind(std::string(s) + ".", 0) == 0 ||
-               key.rfind(std::string(s) + "[", 0) == 0;
-    };
-    if (starts("workload") || starts("reliability")) {
+    if (tenant_owns_key(key)) {
         return InputError(prefix + "." + key, e.message(), e.location());
     }
     if (key == "cluster" || key == "cluster.ultraservers" || key == "cluster.instances") {
@@ -231,9 +239,7 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
             }
         }
         for (Warning w : one.warnings) {
-            const bool own = w.key_path.rfind("workload", 0) == 0 ||
-                             w.key_path.rfind("reliability", 0) == 0;
-            if (own) {
+            if (tenant_owns_key(w.key_path)) {
                 w.key_path = "tenants[" + std::to_string(i) + "]." + w.key_path;
                 spec.warnings.push_back(w);
             } else {
@@ -300,4 +306,5 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
     return spec;
 }
 
-} // namespace trnsim::config::detail
+} // namespace detail
+} // namespace trnsim::config

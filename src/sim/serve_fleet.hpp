@@ -28,6 +28,7 @@ public:
     const engine::PartitionMap& partition_map() const { return map_; }
     Duration lookahead() const { return lookahead_; }
     ServeModel& model() { return *model_; }
+    const ServeModel& model() const { return *model_; }
 
     /// The routers' start events, through `at(entity, time_ns, type)`.
     template <class At>
@@ -71,9 +72,7 @@ public:
         ++handled_[ctx.partition()];
         fleet_.model().handle(ctx, e);
     }
-    void prefetch(engine::EntityId e) const override {
-        const_cast<ServeFleet&>(fleet_).model().prefetch(e);
-    }
+    void prefetch(engine::EntityId e) const override { fleet_.model().prefetch(e); }
     bool has_window_edge() const override { return true; }
     void window_edge(ServeEdge& edge) override { fleet_.model().window_edge(edge); }
 

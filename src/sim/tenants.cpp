@@ -20,7 +20,7 @@ namespace {
 InputError tenant_error(const InputError& e, const config::ScenarioSpec& spec, std::size_t i) {
     const InputError located = e.located(spec.sources);
     const std::string& key = located.key_path();
-    if (key.rfind("workload", 0) == 0 || key.rfind("reliability", 0) == 0) {
+    if (config::tenant_owns_key(key)) {
         return InputError("tenants[" + std::to_string(i) + "]." + key, located.message(),
                           located.location());
     }

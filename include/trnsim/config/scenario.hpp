@@ -240,6 +240,10 @@ struct ScenarioSpec {
     std::vector<Warning> warnings; ///< in key order of the checks (scenario_checks.cpp, collect_warnings)
 };
 
+/// Whether `key_path` lies in a tenant's own sections (workload, reliability), which a
+/// `tenants:` scenario names under tenants[i] (the other sections are shared).
+bool tenant_owns_key(const std::string& key_path);
+
 /// "FILE:LINE:COL: warning: key.path: message" (the location as InputError formats it).
 std::string to_string(const Warning& w);
 
