@@ -287,12 +287,18 @@ private:
 /// of every group together); larger meshes stay forceable up to kMaxFlowsPerPhase.
 constexpr std::size_t kMaxAutoMeshFlows = 1'000'000;
 
-/// Inside a NeuronLink domain the Neuron runtime runs mesh only for messages below 1 MB (CCI,
-/// shared/reference/trainium.md "Intra-node algorithm choice"): its per-peer buffers and
-/// descriptors, which the phase estimate does not see, make it lose above. So `automatic`
-/// considers a mesh whose flows stay inside one domain (flat on one domain, or the domain
-/// stage of hierarchical) only below this size per rank; a forced mesh runs at any size.
-constexpr double kDomainMeshBelowBytes = 1024.0 * 1024.0;
+/// `automatic` considers a mesh only for messages below this size per rank, inside a NeuronLink
+/// domain and over EFA alike; a forced mesh runs at any size. Inside a domain the Neuron runtime
+/// runs mesh only below 1 MB (CCI, shared/reference/trainium.md "Intra-node algorithm choice"):
+/// its per-peer buffers and descriptors make it lose above. Between nodes the runtime keeps mesh
+/// for small groups and small messages (CCX, "Inter-node algorithms"): every rank receives from
+/// all its peers at once, so a little skew in start times congests the NICs and the upper
+/// switch tiers, and it does not scale to large messages. CCX publishes no size, so the
+/// intra-node one is used (docs/validation.md, "Levers"). Neither the skew nor the buffers is in
+/// the phase estimate, which prices a large mesh over EFA like a ring (the NIC carries the same
+/// bytes) and would pick it on the hash of its routes; a large mesh over many domains is also
+/// one max-min component of p (p - 1) flows, the costliest thing the flow model can be asked.
+constexpr double kMeshBelowBytes = 1024.0 * 1024.0;
 
 /// How the chip-level stage runs: one algorithm over all chips, or hierarchical (an algorithm
 /// inside each NeuronLink domain, another among the same-position chips of every domain).
@@ -407,8 +413,7 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
     };
     std::vector<Algorithm> flat = {Algorithm::ring, Algorithm::bidirectional_ring,
                                    Algorithm::rdh};
-    const bool domain_mesh = v < kDomainMeshBelowBytes;
-    if (p * (p - 1) <= kMaxAutoMeshFlows && (s.domains > 1 || domain_mesh)) {
+    if (p * (p - 1) <= kMaxAutoMeshFlows && v < kMeshBelowBytes) {
         flat.push_back(Algorithm::mesh);
     }
     if (s.symmetric && s.domains == 1 && s.full_domain && f.torus_dims() > 0) {
@@ -437,7 +442,7 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
         // Each is found with the other fixed (ring); the fixed part adds the same to all.
         std::vector<Algorithm> inner = {Algorithm::ring, Algorithm::bidirectional_ring,
                                         Algorithm::rdh};
-        if (s.domains * s.per * (s.per - 1) <= kMaxAutoMeshFlows && domain_mesh) {
+        if (s.domains * s.per * (s.per - 1) <= kMaxAutoMeshFlows && v < kMeshBelowBytes) {
             inner.push_back(Algorithm::mesh);
         }
         if (s.full_domain && f.torus_dims() > 0) {
@@ -445,7 +450,9 @@ Choice cheapest(const topology::Fabric& f, const LocalCosts& local, int moving_r
         }
         std::vector<Algorithm> outer = {Algorithm::ring, Algorithm::bidirectional_ring,
                                         Algorithm::rdh};
-        if (s.per * s.domains * (s.domains - 1) <= kMaxAutoMeshFlows) {
+        // The EFA stage moves a shard of V / per per rank.
+        if (s.per * s.domains * (s.domains - 1) <= kMaxAutoMeshFlows &&
+            v / static_cast<double>(s.per) < kMeshBelowBytes) {
             outer.push_back(Algorithm::mesh);
         }
         Choice h;

@@ -200,7 +200,9 @@ TEST(Plans, HierarchicalOnAnUltraClusterAndSelectionByCost) {
     // Without the collective engine (kLocal) the links decide: small buffers go to the
     // one-phase meshes (fewest latency steps), from a few MiB the torus rings inside each
     // UltraServer (neighbour links only) with a mesh over the 16 same-position chips (one EFA
-    // step each way; each chip's NIC carries 15/16 of its shard whatever the algorithm).
+    // step each way; each chip's NIC carries 15/16 of its shard whatever the algorithm). A
+    // mesh is a candidate only below 1 MB per rank (8 MiB over 64 chips is a 128 KiB shard in
+    // the EFA stage; 1 GiB a 16 MiB one): above, RDH's four steps over the 16 domains win.
     const topology::Fabric f = topology::Fabric::build(config::load_fabric("trn2-ultracluster"), 16);
     CollectiveRequest req;
     req.op = CollectiveOp::all_reduce;
@@ -213,7 +215,7 @@ TEST(Plans, HierarchicalOnAnUltraClusterAndSelectionByCost) {
     req.bytes = 8 * kMiB;
     EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: torus_rings + mesh");
     req.bytes = 1024 * kMiB;
-    EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: torus_rings + mesh");
+    EXPECT_EQ(plan_collective(f, req, kLocal).algorithm, "hierarchical: torus_rings + rdh");
 }
 
 TEST(Plans, BusBandwidthFactors) {
