@@ -82,6 +82,8 @@ void report_warnings(const config::ScenarioSpec& spec, bool strict) {
 } // namespace
 
 int cmd_run(const std::vector<std::string>& args) {
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point started = Clock::now();
     po::options_description opts("options");
     opts.add_options()("help,h", "show this help")(
         "output,o", po::value<std::string>(), "results file (default: output.file of the scenario)")(
@@ -152,7 +154,23 @@ int cmd_run(const std::vector<std::string>& args) {
             print_collective_row(std::cout, row);
         };
     }
+    const Clock::time_point checked = Clock::now();
     const sim::ScenarioOutcome outcome = sim::run_scenario(spec, settings);
+    const Clock::time_point simulated = Clock::now();
+    // The whole command's wall time, in parts: the simulation's own figure (the engine line)
+    // leaves out reading a trace, the checks and writing the results.
+    const auto wall = [&] {
+        if (quiet) {
+            return;
+        }
+        const Clock::time_point written = Clock::now();
+        const auto s = [](Clock::time_point a, Clock::time_point b) {
+            return fmt::seconds(std::chrono::duration<double>(b - a).count());
+        };
+        std::cout << "  wall       " << s(started, written) << " in all: " << s(started, checked)
+                  << " reading and checking the inputs, " << s(checked, simulated)
+                  << " simulating, " << s(simulated, written) << " writing the results\n";
+    };
     if (const auto* tenants = std::get_if<sim::TenantsRun>(&outcome)) {
         const results::ResultsFile file = report::tenants_results(spec, *tenants, writer);
         results::write_hdf5(spec.output.file, file);
@@ -162,12 +180,14 @@ int cmd_run(const std::vector<std::string>& args) {
             print_tenants(std::cout, spec, *tenants);
             std::cout << "  results    " << spec.output.file << "\n";
         }
+        wall();
         return 0;
     }
     if (const auto* result = std::get_if<sim::CollectiveBenchResult>(&outcome)) {
         const results::ResultsFile file = report::collective_results(spec, *result, writer);
         results::write_hdf5(spec.output.file, file);
         finish(file);
+        wall();
         return 0;
     }
     if (const auto* serving = std::get_if<sim::ServingScenarioRun>(&outcome)) {
@@ -183,6 +203,7 @@ int cmd_run(const std::vector<std::string>& args) {
                          "are of the finished ones (/summary unfinished_requests)\n";
         }
         finish(file);
+        wall();
         return 0;
     }
     const sim::TrainingRun& run = std::get<sim::TrainingRun>(outcome);
@@ -203,6 +224,7 @@ int cmd_run(const std::vector<std::string>& args) {
         std::cout << "  trace      " << spec.output.trace << " ("
                   << run.step_sim->trace.spans.size() << " slices; open in ui.perfetto.dev)\n";
     }
+    wall();
     return 0;
 }
 

@@ -80,8 +80,9 @@ void print_serving_layout(std::ostream& out, const config::ScenarioSpec& spec,
     replicas += "; max_batch " + std::to_string(sv.max_batch) + ", max_context " +
                 fmt::integer(sv.max_context) + ", " + std::to_string(layout.buckets.size()) +
                 " buckets; router " + serving::to_string(sv.router);
-    if (sv.router_shards > 1) {
-        replicas += " (" + std::to_string(sv.router_shards) + " router shards)";
+    if (layout.router_shards > 1) {
+        replicas += " (" + std::to_string(layout.router_shards) + " router shards" +
+                    (sv.router_shards == 0 ? ", auto" : "") + ")";
     }
     line(out, "replicas", replicas);
     const serving::ReplicaMemory& m = layout.memory;
@@ -114,6 +115,7 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
     layout.kv_blocks_per_replica = run.kv_blocks_per_replica;
     layout.memory = run.memory;
     layout.buckets = run.buckets;
+    layout.router_shards = run.run.stats.router_shards;
     print_serving_layout(out, spec, layout);
     const serving::ServingSummary& s = run.run.summary;
     const serving::SloSpec& slo = spec.inference.slo;

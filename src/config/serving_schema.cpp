@@ -495,13 +495,15 @@ void add_serving_keys(Schema<S>& s) {
         [](S& x) -> Duration& { return srv(x).router_latency; }, parse_duration, "duration",
         "1ms", Duration::zero(), Duration::from_seconds_ceil(10.0), true, "> 0, at most 10 s",
         "One-way latency between the router and a replica."));
-    s.field(integer<S>("workload.serving.router_shards",
-                       [](S& x) -> int& { return srv(x).router_shards; }, "1", 1, 65536,
-                       "Independent routers, each owning a block of the UltraServers (else "
-                       "instances), every K-th request and every K-th closed-loop client; K > 1 "
-                       "needs a client per router (closed loop) and, disaggregated, prefill and "
-                       "decode replicas under every router, and runs a large fleet in parallel "
-                       "(docs/serving.md)."));
+    s.field(integer_or_auto<S>(
+        "workload.serving.router_shards", [](S& x) -> int& { return srv(x).router_shards; },
+        "auto", 1, 65536,
+        "Independent routers, each owning a block of the UltraServers (else instances), every "
+        "K-th request and every K-th closed-loop client; K > 1 needs a client per router (closed "
+        "loop) and, disaggregated, prefill and decode replicas under every router, and runs a "
+        "large fleet in parallel. auto: one router per 128 replicas (at least one), within "
+        "those limits; it depends on the fleet only, so the results do not depend on the "
+        "threads (docs/serving.md)."));
     s.section("workload.serving.speculative",
               "Speculative decoding: a draft model proposes k tokens, the target verifies them "
               "in one iteration.");

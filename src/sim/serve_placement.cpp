@@ -1,7 +1,10 @@
 // The serving fleet's placement (serve_placement.hpp).
 #include "serve_placement.hpp"
 
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/error.hpp"
@@ -21,6 +24,56 @@ reliability::HardwareFacts fleet_hardware(const ServeInput& in) {
     hw.efa_bandwidth_per_instance = in.chip.instance.efa_bandwidth;
     hw.host_memory = in.chip.instance.host_memory;
     return hw;
+}
+
+namespace {
+
+/// Router k of K owns domains [k D / K, (k + 1) D / K).
+std::vector<std::uint32_t> shard_of_domain(std::int64_t domains, std::int64_t shards) {
+    std::vector<std::uint32_t> out(static_cast<std::size_t>(domains));
+    for (std::int64_t d = 0; d < domains; ++d) {
+        out[static_cast<std::size_t>(d)] = static_cast<std::uint32_t>(d * shards / domains);
+    }
+    return out;
+}
+
+/// The prefill and the decode replicas of each router.
+std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>
+roles_by_shard(const std::vector<ReplicaPlacement>& replicas,
+               const std::vector<std::uint32_t>& shard_of, std::int64_t shards) {
+    std::vector<std::int64_t> prefilling(static_cast<std::size_t>(shards), 0);
+    std::vector<std::int64_t> decoding(static_cast<std::size_t>(shards), 0);
+    for (const ReplicaPlacement& rp : replicas) {
+        ++(rp.prefill ? prefilling : decoding)[shard_of[rp.domain]];
+    }
+    return {std::move(prefilling), std::move(decoding)};
+}
+
+} // namespace
+
+std::int64_t auto_router_shards(const serving::InferenceSpec& spec,
+                                const std::vector<ReplicaPlacement>& replicas) {
+    const std::int64_t n = static_cast<std::int64_t>(replicas.size());
+    const std::int64_t domains = n == 0 ? 0 : replicas.back().domain + 1;
+    std::int64_t k = std::min(n / kReplicasPerAutoRouter, domains);
+    const serving::ArrivalSpec& a = spec.requests.arrival;
+    if (a.kind == serving::ArrivalSpec::Kind::closed_loop) {
+        k = std::min<std::int64_t>(k, a.concurrency);
+    }
+    for (; k > 1; --k) {
+        if (spec.serving.disaggregated.prefill_replicas == 0) {
+            break;
+        }
+        const auto [prefilling, decoding] =
+            roles_by_shard(replicas, shard_of_domain(domains, k), k);
+        const auto none = [](const std::vector<std::int64_t>& v) {
+            return std::find(v.begin(), v.end(), 0) != v.end();
+        };
+        if (!none(prefilling) && !none(decoding)) {
+            break;
+        }
+    }
+    return std::max<std::int64_t>(k, 1);
 }
 
 Placement place(const ServeInput& in, int lnc) {
@@ -110,10 +163,11 @@ Placement place(const ServeInput& in, int lnc) {
     }
     // Router shards: shard k owns domains [k D / K, (k + 1) D / K) of the D holding replicas
     // (replicas fill the domains in order), so each owns at least one when K <= D.
-    const std::int64_t shards = sv.router_shards;
     const std::int64_t domains = p.replicas.back().domain + 1;
+    const std::int64_t shards =
+        sv.router_shards == 0 ? auto_router_shards(in.spec, p.replicas) : sv.router_shards;
     if (shards < 1) {
-        throw InputError("workload.serving.router_shards", "must be at least 1");
+        throw InputError("workload.serving.router_shards", "must be at least 1, or auto");
     }
     if (shards > 1) {
         if (shards > domains) {
@@ -132,19 +186,10 @@ Placement place(const ServeInput& in, int lnc) {
         }
     }
     p.shards = static_cast<std::uint32_t>(shards);
-    p.shard_of_domain.resize(static_cast<std::size_t>(domains));
-    for (std::int64_t d = 0; d < domains; ++d) {
-        p.shard_of_domain[static_cast<std::size_t>(d)] =
-            static_cast<std::uint32_t>(d * shards / domains);
-    }
+    p.shard_of_domain = shard_of_domain(domains, shards);
     if (shards > 1 && prefill > 0) {
         // Each router hands its prompts to its own prefill and decode replicas.
-        std::vector<std::int64_t> prefilling(static_cast<std::size_t>(shards), 0);
-        std::vector<std::int64_t> decoding(static_cast<std::size_t>(shards), 0);
-        for (const ReplicaPlacement& rp : p.replicas) {
-            const std::uint32_t k = p.shard_of_domain[rp.domain];
-            ++(rp.prefill ? prefilling : decoding)[k];
-        }
+        const auto [prefilling, decoding] = roles_by_shard(p.replicas, p.shard_of_domain, shards);
         for (std::int64_t k = 0; k < shards; ++k) {
             const auto i = static_cast<std::size_t>(k);
             if (prefilling[i] == 0 || decoding[i] == 0) {

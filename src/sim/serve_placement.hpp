@@ -29,6 +29,19 @@ struct Placement {
 cluster::ClusterShape fleet_shape(const ServeInput& in);
 reliability::HardwareFacts fleet_hardware(const ServeInput& in);
 
+/// Replicas per router that `router_shards: auto` aims at: the benchmark's fleet (1,024
+/// replicas) gets 8 routers, whose figures are within 0.05% of one router's over an hour
+/// (docs/performance.md "Serving").
+constexpr std::int64_t kReplicasPerAutoRouter = 128;
+
+/// `router_shards: auto`: one router per kReplicasPerAutoRouter replicas (rounded down, at
+/// least one), at most one per NeuronLink domain with replicas and one per closed-loop client,
+/// and, disaggregated, the most at or below that which leave every router prefill and decode
+/// replicas. It depends on the fleet only, never on the threads, so the records are the same
+/// on any number of threads.
+std::int64_t auto_router_shards(const serving::InferenceSpec& spec,
+                                const std::vector<ReplicaPlacement>& replicas);
+
 /// Places the replicas of `in` at LNC `lnc`. Throws InputError when they do not fit (tp
 /// against the chip's ranks, the replica count against the cluster, the prefill replicas, the
 /// router shards against the domains and clients).

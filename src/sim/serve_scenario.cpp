@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "serve_bounds.hpp"
+#include "serve_placement.hpp"
 
 namespace trnsim::sim {
 
@@ -66,6 +67,9 @@ ServingLayout check_serving(const config::ScenarioSpec& spec) {
     out.kv_blocks_per_replica = s.input.replica.kv_blocks;
     out.memory = s.cost->memory();
     out.buckets = s.cost->buckets();
+    const int shards = s.input.spec.serving.router_shards;
+    out.router_shards = static_cast<std::uint32_t>(
+        shards == 0 ? detail::auto_router_shards(s.input.spec, placement) : shards);
     return out;
 }
 

@@ -118,7 +118,7 @@ std::vector<Refused> refused() {
          b,
          {"cluster.instances=333334"},
          "command line (--set cluster.instances=333334): cluster.instances: the run would need "
-         "about 2.53 TiB of memory"},
+         "about 5.29 GiB of memory"},
         {"ie2_twenty_million_requests",
          base_with("count: 50", "count: 2e7"),
          {},

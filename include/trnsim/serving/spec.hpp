@@ -118,9 +118,11 @@ struct ServingSpec {
     /// Independent routers, each owning a fixed block of the NeuronLink domains (UltraServers,
     /// else instances) and every K-th request by id (request i goes to router i mod K, as a
     /// front end spreading requests over K load balancers). 1: one router for the fleet.
-    /// K > 1 needs open-loop arrivals, no disaggregation and at least K domains with
-    /// replicas; each router and its replicas then share an engine partition.
-    int router_shards = 1;
+    /// K > 1 needs a closed-loop client per router, at least K domains with replicas and,
+    /// disaggregated, prefill and decode replicas under every router; each router and its
+    /// replicas then share an engine partition. 0: auto, one router per 128 replicas within
+    /// those limits (sim::detail::auto_router_shards), from the fleet only.
+    int router_shards = 0;
 };
 
 /// A size (tokens) drawn per request.

@@ -52,6 +52,7 @@ struct ServingLayout {
     std::int64_t kv_blocks_per_replica = 0;
     serving::ReplicaMemory memory;           ///< per rank of a replica
     std::vector<std::int64_t> buckets;
+    std::uint32_t router_shards = 1; ///< resolved (workload.serving.router_shards: auto)
 };
 
 /// Every check run_serving makes before it simulates (the cost model: heads, buckets, HBM;

@@ -103,6 +103,40 @@ TEST(ServePlacement, RouterShardsOwnBlocksOfDomains) {
     EXPECT_THROW(place(in, 2), InputError);
 }
 
+TEST(ServePlacement, AutoRouterShardsFollowTheFleetOnly) {
+    // tp 16 = 4 chips: 4 replicas per instance. One router per 128 replicas, rounded down.
+    ServeInput in = fleet(0, 256, 16, 1024);
+    in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::poisson;
+    ASSERT_EQ(in.spec.serving.router_shards, 0); // auto is the default
+    Placement p = place(in, 2);
+    EXPECT_EQ(p.shards, 8u);
+    ASSERT_EQ(p.shard_of_domain.size(), 256u);
+    EXPECT_EQ(p.shard_of_domain[31], 0u);
+    EXPECT_EQ(p.shard_of_domain[32], 1u);
+    in.spec.serving.replicas = 1023;
+    EXPECT_EQ(place(in, 2).shards, 7u);
+    in.spec.serving.replicas = 255;
+    EXPECT_EQ(place(in, 2).shards, 1u);
+    // At most one router per closed-loop client.
+    in.spec.serving.replicas = 1024;
+    in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
+    in.spec.requests.arrival.concurrency = 3;
+    EXPECT_EQ(place(in, 2).shards, 3u);
+    in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::poisson;
+    // Disaggregated with 4 prefill replicas (r = 255, 511, 767, 1023: domains 63, 127, 191,
+    // 255): 8, 7, 6 and 5 routers leave some router without one (domain d goes to router
+    // d K / 256: with 5, domains 63 .. 255 go to routers 1 .. 4, none to 0); 4 routers get one
+    // each.
+    in.spec.serving.disaggregated.prefill_replicas = 4;
+    EXPECT_EQ(place(in, 2).shards, 4u);
+    in.spec.serving.disaggregated.prefill_replicas = 0;
+    // At most one router per domain: tp 1 puts 256 replicas in each UltraServer; 512 replicas
+    // in 2 UltraServers get 2 routers, not 4.
+    ServeInput dense = fleet(2, 0, 1, 0);
+    dense.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::poisson;
+    EXPECT_EQ(place(dense, 2).shards, 2u);
+}
+
 TEST(ServePlacement, RejectsWhatDoesNotFit) {
     EXPECT_THROW(place(fleet(0, 1, 3, 0), 2), InputError);  // 3 does not divide 4 ranks
     EXPECT_THROW(place(fleet(0, 1, 12, 0), 2), InputError); // 3 chips do not divide 16

@@ -847,7 +847,7 @@ TEST(ServeFleet, RouterShardsBadInput) {
     fixed_requests(in, 4, 100.0, 10, 2);
     in.spec.serving.router_shards = 3; // 2 UltraServers
     EXPECT_EQ(key_of(in), "workload.serving.router_shards");
-    in.spec.serving.router_shards = 0;
+    in.spec.serving.router_shards = -1;
     EXPECT_EQ(key_of(in), "workload.serving.router_shards");
     in.spec.serving.router_shards = 2;
     in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
