@@ -152,13 +152,20 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
                  " requests did not finish: failures outpaced the fleet; the figures above "
                  "are of the finished requests");
     }
+    const sim::ServingRunStats& rs = run.run.stats;
     line(out, "hardware",
-         "MBU " + fmt::percent(run.mbu) + " (decode at batch " +
+         "MBU " + fmt::percent(run.mbu) + " of the replicas' time, " + fmt::percent(run.mbu_busy) +
+             " while busy; MFU " + fmt::percent(run.mfu) + "; decode at batch " +
              std::to_string(spec.inference.serving.max_batch) + ", context " +
              fmt::count(run.mean_decode_context) + ": " + fmt::seconds(run.decode_iteration_s) +
-             " per iteration); KV cache peak " + fmt::percent(run.run.kv_cache_peak_fraction) +
-             "; " + fmt::integer(static_cast<std::int64_t>(s.preempted_requests)) +
-             " requests preempted");
+             " per iteration, MBU " + fmt::percent(run.decode_mbu));
+    line(out, "kv cache",
+         "peak " + fmt::percent(run.run.kv_cache_peak_fraction) + "; " +
+             fmt::integer(static_cast<std::int64_t>(s.preempted_requests)) +
+             " requests preempted; prefix cache " +
+             fmt::integer(static_cast<std::int64_t>(rs.prefix_hits)) + " hits, " +
+             fmt::integer(static_cast<std::int64_t>(rs.prefix_hit_tokens)) +
+             " prompt tokens not computed");
     if (const auto slow = run.run.slowest;
         slow && slow->replicas > 1) {
         char times[32];

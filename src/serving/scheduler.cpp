@@ -167,6 +167,12 @@ const std::vector<Completion>& ReplicaScheduler::end() {
     if (sh.prefill_sequences > 0) {
         ++stats_.prefill_iterations;
     }
+    // The KV cache the iterations touched: n decode iterations read the contexts, each one
+    // token longer per sequence than the last (n > 1 only for decode-only steps).
+    const auto nd = static_cast<double>(n);
+    stats_.kv_tokens_touched += nd * static_cast<double>(sh.decode_context_tokens) +
+                                static_cast<double>(sh.decode_sequences) * nd * (nd - 1.0) / 2.0 +
+                                static_cast<double>(sh.prefill_tokens);
 
     // Decode: the blocks of the iterations that ran, then the tokens.
     std::vector<std::uint32_t>& spec_done = scratch_[0];

@@ -68,6 +68,11 @@ void ServeReplicas::finish(std::int64_t end, ServingRun& out,
         const std::vector<serving::TokenGap> g = s.token_gaps();
         gaps.insert(gaps.end(), g.begin(), g.end());
         out.stats.prefix_hits += st.prefix_hits;
+        out.stats.prefix_hit_tokens += st.prefix_hit_tokens;
+        out.stats.busy_s += static_cast<double>(st.busy_ns) * 1e-9;
+        out.stats.prefill_tokens += st.prefill_tokens;
+        out.stats.decode_tokens += st.decode_tokens;
+        out.stats.kv_tokens_touched += st.kv_tokens_touched;
         out.stats.kv_transfers += rep.transfers;
         out.stats.kv_transfer_bytes += rep.transfer_bytes;
     }

@@ -4,6 +4,7 @@
 #include "trnsim/core/error.hpp"
 #include "trnsim/engine/window_driver.hpp"
 #include "trnsim/serving/request.hpp"
+#include "trnsim/workload/model.hpp"
 
 #include "serving_setup.hpp"
 
@@ -121,6 +122,31 @@ ServingScenarioRun detail::serving_outcome(const config::ScenarioSpec& spec,
         sum.output_tokens > 0 ? out.cost_usd / static_cast<double>(sum.output_tokens) * 1e6
                               : 0.0;
 
+    // Measured utilisation: what the simulated iterations moved and computed per rank.
+    const double rank_bw =
+        chip.hbm_bandwidth.bytes_per_s() / static_cast<double>(chip.ranks_per_chip(out.lnc));
+    const ServingRunStats& rs = out.run.stats;
+    const double bytes = static_cast<double>(rs.iterations) *
+                             static_cast<double>(out.memory.weights_per_rank.count()) +
+                         rs.kv_tokens_touched *
+                             static_cast<double>(out.memory.kv_per_token_per_rank.count());
+    const double in_service_s =
+        static_cast<double>(rs.replicas) * rs.end_s - rs.replica_down_s;
+    const serving::InferenceSpec& inf = spec.inference;
+    const double flops =
+        2.0 * static_cast<double>(workload::compute_stats(inf.model).active) /
+        static_cast<double>(inf.serving.tp) *
+        static_cast<double>(rs.prefill_tokens + rs.decode_tokens);
+    const double rank_peak = chip.peak(inf.serving.precision).per_s() /
+                             static_cast<double>(chip.ranks_per_chip(out.lnc));
+    if (in_service_s > 0.0) {
+        out.mbu = bytes / (in_service_s * rank_bw);
+        out.mfu = flops / (in_service_s * rank_peak);
+    }
+    if (rs.busy_s > 0.0) {
+        out.mbu_busy = bytes / (rs.busy_s * rank_bw);
+    }
+
     // MBU of a decode iteration at the compiled batch and the mean served context.
     if (sum.requests > 0) {
         const double n = static_cast<double>(sum.requests);
@@ -135,12 +161,11 @@ ServingScenarioRun detail::serving_outcome(const config::ScenarioSpec& spec,
         shape_it.decode_context_tokens = batch * context;
         shape_it.decode_max_context = context;
         out.decode_iteration_s = s.cost->seconds(shape_it);
-        const double bytes = static_cast<double>(out.memory.weights_per_rank.count()) +
-                             static_cast<double>(batch * context) *
-                                 static_cast<double>(out.memory.kv_per_token_per_rank.count());
-        const double rank_bw = chip.hbm_bandwidth.bytes_per_s() /
-                               static_cast<double>(chip.ranks_per_chip(out.lnc));
-        out.mbu = out.decode_iteration_s > 0.0 ? bytes / (out.decode_iteration_s * rank_bw) : 0.0;
+        const double read = static_cast<double>(out.memory.weights_per_rank.count()) +
+                            static_cast<double>(batch * context) *
+                                static_cast<double>(out.memory.kv_per_token_per_rank.count());
+        out.decode_mbu =
+            out.decode_iteration_s > 0.0 ? read / (out.decode_iteration_s * rank_bw) : 0.0;
     }
     return out;
 }

@@ -187,7 +187,14 @@ struct ServingRunStats {
     std::uint64_t steps = 0;        ///< scheduler steps over all replicas
     std::uint64_t iterations = 0;   ///< model iterations over all replicas
     std::uint64_t preemptions = 0;
-    std::uint64_t prefix_hits = 0;
+    std::uint64_t prefix_hits = 0;       ///< admissions that reused a cached prefix
+    std::uint64_t prefix_hit_tokens = 0; ///< prefill tokens they did not compute
+    /// Over all replicas: the seconds their iterations took, the tokens they computed (prefill
+    /// and decode) and the KV tokens they touched per rank (the measured MBU and MFU).
+    double busy_s = 0.0;
+    std::uint64_t prefill_tokens = 0;
+    std::uint64_t decode_tokens = 0;
+    double kv_tokens_touched = 0.0;
     std::uint64_t kv_transfers = 0;
     double kv_transfer_bytes = 0.0;
     /// KV transfers stopped on the fabric by a failure of their source or destination

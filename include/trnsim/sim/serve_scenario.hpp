@@ -8,12 +8,19 @@
 //   instance_hours       instances x the simulated span (time 0 to the last finish)
 //   cost_usd             instance_hours x cost.instance_hour
 //   cost per million output tokens   cost_usd / output tokens x 10^6
-//   mbu                  HBM bandwidth utilisation of one decode iteration at the compiled
-//                        batch (max_batch sequences) and the served requests' mean context
-//                        (prompt + half the output): the bytes it must read (the rank's
-//                        weights and the sequences' KV cache on the rank) over its time times
-//                        the rank's share of the chip's HBM bandwidth. It is the decode
-//                        efficiency of the configuration, not a time average over the run.
+//   mbu                  HBM bandwidth utilisation measured over the run: the bytes the
+//                        simulated iterations had to read or write on a rank (the rank's
+//                        weights once per iteration, the KV cache each decode iteration reads
+//                        and each prefill writes) over the replicas' time in service (replicas
+//                        x the simulated span, less the time they were down) times the rank's
+//                        share of the chip's HBM bandwidth. An idle fleet shows little.
+//   mbu_busy             the same bytes over the time the replicas were running iterations
+//   mfu                  model FLOPs (2 x active parameters per computed token, prefill and
+//                        decode; the prefix-cache hits are not computed) over the replicas'
+//                        time in service times the chip's peak at the compute precision
+//   decode_mbu           the configuration's decode efficiency: the MBU of one decode
+//                        iteration at the compiled batch (max_batch sequences) and the served
+//                        requests' mean context (prompt + half the output), not a time average
 #pragma once
 
 #include "trnsim/config/scenario.hpp"
@@ -35,9 +42,12 @@ struct ServingScenarioRun {
     std::int64_t kv_blocks_per_replica = 0;
     serving::ReplicaMemory memory;           ///< per rank of a replica
     std::vector<std::int64_t> buckets;       ///< the compiled sequence buckets
-    double decode_iteration_s = 0.0;         ///< the MBU's decode iteration (see above)
+    double decode_iteration_s = 0.0;         ///< decode_mbu's iteration (see above)
     double mean_decode_context = 0.0;        ///< its context per sequence, tokens
-    double mbu = 0.0;
+    double decode_mbu = 0.0;
+    double mbu = 0.0;                        ///< measured (see above)
+    double mbu_busy = 0.0;
+    double mfu = 0.0;
     double instance_hours = 0.0;
     double cost_usd = 0.0;
     double cost_per_million_output_tokens_usd = 0.0;

@@ -88,6 +88,10 @@ TEST(Scheduler, OneRequestLatencies) {
         EXPECT_NEAR(r.summary.e2e_p50_s, 0.00604, 1e-12);
         EXPECT_EQ(r.stats.iterations, 5u);
         EXPECT_EQ(r.stats.steps, fast ? 2u : 5u); // the 4 decodes are one step when fast
+        // The KV cache touched (the measured MBU's bytes): the prefill writes 100 tokens, the
+        // four decodes read contexts of 101, 102, 103 and 104 (the cache plus the new token),
+        // one step of four or four steps alike.
+        EXPECT_EQ(r.stats.kv_tokens_touched, 100.0 + 101 + 102 + 103 + 104);
         // Four gaps of 1.01 ms between its five tokens.
         EXPECT_EQ(r.summary.itl_count, 4u);
         EXPECT_NEAR(r.summary.itl_p50_s, 0.00101, 1e-12);
@@ -455,6 +459,7 @@ TEST(Scheduler, FastForwardEqualsStepwise) {
             }
             EXPECT_EQ(fast.stats.iterations, slow.stats.iterations);
             EXPECT_EQ(fast.stats.busy_ns, slow.stats.busy_ns);
+            EXPECT_EQ(fast.stats.kv_tokens_touched, slow.stats.kv_tokens_touched);
             EXPECT_EQ(fast.stats.preemptions, slow.stats.preemptions);
             EXPECT_EQ(fast.stats.prefix_hits, slow.stats.prefix_hits);
             EXPECT_EQ(fast.stats.prefix_evictions, slow.stats.prefix_evictions);

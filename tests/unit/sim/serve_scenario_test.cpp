@@ -4,6 +4,7 @@
 #include "trnsim/config/load.hpp"
 #include "trnsim/serving/iteration_cost.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
+#include "trnsim/workload/model.hpp"
 
 #include <gtest/gtest.h>
 
@@ -82,6 +83,39 @@ TEST(ServeScenario, ClosedLoopFollowsTheProtocolAndTheCostModel) {
     EXPECT_NEAR(run.cost_per_million_output_tokens_usd, run.cost_usd / 1000.0 * 1e6, 1e-9);
     EXPECT_GT(run.mbu, 0.0);
     EXPECT_LE(run.mbu, 1.0); // no iteration reads faster than the HBM
+}
+
+// The measured utilisation comes from the iterations the run simulated. One client keeps one
+// replica of the instance's three busy (inf2: 12 chips x 2 cores / tp 8), and it idles two
+// router hops per request. Its five requests compute 1,000 prompt tokens and 199 decode tokens
+// each; the MFU is 2 x active parameters / tp per token over the replicas' time in service.
+// Doubling the instances adds three replicas that never run: the same iterations over twice
+// the replica time, so MBU and MFU halve, and the MBU while busy stays.
+TEST(ServeScenario, MeasuredUtilisationFollowsTheIterations) {
+    const config::ScenarioSpec spec = config::load_scenario_text(kClosedLoop, "serve");
+    const sim::ServingScenarioRun run = sim::run_serving(spec, 1);
+    const sim::ServingRunStats& st = run.run.stats;
+    ASSERT_EQ(st.replicas, 3u);
+    EXPECT_EQ(st.prefill_tokens, 5000u);
+    EXPECT_EQ(st.decode_tokens, 5u * 199u);
+    EXPECT_GT(run.mbu, 0.0);
+    EXPECT_LT(run.mbu, run.mbu_busy / 2.9); // two of three replicas idle, and the hops
+    EXPECT_LE(run.mbu_busy, 1.0);
+    const compute::ChipSpec& chip = spec.hardware.chip;
+    const int ranks = chip.ranks_per_chip(run.lnc);
+    const double flops = 2.0 * static_cast<double>(workload::compute_stats(spec.inference.model).active) /
+                         8.0 * 5995.0;
+    const double peak = chip.peak(spec.inference.serving.precision).per_s() / ranks;
+    EXPECT_NEAR(run.mfu, flops / (3.0 * st.end_s * peak), 1e-12);
+
+    const config::ScenarioSpec wider =
+        config::load_scenario_text(kClosedLoop, "serve", {"cluster.instances=2"});
+    const sim::ServingScenarioRun idle = sim::run_serving(wider, 1);
+    ASSERT_EQ(idle.run.stats.replicas, 6u);
+    ASSERT_EQ(idle.run.stats.end_s, st.end_s);
+    EXPECT_NEAR(idle.mbu, run.mbu / 2.0, 1e-12);
+    EXPECT_NEAR(idle.mfu, run.mfu / 2.0, 1e-12);
+    EXPECT_DOUBLE_EQ(idle.mbu_busy, run.mbu_busy);
 }
 
 constexpr const char* kTraceFleet = R"(name: fleet
