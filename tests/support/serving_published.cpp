@@ -109,7 +109,8 @@ std::vector<PublishedRow> read_published_rows(const std::filesystem::path& file)
 }
 
 ServingSpec serving_spec_for(const PublishedRow& row,
-                             const std::optional<workload::ModelSpec>& draft) {
+                             const std::optional<workload::ModelSpec>& draft,
+                             ContextBuckets buckets) {
     ServingSpec s;
     s.tp = row.tp;
     s.max_batch = row.batch;
@@ -123,7 +124,9 @@ ServingSpec serving_spec_for(const PublishedRow& row,
     // kv_heads is not a multiple of tp (decoder.py check_gqa_fallback, to_neuron), as on every
     // grouped-query row here; the Llama-3 samples also ask for it (GQA.REPLICATED_HEADS).
     s.gqa = tnx ? GqaLayout::convert_to_mha : GqaLayout::replicate_to_tp;
-    if (tnx) {
+    if (tnx && buckets == ContextBuckets::full) {
+        s.prefill_buckets = {row.max_context};
+    } else if (tnx) {
         // TNx 0.10 (SDK 2.18) without context_length_estimate: context buckets are half of
         // the token-generation buckets (transformers_neuronx/bucket.py, context_sizes).
         for (const std::int64_t b : default_buckets(row.max_context)) {

@@ -66,13 +66,21 @@ struct PublishedRow {
 /// Reads the CSV (lines starting with '#' are comments). Throws InputError naming the file.
 std::vector<PublishedRow> read_published_rows(const std::filesystem::path& file);
 
+/// The context-encoding buckets a TNx row may have been compiled with. `half`: TNx 0.10's
+/// default without context_length_estimate (half of each token-generation bucket,
+/// transformers_neuronx/bucket.py context_sizes), what the published samples set. `full`: one
+/// context bucket at the compiled length (context_length_estimate = n_positions), to which
+/// every prompt is right-padded (base.py, context()). The benchmark pages publish neither.
+enum class ContextBuckets { half, full };
+
 /// The replica a row ran: tp, lnc, max_batch = batch, max_context, default buckets, BF16
 /// compute, the row's weight storage; the stack decides prefill batching and attention
 /// (tnx-2.18: the static batch prefilled together, materialised attention, context buckets
 /// half of the token buckets; otherwise one prompt per prefill graph, fused attention), and
 /// the draft when the row speculates.
 ServingSpec serving_spec_for(const PublishedRow& row,
-                             const std::optional<workload::ModelSpec>& draft);
+                             const std::optional<workload::ModelSpec>& draft,
+                             ContextBuckets buckets = ContextBuckets::half);
 
 /// The row's benchmark on a replica built by the caller from serving_spec_for.
 BenchmarkResult run_published_row(const PublishedRow& row, const IterationCostModel& model);
