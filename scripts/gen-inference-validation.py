@@ -28,6 +28,9 @@ SOURCES = {
     "INF-T2": "aws-neuron-sdk vllm-neuron/docs/tutorials/"
               "tutorial-eagle3-speculative-decoding-llama-3-1.md "
               "(trn2.48xlarge, vLLM on NxD Inference, SDK 2.32)",
+    "INF-T2b": "aws-neuron-sdk 81ce03ae libraries/nxd-inference/tutorials/"
+               "trn2-llama3.3-70b-tutorial.rst and llama70b_perf_comparison.csv "
+               "(trn2.48xlarge, LLMPerf against vLLM on NxD Inference, SDK 2.21; the Trn2 fit set)",
 }
 
 
@@ -94,6 +97,13 @@ def scenario(r):
             "# kv_heads is not a multiple of tp; no effect on a multi-head model); the client",
             "# sends one batch of {} requests.".format(batch),
         ]
+    elif int(r["requests"]) == 0:
+        lines += [
+            "# Framework: LLMPerf at concurrency {} against vLLM on NxD Inference: one request"
+            .format(batch),
+            "# at a time, one prompt per context-encoding graph (padded to its bucket, as",
+            "# compiled), fused attention, a closed-loop client.",
+        ]
     else:
         lines += [
             "# Framework: vLLM continuous batching (vllm bench serve --max-concurrency {}, {}"
@@ -120,14 +130,19 @@ def scenario(r):
         "    weights: " + weights,
         "    router_latency: 1us",
     ]
+    if r["buckets"]:
+        lines.append("    buckets: [{}]".format(", ".join(r["buckets"].split(";"))))
+    if r["prefill_buckets"]:
+        lines.append("    prefill_buckets: [{}]".format(", ".join(r["prefill_buckets"].split(";"))))
     if tnx:
         halves = [b // 2 for b in default_buckets(max_context)]
         lines += [
             "    prefill_batch: 0",
             "    materialized_attention: true",
             "    gqa: convert_to_mha",
-            "    prefill_buckets: [{}]".format(", ".join(str(b) for b in halves)),
         ]
+        if not r["prefill_buckets"]:
+            lines.append("    prefill_buckets: [{}]".format(", ".join(str(b) for b in halves)))
     else:
         lines += [
             "    prefill_batch: 1",

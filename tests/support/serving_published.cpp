@@ -102,6 +102,17 @@ std::vector<PublishedRow> read_published_rows(const std::filesystem::path& file)
         r.tpot_p50_ms = num("tpot_p50_ms");
         r.tpot_p99_ms = num("tpot_p99_ms");
         r.output_tok_s = num("output_tok_s");
+        const auto list = [&](const char* k) {
+            std::vector<std::int64_t> out;
+            std::stringstream cell(c.at(k));
+            std::string item;
+            while (std::getline(cell, item, ';')) {
+                out.push_back(std::stoll(item));
+            }
+            return out;
+        };
+        r.buckets = list("buckets");
+        r.prefill_buckets = list("prefill_buckets");
         r.note = c.at("note");
         rows.push_back(r);
     }
@@ -124,7 +135,10 @@ ServingSpec serving_spec_for(const PublishedRow& row,
     // kv_heads is not a multiple of tp (decoder.py check_gqa_fallback, to_neuron), as on every
     // grouped-query row here; the Llama-3 samples also ask for it (GQA.REPLICATED_HEADS).
     s.gqa = tnx ? GqaLayout::convert_to_mha : GqaLayout::replicate_to_tp;
-    if (tnx && buckets == ContextBuckets::full) {
+    s.buckets = row.buckets;
+    if (!row.prefill_buckets.empty()) {
+        s.prefill_buckets = row.prefill_buckets; // as the row's source compiled them
+    } else if (tnx && buckets == ContextBuckets::full) {
         s.prefill_buckets = {row.max_context};
     } else if (tnx) {
         // TNx 0.10 (SDK 2.18) without context_length_estimate: context buckets are half of
@@ -145,8 +159,9 @@ ServingSpec serving_spec_for(const PublishedRow& row,
 
 BenchmarkResult run_published_row(const PublishedRow& row, const IterationCostModel& model) {
     if (row.requests > 0) {
+        // An unpublished acceptance (0) runs one token a step: its TPOT is the step's time.
         return closed_loop_benchmark(model, row.batch, row.requests, row.input, row.output,
-                                     row.acceptance_length);
+                                     std::max(row.acceptance_length, 1.0));
     }
     return static_batch_benchmark(model, row.batch, row.input, row.output);
 }

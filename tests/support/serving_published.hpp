@@ -51,6 +51,8 @@ struct PublishedRow {
     double acceptance_length = 1.0;
     double ttft_p50_ms = 0.0, ttft_p99_ms = 0.0, tpot_p50_ms = 0.0, tpot_p99_ms = 0.0;
     double output_tok_s = 0.0;
+    std::vector<std::int64_t> buckets;         ///< compiled token-generation buckets (empty: default)
+    std::vector<std::int64_t> prefill_buckets; ///< compiled context-encoding buckets (empty: default)
     std::string note;
 
     /// "INF-T1 latency Llama-2-70b 128+128 @256 b1".

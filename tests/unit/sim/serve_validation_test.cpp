@@ -52,9 +52,12 @@ std::string file_name(const PublishedRow& r) {
     return s + ".yaml";
 }
 
+/// The rows a chip's serving coefficients were fitted on: trn1's (and inf2's) the INF-T1
+/// batch-1 Llama-2 latency rows, trn2's the INF-T2b run (accuracy_test.cpp).
 bool fitted(const PublishedRow& r) {
-    return r.key == "INF-T1" && r.table == "latency" &&
-           (r.model == "Llama-2-70b" || r.model == "Llama-2-7b");
+    return (r.key == "INF-T1" && r.table == "latency" &&
+            (r.model == "Llama-2-70b" || r.model == "Llama-2-7b")) ||
+           (r.key == "INF-T2b" && r.speculative_k == 0);
 }
 
 struct Errors {
