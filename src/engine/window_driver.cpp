@@ -25,6 +25,8 @@ namespace {
 
 /// Blocks of up to this many partitions are sorted busiest first before every window.
 constexpr std::size_t kSortedBlock = 4096;
+/// While the sharing policy expects windows too short to share, one in this many is timed.
+constexpr std::uint32_t kUntimedStride = 16;
 
 /// How long a waiting thread spins before it sleeps (in atomic::wait, a futex), in
 /// nanoseconds: long enough to cover the gap between two phases of a window when both threads
@@ -393,6 +395,7 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
     // Thread 0 leads: it runs the serial steps, and each window either alone (inline) or as
     // phases of the crew that the helpers, waiting in Crew::serve, join when they are awake.
     SharingPolicy policy(threads);
+    std::uint32_t untimed = 0;
     const auto lead = [&]() {
         while (true) {
             const std::int64_t t_min = *std::min_element(next.begin(), next.end());
@@ -404,9 +407,14 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
                              ? config.until_ns
                              : t_min + config.lookahead_ns;
             ++stats.windows;
-            const bool adaptive = sharing == Sharing::adaptive && threads > 1;
+            // While windows are too short to share, only every kUntimedStride-th is timed (the
+            // clock's two reads cost more than such a window's work beside it): the others run
+            // inline, as the policy would have them. Only who runs what depends on it.
+            const bool adaptive = sharing == Sharing::adaptive && threads > 1 &&
+                                  (!policy.expects_inline() || ++untimed % kUntimedStride == 0);
             const bool parallel =
-                threads > 1 && (adaptive ? policy.share() : sharing == Sharing::always);
+                threads > 1 && (adaptive ? policy.share()
+                                         : sharing == Sharing::always);
             const auto start = adaptive ? std::chrono::steady_clock::now()
                                         : std::chrono::steady_clock::time_point{};
             if (parallel) {

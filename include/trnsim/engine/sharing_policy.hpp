@@ -52,6 +52,9 @@ public:
     bool share();
     /// The window just chosen by share() took `seconds` of wall time.
     void record(double seconds);
+    /// True when the next window is expected shorter than kShortest (share() would run it
+    /// inline without measuring both ways); the driver may then skip timing it.
+    bool expects_inline() const { return threads_ < 2 || class_of(expected_s_) < 0; }
 
     /// The class of a window expected to take `seconds` on one thread (-1: below kShortest).
     static int class_of(double seconds);
