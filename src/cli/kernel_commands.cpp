@@ -10,6 +10,7 @@
 #include "trnsim/config/units.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/format.hpp"
+#include "trnsim/engine/window_driver.hpp"
 
 #include <boost/program_options.hpp>
 
@@ -24,7 +25,6 @@
 #include <iterator>
 #include <mutex>
 #include <sstream>
-#include <thread>
 
 namespace po = boost::program_options;
 namespace fs = std::filesystem;
@@ -68,7 +68,7 @@ int thread_count(const po::variables_map& vm) {
         }
         return t;
     }
-    return std::max(1u, std::thread::hardware_concurrency());
+    return engine::default_thread_count(); // OMP_NUM_THREADS when set, as every other command
 }
 
 std::string milliseconds(double seconds) {
