@@ -262,15 +262,19 @@ void ReplicaScheduler::finish(std::uint32_t s, std::int64_t t) {
         kv.unref(q.entry);
         q.entry = kNone;
     }
+    out_.push_back(completion(Completion::Kind::finished, q, t));
+    seqs.unlink(s);
+    seqs.free(s);
+}
+
+Completion ReplicaScheduler::completion(Completion::Kind kind, const Seq& q, std::int64_t t) {
     Completion c;
-    c.kind = Completion::Kind::finished;
+    c.kind = kind;
     c.request = q.req.id;
     c.first_token_ns = q.first_token_ns;
     c.time_ns = t;
     c.preemptions = q.preemptions;
-    out_.push_back(c);
-    seqs.unlink(s);
-    seqs.free(s);
+    return c;
 }
 
 void ReplicaScheduler::finish_prefill(std::uint32_t s, std::int64_t t) {
@@ -289,12 +293,7 @@ void ReplicaScheduler::finish_prefill(std::uint32_t s, std::int64_t t) {
         return;
     }
     if (role_ == ReplicaRole::prefill) {
-        Completion c;
-        c.kind = Completion::Kind::prefilled;
-        c.request = q.req.id;
-        c.first_token_ns = q.first_token_ns;
-        c.time_ns = t;
-        c.preemptions = q.preemptions;
+        Completion c = completion(Completion::Kind::prefilled, q, t);
         c.handoff = batch_.kv().hold(q.own, q.entry);
         out_.push_back(c);
         q.own = 0;

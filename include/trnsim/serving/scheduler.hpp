@@ -210,6 +210,8 @@ private:
     static const ServingSpec& checked(const ServingSpec& spec);
     void enter_decode(std::uint32_t s);
     void finish_prefill(std::uint32_t s, std::int64_t t);
+    /// What a sequence reports when it leaves at `t`, of `kind` (no handoff).
+    static Completion completion(Completion::Kind kind, const Seq& q, std::int64_t t);
     void finish(std::uint32_t s, std::int64_t t);
     void speculate(std::uint32_t s);
 

@@ -31,6 +31,28 @@ workload:
   slo: {ttft: 1s, tpot: 50ms}
 )";
 
+/// A request of 1,000 + 200 tokens alone on one of the fleet's tp-8 replicas, by hand from the
+/// cost model: one prefill of 1,000 tokens and 199 decode iterations at batch 1 over the mean
+/// context (1,000 + 100).
+double request_alone_s() {
+    const config::ScenarioSpec probe = config::load_scenario_text(kFleet, "serve");
+    const int lnc = probe.hardware.chip.lnc_default;
+    const serving::IterationCostModel cost(
+        probe.inference.model, probe.hardware.chip, lnc, probe.inference.serving,
+        serving::ReplicaPlacement::single(probe.hardware.chip, lnc, 8),
+        probe.hardware.hbm_reserve);
+    serving::IterationShape prefill;
+    prefill.prefill_sequences = 1;
+    prefill.prefill_tokens = 1000;
+    prefill.prefill_max_tokens = 1000;
+    prefill.prefill_max_context = 1000;
+    serving::IterationShape decode;
+    decode.decode_sequences = 1;
+    decode.decode_context_tokens = 1100;
+    decode.decode_max_context = 1100;
+    return cost.seconds(prefill) + 199.0 * cost.seconds(decode);
+}
+
 /// The fleet with one exponential host process of mean `mtbf_s` and a 6 s return.
 config::ScenarioSpec with_host_mtbf(double mtbf_s) {
     char mtbf[64];
@@ -48,22 +70,7 @@ config::ScenarioSpec with_host_mtbf(double mtbf_s) {
 // line of kMaxAttempts = 1,000 attempts is m* = (t + w) / ln 1000. 2% either side of it is
 // accepted and refused.
 TEST(ServeBounds, ProgressUnderFailuresDrawsItsLineAtAThousandAttempts) {
-    const config::ScenarioSpec probe = config::load_scenario_text(kFleet, "serve");
-    const int lnc = probe.hardware.chip.lnc_default;
-    const serving::IterationCostModel cost(
-        probe.inference.model, probe.hardware.chip, lnc, probe.inference.serving,
-        serving::ReplicaPlacement::single(probe.hardware.chip, lnc, 8),
-        probe.hardware.hbm_reserve);
-    serving::IterationShape prefill;
-    prefill.prefill_sequences = 1;
-    prefill.prefill_tokens = 1000;
-    prefill.prefill_max_tokens = 1000;
-    prefill.prefill_max_context = 1000;
-    serving::IterationShape decode;
-    decode.decode_sequences = 1;
-    decode.decode_context_tokens = 1100;
-    decode.decode_max_context = 1100;
-    const double t = cost.seconds(prefill) + 199.0 * cost.seconds(decode);
+    const double t = request_alone_s();
     ASSERT_GT(t, 1.0); // about 2.6 s: the line is near 1.3 s of mtbf
     const double line = (t + 6.0) / std::log(static_cast<double>(sim::detail::kMaxAttempts));
 
@@ -87,22 +94,7 @@ TEST(ServeBounds, ProgressUnderFailuresDrawsItsLineAtAThousandAttempts) {
 // samples of 3 x 4 + 16 = 28 bytes. A limit one byte under the sum refuses the run at the key
 // of its largest term (the requests), one byte over accepts it.
 TEST(ServeBounds, TheMemoryEstimateAddsItsTermsByHand) {
-    const config::ScenarioSpec probe = config::load_scenario_text(kFleet, "serve");
-    const int lnc = probe.hardware.chip.lnc_default;
-    const serving::IterationCostModel cost(
-        probe.inference.model, probe.hardware.chip, lnc, probe.inference.serving,
-        serving::ReplicaPlacement::single(probe.hardware.chip, lnc, 8),
-        probe.hardware.hbm_reserve);
-    serving::IterationShape prefill;
-    prefill.prefill_sequences = 1;
-    prefill.prefill_tokens = 1000;
-    prefill.prefill_max_tokens = 1000;
-    prefill.prefill_max_context = 1000;
-    serving::IterationShape decode;
-    decode.decode_sequences = 1;
-    decode.decode_context_tokens = 1100;
-    decode.decode_max_context = 1100;
-    const double t = cost.seconds(prefill) + 199.0 * cost.seconds(decode);
+    const double t = request_alone_s();
     const double total = 16000.0 + 12388.0 + (12.25 + t + 1.0) * 28.0;
     const auto with_limit = [](double bytes) {
         return config::load_scenario_text(kFleet, "serve",
