@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 namespace trnsim::network {
@@ -98,8 +99,11 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
     // Larger loads first, so that the last pieces are small.
     cancel_scan_ = groups_->has_cancels() && groups_->apply_cancels(now, note);
     const auto busy = [&](const FlowShard& s) { return s.busy(now, cancel_scan_); };
+    update_s_.assign(shards_.size(), 0.0);
     const auto resolve_shard = [&](std::uint32_t k) {
+        const Clock::time_point start = Clock::now();
         shards_[k]->resolve(now, cancel_scan_, *groups_, *fabric_, *owners_);
+        update_s_[k] = seconds(start, Clock::now()); // each shard's own slot
     };
     const auto by_load = [&](std::uint32_t a, std::uint32_t b) {
         const std::size_t la = shards_[a]->load(), lb = shards_[b]->load();
@@ -228,6 +232,12 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
     edge_times_.place_s += seconds(t1, t2);
     edge_times_.shards_s += seconds(t2, t3);
     edge_times_.arrivals_s += seconds(t3, t4);
+    const double all = std::accumulate(update_s_.begin(), update_s_.end(), 0.0);
+    const double largest = std::accumulate(update_s_.begin(), update_s_.end(), 0.0,
+                                           [](double a, double b) { return std::max(a, b); });
+    edge_times_.shard_updates_s += all;
+    edge_times_.largest_update_s += largest;
+    edge_times_.two_thread_bound_s += std::max(largest, all / 2.0);
     return scheduled;
 }
 

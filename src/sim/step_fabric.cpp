@@ -106,6 +106,9 @@ void StepFabric::add_stats(StepSimStats& stats) const {
     stats.fabric_place_s = edge.place_s;
     stats.fabric_shards_s = edge.shards_s;
     stats.fabric_arrivals_s = edge.arrivals_s;
+    stats.fabric_updates_s = edge.shard_updates_s;
+    stats.fabric_largest_update_s = edge.largest_update_s;
+    stats.fabric_two_thread_bound_s = edge.two_thread_bound_s;
 }
 
 } // namespace trnsim::sim::detail

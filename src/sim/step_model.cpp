@@ -1,6 +1,7 @@
 #include "step_model.hpp"
 
 #include <algorithm>
+#include <chrono>
 
 namespace trnsim::sim::detail {
 
@@ -12,7 +13,9 @@ StepModel::StepModel(const workload::Plan& plan, const topology::Fabric& fabric,
       families_(plan, layout_, programs_, coster_, options),
       fabric_(plan, fabric, layout_.partitions(), wake_entity(), options.fabric_shards),
       workers_(plan, layout_, programs_, families_, fabric_, options) {
+    const auto started = std::chrono::steady_clock::now();
     families_.plan_all(fabric_, std::max(1, options.threads));
+    plans_s_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     workers_.find_lone_tp_groups(families_, fabric_, options.lone_tp_groups);
 }
 
@@ -66,6 +69,7 @@ StepSimResult StepModel::result(const engine::RunStats& run) const {
     r.stats.fabric_collectives = families_.instances();
     r.stats.lone_tp_groups = workers_.lone_tp_groups();
     r.stats.threads = run.threads;
+    r.stats.plans_s = plans_s_;
     return r;
 }
 

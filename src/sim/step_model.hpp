@@ -53,6 +53,7 @@ private:
     StepFamilies families_;
     StepFabric fabric_; // before the workers, which plan their TP collectives on it
     StepWorkers workers_;
+    double plans_s_ = 0.0; ///< wall seconds of the collective plans (benchmarks)
 };
 
 } // namespace trnsim::sim::detail

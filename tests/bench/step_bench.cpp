@@ -83,6 +83,12 @@ void print(const char* label, const config::ScenarioSpec& spec, const Timed& t) 
                 label, s.fabric_shards, fmt::integer(static_cast<std::int64_t>(s.migrations)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.migrated_flows)).c_str(), s.fabric_route_s,
                 s.fabric_place_s, s.fabric_shards_s, s.fabric_arrivals_s);
+    std::printf("%s:   collective plans %.2f s; shard updates %.2f s in all, the largest of each "
+                "edge %.2f s; two threads need at least %.2f s for them (%.2fx at most)\n",
+                label, s.plans_s, s.fabric_updates_s, s.fabric_largest_update_s,
+                s.fabric_two_thread_bound_s,
+                s.fabric_two_thread_bound_s > 0.0 ? s.fabric_updates_s / s.fabric_two_thread_bound_s
+                                                  : 0.0);
 }
 
 bool identical(const sim::StepSimResult& a, const sim::StepSimResult& b) {

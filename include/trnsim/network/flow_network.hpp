@@ -162,6 +162,12 @@ public:
         double place_s = 0.0;    ///< placement, beside the shards it cannot touch or the routing
         double shards_s = 0.0;   ///< the other shards' updates, beside the first arrivals
         double arrivals_s = 0.0; ///< the other arrivals' completion events and the next wake
+        /// Every shard update timed alone, summed over the edges: all of them, the largest of
+        /// each edge, and max(largest, all / 2) per edge, the least two threads can take for
+        /// an edge's updates however they are handed out.
+        double shard_updates_s = 0.0;
+        double largest_update_s = 0.0;
+        double two_thread_bound_s = 0.0;
     };
     const EdgeTimes& edge_times() const { return edge_times_; }
     /// Bytes carried by the links of each kind so far (a flow's bytes count once per link of
@@ -183,6 +189,7 @@ private:
     bool cancel_scan_ = false; ///< this edge: the shards look for flows of cancelled groups
     std::int64_t wake_at_ = -1;
     EdgeTimes edge_times_;
+    std::vector<double> update_s_; ///< this edge's update time of each shard (0: none)
     std::array<double, topology::kLinkKinds> link_bytes_{};
     std::vector<std::uint32_t> beside_; ///< shards updated beside placement
     std::vector<std::uint32_t> active_; ///< shards updated after placement

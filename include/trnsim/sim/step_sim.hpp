@@ -155,6 +155,10 @@ struct StepSimStats {
     /// never written to results (they vary from run to run).
     double fabric_route_s = 0.0, fabric_place_s = 0.0, fabric_shards_s = 0.0;
     double fabric_arrivals_s = 0.0;
+    /// The shard updates timed one by one (EdgeTimes): all, the largest per edge, and the
+    /// least two threads can take for them; and the collective plans made before the run.
+    double fabric_updates_s = 0.0, fabric_largest_update_s = 0.0, fabric_two_thread_bound_s = 0.0;
+    double plans_s = 0.0;
 };
 
 struct StepSimResult {
