@@ -345,18 +345,25 @@ void describe_chip(const std::string& name) {
                             fmt::duration(c.core.dma_setup_latency));
     row("HBM", fmt::bytes(c.hbm_capacity) + " at " + fmt::bandwidth(c.hbm_bandwidth) +
                    " (runtime reserve " + fmt::bytes(c.hbm_runtime_reserve) + ")");
-    row("NeuronLink", fmt::bandwidth(c.neuronlink_intra_instance) + " per chip in the instance" +
-                          (c.ultraserver ? ", " + fmt::bandwidth(c.neuronlink_inter_instance) +
-                                               " to the other instances of the UltraServer"
-                                         : std::string()) +
-                          "; " + fmt::duration(c.neuronlink_hop_latency) + " per step");
+    // The links as the cluster module defines them, on one scale-up domain of this chip.
+    const cluster::Hierarchy domain(
+        c, cluster::Hierarchy::smallest_holding(c, cluster::Hierarchy::chips_per_ultraserver(c)));
+    const cluster::LinkLevel& link = domain.link(network::LinkClass::neuronlink);
+    const cluster::LinkLevel& efa = domain.link(network::LinkClass::efa);
+    row("NeuronLink",
+        fmt::bandwidth(link.per_chip) + " per chip in the instance" +
+            (domain.ultraserver_domains()
+                 ? ", " + fmt::bandwidth(domain.link(network::LinkClass::neuronlink_z).per_chip) +
+                       " to the other instances of the UltraServer"
+                 : std::string()) +
+            "; " + fmt::duration(link.latency) + " per step");
     row("EFA", c.instance.efa_bandwidth.bytes_per_s() <= 0.0
                    ? std::string("none (one instance per job)")
                    : fmt::bandwidth(c.efa_bandwidth_per_chip()) + " per chip (" +
                          fmt::fixed(c.instance.efa_bandwidth.bits_per_s() / 1e9, 0) +
                          " Gbps per instance over " +
                          std::to_string(c.instance.efa_interfaces) + " interfaces); " +
-                         fmt::duration(c.efa_latency) + " per message");
+                         fmt::duration(efa.latency) + " per message");
     std::string torus;
     for (int d : c.instance.torus) {
         torus += (torus.empty() ? "" : "x") + std::to_string(d);

@@ -2,6 +2,8 @@
 
 #include "trnsim/workload/plan.hpp"
 
+#include "trnsim/cluster/hierarchy.hpp"
+
 #include "trnsim/core/error.hpp"
 #include "trnsim/network/collective_sim.hpp"
 #include "trnsim/topology/fabric.hpp"
@@ -89,8 +91,11 @@ network::CollectivePlan plan_size(const Prepared& p, double bytes,
 
 /// The chip's costs beside the links: HBM, on-chip latency and its collective engine.
 network::LocalCosts local_costs(const compute::ChipSpec& chip, int lnc) {
-    return {chip.hbm_bandwidth,
-            chip.on_chip_latency,
+    const cluster::LinkLevel on_chip =
+        cluster::Hierarchy(chip, cluster::Hierarchy::smallest_holding(chip, 1))
+            .link(network::LinkClass::on_chip);
+    return {on_chip.per_chip,
+            on_chip.latency,
             chip.collectives.launch,
             chip.collectives.rank_bandwidth,
             chip.collectives.efa_step_overhead,

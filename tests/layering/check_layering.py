@@ -12,8 +12,9 @@ every `#include "trnsim/<module>/..."` in src/<m>/ and include/trnsim/<m>/ and f
   - a cycle in the allowed graph, or a module the table and the tree do not both know,
   - code outside the `cluster` module that decides what a scale-up domain is (DOMAIN_RULES:
     comparing an UltraServer count with zero, reading instances per UltraServer, building a
-    cluster shape): the cluster module owns the hardware hierarchy, and every other module
-    asks it (ClusterSpec, ClusterShape, Hierarchy).
+    cluster shape), or that reads a link value from the chip description outside cluster and
+    config (LINK_RULES): the cluster module owns the hardware hierarchy and its link classes,
+    and every other module asks it (ClusterSpec, ClusterShape, Hierarchy).
 
 Usage: check_layering.py SOURCE_DIR
 """
@@ -30,6 +31,13 @@ DOMAIN_RULES = [
     (re.compile(r"\bmake_cluster_shape\s*\("), "builds a cluster shape"),
 ]
 DOMAIN_OWNER = "cluster"
+# Reading a link value from the chip description: the cluster module turns them into its link
+# classes (Hierarchy::links) and every other module asks it; config loads and checks the file.
+LINK_RULES = [
+    (re.compile(r"\.(neuronlink_intra_instance|neuronlink_inter_instance|neuronlink_hop_latency"
+                r"|on_chip_latency|efa_latency)\b"), "reads a link value from the chip"),
+]
+LINK_READERS = {"cluster", "config"}
 COMMENT = re.compile(r'//[^\n]*|"(?:\\.|[^"\\\n])*"')
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"trnsim/(\w+)/([\w./]+)"', re.M)
@@ -84,9 +92,13 @@ def includes_of(root, module):
 
 
 def domain_decisions(root, module):
-    """[(file:line, what)] where a module other than cluster decides what a domain is."""
+    """[(file:line, what)] where a module other than cluster decides what a domain is, or one
+    other than cluster and config reads a link value from the chip."""
     found = []
-    if module == DOMAIN_OWNER:
+    rules = [] if module == DOMAIN_OWNER else list(DOMAIN_RULES)
+    if module not in LINK_READERS:
+        rules += LINK_RULES
+    if not rules:
         return found
     for base in (os.path.join(root, "src", module), os.path.join(root, "include", "trnsim", module)):
         for d, _, files in os.walk(base):
@@ -96,7 +108,7 @@ def domain_decisions(root, module):
                 p = os.path.join(d, f)
                 for n, line in enumerate(open(p, encoding="utf-8").read().splitlines(), 1):
                     code = COMMENT.sub("", line)
-                    for rule, what in DOMAIN_RULES:
+                    for rule, what in rules:
                         if rule.search(code):
                             found.append((f"{os.path.relpath(p, root)}:{n}", what))
     return found
@@ -136,8 +148,9 @@ def main():
                     problems.append(f"{where}: {m} includes trnsim/{dep}/{h}; it may include "
                                     f"only {', '.join(sorted(only))} of {dep}")
         for where, what in domain_decisions(root, m):
-            problems.append(f"{where}: {m} {what}: what a scale-up domain is belongs to the "
-                            f"{DOMAIN_OWNER} module (ask ClusterSpec, ClusterShape or Hierarchy)")
+            problems.append(f"{where}: {m} {what}: the hardware hierarchy and its links belong "
+                            f"to the {DOMAIN_OWNER} module (ask ClusterSpec, ClusterShape or "
+                            f"Hierarchy)")
         linked = cmake_deps(root, m)
         for dep in sorted(set(inc) - linked):
             problems.append(f"src/{m}/CMakeLists.txt: {m} includes {dep} headers but does not "

@@ -102,7 +102,7 @@ class LayeringCheck(unittest.TestCase):
             self.assertEqual(code, 1, line)
             self.assertIn("src/config/load.cpp:3: config", out)
             self.assertIn("1 problem(s)", out)
-            self.assertIn("belongs to the cluster module", out)
+            self.assertIn("belong to the cluster module", out)
         # Asking the cluster module, a spares count, comments and strings are not decisions.
         asking = "\n".join([
             "const bool us = spec.cluster.counts_ultraservers();",
@@ -121,6 +121,25 @@ class LayeringCheck(unittest.TestCase):
             "src/cluster/shape.cpp": '#include "trnsim/core/units.hpp"\n'
                                      "bool u(long ultraservers) { return ultraservers > 0; }\n",
         })
+        self.assertEqual(code, 0, out)
+
+    def test_reading_a_link_value_outside_the_cluster_and_config_modules(self):
+        table = TABLE.replace("| config | specs |",
+                              "| sim | runs | core, engine |\n| config | specs |")
+        for line in ["const Duration l = chip.on_chip_latency;",
+                     "auto bw = spec.chip.neuronlink_inter_instance;",
+                     "return c.efa_latency + x;"]:
+            code, out = run({"docs/architecture.md": table,
+                             "src/sim/CMakeLists.txt": "trnsim_add_module(sim PUBLIC_DEPS "
+                                                       "trnsim::core trnsim::engine)\n",
+                             "src/sim/run.cpp": INCLUDES + line + "\n"})
+            self.assertEqual(code, 1, line)
+            self.assertIn("src/sim/run.cpp:3: sim reads a link value from the chip", out)
+            self.assertIn("1 problem(s)", out)
+        # config loads and checks the chip file; a parameter of that name is not a read.
+        code, out = run({"src/config/load.cpp": INCLUDES +
+                         "if (c.efa_latency == Duration::zero()) {}\n"
+                         "void f(Duration on_chip_latency);\n"})
         self.assertEqual(code, 0, out)
 
 
