@@ -38,6 +38,15 @@ ClosCounts clos_counts(std::int64_t instances, std::int64_t rails, std::int64_t 
     return c;
 }
 
+DomainGroups domain_groups(const ClusterShape& shape, std::int64_t rails, std::int64_t radix) {
+    const std::int64_t half = std::max<std::int64_t>(radix / 2, 1);
+    DomainGroups g;
+    g.domains_per_leaf_group =
+        std::max<std::int64_t>(1, half / std::max<std::int64_t>(shape.instances_per_domain(), 1));
+    g.leaf_groups_per_pod = std::max<std::int64_t>(1, half / std::max<std::int64_t>(rails, 1));
+    return g;
+}
+
 ClusterShape make_cluster_shape(const ClusterSpec& spec, std::int64_t chips_per_instance,
                                 std::int64_t instances_per_ultraserver) {
     ClusterShape s;

@@ -80,6 +80,22 @@ struct ClosCounts {
 /// `rails` and `radix` below 1 and 2 count as 1 and 2.
 ClosCounts clos_counts(std::int64_t instances, std::int64_t rails, std::int64_t radix);
 
+/// How the scale-out Clos of clos_counts groups a cluster's domains, numbered in instance order:
+/// consecutive domains whose instances hang off the same leaves (one leaf per rail) form a leaf
+/// group; consecutive leaf groups whose leaves share spines form a pod. Traffic between domains
+/// of one leaf group turns at the leaves, of one pod at the spines, of two pods at the cores.
+/// With radix k and r rails: k/2 instances per leaf, k/2 leaves per pod, so
+///   domains per leaf group = max(1, (k/2) / instances per domain)
+///   leaf groups per pod    = max(1, (k/2) / r)
+/// (a domain wider than a leaf's share is a group of its own).
+struct DomainGroups {
+    std::int64_t domains_per_leaf_group = 1;
+    std::int64_t leaf_groups_per_pod = 1;
+    std::int64_t domains_per_pod() const { return domains_per_leaf_group * leaf_groups_per_pod; }
+};
+/// `rails` and `radix` below 1 and 2 count as 1 and 2, as in clos_counts.
+DomainGroups domain_groups(const ClusterShape& shape, std::int64_t rails, std::int64_t radix);
+
 /// `instances_per_ultraserver` is 0 when the chip is not sold in UltraServers; the spec must then
 /// count instances (the caller validates that).
 ClusterShape make_cluster_shape(const ClusterSpec& spec, std::int64_t chips_per_instance,

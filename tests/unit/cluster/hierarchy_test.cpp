@@ -212,6 +212,32 @@ TEST(ClosCounts, ByHandForARailOptimisedClosOfRadix128) {
     EXPECT_EQ(clos_counts(10, 0, 0).rails, 1); // degenerate inputs count as 1 rail, radix 2
 }
 
+TEST(DomainGroups, ByHandForTheClosOfRadix128) {
+    // Trn2 UltraServers (4 instances) on 16 rails: a leaf serves 64 instances = 16
+    // UltraServers; a pod's 64 leaves are 4 leaf groups of 16 rails, so 64 UltraServers a pod
+    // (1,536 UltraServers: the 24 pods of clos_counts(6144, 16, 128)).
+    ClusterShape us;
+    us.chips_per_instance = 16;
+    us.instances_per_ultraserver = 4;
+    us.ultraservers = 1536;
+    us.instances = 6144;
+    const DomainGroups g = domain_groups(us, 16, 128);
+    EXPECT_EQ(g.domains_per_leaf_group, 16);
+    EXPECT_EQ(g.leaf_groups_per_pod, 4);
+    EXPECT_EQ(g.domains_per_pod(), 64);
+    EXPECT_EQ(us.ultraservers / g.domains_per_pod(), clos_counts(6144, 16, 128).pods);
+    // Plain trn1 instances on 8 rails: 64 instances a leaf group, 8 groups a pod.
+    ClusterShape inst;
+    inst.chips_per_instance = 16;
+    inst.instances = 100;
+    const DomainGroups p = domain_groups(inst, 8, 128);
+    EXPECT_EQ(p.domains_per_leaf_group, 64);
+    EXPECT_EQ(p.leaf_groups_per_pod, 8);
+    // A domain wider than a leaf's share is a group of its own; degenerate inputs count as 1.
+    EXPECT_EQ(domain_groups(us, 16, 4).domains_per_leaf_group, 1);
+    EXPECT_EQ(domain_groups(us, 0, 0).leaf_groups_per_pod, 1);
+}
+
 TEST(Hierarchy, SmallestClusterHoldingAReplica) {
     EXPECT_EQ(Hierarchy::smallest_holding(trn2(), 8).instances, 1);
     const ClusterShape us = Hierarchy::smallest_holding(trn2(), 32);
