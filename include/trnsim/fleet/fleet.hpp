@@ -1,0 +1,49 @@
+// A fleet of training jobs on one pool, on the engine: submissions, segment ends, domain
+// failures and repairs are events of the scheduler's entity; after each, the scheduler decides
+// what starts (scheduler.hpp). Events at one instant are handled ends first, then repairs, then
+// failures, then submissions (each kind in job or domain order), so a domain freed at t is
+// granted at t.
+//
+// Determinism: the result is a function of the input alone.
+#pragma once
+
+#include "trnsim/fleet/job.hpp"
+#include "trnsim/fleet/pool.hpp"
+#include "trnsim/fleet/scheduler.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace trnsim::fleet {
+
+/// A domain out of service from `down` to `up` (a failure and its repair).
+struct DomainOutage {
+    std::int64_t domain = 0;
+    SimTime down;
+    SimTime up;
+};
+
+struct FleetInput {
+    std::int64_t domains = 0;
+    std::int64_t chips_per_domain = 0;
+    cluster::DomainGroups groups;
+    std::int64_t spares = 0;
+    std::vector<JobSpec> jobs;
+    SchedulerSpec scheduler;
+    /// In any order; a domain's outages must not overlap.
+    std::vector<DomainOutage> outages;
+    /// The run stops here (SimTime::max(): when every job has finished and every outage ended).
+    SimTime horizon = SimTime::max();
+};
+
+struct FleetResult {
+    std::vector<JobRecord> jobs;
+    PoolAccount pool;
+    SimTime end;              ///< the last event handled, or the horizon
+    std::uint64_t events = 0;
+};
+
+/// Throws std::invalid_argument on an input the scheduler cannot run (see Scheduler).
+FleetResult simulate_fleet(const FleetInput& input);
+
+} // namespace trnsim::fleet

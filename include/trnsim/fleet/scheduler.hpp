@@ -1,0 +1,118 @@
+// The fleet's scheduler for training jobs: a queue, a policy, quotas, and the pool's domains.
+// It decides; the fleet model (fleet.hpp) turns its decisions into events on the engine.
+//
+// Policies (the queue's order and what a job that does not fit does):
+//   fifo      by submit time (then job index); the first job that does not fit blocks the rest
+//   backfill  fifo, and EASY backfilling: the blocked head gets a reservation at the earliest
+//             time enough domains come free (running jobs ending when their segments end);
+//             a later job starts now if it fits and either ends by then or needs no more than
+//             the domains the head leaves over at that time (counts only, not places)
+//   priority  by priority (higher first), then submit time; the first job that does not fit
+//             preempts running jobs of lower priority (lowest priority first, then the most
+//             recently started) when freeing them makes it fit, else it blocks the rest
+// A job whose tenant is at its quota (domains held) is passed over and does not block. A job
+// requeued after a preemption or a failure keeps its submit time, so it goes back near the
+// front.
+//
+// Failures (domain_down). A busy domain that fails interrupts its job (Segment::cut): when the
+// spare pool has a domain, it takes the failed one's place and the job starts a new segment at
+// once (restore included); else the job releases its other domains and goes back to the queue.
+// A repaired domain refills the spare pool to its target, else becomes idle (Pool::repair).
+#pragma once
+
+#include "trnsim/core/enum_names.hpp"
+#include "trnsim/fleet/job.hpp"
+#include "trnsim/fleet/pool.hpp"
+
+#include <array>
+#include <cstdint>
+#include <set>
+#include <tuple>
+#include <vector>
+
+namespace trnsim::fleet {
+
+enum class Policy : std::uint8_t { fifo, backfill, priority };
+
+constexpr std::array<EnumName<Policy>, 3> enum_names(Policy) {
+    return {{
+        {Policy::fifo, "fifo"},
+        {Policy::backfill, "backfill"},
+        {Policy::priority, "priority"},
+    }};
+}
+inline const char* to_string(Policy v) { return enum_name(v); }
+
+struct SchedulerSpec {
+    Policy policy = Policy::fifo;
+    /// Domains each tenant may hold at once (index: JobSpec::tenant; 0 or absent: no quota).
+    std::vector<std::int64_t> quotas;
+};
+
+/// A segment the scheduler started: the caller schedules its end at `end`, tagged `epoch`.
+struct Start {
+    std::int64_t job = 0;
+    SimTime end;
+    std::uint32_t epoch = 0;
+};
+
+class Scheduler {
+public:
+    /// Throws std::invalid_argument when a job needs more domains than the pool can ever grant
+    /// (its domains less its spares), or more than its tenant's quota (the caller's input
+    /// checks say which key).
+    Scheduler(Pool& pool, std::vector<JobSpec> jobs, SchedulerSpec spec);
+
+    /// `job` joins the queue at `t`.
+    void submit(SimTime t, std::int64_t job);
+    /// The end of `job`'s segment `epoch` at `t`: the job finishes and releases its domains.
+    /// False (nothing changes) when the segment was cut short since.
+    bool end(SimTime t, std::int64_t job, std::uint32_t epoch);
+    /// A domain fails at `t` (see the header comment). The segment it returns, if any, is the
+    /// interrupted job's restart on a spare.
+    std::vector<Start> domain_down(SimTime t, std::int64_t domain);
+    /// A failed domain is repaired at `t`.
+    void domain_up(SimTime t, std::int64_t domain);
+    /// Starts what the policy lets start at `t` (preempting under the priority policy).
+    std::vector<Start> schedule(SimTime t);
+
+    const std::vector<JobSpec>& jobs() const { return jobs_; }
+    const std::vector<JobRecord>& records() const { return records_; }
+    std::int64_t queued() const { return static_cast<std::int64_t>(queue_.size()); }
+    std::int64_t running() const { return running_; }
+    /// At the end of a run: accounts the segments still running at `t` as if cut there (their
+    /// held time, overhead and durable steps; the rest is JobRecord::unsaved). They keep their
+    /// domains; nothing may be scheduled after.
+    void close(SimTime t);
+
+private:
+    using Key = std::tuple<std::int64_t, std::int64_t, std::int64_t>;
+    struct Running {
+        bool active = false;
+        Segment segment;
+        std::vector<std::int64_t> domains;
+        std::uint32_t epoch = 0;
+    };
+
+    Key key(std::int64_t job) const;
+    void enqueue(SimTime t, std::int64_t job);
+    bool may_hold(std::int64_t job) const;
+    Start start(SimTime t, std::int64_t job, std::vector<std::int64_t> domains);
+    /// Cuts `job`'s segment at `t`; with `release`, gives its domains back and stops it.
+    void interrupt(SimTime t, std::int64_t job, bool release = true);
+    bool preempt_for(SimTime t, std::int64_t job);
+    /// EASY: the head's reservation time and the domains it leaves over then.
+    std::pair<SimTime, std::int64_t> reservation(SimTime t, std::int64_t head) const;
+
+    Pool& pool_;
+    std::vector<JobSpec> jobs_;
+    SchedulerSpec spec_;
+    std::vector<JobRecord> records_;
+    std::vector<Running> run_;
+    std::vector<SimTime> queued_since_;
+    std::vector<std::int64_t> held_by_tenant_;
+    std::set<Key> queue_;
+    std::int64_t running_ = 0;
+};
+
+} // namespace trnsim::fleet

@@ -1,0 +1,286 @@
+#include "trnsim/fleet/scheduler.hpp"
+
+#include "trnsim/core/assert.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace trnsim::fleet {
+
+namespace {
+
+std::size_t ix(std::int64_t i) { return static_cast<std::size_t>(i); }
+
+} // namespace
+
+Scheduler::Scheduler(Pool& pool, std::vector<JobSpec> jobs, SchedulerSpec spec)
+    : pool_(pool), jobs_(std::move(jobs)), spec_(std::move(spec)) {
+    const std::int64_t grantable = pool_.domains() - pool_.count(DomainUse::spare);
+    std::int64_t tenants = static_cast<std::int64_t>(spec_.quotas.size());
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+        const JobSpec& job = jobs_[j];
+        const std::string which = "fleet: job " + std::to_string(j) + " ('" + job.name + "') ";
+        if (job.domains < 1 || job.domains > grantable) {
+            throw std::invalid_argument(which + "needs " + std::to_string(job.domains) +
+                                        " domains; the pool grants 1 to " +
+                                        std::to_string(grantable));
+        }
+        if (job.steps < 1 || job.step <= Duration::zero() || job.checkpoint_steps < 1 ||
+            job.tenant < 0) {
+            throw std::invalid_argument(which + "needs steps >= 1, a positive step time, "
+                                                "checkpoint steps >= 1 and a tenant >= 0");
+        }
+        if (ix(job.tenant) < spec_.quotas.size() && spec_.quotas[ix(job.tenant)] > 0 &&
+            job.domains > spec_.quotas[ix(job.tenant)]) {
+            throw std::invalid_argument(which + "needs more domains than its tenant's quota");
+        }
+        tenants = std::max(tenants, job.tenant + 1);
+    }
+    records_.resize(jobs_.size());
+    for (std::size_t j = 0; j < jobs_.size(); ++j) {
+        records_[j].submit = jobs_[j].submit;
+    }
+    run_.resize(jobs_.size());
+    queued_since_.resize(jobs_.size());
+    held_by_tenant_.assign(ix(tenants), 0);
+}
+
+Scheduler::Key Scheduler::key(std::int64_t job) const {
+    const JobSpec& j = jobs_[ix(job)];
+    const std::int64_t first = spec_.policy == Policy::priority ? -j.priority : 0;
+    return {first, j.submit.ns(), job};
+}
+
+void Scheduler::enqueue(SimTime t, std::int64_t job) {
+    queued_since_[ix(job)] = t;
+    queue_.insert(key(job));
+}
+
+void Scheduler::submit(SimTime t, std::int64_t job) { enqueue(t, job); }
+
+bool Scheduler::may_hold(std::int64_t job) const {
+    const JobSpec& j = jobs_[ix(job)];
+    if (ix(j.tenant) >= spec_.quotas.size() || spec_.quotas[ix(j.tenant)] <= 0) {
+        return true;
+    }
+    return held_by_tenant_[ix(j.tenant)] + j.domains <= spec_.quotas[ix(j.tenant)];
+}
+
+Start Scheduler::start(SimTime t, std::int64_t job, std::vector<std::int64_t> domains) {
+    const JobSpec& j = jobs_[ix(job)];
+    JobRecord& r = records_[ix(job)];
+    Running& run = run_[ix(job)];
+    TRNSIM_CHECK(!run.active, "fleet: starting a running job");
+    pool_.grant(t, domains, job);
+    r.waiting += t - queued_since_[ix(job)];
+    r.first_start = std::min(r.first_start, t);
+    ++r.starts;
+    run.active = true;
+    run.domains = std::move(domains);
+    run.segment.granted = t;
+    run.segment.steps = j.steps - r.steps_done;
+    run.segment.setup = j.launch + (r.steps_done > 0 ? j.restore : Duration::zero());
+    ++run.epoch;
+    held_by_tenant_[ix(j.tenant)] += j.domains;
+    ++running_;
+    return {job, run.segment.end(j), run.epoch};
+}
+
+bool Scheduler::end(SimTime t, std::int64_t job, std::uint32_t epoch) {
+    Running& run = run_[ix(job)];
+    if (!run.active || run.epoch != epoch) {
+        return false;
+    }
+    const JobSpec& j = jobs_[ix(job)];
+    JobRecord& r = records_[ix(job)];
+    TRNSIM_CHECK(t == run.segment.end(j), "fleet: a segment ended off its time");
+    const Duration held = t - run.segment.granted;
+    r.held += held;
+    r.overhead += held - j.step * run.segment.steps;
+    r.steps_done = j.steps;
+    r.end = t;
+    pool_.release(t, run.domains);
+    run.active = false;
+    run.domains.clear();
+    held_by_tenant_[ix(j.tenant)] -= j.domains;
+    --running_;
+    return true;
+}
+
+void Scheduler::interrupt(SimTime t, std::int64_t job, bool release) {
+    Running& run = run_[ix(job)];
+    TRNSIM_CHECK(run.active, "fleet: interrupting a job that is not running");
+    const JobSpec& j = jobs_[ix(job)];
+    JobRecord& r = records_[ix(job)];
+    const Segment::Cut c = run.segment.cut(j, t);
+    r.held += t - run.segment.granted;
+    r.overhead += c.overhead;
+    r.lost += c.lost;
+    r.steps_done += c.durable_steps;
+    ++run.epoch; // the segment's end event is stale now
+    if (!release) {
+        return; // the caller restarts it on the same domains but one
+    }
+    pool_.release(t, run.domains);
+    run.active = false;
+    run.domains.clear();
+    held_by_tenant_[ix(j.tenant)] -= j.domains;
+    --running_;
+}
+
+std::vector<Start> Scheduler::domain_down(SimTime t, std::int64_t domain) {
+    std::vector<Start> out;
+    const std::int64_t job = pool_.use(domain) == DomainUse::busy ? pool_.holder(domain) : -1;
+    if (job < 0) {
+        pool_.fail(t, domain);
+        return out;
+    }
+    ++records_[ix(job)].failures;
+    const std::int64_t spare = pool_.first_spare();
+    if (spare < 0) {
+        interrupt(t, job);
+        pool_.fail(t, domain); // released to idle by interrupt, then down
+        enqueue(t, job);
+        return out;
+    }
+    interrupt(t, job, false);
+    Running& run = run_[ix(job)];
+    pool_.release(t, {domain});
+    pool_.fail(t, domain);
+    std::replace(run.domains.begin(), run.domains.end(), domain, spare);
+    std::sort(run.domains.begin(), run.domains.end());
+    pool_.grant(t, {spare}, job);
+    // A new segment on the same gang with the spare: restore included.
+    const JobSpec& j = jobs_[ix(job)];
+    JobRecord& r = records_[ix(job)];
+    ++r.starts;
+    run.segment.granted = t;
+    run.segment.steps = j.steps - r.steps_done;
+    run.segment.setup = j.launch + (r.steps_done > 0 ? j.restore : Duration::zero());
+    ++run.epoch;
+    out.push_back({job, run.segment.end(j), run.epoch});
+    return out;
+}
+
+void Scheduler::domain_up(SimTime t, std::int64_t domain) { (void)pool_.repair(t, domain); }
+
+bool Scheduler::preempt_for(SimTime t, std::int64_t job) {
+    const JobSpec& head = jobs_[ix(job)];
+    std::vector<std::int64_t> victims;
+    for (std::size_t v = 0; v < run_.size(); ++v) {
+        if (run_[v].active && jobs_[v].priority < head.priority) {
+            victims.push_back(static_cast<std::int64_t>(v));
+        }
+    }
+    // Lowest priority first, then the most recently started, then the highest index.
+    std::sort(victims.begin(), victims.end(), [&](std::int64_t a, std::int64_t b) {
+        const auto rank = [&](std::int64_t v) {
+            return std::make_tuple(jobs_[ix(v)].priority, -run_[ix(v)].segment.granted.ns(), -v);
+        };
+        return rank(a) < rank(b);
+    });
+    std::int64_t freed = pool_.count(DomainUse::idle);
+    std::size_t needed = 0;
+    while (freed < head.domains && needed < victims.size()) {
+        freed += jobs_[ix(victims[needed])].domains;
+        ++needed;
+    }
+    if (freed < head.domains) {
+        return false;
+    }
+    for (std::size_t i = 0; i < needed; ++i) {
+        ++records_[ix(victims[i])].preemptions;
+        interrupt(t, victims[i]);
+        enqueue(t, victims[i]);
+    }
+    return true;
+}
+
+std::pair<SimTime, std::int64_t> Scheduler::reservation(SimTime t, std::int64_t head) const {
+    std::vector<std::pair<SimTime, std::int64_t>> ends;
+    for (std::size_t v = 0; v < run_.size(); ++v) {
+        if (run_[v].active) {
+            ends.emplace_back(run_[v].segment.end(jobs_[v]), jobs_[v].domains);
+        }
+    }
+    std::sort(ends.begin(), ends.end());
+    std::int64_t free = pool_.count(DomainUse::idle);
+    const std::int64_t need = jobs_[ix(head)].domains;
+    SimTime at = t;
+    for (const auto& [when, domains] : ends) {
+        if (free >= need) {
+            break;
+        }
+        free += domains;
+        at = when;
+    }
+    return {at, free - need};
+}
+
+std::vector<Start> Scheduler::schedule(SimTime t) {
+    std::vector<Start> out;
+    bool blocked = false;
+    SimTime shadow = SimTime::max();
+    std::int64_t extra = 0;
+    for (auto it = queue_.begin(); it != queue_.end();) {
+        const std::int64_t job = std::get<2>(*it);
+        const JobSpec& j = jobs_[ix(job)];
+        if (!may_hold(job)) {
+            ++it;
+            continue;
+        }
+        auto place = pool_.place(j.domains);
+        if (!place && !blocked && spec_.policy == Policy::priority && preempt_for(t, job)) {
+            place = pool_.place(j.domains);
+            TRNSIM_CHECK(place.has_value(), "fleet: preemption freed too few domains");
+            it = queue_.lower_bound(key(job)); // the victims went back into the queue
+        }
+        if (place && blocked) {
+            // EASY backfill: only when it does not delay the head's reservation.
+            Segment s;
+            s.granted = t;
+            s.steps = j.steps - records_[ix(job)].steps_done;
+            s.setup = j.launch + (records_[ix(job)].steps_done > 0 ? j.restore : Duration::zero());
+            const bool ends_in_time = s.end(j) <= shadow;
+            if (!ends_in_time && j.domains > extra) {
+                place.reset();
+            } else if (!ends_in_time) {
+                extra -= j.domains;
+            }
+        }
+        if (place) {
+            it = queue_.erase(it);
+            out.push_back(start(t, job, std::move(*place)));
+            continue;
+        }
+        if (spec_.policy != Policy::backfill) {
+            break; // the head blocks the rest
+        }
+        if (!blocked) {
+            blocked = true;
+            std::tie(shadow, extra) = reservation(t, job);
+        }
+        ++it;
+    }
+    return out;
+}
+
+void Scheduler::close(SimTime t) {
+    for (std::size_t v = 0; v < run_.size(); ++v) {
+        Running& run = run_[v];
+        if (!run.active) {
+            continue;
+        }
+        const Segment::Cut c = run.segment.cut(jobs_[v], t);
+        JobRecord& r = records_[v];
+        r.held += t - run.segment.granted;
+        r.overhead += c.overhead;
+        r.unsaved = c.lost;
+        r.steps_done += c.durable_steps;
+        run.active = false; // its end event, if any, is past the run's end
+        ++run.epoch;
+    }
+}
+
+} // namespace trnsim::fleet
