@@ -83,8 +83,10 @@ Start Scheduler::start(SimTime t, std::int64_t job, std::vector<std::int64_t> do
     run.segment.setup = j.launch + (r.steps_done > 0 ? j.restore : Duration::zero());
     ++run.epoch;
     held_by_tenant_[ix(j.tenant)] += j.domains;
-    ++running_;
-    return {job, run.segment.end(j), run.epoch};
+    active_.insert(job);
+    run.end = run.segment.end(j);
+    ends_.insert({run.end, job});
+    return {job, run.end, run.epoch};
 }
 
 bool Scheduler::end(SimTime t, std::int64_t job, std::uint32_t epoch) {
@@ -104,7 +106,8 @@ bool Scheduler::end(SimTime t, std::int64_t job, std::uint32_t epoch) {
     run.active = false;
     run.domains.clear();
     held_by_tenant_[ix(j.tenant)] -= j.domains;
-    --running_;
+    active_.erase(job);
+    ends_.erase({run.end, job});
     return true;
 }
 
@@ -119,6 +122,7 @@ void Scheduler::interrupt(SimTime t, std::int64_t job, bool release) {
     r.lost += c.lost;
     r.steps_done += c.durable_steps;
     ++run.epoch; // the segment's end event is stale now
+    ends_.erase({run.end, job});
     if (!release) {
         return; // the caller restarts it on the same domains but one
     }
@@ -126,7 +130,7 @@ void Scheduler::interrupt(SimTime t, std::int64_t job, bool release) {
     run.active = false;
     run.domains.clear();
     held_by_tenant_[ix(j.tenant)] -= j.domains;
-    --running_;
+    active_.erase(job);
 }
 
 std::vector<Start> Scheduler::domain_down(SimTime t, std::int64_t domain) {
@@ -159,7 +163,9 @@ std::vector<Start> Scheduler::domain_down(SimTime t, std::int64_t domain) {
     run.segment.steps = j.steps - r.steps_done;
     run.segment.setup = j.launch + (r.steps_done > 0 ? j.restore : Duration::zero());
     ++run.epoch;
-    out.push_back({job, run.segment.end(j), run.epoch});
+    run.end = run.segment.end(j);
+    ends_.insert({run.end, job});
+    out.push_back({job, run.end, run.epoch});
     return out;
 }
 
@@ -168,9 +174,9 @@ void Scheduler::domain_up(SimTime t, std::int64_t domain) { (void)pool_.repair(t
 bool Scheduler::preempt_for(SimTime t, std::int64_t job) {
     const JobSpec& head = jobs_[ix(job)];
     std::vector<std::int64_t> victims;
-    for (std::size_t v = 0; v < run_.size(); ++v) {
-        if (run_[v].active && jobs_[v].priority < head.priority) {
-            victims.push_back(static_cast<std::int64_t>(v));
+    for (const std::int64_t v : active_) {
+        if (jobs_[ix(v)].priority < head.priority) {
+            victims.push_back(v);
         }
     }
     // Lowest priority first, then the most recently started, then the highest index.
@@ -198,22 +204,12 @@ bool Scheduler::preempt_for(SimTime t, std::int64_t job) {
 }
 
 std::pair<SimTime, std::int64_t> Scheduler::reservation(SimTime t, std::int64_t head) const {
-    std::vector<std::pair<SimTime, std::int64_t>> ends;
-    for (std::size_t v = 0; v < run_.size(); ++v) {
-        if (run_[v].active) {
-            ends.emplace_back(run_[v].segment.end(jobs_[v]), jobs_[v].domains);
-        }
-    }
-    std::sort(ends.begin(), ends.end());
     std::int64_t free = pool_.count(DomainUse::idle);
     const std::int64_t need = jobs_[ix(head)].domains;
     SimTime at = t;
-    for (const auto& [when, domains] : ends) {
-        if (free >= need) {
-            break;
-        }
-        free += domains;
-        at = when;
+    for (auto it = ends_.begin(); it != ends_.end() && free < need; ++it) {
+        free += jobs_[ix(it->second)].domains;
+        at = it->first;
     }
     return {at, free - need};
 }
@@ -223,33 +219,37 @@ std::vector<Start> Scheduler::schedule(SimTime t) {
     bool blocked = false;
     SimTime shadow = SimTime::max();
     std::int64_t extra = 0;
+    // The cheap tests (quota, idle count, the backfill rule) come before placing: a long queue
+    // is scanned on every event.
     for (auto it = queue_.begin(); it != queue_.end();) {
+        const std::int64_t idle = pool_.count(DomainUse::idle);
+        if (blocked && idle == 0) {
+            break; // nothing left to backfill with
+        }
         const std::int64_t job = std::get<2>(*it);
         const JobSpec& j = jobs_[ix(job)];
         if (!may_hold(job)) {
             ++it;
             continue;
         }
-        auto place = pool_.place(j.domains);
-        if (!place && !blocked && spec_.policy == Policy::priority && preempt_for(t, job)) {
-            place = pool_.place(j.domains);
-            TRNSIM_CHECK(place.has_value(), "fleet: preemption freed too few domains");
+        bool fits = j.domains <= idle;
+        if (!fits && !blocked && spec_.policy == Policy::priority && preempt_for(t, job)) {
+            fits = true;
             it = queue_.lower_bound(key(job)); // the victims went back into the queue
         }
-        if (place && blocked) {
+        if (fits && blocked) {
             // EASY backfill: only when it does not delay the head's reservation.
-            Segment s;
-            s.granted = t;
-            s.steps = j.steps - records_[ix(job)].steps_done;
-            s.setup = j.launch + (records_[ix(job)].steps_done > 0 ? j.restore : Duration::zero());
-            const bool ends_in_time = s.end(j) <= shadow;
-            if (!ends_in_time && j.domains > extra) {
-                place.reset();
-            } else if (!ends_in_time) {
-                extra -= j.domains;
+            const JobRecord& r = records_[ix(job)];
+            const Segment s{t, j.launch + (r.steps_done > 0 ? j.restore : Duration::zero()),
+                            j.steps - r.steps_done};
+            if (s.end(j) > shadow) {
+                fits = j.domains <= extra;
+                extra -= fits ? j.domains : 0;
             }
         }
-        if (place) {
+        if (fits) {
+            std::optional<std::vector<std::int64_t>> place = pool_.place(j.domains);
+            TRNSIM_CHECK(place.has_value(), "fleet: enough idle domains but no placement");
             it = queue_.erase(it);
             out.push_back(start(t, job, std::move(*place)));
             continue;
@@ -267,11 +267,9 @@ std::vector<Start> Scheduler::schedule(SimTime t) {
 }
 
 void Scheduler::close(SimTime t) {
-    for (std::size_t v = 0; v < run_.size(); ++v) {
+    for (const std::int64_t job : active_) {
+        const auto v = ix(job);
         Running& run = run_[v];
-        if (!run.active) {
-            continue;
-        }
         const Segment::Cut c = run.segment.cut(jobs_[v], t);
         JobRecord& r = records_[v];
         r.held += t - run.segment.granted;
@@ -281,6 +279,8 @@ void Scheduler::close(SimTime t) {
         run.active = false; // its end event, if any, is past the run's end
         ++run.epoch;
     }
+    active_.clear(); // a second close adds nothing
+    ends_.clear();
 }
 
 } // namespace trnsim::fleet

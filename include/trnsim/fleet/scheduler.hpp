@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace trnsim::fleet {
@@ -79,7 +80,7 @@ public:
     const std::vector<JobSpec>& jobs() const { return jobs_; }
     const std::vector<JobRecord>& records() const { return records_; }
     std::int64_t queued() const { return static_cast<std::int64_t>(queue_.size()); }
-    std::int64_t running() const { return running_; }
+    std::int64_t running() const { return static_cast<std::int64_t>(active_.size()); }
     /// At the end of a run: accounts the segments still running at `t` as if cut there (their
     /// held time, overhead and durable steps; the rest is JobRecord::unsaved). They keep their
     /// domains; nothing may be scheduled after.
@@ -92,6 +93,7 @@ private:
         Segment segment;
         std::vector<std::int64_t> domains;
         std::uint32_t epoch = 0;
+        SimTime end; ///< the segment's end, uninterrupted
     };
 
     Key key(std::int64_t job) const;
@@ -112,7 +114,8 @@ private:
     std::vector<SimTime> queued_since_;
     std::vector<std::int64_t> held_by_tenant_;
     std::set<Key> queue_;
-    std::int64_t running_ = 0;
+    std::set<std::int64_t> active_; ///< the running jobs, by index
+    std::set<std::pair<SimTime, std::int64_t>> ends_; ///< their segments' ends
 };
 
 } // namespace trnsim::fleet
