@@ -5,6 +5,7 @@
 #include "report.hpp"
 #include "json_summary.hpp"
 #include "serving_report.hpp"
+#include "fleet_report.hpp"
 #include "tenants_report.hpp"
 
 #include "trnsim/cluster/hierarchy.hpp"
@@ -183,6 +184,16 @@ int cmd_run(const std::vector<std::string>& args) {
         wall();
         return 0;
     }
+    if (const auto* fleet = std::get_if<sim::FleetRun>(&outcome)) {
+        const results::ResultsFile file = report::fleet_results(spec, *fleet, writer);
+        results::write_hdf5(spec.output.file, file);
+        if (!quiet) {
+            print_fleet(std::cout, spec, *fleet);
+        }
+        finish(file);
+        wall();
+        return 0;
+    }
     if (const auto* result = std::get_if<sim::CollectiveBenchResult>(&outcome)) {
         const results::ResultsFile file = report::collective_results(spec, *result, writer);
         results::write_hdf5(spec.output.file, file);
@@ -273,6 +284,9 @@ int cmd_validate(const std::vector<std::string>& args) {
     if (!spec.tenants.empty()) {
         sim::check_scenario(spec);
         print_tenants_header(std::cout, spec);
+    } else if (spec.fleet) {
+        sim::check_scenario(spec);
+        print_fleet_header(std::cout, spec);
     } else if (spec.workload_type == config::WorkloadType::training) {
         print_plan(std::cout, spec, located(sim::check_training));
     } else if (spec.workload_type == config::WorkloadType::inference) {

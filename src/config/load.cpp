@@ -68,6 +68,9 @@ ScenarioSpec detail::load_root(YAML::Node root, const std::string& file, const f
     if (static_cast<const YAML::Node&>(root)["tenants"].IsDefined()) {
         return detail::load_tenants(root, file, base_dir, default_name, presets, options);
     }
+    if (static_cast<const YAML::Node&>(root)["fleet"].IsDefined()) {
+        return detail::load_fleet(root, file, base_dir, default_name, presets, options);
+    }
     detail::merge_reliability_preset(root, ctx);
     spec.sources.add("", top);
     // Sentinels for defaults that come from the chip (values given in the file are >= 0).

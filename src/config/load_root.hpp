@@ -20,9 +20,35 @@ ScenarioSpec load_root(YAML::Node root, const std::string& file,
                        const std::vector<Override>& overrides, PresetCache* presets = nullptr,
                        const LoadOptions& options = {});
 
+/// One entry of a list form (a tenant, a fleet's job class), loaded as a scenario of its own
+/// from `document`. Its errors: its workload and reliability keys under `prefix`
+/// (tenants[1].workload...), its cluster's at `cluster_key` (located at `cluster_at`, the
+/// message ending "(WHAT NAME CLUSTER_NOTE)"), others with "(in WHAT NAME)".
+struct ListEntry {
+    std::string name;
+    std::string prefix;
+    std::string what;
+    YAML::Node document;
+    std::string cluster_key;
+    std::string cluster_note;
+    SourceLocation cluster_at;
+};
+
+/// Loads every entry (into `loaded`, in order) and returns the shared part: the first entry's
+/// scenario with the union of the entries' input files, each entry's warnings on its own keys
+/// (under its prefix), and the warnings on shared keys that every entry gives.
+ScenarioSpec load_entries(const std::vector<ListEntry>& entries, const std::string& file,
+                          const std::filesystem::path& base_dir, PresetCache* presets,
+                          const LoadOptions& options, std::vector<ScenarioSpec>& loaded);
+
 /// The `tenants:` form of a scenario (overrides already applied to `root`).
 ScenarioSpec load_tenants(YAML::Node root, const std::string& file,
                           const std::filesystem::path& base_dir, const std::string& default_name,
                           PresetCache* presets, const LoadOptions& options);
+
+/// The `fleet:` form of a scenario (overrides already applied to `root`; docs/fleet.md).
+ScenarioSpec load_fleet(YAML::Node root, const std::string& file,
+                        const std::filesystem::path& base_dir, const std::string& default_name,
+                        PresetCache* presets, const LoadOptions& options);
 
 } // namespace trnsim::config::detail

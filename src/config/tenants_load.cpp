@@ -4,6 +4,7 @@
 // the tenant's workload and reliability sections, on a cluster of its allocation's domains.
 // Its errors keep their location in the file and name the tenant's key
 // (tenants[1].workload.serving.tp).
+#include "document.hpp"
 #include "load_root.hpp"
 
 #include "trnsim/core/error.hpp"
@@ -30,50 +31,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-SourceLocation at(const YAML::Node& n, const std::string& file) {
-    const YAML::Mark m = n.Mark();
-    if (m.line < 0) {
-        return {file, 1, 1};
-    }
-    return {file, m.line + 1, m.column + 1};
-}
-
-/// A non-negative integer scalar.
-std::int64_t integer(const YAML::Node& n, const std::string& path, const std::string& file) {
-    const std::string text = n.IsScalar() ? n.Scalar() : std::string();
-    std::int64_t v = -1;
-    const auto res = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || v < 0) {
-        throw InputError(path, "expected a whole number of 0 or more, got '" + text + "'",
-                         at(n, file));
-    }
-    return v;
-}
-
-/// The keys of mapping `n` must be among `allowed`.
-void known_keys(const YAML::Node& n, const std::string& path, const std::string& file,
-                std::initializer_list<const char*> allowed) {
-    for (const auto& kv : n) {
-        const std::string key = kv.first.Scalar();
-        if (std::none_of(allowed.begin(), allowed.end(),
-                         [&](const char* a) { return key == a; })) {
-            std::string list;
-            for (const char* a : allowed) {
-                list += (list.empty() ? "" : ", ") + std::string(a);
-            }
-            throw InputError((path.empty() ? "" : path + ".") + key,
-                             "unknown key (expected one of " + list + ")", at(kv.first, file));
-        }
-    }
-}
-
-bool valid_name(const std::string& s) {
-    return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-               c == '_' || c == '-' || c == '.';
-    });
-}
-
 struct TenantEntry {
     std::string name;
     cluster::Allocation allocation;
@@ -81,23 +38,67 @@ struct TenantEntry {
     YAML::Node node;
 };
 
-/// A tenant's error: its workload's and reliability's keys under tenants[i], its cluster's
-/// under tenants[i].allocation (located there).
-InputError tenant_error(const InputError& e, std::size_t i, const TenantEntry& t) {
-    const std::string prefix = "tenants[" + std::to_string(i) + "]";
-    const std::string& key = e.key_path();
-    if (tenant_owns_key(key)) {
-        return InputError(prefix + "." + key, e.message(), e.location());
-    }
-    if (key == "cluster" || key == "cluster.ultraservers" || key == "cluster.instances") {
-        return InputError(prefix + ".allocation",
-                          e.message() + " (tenant " + t.name + "'s allocation)",
-                          t.allocation_at);
-    }
-    return InputError(key, e.message() + " (in tenant " + t.name + ")", e.location());
-}
-
 } // namespace
+
+ScenarioSpec load_entries(const std::vector<ListEntry>& entries, const std::string& file,
+                          const fs::path& base_dir, PresetCache* presets,
+                          const LoadOptions& options, std::vector<ScenarioSpec>& loaded) {
+    ScenarioSpec spec;
+    // Warnings about the shared sections, once per entry that gave them: a setting without
+    // effect on one entry may serve another, so only keys every entry warns of are kept
+    // (with the first entry's message).
+    std::vector<Warning> shared;
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const ListEntry& e = entries[i];
+        ScenarioSpec one;
+        try {
+            one = load_root(e.document, file, base_dir, e.name, {}, presets, options);
+        } catch (const InputError& err) {
+            // The entry's own keys under its prefix; its cluster's at the key that sizes it.
+            const std::string& key = err.key_path();
+            if (tenant_owns_key(key)) {
+                throw InputError(e.prefix + "." + key, err.message(), err.location());
+            }
+            if (key == "cluster" || key == "cluster.ultraservers" || key == "cluster.instances") {
+                throw InputError(e.cluster_key,
+                                 err.message() + " (" + e.what + " " + e.name + e.cluster_note +
+                                     ")",
+                                 e.cluster_at);
+            }
+            throw InputError(key, err.message() + " (in " + e.what + " " + e.name + ")",
+                             err.location());
+        }
+        if (i == 0) {
+            spec = one; // the shared sections, as the first entry read them
+            spec.input_files.clear();
+            spec.warnings.clear();
+        }
+        for (const std::string& f : one.input_files) {
+            if (std::find(spec.input_files.begin(), spec.input_files.end(), f) ==
+                spec.input_files.end()) {
+                spec.input_files.push_back(f);
+            }
+        }
+        for (Warning w : one.warnings) {
+            if (tenant_owns_key(w.key_path)) {
+                w.key_path = e.prefix + "." + w.key_path;
+                spec.warnings.push_back(w);
+            } else {
+                shared.push_back(w);
+            }
+        }
+        loaded.push_back(std::move(one));
+    }
+    for (const Warning& w : shared) {
+        const auto same = [&](const Warning& x) { return x.key_path == w.key_path; };
+        const auto n = std::count_if(shared.begin(), shared.end(), same);
+        if (n == static_cast<std::ptrdiff_t>(entries.size()) &&
+            std::none_of(spec.warnings.begin(), spec.warnings.end(), same)) {
+            spec.warnings.push_back(w);
+        }
+    }
+    return spec;
+}
 
 ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::path& base_dir,
                           const std::string& default_name, PresetCache* presets,
@@ -111,22 +112,10 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
                                     "and a workload",
                          at(list, file));
     }
-    const YAML::Node cl = croot["cluster"];
-    if (!cl.IsMap()) {
-        throw InputError("cluster", "a tenants scenario needs the cluster they share "
-                                    "(ultraservers or instances)",
-                         cl.IsDefined() ? at(cl, file) : SourceLocation{file, 1, 1});
-    }
-    known_keys(cl, "cluster", file, {"ultraservers", "instances", "fabric"});
-    if (cl["ultraservers"].IsDefined() == cl["instances"].IsDefined()) {
-        throw InputError("cluster", "give exactly one of cluster.ultraservers or "
-                                    "cluster.instances",
-                         at(cl, file));
-    }
-    const bool ultraservers = cl["ultraservers"].IsDefined();
-    const char* unit = ultraservers ? "ultraservers" : "instances";
-    const cluster::ClusterSpec whole = cluster::ClusterSpec::of_domains(
-        ultraservers, integer(cl[unit], std::string("cluster.") + unit, file));
+    const SharedCluster cl = shared_cluster(croot, file, "a tenants scenario");
+    const bool ultraservers = cl.ultraservers;
+    const char* unit = cl.unit;
+    const cluster::ClusterSpec whole = cluster::ClusterSpec::of_domains(ultraservers, cl.domains);
 
     // The list: names, allocations.
     std::vector<TenantEntry> entries;
@@ -196,67 +185,19 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
     }
 
     // Each tenant as a scenario of its own.
-    ScenarioSpec spec;
-    // Warnings about the shared sections, once per tenant that gave them: a setting without
-    // effect on one tenant may serve another, so only keys every tenant warns of are kept
-    // (with the first tenant's message).
-    std::vector<Warning> shared;
+    std::vector<ListEntry> list_entries;
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const TenantEntry& e = entries[i];
-        YAML::Node doc(YAML::NodeType::Map);
-        for (const auto& kv : croot) {
-            const std::string key = kv.first.Scalar();
-            if (key != "tenants" && key != "cluster" && key != "name") {
-                doc[key] = kv.second;
-            }
-        }
-        doc["name"] = e.name;
-        YAML::Node c(YAML::NodeType::Map);
-        c[unit] = e.allocation.domains;
-        if (cl["fabric"].IsDefined()) {
-            c["fabric"] = cl["fabric"];
-        }
-        doc["cluster"] = c;
-        doc["workload"] = e.node["workload"];
-        if (e.node["reliability"].IsDefined()) {
-            doc["reliability"] = e.node["reliability"];
-        }
-        ScenarioSpec one;
-        try {
-            one = load_root(doc, file, base_dir, e.name, {}, presets, options);
-        } catch (const InputError& err) {
-            throw tenant_error(err, i, e);
-        }
-        if (i == 0) {
-            spec = one; // the shared sections, as the first tenant read them
-            spec.input_files.clear();
-            spec.warnings.clear();
-        }
-        for (const std::string& f : one.input_files) {
-            if (std::find(spec.input_files.begin(), spec.input_files.end(), f) ==
-                spec.input_files.end()) {
-                spec.input_files.push_back(f);
-            }
-        }
-        for (Warning w : one.warnings) {
-            if (tenant_owns_key(w.key_path)) {
-                w.key_path = "tenants[" + std::to_string(i) + "]." + w.key_path;
-                spec.warnings.push_back(w);
-            } else {
-                shared.push_back(w);
-            }
-        }
-        spec.tenants.push_back({e.name, e.allocation, nullptr});
-        spec.tenants.back().scenario = std::make_shared<ScenarioSpec>(std::move(one));
+        list_entries.push_back(
+            {e.name, "tenants[" + std::to_string(i) + "]", "tenant",
+             entry_document(croot, cl, "tenants", e.name, e.allocation.domains, e.node),
+             "tenants[" + std::to_string(i) + "].allocation", "'s allocation", e.allocation_at});
     }
-
-    for (const Warning& w : shared) {
-        const auto same = [&](const Warning& x) { return x.key_path == w.key_path; };
-        const auto n = std::count_if(shared.begin(), shared.end(), same);
-        if (n == static_cast<std::ptrdiff_t>(entries.size()) &&
-            std::none_of(spec.warnings.begin(), spec.warnings.end(), same)) {
-            spec.warnings.push_back(w);
-        }
+    std::vector<ScenarioSpec> loaded;
+    ScenarioSpec spec = load_entries(list_entries, file, base_dir, presets, options, loaded);
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        spec.tenants.push_back({entries[i].name, entries[i].allocation, nullptr});
+        spec.tenants.back().scenario = std::make_shared<ScenarioSpec>(std::move(loaded[i]));
     }
 
     // The scenario itself: the whole cluster, its name and results file.

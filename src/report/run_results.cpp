@@ -302,6 +302,9 @@ results::ResultsFile scenario_results(const config::ScenarioSpec& spec,
     if (const auto* tenants = std::get_if<sim::TenantsRun>(&outcome)) {
         return tenants_results(spec, *tenants, writer);
     }
+    if (const auto* fleet = std::get_if<sim::FleetRun>(&outcome)) {
+        return fleet_results(spec, *fleet, writer);
+    }
     return collective_results(spec, std::get<sim::CollectiveBenchResult>(outcome), writer);
 }
 

@@ -76,6 +76,9 @@ ScenarioOutcome run_scenario(const config::ScenarioSpec& spec, const RunSettings
     if (!spec.tenants.empty()) {
         return run_tenants(spec, settings.threads);
     }
+    if (spec.fleet) {
+        return run_fleet(spec, settings.threads);
+    }
     const WorkloadKind& kind = workload_kind(spec.workload_type);
     try {
         if (!kind.run_checks_first) {
@@ -90,6 +93,10 @@ ScenarioOutcome run_scenario(const config::ScenarioSpec& spec, const RunSettings
 void check_scenario(const config::ScenarioSpec& spec) {
     if (!spec.tenants.empty()) {
         check_tenants(spec);
+        return;
+    }
+    if (spec.fleet) {
+        check_fleet(spec);
         return;
     }
     try {

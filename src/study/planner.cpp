@@ -238,6 +238,12 @@ void refuse_tenants(const config::PlanSpec& plan, const config::ScenarioSpec& ba
                                  "scenario of its own)",
                          plan.base_origin);
     }
+    if (base.fleet) {
+        throw InputError("base", "trnsim plan searches a single-workload scenario; the base "
+                                 "is a fleet scenario (plan one job class's workload as a "
+                                 "scenario of its own)",
+                         plan.base_origin);
+    }
 }
 
 } // namespace

@@ -241,6 +241,10 @@ std::vector<std::string> check_points(const Sweep& sweep, int threads, bool keep
                 throw InputError("tenants", "trnsim batch runs single-workload scenarios; run a "
                                             "tenants scenario with trnsim run");
             }
+            if (spec.fleet) {
+                throw InputError("fleet", "trnsim batch runs single-workload scenarios; run a "
+                                          "fleet scenario with trnsim run");
+            }
             const sim::WorkloadKind& kind = sim::workload_kind(spec.workload_type);
             if (!kind.in_studies) {
                 throw InputError("workload.type", "trnsim batch runs training and inference "

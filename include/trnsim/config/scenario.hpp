@@ -15,6 +15,7 @@
 #include "trnsim/serving/spec.hpp"
 #include "trnsim/serving/trace.hpp"
 #include "trnsim/cluster/shape.hpp"
+#include "trnsim/fleet/scheduler.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
 #include <array>
@@ -199,6 +200,31 @@ struct TenantSpec {
     std::shared_ptr<const ScenarioSpec> scenario;
 };
 
+/// A class of jobs of a `fleet:` scenario (docs/fleet.md): `count` training jobs, each on a
+/// gang of `gang` domains, submitted at `submit` and then every `every`, with the class's own
+/// scenario (the shared sections with the class's workload and reliability sections, on a
+/// cluster of `gang` domains).
+struct FleetJobClass {
+    std::string name;
+    std::string tenant;
+    std::int64_t gang = 1;
+    std::int64_t count = 1;
+    Duration submit;
+    Duration every;
+    int priority = 0;
+    std::shared_ptr<const ScenarioSpec> scenario;
+};
+
+/// The `fleet:` section: training jobs sharing the cluster's domains under one scheduler.
+struct FleetSpec {
+    fleet::Policy policy = fleet::Policy::fifo;
+    std::int64_t spares = 0;            ///< domains kept as spares
+    Duration horizon;                   ///< zero: until every job has finished
+    /// Domains each tenant may hold at once, by tenant name, in the order given.
+    std::vector<std::pair<std::string, std::int64_t>> quotas;
+    std::vector<FleetJobClass> jobs;
+};
+
 struct ScenarioSpec {
     std::string name;
     std::int64_t seed = 1; ///< non-negative, at most 2^53
@@ -227,6 +253,9 @@ struct ScenarioSpec {
     /// scenario's own workload fields are then those of the first tenant and must not be run
     /// alone; run_scenario (sim/workload_kinds.hpp) runs the tenants together.
     std::vector<TenantSpec> tenants;
+    /// A `fleet:` scenario: its scheduler and job classes (absent: not a fleet). As for
+    /// tenants, the scenario's own workload fields are the first class's.
+    std::optional<FleetSpec> fleet;
 
     /// The file it was read from, the scenario with every default filled in (YAML text, stored
     /// in results), and where each key's value came from (for error messages).

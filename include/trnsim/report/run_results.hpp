@@ -72,6 +72,10 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
 results::ResultsFile serving_results(const config::ScenarioSpec& spec,
                                      const sim::ServingScenarioRun& run, const Writer& writer);
 
+/// The results file of a `fleet:` scenario: /summary (one row: the pool and its use, the jobs'
+/// means), /fleet/classes, /fleet/jobs and /fleet/pool (docs/results-schema.md, "Fleet").
+results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::FleetRun& run,
+                                   const Writer& writer);
 /// The results file of a `tenants:` scenario: /summary with one row per tenant (its name,
 /// workload, allocation and engine events) and each tenant's own file under
 /// /tenants/<name>/ (its /summary and tables as run_results or serving_results write them,

@@ -12,6 +12,7 @@
 
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/sim/collective_bench.hpp"
+#include "trnsim/sim/fleet_run.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
 #include "trnsim/sim/tenants.hpp"
@@ -24,9 +25,9 @@
 namespace trnsim::sim {
 
 /// What running a scenario produced; the alternative follows spec.workload_type, or is
-/// TenantsRun for a `tenants:` scenario.
+/// TenantsRun for a `tenants:` scenario and FleetRun for a `fleet:` one.
 using ScenarioOutcome =
-    std::variant<TrainingRun, CollectiveBenchResult, ServingScenarioRun, TenantsRun>;
+    std::variant<TrainingRun, CollectiveBenchResult, ServingScenarioRun, TenantsRun, FleetRun>;
 
 /// How a run is made, beyond its scenario.
 struct RunSettings {
@@ -65,7 +66,8 @@ int run_threads(const config::ScenarioSpec& spec, int requested = 0);
 CollectiveBenchSpec collective_bench_spec(const config::ScenarioSpec& spec, int threads);
 
 /// Checks the scenario (unless its kind's run does so first), then runs it; a `tenants:`
-/// scenario runs its tenants together (tenants.hpp). Throws InputError located in the
+/// scenario runs its tenants together (tenants.hpp), a `fleet:` scenario its jobs under the
+/// fleet's scheduler (fleet_run.hpp). Throws InputError located in the
 /// scenario's file.
 ScenarioOutcome run_scenario(const config::ScenarioSpec& spec, const RunSettings& settings = {});
 

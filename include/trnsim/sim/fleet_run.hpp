@@ -1,0 +1,59 @@
+// Running a `fleet:` scenario (docs/fleet.md): each job class's plan and analytic step time on
+// its gang (the estimate of its workload run alone on a cluster of that many domains; classes in
+// parallel), its checkpoint costs from its reliability section, then every job of every class
+// under the fleet's scheduler on the engine (fleet::simulate_fleet).
+//
+// A class with a reliability section checkpoints as its run simulation would on the same gang
+// (reliability::expect: the interval, auto or fixed, raised to whole steps; the stall; the
+// restore) and pays recovery.restart on every start; a class without one takes no checkpoint
+// and starts at once. Failures of the fleet's domains are not drawn yet (docs/fleet.md).
+#pragma once
+
+#include "trnsim/config/scenario.hpp"
+#include "trnsim/fleet/fleet.hpp"
+#include "trnsim/workload/plan.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace trnsim::sim {
+
+/// A job class as the fleet runs it.
+struct FleetClassRun {
+    std::string name;
+    std::string tenant;
+    std::int64_t gang = 0;
+    std::int64_t count = 0;
+    int priority = 0;
+    workload::Plan plan;
+    double step_s = 0.0;             ///< the analytic step time on the gang
+    std::int64_t steps = 0;          ///< steps of one job (its plan's)
+    std::int64_t checkpoint_steps = 0; ///< 0: no periodic checkpoint
+    double save_s = 0.0;             ///< stall of one checkpoint
+    double restore_s = 0.0;
+    double launch_s = 0.0;           ///< recovery.restart with a reliability section, else 0
+};
+
+struct FleetRun {
+    std::vector<FleetClassRun> classes;
+    std::vector<std::string> tenants;          ///< names, in order of first appearance
+    std::vector<std::int32_t> class_of_job;    ///< for each job of result.jobs
+    std::vector<std::int64_t> index_in_class;  ///< its index among its class's jobs
+    fleet::FleetInput input;                   ///< what the scheduler ran (without its jobs' names)
+    fleet::FleetResult result;
+    int threads = 1;       ///< threads of the plans' estimates
+    double plans_wall_s = 0.0;
+    double fleet_wall_s = 0.0;
+};
+
+/// Every check run_fleet makes before it simulates: each class's plan on its gang, a
+/// reliability section's checkpoint inputs. InputError located in the file, keyed
+/// fleet.jobs[i]....
+void check_fleet(const config::ScenarioSpec& spec);
+
+/// Runs the fleet of `spec` (spec.fleet set); the plans' estimates on `threads` threads (0:
+/// simulation.threads, auto: the engine's default).
+FleetRun run_fleet(const config::ScenarioSpec& spec, int threads = 0);
+
+} // namespace trnsim::sim

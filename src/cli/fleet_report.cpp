@@ -1,0 +1,135 @@
+#include "fleet_report.hpp"
+
+#include "trnsim/core/format.hpp"
+
+#include <cmath>
+#include <string>
+
+namespace trnsim::cli {
+
+namespace {
+
+/// A duration, "0 s" for none.
+std::string span(double s) { return s > 0.0 ? fmt::seconds(s) : std::string("0 s"); }
+
+std::string domains_text(const config::ScenarioSpec& spec, std::int64_t n) {
+    const char* unit = spec.cluster.counts_ultraservers() ? "UltraServer" : "instance";
+    return fmt::integer(n) + " " + unit + (n == 1 ? "" : "s");
+}
+
+/// "wait 1.20 h, completion 3.40 h (means of N finished)" for the jobs `pick` accepts.
+template <class Pick>
+std::string waits(const fleet::FleetResult& r, Pick pick) {
+    std::int64_t jobs = 0, started = 0, finished = 0;
+    double wait = 0.0, completion = 0.0;
+    for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+        if (!pick(j)) {
+            continue;
+        }
+        const fleet::JobRecord& x = r.jobs[j];
+        ++jobs;
+        if (x.first_start != SimTime::max()) {
+            ++started;
+            wait += (x.first_start - x.submit).seconds();
+        }
+        if (x.finished()) {
+            ++finished;
+            completion += (x.end - x.submit).seconds();
+        }
+    }
+    std::string s = fmt::integer(finished) + " of " + fmt::integer(jobs) + " finished";
+    if (started > 0) {
+        s += "; first start " + span(wait / static_cast<double>(started)) +
+             " after submission (mean of " + fmt::integer(started) + " started)";
+    }
+    if (finished > 0) {
+        s += ", done " + fmt::seconds(completion / static_cast<double>(finished)) +
+             " after (mean)";
+    }
+    return s;
+}
+
+} // namespace
+
+void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
+    const config::FleetSpec& f = *spec.fleet;
+    std::int64_t jobs = 0;
+    for (const config::FleetJobClass& c : f.jobs) {
+        jobs += c.count;
+    }
+    out << "trnsim: " << spec.name << " (" << spec.source_file << "): a fleet of "
+        << fmt::integer(jobs) << (jobs == 1 ? " training job" : " training jobs") << " in "
+        << f.jobs.size() << (f.jobs.size() == 1 ? " class" : " classes") << " on "
+        << domains_text(spec, spec.cluster.domains()) << " of " << spec.hardware.chip.name
+        << "\n";
+    out << "  scheduler  " << fleet::to_string(f.policy) << "; "
+        << fmt::integer(f.spares) << (f.spares == 1 ? " spare" : " spares");
+    for (const auto& [tenant, quota] : f.quotas) {
+        out << "; " << tenant << " at most " << domains_text(spec, quota);
+    }
+    if (f.horizon > Duration::zero()) {
+        out << "; stops at " << fmt::duration(f.horizon);
+    }
+    out << "\n";
+    for (const config::FleetJobClass& c : f.jobs) {
+        out << "  class      " << c.name << ": " << fmt::integer(c.count)
+            << (c.count == 1 ? " job" : " jobs") << " of tenant " << c.tenant << " on "
+            << domains_text(spec, c.gang) << " each, priority " << c.priority
+            << ", submitted "
+            << (c.submit > Duration::zero() ? "from " + fmt::duration(c.submit) : "from the start");
+        if (c.count > 1) {
+            out << (c.every > Duration::zero() ? " every " + fmt::duration(c.every)
+                                               : " all at once");
+        }
+        out << "\n";
+    }
+}
+
+void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim::FleetRun& run) {
+    print_fleet_header(out, spec);
+    const fleet::FleetResult& r = run.result;
+    for (std::size_t c = 0; c < run.classes.size(); ++c) {
+        const sim::FleetClassRun& k = run.classes[c];
+        out << "  plan       " << k.name << ": tp " << k.plan.tp << " pp " << k.plan.pp
+            << " dp " << k.plan.dp << ", " << fmt::seconds(k.step_s) << " a step x "
+            << fmt::integer(k.steps) << " steps = " << fmt::seconds(k.step_s *
+                                                                    static_cast<double>(k.steps));
+        if (k.checkpoint_steps > 0) {
+            out << "; a checkpoint every " << fmt::integer(k.checkpoint_steps) << " steps ("
+                << fmt::seconds(k.save_s) << "), restore " << fmt::seconds(k.restore_s);
+        }
+        if (k.launch_s > 0.0) {
+            out << "; " << fmt::seconds(k.launch_s) << " to start";
+        }
+        out << "\n";
+        out << "  jobs       " << k.name << ": "
+            << waits(r, [&](std::size_t j) {
+                   return run.class_of_job[j] == static_cast<std::int32_t>(c);
+               })
+            << "\n";
+    }
+    std::int64_t preemptions = 0;
+    for (const fleet::JobRecord& x : r.jobs) {
+        preemptions += x.preemptions;
+    }
+    out << "  all jobs   " << waits(r, [](std::size_t) { return true; }) << "; "
+        << fmt::integer(preemptions) << (preemptions == 1 ? " preemption" : " preemptions")
+        << "\n";
+    const double pool_ns =
+        static_cast<double>(run.input.domains) * static_cast<double>(r.end.ns());
+    const auto share = [&](fleet::DomainUse u) {
+        return fmt::percent(pool_ns > 0.0 ? r.pool.domain_ns[static_cast<std::size_t>(u)] / pool_ns
+                                          : 0.0);
+    };
+    out << "  pool       busy " << share(fleet::DomainUse::busy) << ", idle "
+        << share(fleet::DomainUse::idle) << ", spare " << share(fleet::DomainUse::spare)
+        << ", down " << share(fleet::DomainUse::down) << " of "
+        << domains_text(spec, run.input.domains) << " over " << fmt::seconds(r.end.seconds())
+        << "\n";
+    out << "  engine     " << fmt::integer(static_cast<std::int64_t>(r.events))
+        << " events; the plans " << fmt::seconds(run.plans_wall_s) << " on " << run.threads
+        << (run.threads == 1 ? " thread" : " threads") << ", the scheduler "
+        << fmt::seconds(run.fleet_wall_s) << "\n";
+}
+
+} // namespace trnsim::cli

@@ -1,0 +1,120 @@
+// Reading the list forms of a scenario document by hand (private to the config module): the
+// `tenants:` and `fleet:` forms, whose entries are loaded as scenarios of their own. Locations are
+// the node's in `file`; key paths as the schema writes them (tenants[1].allocation).
+#pragma once
+
+#include "trnsim/core/error.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+namespace trnsim::config::detail {
+
+inline SourceLocation at(const YAML::Node& n, const std::string& file) {
+    const YAML::Mark m = n.Mark();
+    if (m.line < 0) {
+        return {file, 1, 1};
+    }
+    return {file, m.line + 1, m.column + 1};
+}
+
+/// A non-negative integer scalar.
+inline std::int64_t integer(const YAML::Node& n, const std::string& path,
+                            const std::string& file) {
+    const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+    std::int64_t v = -1;
+    const auto res = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || v < 0) {
+        throw InputError(path, "expected a whole number of 0 or more, got '" + text + "'",
+                         at(n, file));
+    }
+    return v;
+}
+
+/// The keys of mapping `n` must be among `allowed`.
+inline void known_keys(const YAML::Node& n, const std::string& path, const std::string& file,
+                       std::initializer_list<const char*> allowed) {
+    for (const auto& kv : n) {
+        const std::string key = kv.first.Scalar();
+        if (std::none_of(allowed.begin(), allowed.end(),
+                         [&](const char* a) { return key == a; })) {
+            std::string list;
+            for (const char* a : allowed) {
+                list += (list.empty() ? "" : ", ") + std::string(a);
+            }
+            throw InputError((path.empty() ? "" : path + ".") + key,
+                             "unknown key (expected one of " + list + ")", at(kv.first, file));
+        }
+    }
+}
+
+inline bool valid_name(const std::string& s) {
+    return !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+               c == '_' || c == '-' || c == '.';
+    });
+}
+
+/// The cluster a list form shares: exactly one of cluster.ultraservers or cluster.instances
+/// (and optionally its fabric). `what` says who shares it ("a tenants scenario").
+struct SharedCluster {
+    YAML::Node node;
+    bool ultraservers = true;
+    const char* unit = "ultraservers";
+    std::int64_t domains = 0;
+};
+
+inline SharedCluster shared_cluster(const YAML::Node& root, const std::string& file,
+                                    const std::string& what) {
+    SharedCluster c;
+    c.node = root["cluster"];
+    if (!c.node.IsMap()) {
+        throw InputError("cluster", what + " needs the cluster they share (ultraservers or "
+                                           "instances)",
+                         c.node.IsDefined() ? at(c.node, file) : SourceLocation{file, 1, 1});
+    }
+    known_keys(c.node, "cluster", file, {"ultraservers", "instances", "fabric"});
+    if (c.node["ultraservers"].IsDefined() == c.node["instances"].IsDefined()) {
+        throw InputError("cluster", "give exactly one of cluster.ultraservers or "
+                                    "cluster.instances",
+                         at(c.node, file));
+    }
+    c.ultraservers = c.node["ultraservers"].IsDefined();
+    c.unit = c.ultraservers ? "ultraservers" : "instances";
+    c.domains = integer(c.node[c.unit], std::string("cluster.") + c.unit, file);
+    return c;
+}
+
+/// The document of one entry of a list form, a single-workload scenario: the root's shared
+/// sections (all but `skip`, the cluster and the name), `name`, a cluster of `domains` of the
+/// shared cluster's unit (with its fabric), and the entry's workload and reliability sections.
+inline YAML::Node entry_document(const YAML::Node& root, const SharedCluster& cluster,
+                                 const std::string& skip, const std::string& name,
+                                 std::int64_t domains, const YAML::Node& entry) {
+    YAML::Node doc(YAML::NodeType::Map);
+    for (const auto& kv : root) {
+        const std::string key = kv.first.Scalar();
+        if (key != skip && key != "cluster" && key != "name") {
+            doc[key] = kv.second;
+        }
+    }
+    doc["name"] = name;
+    YAML::Node c(YAML::NodeType::Map);
+    c[cluster.unit] = domains;
+    if (cluster.node["fabric"].IsDefined()) {
+        c["fabric"] = cluster.node["fabric"];
+    }
+    doc["cluster"] = c;
+    doc["workload"] = entry["workload"];
+    if (entry["reliability"].IsDefined()) {
+        doc["reliability"] = entry["reliability"];
+    }
+    return doc;
+}
+
+} // namespace trnsim::config::detail

@@ -1,0 +1,288 @@
+// The `fleet:` form of a scenario (docs/fleet.md): training jobs sharing the cluster's domains
+// under one scheduler. Each job class is loaded as a single-workload scenario of its own: the
+// document's shared sections with the class's workload and reliability sections, on a cluster
+// of its gang's domains (where its plan and step time are estimated). Its errors keep their
+// location in the file and name the class's key (fleet.jobs[1].workload.parallelism.tp).
+#include "document.hpp"
+#include "load_root.hpp"
+
+#include "trnsim/config/units.hpp"
+#include "trnsim/core/error.hpp"
+
+#include <map>
+#include <set>
+
+namespace trnsim::config::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::int64_t kMaxJobsPerClass = 1'000'000;
+constexpr std::int64_t kMaxPriority = 1'000'000;
+
+Duration duration(const YAML::Node& n, const std::string& path, const std::string& file) {
+    Duration d;
+    try {
+        d = parse_duration(n.IsScalar() ? n.Scalar() : std::string());
+    } catch (const UnitError& e) {
+        throw InputError(path, e.what(), at(n, file));
+    }
+    if (d < Duration::zero()) {
+        throw InputError(path, "must not be negative", at(n, file));
+    }
+    return d;
+}
+
+fleet::Policy policy(const YAML::Node& n, const std::string& file) {
+    const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+    std::string names;
+    for (const auto& [value, name] : enum_names(fleet::Policy{})) {
+        if (text == name) {
+            return value;
+        }
+        names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    throw InputError("fleet.policy", "expected one of " + names + ", got '" + text + "'",
+                     at(n, file));
+}
+
+} // namespace
+
+ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path& base_dir,
+                        const std::string& default_name, PresetCache* presets,
+                        const LoadOptions& options) {
+    const YAML::Node& croot = root;
+    known_keys(croot, "", file,
+               {"name", "seed", "hardware", "cluster", "simulation", "cost", "output", "fleet"});
+    const YAML::Node f = croot["fleet"];
+    if (!f.IsMap()) {
+        throw InputError("fleet", "expected a mapping: the scheduler's policy, spares, quotas "
+                                  "and the job classes (jobs)",
+                         at(f, file));
+    }
+    known_keys(f, "fleet", file, {"policy", "spares", "horizon", "quotas", "jobs"});
+    const SharedCluster cl = shared_cluster(croot, file, "a fleet scenario");
+
+    FleetSpec fs;
+    if (f["policy"].IsDefined()) {
+        fs.policy = policy(f["policy"], file);
+    }
+    if (f["spares"].IsDefined()) {
+        fs.spares = integer(f["spares"], "fleet.spares", file);
+        if (fs.spares >= cl.domains) {
+            throw InputError("fleet.spares",
+                             std::to_string(fs.spares) + " spares leave none of the cluster's " +
+                                 std::to_string(cl.domains) + " " + cl.unit + " to run jobs on",
+                             at(f["spares"], file));
+        }
+    }
+    if (f["horizon"].IsDefined()) {
+        fs.horizon = duration(f["horizon"], "fleet.horizon", file);
+        if (fs.horizon == Duration::zero()) {
+            throw InputError("fleet.horizon",
+                             "must be positive (leave it out to run until every job finishes)",
+                             at(f["horizon"], file));
+        }
+    }
+    std::map<std::string, std::int64_t> quota_of;
+    if (const YAML::Node q = f["quotas"]; q.IsDefined()) {
+        if (!q.IsMap()) {
+            throw InputError("fleet.quotas",
+                             std::string("expected a mapping from tenant names to the ") +
+                                 cl.unit + " each may hold at once",
+                             at(q, file));
+        }
+        for (const auto& kv : q) {
+            const std::string name = kv.first.Scalar();
+            const std::string path = "fleet.quotas." + name;
+            if (!valid_name(name)) {
+                throw InputError(path, "a tenant's name is 1 to 64 letters, digits, '_', '-' "
+                                       "or '.'",
+                                 at(kv.first, file));
+            }
+            const std::int64_t n = integer(kv.second, path, file);
+            if (n < 1) {
+                throw InputError(path, "a quota is at least 1", at(kv.second, file));
+            }
+            quota_of[name] = n;
+            fs.quotas.emplace_back(name, n);
+        }
+    }
+
+    const YAML::Node list = f["jobs"];
+    if (!list.IsSequence() || list.size() == 0) {
+        throw InputError("fleet.jobs", "expected a list of job classes, each with a name, a "
+                                       "gang and a training workload",
+                         list.IsDefined() ? at(list, file) : at(f, file));
+    }
+    std::vector<ListEntry> entries;
+    std::set<std::string> names, tenants;
+    for (std::size_t i = 0; i < list.size(); ++i) {
+        const YAML::Node n = list[i];
+        const std::string path = "fleet.jobs[" + std::to_string(i) + "]";
+        if (!n.IsMap()) {
+            throw InputError(path, "a job class is a mapping with name, gang and workload",
+                             at(n, file));
+        }
+        known_keys(n, path, file,
+                   {"name", "tenant", "gang", "count", "submit", "every", "priority", "workload",
+                    "reliability"});
+        FleetJobClass c;
+        const YAML::Node name = n["name"];
+        c.name = name.IsScalar() ? name.Scalar() : std::string();
+        if (!valid_name(c.name)) {
+            throw InputError(path + ".name",
+                             "a job class's name is 1 to 64 letters, digits, '_', '-' or '.' "
+                             "(it names its jobs in the results file)",
+                             name.IsDefined() ? at(name, file) : at(n, file));
+        }
+        if (!names.insert(c.name).second) {
+            throw InputError(path + ".name", "another job class is named " + c.name,
+                             at(name, file));
+        }
+        c.tenant = c.name;
+        if (const YAML::Node t = n["tenant"]; t.IsDefined()) {
+            c.tenant = t.IsScalar() ? t.Scalar() : std::string();
+            if (!valid_name(c.tenant)) {
+                throw InputError(path + ".tenant",
+                                 "a tenant's name is 1 to 64 letters, digits, '_', '-' or '.'",
+                                 at(t, file));
+            }
+        }
+        tenants.insert(c.tenant);
+        if (!n["gang"].IsDefined()) {
+            throw InputError(path + ".gang",
+                             std::string("give the ") + cl.unit + " each job of the class holds",
+                             at(n, file));
+        }
+        c.gang = integer(n["gang"], path + ".gang", file);
+        const std::int64_t grantable = cl.domains - fs.spares;
+        if (c.gang < 1 || c.gang > grantable) {
+            throw InputError(path + ".gang",
+                             "a job holds 1 to " + std::to_string(grantable) + " " + cl.unit +
+                                 " (the cluster's " + std::to_string(cl.domains) + " less " +
+                                 std::to_string(fs.spares) + " spares)",
+                             at(n["gang"], file));
+        }
+        if (const auto q = quota_of.find(c.tenant); q != quota_of.end() && c.gang > q->second) {
+            throw InputError(path + ".gang",
+                             std::to_string(c.gang) + " " + cl.unit + " exceed tenant " +
+                                 c.tenant + "'s quota of " + std::to_string(q->second),
+                             at(n["gang"], file));
+        }
+        if (n["count"].IsDefined()) {
+            c.count = integer(n["count"], path + ".count", file);
+            if (c.count < 1 || c.count > kMaxJobsPerClass) {
+                throw InputError(path + ".count",
+                                 "1 to " + std::to_string(kMaxJobsPerClass) + " jobs a class",
+                                 at(n["count"], file));
+            }
+        }
+        if (n["submit"].IsDefined()) {
+            c.submit = duration(n["submit"], path + ".submit", file);
+        }
+        if (n["every"].IsDefined()) {
+            c.every = duration(n["every"], path + ".every", file);
+        }
+        // The last submission within a century (and within the range of simulated time).
+        const double last_s =
+            c.submit.seconds() + c.every.seconds() * static_cast<double>(c.count - 1);
+        if (last_s > 100.0 * units::kSecondsPerYear) {
+            throw InputError(path + ".every",
+                             "the class's last job would be submitted after 100 years",
+                             n["every"].IsDefined() ? at(n["every"], file) : at(n, file));
+        }
+        if (n["priority"].IsDefined()) {
+            const std::int64_t p = integer(n["priority"], path + ".priority", file);
+            if (p > kMaxPriority) {
+                throw InputError(path + ".priority",
+                                 "at most " + std::to_string(kMaxPriority), at(n["priority"], file));
+            }
+            c.priority = static_cast<int>(p);
+        }
+        if (!n["workload"].IsMap()) {
+            throw InputError(path + ".workload", "each job class needs its training workload",
+                             n["workload"].IsDefined() ? at(n["workload"], file) : at(n, file));
+        }
+        const YAML::Node type = n["workload"]["type"];
+        if (type.IsDefined() && !(type.IsScalar() && type.Scalar() == "training")) {
+            throw InputError(path + ".workload.type",
+                             "a fleet's jobs are training jobs (workload.type: training)",
+                             at(type, file));
+        }
+        entries.push_back({c.name, path, "job class", entry_document(croot, cl, "fleet", c.name,
+                                                                      c.gang, n),
+                           path + ".gang", "'s gang", at(n["gang"], file)});
+        fs.jobs.push_back(std::move(c));
+    }
+    for (const auto& [tenant, quota] : fs.quotas) {
+        if (tenants.count(tenant) == 0) {
+            throw InputError("fleet.quotas." + tenant, "no job class belongs to this tenant",
+                             at(f["quotas"], file));
+        }
+    }
+
+    std::vector<ScenarioSpec> loaded;
+    ScenarioSpec spec = load_entries(entries, file, base_dir, presets, options, loaded);
+    const YAML::Node name = croot["name"];
+    spec.name = name.IsScalar() ? name.Scalar() : default_name;
+    spec.cluster = cluster::ClusterSpec::of_domains(cl.ultraservers, cl.domains);
+    spec.source_file = file;
+    const YAML::Node out = croot["output"];
+    if (!(out.IsMap() && out["file"].IsDefined())) {
+        spec.output.file = "results/" + spec.name + ".h5";
+    }
+    for (std::size_t i = 0; i < loaded.size(); ++i) {
+        loaded[i].output.file = spec.output.file;
+        fs.jobs[i].scenario = std::make_shared<ScenarioSpec>(std::move(loaded[i]));
+    }
+    spec.fleet = std::move(fs);
+    spec.sources.add("fleet", at(f, file));
+    if (options.resolved_text) {
+        // The first class's resolved shared sections, the whole cluster, the fleet's settings
+        // and each class's resolved workload and reliability sections.
+        YAML::Node resolved = YAML::Load(spec.fleet->jobs.front().scenario->resolved_yaml);
+        resolved["name"] = spec.name;
+        resolved.remove("workload");
+        resolved.remove("reliability");
+        resolved["cluster"][cl.unit] = cl.domains;
+        if (YAML::Node o = resolved["output"]; o.IsMap()) {
+            o["file"] = spec.output.file;
+        }
+        YAML::Node fleet(YAML::NodeType::Map);
+        fleet["policy"] = to_string(spec.fleet->policy);
+        fleet["spares"] = spec.fleet->spares;
+        if (spec.fleet->horizon > Duration::zero()) {
+            fleet["horizon"] = std::to_string(spec.fleet->horizon.ns()) + "ns";
+        }
+        for (const auto& [tenant, quota] : spec.fleet->quotas) {
+            fleet["quotas"][tenant] = quota;
+        }
+        YAML::Node jobs(YAML::NodeType::Sequence);
+        for (const FleetJobClass& c : spec.fleet->jobs) {
+            const YAML::Node mine = YAML::Load(c.scenario->resolved_yaml);
+            YAML::Node n(YAML::NodeType::Map);
+            n["name"] = c.name;
+            n["tenant"] = c.tenant;
+            n["gang"] = c.gang;
+            n["count"] = c.count;
+            n["submit"] = std::to_string(c.submit.ns()) + "ns";
+            n["every"] = std::to_string(c.every.ns()) + "ns";
+            n["priority"] = c.priority;
+            n["workload"] = mine["workload"];
+            if (mine["reliability"].IsDefined()) {
+                n["reliability"] = mine["reliability"];
+            }
+            jobs.push_back(n);
+        }
+        fleet["jobs"] = jobs;
+        resolved["fleet"] = fleet;
+        YAML::Emitter emitter;
+        emitter << resolved;
+        spec.resolved_yaml = std::string(emitter.c_str()) + "\n";
+    }
+    return spec;
+}
+
+} // namespace trnsim::config::detail

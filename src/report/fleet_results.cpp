@@ -1,0 +1,168 @@
+// The results file of a `fleet:` scenario (docs/results-schema.md, "Fleet"): /summary (one
+// row), /fleet/classes (one row per job class), /fleet/jobs (one row per job) and /fleet/pool
+// (the domains in each use after every change).
+#include "trnsim/fleet/fleet.hpp"
+#include "trnsim/report/run_results.hpp"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+namespace trnsim::report {
+
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double seconds_or_nan(SimTime t) { return t == SimTime::max() ? kNaN : t.seconds(); }
+
+/// Mean of the jobs' waits before their first start (started jobs) and of their completion
+/// times (finished jobs), over the jobs `pick` accepts; NaN when none.
+struct Means {
+    std::int64_t jobs = 0, started = 0, finished = 0, preemptions = 0;
+    double wait_s = kNaN, completion_s = kNaN;
+};
+
+template <class Pick>
+Means means(const fleet::FleetResult& r, Pick pick) {
+    Means m;
+    double wait = 0.0, completion = 0.0;
+    for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+        if (!pick(j)) {
+            continue;
+        }
+        const fleet::JobRecord& x = r.jobs[j];
+        ++m.jobs;
+        m.preemptions += x.preemptions;
+        if (x.first_start != SimTime::max()) {
+            ++m.started;
+            wait += (x.first_start - x.submit).seconds();
+        }
+        if (x.finished()) {
+            ++m.finished;
+            completion += (x.end - x.submit).seconds();
+        }
+    }
+    if (m.started > 0) {
+        m.wait_s = wait / static_cast<double>(m.started);
+    }
+    if (m.finished > 0) {
+        m.completion_s = completion / static_cast<double>(m.finished);
+    }
+    return m;
+}
+
+std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
+                                               const sim::FleetRun& run) {
+    const fleet::FleetResult& r = run.result;
+    const Means m = means(r, [](std::size_t) { return true; });
+    const double pool_ns = static_cast<double>(run.input.domains) * static_cast<double>(r.end.ns());
+    const auto share = [&](fleet::DomainUse u) {
+        return pool_ns > 0.0 ? r.pool.domain_ns[static_cast<std::size_t>(u)] / pool_ns : kNaN;
+    };
+    return {
+        {"policy", std::string(fleet::to_string(run.input.scheduler.policy))},
+        {"unit", std::string(spec.cluster.domain_name())},
+        {"domains", run.input.domains},
+        {"chips", run.input.domains * run.input.chips_per_domain},
+        {"spares", run.input.spares},
+        {"classes", static_cast<std::int64_t>(run.classes.size())},
+        {"jobs", m.jobs},
+        {"jobs_started", m.started},
+        {"jobs_finished", m.finished},
+        {"end_s", r.end.seconds()},
+        {"mean_wait_s", m.wait_s},
+        {"mean_completion_s", m.completion_s},
+        {"preemptions", m.preemptions},
+        {"busy_fraction", share(fleet::DomainUse::busy)},
+        {"idle_fraction", share(fleet::DomainUse::idle)},
+        {"spare_fraction", share(fleet::DomainUse::spare)},
+        {"down_fraction", share(fleet::DomainUse::down)},
+        {"engine_events", static_cast<std::int64_t>(r.events)},
+    };
+}
+
+} // namespace
+
+results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::FleetRun& run,
+                                   const Writer& writer) {
+    results::ResultsFile f;
+    f.meta = meta(spec, writer);
+    add_warnings(f, spec);
+    f.summary = results::table_from_rows({fleet_summary(spec, run)});
+    const fleet::FleetResult& r = run.result;
+
+    results::Table classes;
+    classes.add_string("class", 64);
+    classes.add_string("tenant", 64);
+    classes.add_int("gang");
+    classes.add_int("count");
+    classes.add_int("priority");
+    classes.add_int("tp");
+    classes.add_int("pp");
+    classes.add_int("dp");
+    classes.add_float("step_s");
+    classes.add_int("steps");
+    classes.add_int("checkpoint_steps");
+    classes.add_float("save_s");
+    classes.add_float("restore_s");
+    classes.add_float("launch_s");
+    classes.add_int("finished");
+    classes.add_float("mean_wait_s");
+    classes.add_float("mean_completion_s");
+    for (std::size_t c = 0; c < run.classes.size(); ++c) {
+        const sim::FleetClassRun& k = run.classes[c];
+        const Means m = means(r, [&](std::size_t j) {
+            return run.class_of_job[j] == static_cast<std::int32_t>(c);
+        });
+        classes.add_row({k.name, k.tenant, k.gang, k.count, std::int64_t{k.priority},
+                         std::int64_t{k.plan.tp}, std::int64_t{k.plan.pp},
+                         std::int64_t{k.plan.dp}, k.step_s, k.steps, k.checkpoint_steps,
+                         k.save_s, k.restore_s, k.launch_s, m.finished, m.wait_s,
+                         m.completion_s});
+    }
+    f.tables.emplace_back("/fleet/classes", std::move(classes));
+
+    results::Table jobs;
+    jobs.add_string("class", 64);
+    jobs.add_int("index");
+    jobs.add_string("tenant", 64);
+    jobs.add_int("gang");
+    jobs.add_int("priority");
+    jobs.add_float("submit_s");
+    jobs.add_float("first_start_s");
+    jobs.add_float("end_s");
+    jobs.add_float("waiting_s");
+    jobs.add_int("starts");
+    jobs.add_int("preemptions");
+    jobs.add_int("failures");
+    jobs.add_int("steps_done");
+    jobs.add_float("held_s");
+    jobs.add_float("overhead_s");
+    jobs.add_float("lost_s");
+    jobs.add_float("unsaved_s");
+    for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+        const fleet::JobRecord& x = r.jobs[j];
+        const sim::FleetClassRun& k = run.classes[static_cast<std::size_t>(run.class_of_job[j])];
+        jobs.add_row({k.name, run.index_in_class[j], k.tenant, k.gang, std::int64_t{k.priority},
+                      x.submit.seconds(), seconds_or_nan(x.first_start), seconds_or_nan(x.end),
+                      x.waiting.seconds(), x.starts, x.preemptions, x.failures, x.steps_done,
+                      x.held.seconds(), x.overhead.seconds(), x.lost.seconds(),
+                      x.unsaved.seconds()});
+    }
+    f.tables.emplace_back("/fleet/jobs", std::move(jobs));
+
+    results::Table pool;
+    pool.add_float("time_s");
+    pool.add_int("busy");
+    pool.add_int("idle");
+    pool.add_int("spare");
+    pool.add_int("down");
+    for (const fleet::PoolAccount::Point& p : r.pool.timeline) {
+        pool.add_row({p.at.seconds(), p.domains[0], p.domains[1], p.domains[2], p.domains[3]});
+    }
+    f.tables.emplace_back("/fleet/pool", std::move(pool));
+    return f;
+}
+
+} // namespace trnsim::report

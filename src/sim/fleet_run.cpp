@@ -1,0 +1,136 @@
+#include "trnsim/sim/fleet_run.hpp"
+
+#include "trnsim/cluster/hierarchy.hpp"
+#include "trnsim/core/error.hpp"
+#include "trnsim/core/parallel.hpp"
+#include "trnsim/reliability/expectation.hpp"
+#include "trnsim/sim/analytic.hpp"
+#include "trnsim/sim/run.hpp"
+#include "trnsim/sim/workload_kinds.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+
+namespace trnsim::sim {
+
+namespace {
+
+/// An error of job class i's scenario, located in the file and keyed under fleet.jobs[i].
+InputError class_error(const InputError& e, const config::ScenarioSpec& c, std::size_t i) {
+    const InputError located = e.located(c.sources);
+    const std::string& key = located.key_path();
+    if (config::tenant_owns_key(key)) {
+        return InputError("fleet.jobs[" + std::to_string(i) + "]." + key, located.message(),
+                          located.location());
+    }
+    return InputError(key, located.message() + " (in job class " + c.name + ")",
+                      located.location());
+}
+
+/// A class's plan, step time and checkpoint costs on its gang.
+FleetClassRun prepare_class(const config::FleetJobClass& c) {
+    const config::ScenarioSpec& s = *c.scenario;
+    FleetClassRun r;
+    r.name = c.name;
+    r.tenant = c.tenant;
+    r.gang = c.gang;
+    r.count = c.count;
+    r.priority = c.priority;
+    r.plan = check_training(s);
+    const StepEstimate step = estimate_step(r.plan);
+    r.step_s = step.step_s;
+    r.steps = r.plan.steps;
+    if (s.reliability.enabled) {
+        const reliability::Expectation x = reliability::expect(reliability_input(s, r.plan, step));
+        if (std::isfinite(x.facts.checkpoint_interval_s)) {
+            r.checkpoint_steps = std::max<std::int64_t>(
+                1, static_cast<std::int64_t>(std::ceil(x.facts.checkpoint_interval_s / r.step_s)));
+        }
+        r.save_s = x.facts.checkpoint_stall_s;
+        r.restore_s = x.facts.restore_s;
+        r.launch_s = s.reliability.recovery.restart.seconds();
+    }
+    return r;
+}
+
+std::vector<FleetClassRun> prepare(const config::ScenarioSpec& spec, int threads) {
+    const auto& jobs = spec.fleet->jobs;
+    std::vector<FleetClassRun> classes(jobs.size());
+    parallel_for(jobs.size(), threads, [&](std::size_t i, int) {
+        try {
+            classes[i] = prepare_class(jobs[i]);
+        } catch (const InputError& e) {
+            throw class_error(e, *jobs[i].scenario, i);
+        }
+    });
+    return classes;
+}
+
+} // namespace
+
+void check_fleet(const config::ScenarioSpec& spec) {
+    (void)prepare(spec, run_threads(spec));
+}
+
+FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
+    const config::FleetSpec& fs = *spec.fleet;
+    FleetRun out;
+    out.threads = run_threads(spec, threads);
+    const auto t0 = std::chrono::steady_clock::now();
+    out.classes = prepare(spec, out.threads);
+    const auto t1 = std::chrono::steady_clock::now();
+
+    const compute::ChipSpec& chip = spec.hardware.chip;
+    const cluster::ClusterShape shape = cluster::Hierarchy::shape_of(chip, spec.cluster);
+    fleet::FleetInput& in = out.input;
+    in.domains = shape.domains();
+    in.chips_per_domain = shape.chips_per_domain();
+    in.groups = cluster::domain_groups(shape, chip.instance.efa_interfaces,
+                                       reliability::FabricSpec{}.switch_radix);
+    in.spares = fs.spares;
+    in.scheduler.policy = fs.policy;
+    in.horizon =
+        fs.horizon > Duration::zero() ? SimTime::zero() + fs.horizon : SimTime::max();
+    std::map<std::string, std::int64_t> tenant_index;
+    for (const FleetClassRun& c : out.classes) {
+        if (tenant_index.emplace(c.tenant, static_cast<std::int64_t>(out.tenants.size())).second) {
+            out.tenants.push_back(c.tenant);
+        }
+    }
+    in.scheduler.quotas.assign(out.tenants.size(), 0);
+    for (const auto& [tenant, quota] : fs.quotas) {
+        in.scheduler.quotas[static_cast<std::size_t>(tenant_index.at(tenant))] = quota;
+    }
+    for (std::size_t i = 0; i < out.classes.size(); ++i) {
+        const FleetClassRun& c = out.classes[i];
+        const config::FleetJobClass& given = fs.jobs[i];
+        fleet::JobSpec j;
+        j.tenant = tenant_index.at(c.tenant);
+        j.domains = c.gang;
+        j.steps = c.steps;
+        j.step = Duration::from_seconds_ceil(c.step_s);
+        j.priority = c.priority;
+        if (c.checkpoint_steps > 0) {
+            j.checkpoint_steps = c.checkpoint_steps;
+        }
+        j.save = Duration::from_seconds_ceil(c.save_s);
+        j.restore = Duration::from_seconds_ceil(c.restore_s);
+        j.launch = Duration::from_seconds_ceil(c.launch_s);
+        for (std::int64_t k = 0; k < c.count; ++k) {
+            j.name = c.name;
+            j.submit = SimTime::zero() + given.submit + given.every * k;
+            in.jobs.push_back(j);
+            out.class_of_job.push_back(static_cast<std::int32_t>(i));
+            out.index_in_class.push_back(k);
+        }
+    }
+    out.result = fleet::simulate_fleet(in);
+    const auto t2 = std::chrono::steady_clock::now();
+    out.plans_wall_s = std::chrono::duration<double>(t1 - t0).count();
+    out.fleet_wall_s = std::chrono::duration<double>(t2 - t1).count();
+    return out;
+}
+
+} // namespace trnsim::sim
