@@ -15,6 +15,12 @@
 
 namespace trnsim::config::detail {
 
+// Node kinds that are false for an absent key (yaml-cpp's IsMap() and friends throw on the
+// node a const lookup of a missing key returns).
+inline bool is_map(const YAML::Node& n) { return n.IsDefined() && n.IsMap(); }
+inline bool is_scalar(const YAML::Node& n) { return n.IsDefined() && n.IsScalar(); }
+inline bool is_sequence(const YAML::Node& n) { return n.IsDefined() && n.IsSequence(); }
+
 inline SourceLocation at(const YAML::Node& n, const std::string& file) {
     const YAML::Mark m = n.Mark();
     if (m.line < 0) {
@@ -26,7 +32,7 @@ inline SourceLocation at(const YAML::Node& n, const std::string& file) {
 /// A non-negative integer scalar.
 inline std::int64_t integer(const YAML::Node& n, const std::string& path,
                             const std::string& file) {
-    const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+    const std::string text = is_scalar(n) ? n.Scalar() : std::string();
     std::int64_t v = -1;
     const auto res = std::from_chars(text.data(), text.data() + text.size(), v);
     if (text.empty() || res.ec != std::errc() || res.ptr != text.data() + text.size() || v < 0) {
@@ -71,9 +77,8 @@ struct SharedCluster {
 
 inline SharedCluster shared_cluster(const YAML::Node& root, const std::string& file,
                                     const std::string& what) {
-    SharedCluster c;
-    c.node = root["cluster"];
-    if (!c.node.IsMap()) {
+    SharedCluster c{root["cluster"]}; // copied: assigning an absent key's node throws
+    if (!is_map(c.node)) {
         throw InputError("cluster", what + " needs the cluster they share (ultraservers or "
                                            "instances)",
                          c.node.IsDefined() ? at(c.node, file) : SourceLocation{file, 1, 1});

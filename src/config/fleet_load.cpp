@@ -24,7 +24,7 @@ constexpr std::int64_t kMaxPriority = 1'000'000;
 Duration duration(const YAML::Node& n, const std::string& path, const std::string& file) {
     Duration d;
     try {
-        d = parse_duration(n.IsScalar() ? n.Scalar() : std::string());
+        d = parse_duration(is_scalar(n) ? n.Scalar() : std::string());
     } catch (const UnitError& e) {
         throw InputError(path, e.what(), at(n, file));
     }
@@ -35,7 +35,7 @@ Duration duration(const YAML::Node& n, const std::string& path, const std::strin
 }
 
 fleet::Policy policy(const YAML::Node& n, const std::string& file) {
-    const std::string text = n.IsScalar() ? n.Scalar() : std::string();
+    const std::string text = is_scalar(n) ? n.Scalar() : std::string();
     std::string names;
     for (const auto& [value, name] : enum_names(fleet::Policy{})) {
         if (text == name) {
@@ -56,7 +56,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     known_keys(croot, "", file,
                {"name", "seed", "hardware", "cluster", "simulation", "cost", "output", "fleet"});
     const YAML::Node f = croot["fleet"];
-    if (!f.IsMap()) {
+    if (!is_map(f)) {
         throw InputError("fleet", "expected a mapping: the scheduler's policy, spares, quotas "
                                   "and the job classes (jobs)",
                          at(f, file));
@@ -87,7 +87,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     }
     std::map<std::string, std::int64_t> quota_of;
     if (const YAML::Node q = f["quotas"]; q.IsDefined()) {
-        if (!q.IsMap()) {
+        if (!is_map(q)) {
             throw InputError("fleet.quotas",
                              std::string("expected a mapping from tenant names to the ") +
                                  cl.unit + " each may hold at once",
@@ -111,7 +111,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     }
 
     const YAML::Node list = f["jobs"];
-    if (!list.IsSequence() || list.size() == 0) {
+    if (!is_sequence(list) || list.size() == 0) {
         throw InputError("fleet.jobs", "expected a list of job classes, each with a name, a "
                                        "gang and a training workload",
                          list.IsDefined() ? at(list, file) : at(f, file));
@@ -121,7 +121,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     for (std::size_t i = 0; i < list.size(); ++i) {
         const YAML::Node n = list[i];
         const std::string path = "fleet.jobs[" + std::to_string(i) + "]";
-        if (!n.IsMap()) {
+        if (!is_map(n)) {
             throw InputError(path, "a job class is a mapping with name, gang and workload",
                              at(n, file));
         }
@@ -130,7 +130,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                     "reliability"});
         FleetJobClass c;
         const YAML::Node name = n["name"];
-        c.name = name.IsScalar() ? name.Scalar() : std::string();
+        c.name = is_scalar(name) ? name.Scalar() : std::string();
         if (!valid_name(c.name)) {
             throw InputError(path + ".name",
                              "a job class's name is 1 to 64 letters, digits, '_', '-' or '.' "
@@ -143,7 +143,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
         c.tenant = c.name;
         if (const YAML::Node t = n["tenant"]; t.IsDefined()) {
-            c.tenant = t.IsScalar() ? t.Scalar() : std::string();
+            c.tenant = is_scalar(t) ? t.Scalar() : std::string();
             if (!valid_name(c.tenant)) {
                 throw InputError(path + ".tenant",
                                  "a tenant's name is 1 to 64 letters, digits, '_', '-' or '.'",
@@ -201,12 +201,12 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             }
             c.priority = static_cast<int>(p);
         }
-        if (!n["workload"].IsMap()) {
+        if (!is_map(n["workload"])) {
             throw InputError(path + ".workload", "each job class needs its training workload",
                              n["workload"].IsDefined() ? at(n["workload"], file) : at(n, file));
         }
         const YAML::Node type = n["workload"]["type"];
-        if (type.IsDefined() && !(type.IsScalar() && type.Scalar() == "training")) {
+        if (type.IsDefined() && !(is_scalar(type) && type.Scalar() == "training")) {
             throw InputError(path + ".workload.type",
                              "a fleet's jobs are training jobs (workload.type: training)",
                              at(type, file));
@@ -226,14 +226,21 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     std::vector<ScenarioSpec> loaded;
     ScenarioSpec spec = load_entries(entries, file, base_dir, presets, options, loaded);
     const YAML::Node name = croot["name"];
-    spec.name = name.IsScalar() ? name.Scalar() : default_name;
+    spec.name = is_scalar(name) ? name.Scalar() : default_name;
     spec.cluster = cluster::ClusterSpec::of_domains(cl.ultraservers, cl.domains);
     spec.source_file = file;
     const YAML::Node out = croot["output"];
-    if (!(out.IsMap() && out["file"].IsDefined())) {
+    if (!(is_map(out) && out["file"].IsDefined())) {
         spec.output.file = "results/" + spec.name + ".h5";
     }
     for (std::size_t i = 0; i < loaded.size(); ++i) {
+        if (loaded[i].reliability.enabled && loaded[i].reliability.spares.count() > 0) {
+            const YAML::Node& entry = list[i];
+            spec.warnings.push_back(
+                {"fleet.jobs[" + std::to_string(i) + "].reliability.spares",
+                 "no effect: the fleet's spares are fleet.spares, shared by every job",
+                 at(entry["reliability"]["spares"], file)});
+        }
         loaded[i].output.file = spec.output.file;
         fs.jobs[i].scenario = std::make_shared<ScenarioSpec>(std::move(loaded[i]));
     }
@@ -247,7 +254,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         resolved.remove("workload");
         resolved.remove("reliability");
         resolved["cluster"][cl.unit] = cl.domains;
-        if (YAML::Node o = resolved["output"]; o.IsMap()) {
+        if (YAML::Node o = resolved["output"]; is_map(o)) {
             o["file"] = spec.output.file;
         }
         YAML::Node fleet(YAML::NodeType::Map);

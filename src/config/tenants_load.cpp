@@ -107,7 +107,7 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
     known_keys(croot, "", file,
                {"name", "seed", "hardware", "cluster", "simulation", "cost", "output", "tenants"});
     const YAML::Node list = croot["tenants"];
-    if (!list.IsSequence() || list.size() == 0) {
+    if (!is_sequence(list) || list.size() == 0) {
         throw InputError("tenants", "expected a list of tenants, each with a name, an allocation "
                                     "and a workload",
                          at(list, file));
@@ -124,7 +124,7 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
     for (std::size_t i = 0; i < list.size(); ++i) {
         const YAML::Node n = list[i];
         const std::string path = "tenants[" + std::to_string(i) + "]";
-        if (!n.IsMap()) {
+        if (!is_map(n)) {
             throw InputError(path, "a tenant is a mapping with name, allocation and workload",
                              at(n, file));
         }
@@ -132,7 +132,7 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
         TenantEntry e;
         e.node = n;
         const YAML::Node name = n["name"];
-        e.name = name.IsScalar() ? name.Scalar() : std::string();
+        e.name = is_scalar(name) ? name.Scalar() : std::string();
         if (!valid_name(e.name)) {
             throw InputError(path + ".name",
                              "a tenant's name is 1 to 64 letters, digits, '_', '-' or '.' (it "
@@ -143,7 +143,7 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
             throw InputError(path + ".name", "another tenant is named " + e.name, at(name, file));
         }
         const YAML::Node a = n["allocation"];
-        if (!a.IsMap()) {
+        if (!is_map(a)) {
             throw InputError(path + ".allocation",
                              std::string("expected {") + unit + ": N} (optionally first: K), "
                              "the tenant's share of the cluster's " + unit,
@@ -167,7 +167,7 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
                                  : next_first;
         e.allocation_at = at(a, file);
         next_first = e.allocation.end();
-        if (!n["workload"].IsMap()) {
+        if (!is_map(n["workload"])) {
             throw InputError(path + ".workload", "each tenant needs its workload section",
                              n["workload"].IsDefined() ? at(n["workload"], file) : at(n, file));
         }
@@ -202,11 +202,11 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
 
     // The scenario itself: the whole cluster, its name and results file.
     const YAML::Node name = croot["name"];
-    spec.name = name.IsScalar() ? name.Scalar() : default_name;
+    spec.name = is_scalar(name) ? name.Scalar() : default_name;
     spec.cluster = whole;
     spec.source_file = file;
     const YAML::Node out = croot["output"];
-    if (!(out.IsMap() && out["file"].IsDefined())) {
+    if (!(is_map(out) && out["file"].IsDefined())) {
         spec.output.file = "results/" + spec.name + ".h5";
     }
     for (TenantSpec& t : spec.tenants) {
@@ -223,7 +223,7 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
         resolved.remove("workload");
         resolved.remove("reliability");
         resolved["cluster"][unit] = whole.domains();
-        if (YAML::Node o = resolved["output"]; o.IsMap()) {
+        if (YAML::Node o = resolved["output"]; is_map(o)) {
             o["file"] = spec.output.file;
         }
         YAML::Node tenants(YAML::NodeType::Sequence);

@@ -71,11 +71,20 @@ std::vector<FleetClassRun> prepare(const config::ScenarioSpec& spec, int threads
 } // namespace
 
 void check_fleet(const config::ScenarioSpec& spec) {
+    if (!spec.output.trace.empty()) {
+        throw InputError("output.trace",
+                         "a fleet scenario writes no step timeline; run a job class's workload "
+                         "as a scenario of its own with --trace",
+                         spec.sources.find("output.trace"));
+    }
     (void)prepare(spec, run_threads(spec));
 }
 
 FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     const config::FleetSpec& fs = *spec.fleet;
+    if (!spec.output.trace.empty()) {
+        check_fleet(spec); // refuses the trace
+    }
     FleetRun out;
     out.threads = run_threads(spec, threads);
     const auto t0 = std::chrono::steady_clock::now();

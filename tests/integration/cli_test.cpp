@@ -308,6 +308,60 @@ TEST(Cli, ATenantsScenarioWritesEachTenantUnderItsName) {
     fs::remove_all(dir);
 }
 
+TEST(Cli, AFleetScenarioWritesItsJobsClassesAndPool) {
+    const fs::path dir = test::scratch_path("trnsim-cli-fleet");
+    fs::remove_all(dir);
+    const fs::path out = dir / "f.h5";
+    const std::string file = "scenarios/fleet/shared-trn2.yaml";
+    const CliResult r = run_cli({"run", file, "-o", out.string()});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    for (const char* text : {"a fleet of 26 training jobs in 3 classes on 32 UltraServers",
+                             "scheduler  priority; 1 spare; research at most 20 UltraServers",
+                             "plan       pretrain-70b: tp 16 pp 4 dp 32",
+                             "all jobs   26 of 26 finished", "pool       busy "}) {
+        EXPECT_NE(r.out.find(text), std::string::npos) << text << "\n" << r.out;
+    }
+    EXPECT_EQ(results::read_summary(out.string()).rows(), 1u);
+    EXPECT_EQ(results::read_table(out.string(), "/fleet/classes").rows(), 3u);
+    EXPECT_EQ(results::read_table(out.string(), "/fleet/jobs").rows(), 26u);
+    EXPECT_GT(results::read_table(out.string(), "/fleet/pool").rows(), 2u);
+    const CliResult j = run_cli({"run", file, "--json", "-o", out.string()});
+    ASSERT_EQ(j.exit_code, 0) << j.err;
+    EXPECT_NE(j.out.find("\"jobs_finished\":26"), std::string::npos) << j.out;
+    // Refused before anything runs, located, nothing written.
+    const fs::path none = dir / "none.h5";
+    const CliResult gang =
+        run_cli({"run", file, "--set", "fleet.jobs.research-8b.gang=40", "-o", none.string()});
+    EXPECT_EQ(gang.exit_code, 2);
+    EXPECT_NE(gang.err.find(file + ":"), std::string::npos) << gang.err;
+    EXPECT_NE(gang.err.find("fleet.jobs[2].gang: a job holds 1 to 31 ultraservers"),
+              std::string::npos)
+        << gang.err;
+    const CliResult trace =
+        run_cli({"run", file, "--trace", (dir / "x.json").string(), "-o", none.string()});
+    EXPECT_EQ(trace.exit_code, 2);
+    EXPECT_NE(trace.err.find("output.trace"), std::string::npos) << trace.err;
+    EXPECT_FALSE(fs::exists(none));
+    EXPECT_FALSE(fs::exists(dir / "x.json"));
+    const CliResult valid = run_cli({"validate", file});
+    EXPECT_EQ(valid.exit_code, 0) << valid.err;
+    EXPECT_NE(valid.out.find("class      finetune-8b: 16 jobs of tenant research"),
+              std::string::npos)
+        << valid.out;
+    // Sweeps run single-workload scenarios.
+    const fs::path sweep = dir / "sweep.yaml";
+    std::ofstream(sweep) << "base: " << fs::absolute(file).string()
+                         << "\nsweep:\n  grid:\n    seed: [1, 2]\noutput: {file: "
+                         << none.string() << "}\n";
+    const CliResult batch = run_cli({"batch", sweep.string()});
+    EXPECT_EQ(batch.exit_code, 2);
+    EXPECT_NE(batch.err.find("fleet: trnsim batch runs single-workload scenarios"),
+              std::string::npos)
+        << batch.err;
+    EXPECT_FALSE(fs::exists(none));
+    fs::remove_all(dir);
+}
+
 TEST(Cli, QuietRunAndOverrides) {
     const fs::path dir = test::scratch_path("trnsim-cli-quiet");
     fs::remove_all(dir);

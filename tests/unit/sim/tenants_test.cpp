@@ -157,6 +157,29 @@ TEST(Tenants, ASharedSettingWarnsOnlyWhenNoTenantUsesIt) {
     EXPECT_EQ(warned(spec, "hardware.speed.sd") + warned(spec, "hardware.speed"), 1);
 }
 
+TEST(Tenants, AnEntryWithoutItsKeysIsAnInputError) {
+    // Keys missing from a tenant (its name, its allocation) are input errors at the entry,
+    // not a failed lookup in the document.
+    const std::string head = "name: t\nhardware: {chip: trn2}\ncluster: {ultraservers: 4}\n";
+    const std::pair<std::string, std::string> cases[] = {
+        {head + "tenants:\n  - allocation: {ultraservers: 2}\n    workload: {type: training}\n",
+         "tenants[0].name"},
+        {head + "tenants:\n  - name: a\n    workload: {type: training}\n",
+         "tenants[0].allocation"},
+        {head + "tenants:\n  - name: a\n    allocation: {ultraservers: 2}\n",
+         "tenants[0].workload"},
+        {"name: t\nhardware: {chip: trn2}\ntenants:\n  - name: a\n", "cluster"},
+    };
+    for (const auto& [text, key] : cases) {
+        try {
+            (void)config::load_scenario_text(text, "t");
+            ADD_FAILURE() << "loaded: " << key;
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), key) << e.what();
+        }
+    }
+}
+
 TEST(Tenants, WhatCannotBeATenantIsRefusedBeforeAnythingRuns) {
     // A tenant's own checks (here serving's: tp must divide the heads), located and keyed
     // under its entry.

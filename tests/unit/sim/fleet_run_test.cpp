@@ -1,0 +1,210 @@
+// A `fleet:` scenario: each job class's step time, steps and checkpoint costs are what its
+// workload gives alone on a cluster of its gang; its jobs follow the queue by hand; the records
+// do not depend on the thread count; and what the loader and the checks refuse, with the key
+// path and the place in the file.
+#include "trnsim/config/load.hpp"
+#include "trnsim/core/error.hpp"
+#include "trnsim/reliability/expectation.hpp"
+#include "trnsim/sim/workload_kinds.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace trnsim::sim {
+namespace {
+
+const std::string kFile = std::string(TRNSIM_SOURCE_DIR) + "/scenarios/fleet/shared-trn2.yaml";
+
+/// The shipped fleet's 70B class as a scenario of its own on its 8 UltraServers.
+constexpr const char* kPlainPretrain = R"(name: pretrain-70b
+seed: 7
+hardware: {chip: trn2, lnc: 2}
+cluster: {ultraservers: 8}
+workload:
+  type: training
+  model: llama3-70b
+  sequence_length: 8192
+  global_batch: 512
+  tokens: 20B
+  precision: bf16
+  parallelism: {tp: 16, pp: 4, dp: auto, zero: 1, microbatch: 1, schedule: 1f1b, recompute: selective}
+reliability:
+  preset: llama3-16k-h100
+  recovery: {restart: 10min}
+  checkpoint: {interval: auto, mode: sync, storage_bandwidth: 2TB/s}
+)";
+
+TEST(Fleet, AClassRunsAtWhatItsWorkloadGivesAloneOnItsGang) {
+    const FleetRun run = run_fleet(config::load_scenario(kFile));
+    ASSERT_EQ(run.classes.size(), 3u);
+    const FleetClassRun& c = run.classes[0];
+    const config::ScenarioSpec alone = config::load_scenario_text(kPlainPretrain, "alone");
+    const workload::Plan plan = check_training(alone);
+    const StepEstimate step = estimate_step(plan);
+    EXPECT_EQ(c.step_s, step.step_s);
+    EXPECT_EQ(c.steps, plan.steps);
+    EXPECT_EQ(c.plan.dp, plan.dp);
+    const reliability::Expectation x =
+        reliability::expect(reliability_input(alone, plan, step));
+    ASSERT_TRUE(std::isfinite(x.facts.checkpoint_interval_s));
+    // The interval in whole steps, rounded up: its checkpoints come no more often than asked.
+    EXPECT_GE(static_cast<double>(c.checkpoint_steps) * c.step_s,
+              x.facts.checkpoint_interval_s);
+    EXPECT_LT(static_cast<double>(c.checkpoint_steps - 1) * c.step_s,
+              x.facts.checkpoint_interval_s);
+    EXPECT_EQ(c.save_s, x.facts.checkpoint_stall_s);
+    EXPECT_EQ(c.restore_s, x.facts.restore_s);
+    EXPECT_EQ(c.launch_s, 600.0);
+    // Every job ran all its steps, and the jobs are the classes' counts in order.
+    ASSERT_EQ(run.result.jobs.size(), 2u + 16u + 8u);
+    EXPECT_EQ(run.class_of_job[2], 1);
+    EXPECT_EQ(run.index_in_class[3], 1);
+    for (std::size_t j = 0; j < run.result.jobs.size(); ++j) {
+        EXPECT_EQ(run.result.jobs[j].steps_done,
+                  run.classes[static_cast<std::size_t>(run.class_of_job[j])].steps);
+    }
+}
+
+/// Two classes without reliability sections (no checkpoints, no launch time) on 4
+/// UltraServers, first come first served: a big job from the start, a small one an hour later.
+constexpr const char* kQueue = R"(name: queue
+hardware: {chip: trn2}
+cluster: {ultraservers: 4}
+fleet:
+  policy: fifo
+  jobs:
+    - name: big
+      gang: 3
+      workload: {type: training, model: llama3-8b, sequence_length: 8192, global_batch: 96, steps: 20000, precision: bf16, parallelism: {tp: 8, pp: 1, dp: auto}}
+    - name: small
+      gang: 2
+      submit: 1h
+      workload: {type: training, model: llama3-8b, sequence_length: 8192, global_batch: 64, steps: 100, precision: bf16, parallelism: {tp: 8, pp: 1, dp: auto}}
+)";
+
+TEST(Fleet, JobsFollowTheQueueByHand) {
+    const FleetRun run = run_fleet(config::load_scenario_text(kQueue, "queue"));
+    const auto tick = [](double s) { return Duration::from_seconds_ceil(s); };
+    const Duration big = tick(run.classes[0].step_s) * 20000;
+    const Duration small = tick(run.classes[1].step_s) * 100;
+    ASSERT_GT(big.seconds(), 3600.0) << "the small job must arrive while the big one runs";
+    const auto& jobs = run.result.jobs;
+    EXPECT_EQ(jobs[0].end, SimTime::zero() + big);
+    EXPECT_EQ(jobs[1].first_start, SimTime::zero() + big); // 1 of 4 free until then
+    EXPECT_EQ(jobs[1].end, SimTime::zero() + big + small);
+    EXPECT_EQ(jobs[1].waiting, big - tick(3600.0));
+    EXPECT_EQ(run.classes[0].checkpoint_steps, 0);
+    EXPECT_EQ(jobs[0].overhead, Duration::zero());
+}
+
+TEST(Fleet, TheRecordsDoNotDependOnTheThreads) {
+    const config::ScenarioSpec spec = config::load_scenario(kFile);
+    const FleetRun one = run_fleet(spec, 1);
+    const FleetRun two = run_fleet(spec, 2);
+    ASSERT_EQ(one.result.jobs.size(), two.result.jobs.size());
+    for (std::size_t j = 0; j < one.result.jobs.size(); ++j) {
+        EXPECT_EQ(one.result.jobs[j].first_start, two.result.jobs[j].first_start);
+        EXPECT_EQ(one.result.jobs[j].end, two.result.jobs[j].end);
+        EXPECT_EQ(one.result.jobs[j].lost, two.result.jobs[j].lost);
+    }
+    EXPECT_EQ(one.result.pool.domain_ns, two.result.pool.domain_ns);
+    std::int64_t preemptions = 0;
+    for (const fleet::JobRecord& j : one.result.jobs) {
+        preemptions += j.preemptions;
+    }
+    EXPECT_GT(preemptions, 0) << "the shipped fleet shows a preemption";
+}
+
+TEST(Fleet, AClassSparesWarnThatTheFleetsAreShared) {
+    const config::ScenarioSpec spec = config::load_scenario(
+        kFile, {"fleet.jobs.pretrain-70b.reliability.spares.ultraservers=2"});
+    ASSERT_EQ(spec.warnings.size(), 1u);
+    EXPECT_EQ(spec.warnings[0].key_path, "fleet.jobs[0].reliability.spares");
+    EXPECT_TRUE(spec.warnings[0].location.known());
+}
+
+/// The queue scenario with one line replaced (`from` must occur in it).
+std::string with(const std::string& from, const std::string& to) {
+    std::string s = kQueue;
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) {
+        s.replace(at, from.size(), to);
+    }
+    return s;
+}
+
+struct Bad {
+    std::string text;
+    std::string key;
+    std::string says;
+};
+
+TEST(Fleet, BadInputIsRefusedWithItsKeyAndPlace) {
+    const std::string small = "    - name: small\n";
+    const std::vector<Bad> cases = {
+        {"name: q\nhardware: {chip: trn2}\ncluster: {ultraservers: 4}\nfleet: 3\n", "fleet",
+         "expected a mapping"},
+        {with("  policy: fifo\n", "  policy: fifo\n  bogus: 1\n"), "fleet.bogus",
+         "unknown key"},
+        {with("policy: fifo", "policy: lifo"), "fleet.policy", "expected one of fifo"},
+        {with("policy: fifo", "policy: fifo\n  spares: 4"), "fleet.spares", "leave none"},
+        {with("policy: fifo", "policy: fifo\n  spares: -1"), "fleet.spares", "whole number"},
+        {with("policy: fifo", "policy: fifo\n  horizon: 0s"), "fleet.horizon", "positive"},
+        {with("policy: fifo", "policy: fifo\n  horizon: soon"), "fleet.horizon", "duration"},
+        {with("policy: fifo", "policy: fifo\n  quotas: 3"), "fleet.quotas", "mapping"},
+        {with("policy: fifo", "policy: fifo\n  quotas: {big: 0}"), "fleet.quotas.big",
+         "at least 1"},
+        {with("policy: fifo", "policy: fifo\n  quotas: {ghost: 2}"), "fleet.quotas.ghost",
+         "no job class"},
+        {with("policy: fifo", "policy: fifo\n  quotas: {big: 2}"), "fleet.jobs[0].gang",
+         "quota"},
+        {"name: q\nhardware: {chip: trn2}\ncluster: {ultraservers: 4}\nfleet: {jobs: []}\n",
+         "fleet.jobs", "list of job classes"},
+        {with("    - name: big\n", "    - 7\n    - name: big\n"), "fleet.jobs[0]",
+         "mapping"},
+        {with("name: big", "name: big one"), "fleet.jobs[0].name", "letters"},
+        {with("name: small", "name: big"), "fleet.jobs[1].name", "another job class"},
+        {with("      gang: 3\n", ""), "fleet.jobs[0].gang", "give the ultraservers"},
+        {with("gang: 3", "gang: 5"), "fleet.jobs[0].gang", "1 to 4"},
+        {with("gang: 3", "gang: 3\n      count: 0"), "fleet.jobs[0].count", "1 to"},
+        {with("submit: 1h", "submit: -1h"), "fleet.jobs[1].submit", "negative"},
+        {with("submit: 1h", "submit: 1h\n      count: 1000\n      every: 1y"),
+         "fleet.jobs[1].every", "100 years"},
+        {with("gang: 2\n", "gang: 2\n      priority: x\n"), "fleet.jobs[1].priority",
+         "whole number"},
+        {with("{type: training, model: llama3-8b, sequence_length: 8192, global_batch: 64",
+              "{type: inference, model: llama3-8b, sequence_length: 8192, global_batch: 64"),
+         "fleet.jobs[1].workload.type", "training jobs"},
+        {with("global_batch: 64, steps: 100", "global_batch: 64, steps: 0"),
+         "fleet.jobs[1].workload.steps", ""},
+        {with("cluster: {ultraservers: 4}\n", ""), "cluster", "needs the cluster"},
+        {with("fleet:", "workload: {type: training}\nfleet:"), "workload", "unknown key"},
+    };
+    for (const Bad& b : cases) {
+        SCOPED_TRACE(b.key);
+        try {
+            (void)check_scenario(config::load_scenario_text(b.text, "bad"));
+            ADD_FAILURE() << "accepted: " << b.key << "\n" << b.text;
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), b.key) << e.what();
+            EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
+            EXPECT_TRUE(e.location().known()) << e.what();
+        }
+    }
+    // A class's own plan, checked before anything runs: tp 3 does not divide the heads.
+    try {
+        check_scenario(config::load_scenario_text(with("{tp: 8, pp: 1, dp: auto}}\n    - name: small",
+                                                       "{tp: 3, pp: 1, dp: auto}}\n    - name: small"),
+                                                  "bad"));
+        ADD_FAILURE() << "checked";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path().rfind("fleet.jobs[0].workload.parallelism", 0), 0u) << e.what();
+    }
+}
+
+} // namespace
+} // namespace trnsim::sim
