@@ -49,8 +49,8 @@ std::string components_text(const reliability::RunFacts& f) {
 /// Why the checkpoint interval is what it is, as the summary's parenthesis.
 std::string interval_reason(const reliability::RunFacts& f) {
     using reliability::IntervalReason;
-    const std::string daly = "Daly's optimum " + fmt::seconds(f.checkpoint_daly_s) +
-                             " for a stall of " + fmt::seconds(f.checkpoint_stall_s);
+    const std::string daly = "Daly's optimum " + fmt::seconds(f.checkpoint_daly.seconds()) +
+                             " for a stall of " + fmt::seconds(f.checkpoint_stall.seconds());
     switch (f.checkpoint_interval_reason) {
     case IntervalReason::fixed:
         return "";
@@ -59,10 +59,11 @@ std::string interval_reason(const reliability::RunFacts& f) {
     case IntervalReason::no_failures:
         return " (auto: nothing interrupts the job)";
     case IntervalReason::one_step:
-        return f.checkpoint_daly_s > 0 ? " (auto: " + daly + ", raised to one step)"
+        return f.checkpoint_daly.seconds() > 0 ? " (auto: " + daly + ", raised to one step)"
                                        : " (raised to one step)";
     case IntervalReason::copy_bound:
-        return std::string(f.checkpoint_daly_s > 0 ? " (auto: " + daly + ", raised" : " (raised") +
+        return std::string(f.checkpoint_daly.seconds() > 0 ? " (auto: " + daly + ", raised"
+                                                           : " (raised") +
                " to the background copy: a snapshot waits for the previous one's copy)";
     }
     return "";
@@ -89,16 +90,17 @@ void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
                       fmt::duration(rs.recovery.restart));
     std::string ckpt = std::string(reliability::to_string(rs.checkpoint.mode)) + ", " +
                        fmt::bytes(f.checkpoint_size) + ": stall " +
-                       fmt::seconds(f.checkpoint_stall_s);
-    if (f.checkpoint_background_s > 0) {
+                       fmt::seconds(f.checkpoint_stall.seconds());
+    if (f.checkpoint_background.seconds() > 0) {
         ckpt += rs.checkpoint.mode == reliability::CheckpointMode::async ? " + upload "
                                                                          : " + peer copy ";
-        ckpt += fmt::seconds(f.checkpoint_background_s);
+        ckpt += fmt::seconds(f.checkpoint_background.seconds());
     }
     ckpt += "; every " +
-            (std::isfinite(f.checkpoint_interval_s) ? fmt::seconds(f.checkpoint_interval_s)
-                                                    : std::string("never")) +
-            interval_reason(f) + "; restore " + fmt::seconds(f.restore_s);
+            (std::isfinite(f.checkpoint_interval.seconds())
+                 ? fmt::seconds(f.checkpoint_interval.seconds())
+                 : std::string("never")) +
+            interval_reason(f) + "; restore " + fmt::seconds(f.restore.seconds());
     line(out, "checkpoint", ckpt);
     const int n = static_cast<int>(r.replications.size());
     std::string how = spec.simulation.duration == Duration::zero()
@@ -133,11 +135,11 @@ void print_reliability(std::ostream& out, const config::ScenarioSpec& spec,
     const Estimate& done = r.estimate("done");
     if (done.mean < 1.0) {
         line(out, "", fmt::percent(done.mean) + " of the replications finished within the run" +
-                          (std::isfinite(run.time_to_train_s)
+                          (std::isfinite(run.time_to_train.seconds())
                                ? "; time to train projected from the ETTR"
                                : ""));
     }
-    line(out, "", "without failures: " + fmt::seconds(run.ideal_time_to_train_s) +
+    line(out, "", "without failures: " + fmt::seconds(run.ideal_time_to_train.seconds()) +
                       "; engine: " + fmt::integer(f.entities) + " entities, " +
                       fmt::integer(static_cast<std::int64_t>(r.engine_events)) + " events in " +
                       fmt::seconds(r.seconds));

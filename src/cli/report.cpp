@@ -144,25 +144,27 @@ void print_plan(std::ostream& out, const config::ScenarioSpec& spec, const workl
 void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::TrainingRun& run) {
     const auto& e = run.step;
     print_plan(out, spec, run.plan);
-    std::string step = fmt::seconds(e.step_s) + " = pipeline " + fmt::seconds(e.pipeline_s);
+    std::string step =
+        fmt::seconds(e.step_time.seconds()) + " = pipeline " + fmt::seconds(e.pipeline.seconds());
     if (run.plan.pp > 1) {
-        step += " (bubble " + fmt::seconds(e.bubble_s) + ", " + fmt::percent(e.bubble_fraction);
+        step +=
+            " (bubble " + fmt::seconds(e.bubble.seconds()) + ", " + fmt::percent(e.bubble_fraction);
         if (!stages_even(run.plan)) {
             // Uneven stages: the slowest one paces the pipeline (analytic model).
             const auto i = static_cast<std::size_t>(e.slowest_stage);
             step += "; slowest stage " + std::to_string(e.slowest_stage) + ", " +
                     std::to_string(run.plan.stages[i].layers()) + " layers, " +
-                    fmt::seconds(e.stage_forward_s[i] + e.stage_backward_s[i]) +
+                    fmt::seconds(e.stage_forward[i].seconds() + e.stage_backward[i].seconds()) +
                     " per microbatch";
         }
         step += ")";
     }
-    if (e.grad_sync_exposed_s > 0.0) {
-        step += " + gradient sync " + fmt::seconds(e.grad_sync_exposed_s);
+    if (e.grad_sync_exposed.seconds() > 0.0) {
+        step += " + gradient sync " + fmt::seconds(e.grad_sync_exposed.seconds());
     }
-    step += " + optimizer " + fmt::seconds(e.optimizer_s);
-    if (e.param_gather_s > 0.0) {
-        step += " + parameter gather " + fmt::seconds(e.param_gather_s);
+    step += " + optimizer " + fmt::seconds(e.optimizer.seconds());
+    if (e.param_gather.seconds() > 0.0) {
+        step += " + parameter gather " + fmt::seconds(e.param_gather.seconds());
     }
     line(out, "fidelity",
          run.step_sim
@@ -185,7 +187,7 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
                  grouped(static_cast<std::int64_t>(st.windows)) + " windows, " +
                  grouped(static_cast<std::int64_t>(st.flows)) + " flows, " +
                  grouped(static_cast<std::int64_t>(st.fabric_collectives)) +
-                 " collectives between replicas; " + fmt::seconds(run.step_sim_wall_s) +
+                 " collectives between replicas; " + fmt::seconds(run.step_sim_wall.seconds()) +
                  " wall on " + std::to_string(st.threads) + " thread" +
                  (st.threads > 1 ? "s" : ""));
         if (const auto slow = report::slowest_entity(*run.step_sim)) {
@@ -203,17 +205,19 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
                      "): kernels " + times + " the median of its stage");
         }
     }
-    line(out, "", "microbatch on stage " + std::to_string(e.slowest_stage) + ": forward " +
-                      fmt::seconds(e.forward_s) + ", backward " + fmt::seconds(e.backward_s) +
-                      "; exposed communication " + fmt::seconds(e.exposed_comm_s) + " per step");
+    line(out, "",
+         "microbatch on stage " + std::to_string(e.slowest_stage) + ": forward " +
+             fmt::seconds(e.forward.seconds()) + ", backward " +
+             fmt::seconds(e.backward.seconds()) + "; exposed communication " +
+             fmt::seconds(e.exposed_comm.seconds()) + " per step");
     line(out, "throughput", fmt::count(e.tokens_per_s) + " tokens/s; MFU " + fmt::percent(e.mfu) +
                                 ", HFU " + fmt::percent(e.hfu) + ", MBU " + fmt::percent(e.mbu));
-    if (std::isfinite(run.time_to_train_s) && std::isfinite(run.instance_hours)) {
+    if (std::isfinite(run.time_to_train.seconds()) && std::isfinite(run.instance_hours)) {
         line(out, "training",
-             grouped(run.plan.steps) + " steps in " + fmt::seconds(run.time_to_train_s) + "; " +
-                 grouped(static_cast<std::int64_t>(run.instance_hours)) + " instance-hours x " +
-                 fmt::money(spec.cost.instance_hour) + " (" + spec.cost.origin + ") = " +
-                 fmt::money(Money::usd(run.cost_usd)));
+             grouped(run.plan.steps) + " steps in " + fmt::seconds(run.time_to_train.seconds()) +
+                 "; " + grouped(static_cast<std::int64_t>(run.instance_hours)) +
+                 " instance-hours x " + fmt::money(spec.cost.instance_hour) + " (" +
+                 spec.cost.origin + ") = " + fmt::money(Money::usd(run.cost_usd)));
     } else {
         // No replication made progress to project from (ETTR 0): no time, hours or cost.
         line(out, "training",
@@ -229,7 +233,7 @@ void print_run(std::ostream& out, const config::ScenarioSpec& spec, const sim::T
     for (std::size_t i = 0; i < shown; ++i) {
         const auto& op = e.breakdown[i];
         out << "    " << pad(op.name, 30) << lpad(fmt::seconds(op.seconds), 10) << "  "
-            << lpad(fmt::percent(op.seconds / e.step_s), 6)
+            << lpad(fmt::percent(op.seconds / e.step_time.seconds()), 6)
             << (op.collective ? "  (collective)" : "") << "\n";
     }
 }

@@ -121,10 +121,10 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
     const serving::SloSpec& slo = spec.inference.slo;
     // TPOT is undefined for one-token outputs (serving::RequestRecord::tpot_s).
     const bool no_tpot = s.requests > 0 && s.one_token == s.requests;
-    const std::string tpot =
-        no_tpot ? "TPOT undefined (every output is one token)"
-                : "TPOT p50 " + fmt::seconds(s.tpot_p50_s) + ", p90 " +
-                      fmt::seconds(s.tpot_p90_s) + ", p99 " + fmt::seconds(s.tpot_p99_s);
+    const std::string tpot = no_tpot ? "TPOT undefined (every output is one token)"
+                                     : "TPOT p50 " + fmt::seconds(s.tpot_p50.seconds()) + ", p90 " +
+                                           fmt::seconds(s.tpot_p90.seconds()) + ", p99 " +
+                                           fmt::seconds(s.tpot_p99.seconds());
     std::string slo_text = "TTFT <= " + fmt::duration(slo.ttft) + ", TPOT <= " +
                            fmt::duration(slo.tpot);
     if (s.one_token > 0) {
@@ -133,16 +133,17 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
                                   " one-token requests judged on TTFT alone";
     }
     line(out, "latency",
-         "TTFT p50 " + fmt::seconds(s.ttft_p50_s) + ", p90 " + fmt::seconds(s.ttft_p90_s) +
-             ", p99 " + fmt::seconds(s.ttft_p99_s) + "; " + tpot + "; " +
+         "TTFT p50 " + fmt::seconds(s.ttft_p50.seconds()) + ", p90 " +
+             fmt::seconds(s.ttft_p90.seconds()) + ", p99 " + fmt::seconds(s.ttft_p99.seconds()) +
+             "; " + tpot + "; " +
              (no_tpot ? std::string("ITL undefined")
-                      : "ITL p50 " + fmt::seconds(s.itl_p50_s) + ", p99 " +
-                            fmt::seconds(s.itl_p99_s)) +
-             "; E2E p50 " + fmt::seconds(s.e2e_p50_s) + ", p99 " +
-             fmt::seconds(s.e2e_p99_s));
+                      : "ITL p50 " + fmt::seconds(s.itl_p50.seconds()) + ", p99 " +
+                            fmt::seconds(s.itl_p99.seconds())) +
+             "; E2E p50 " + fmt::seconds(s.e2e_p50.seconds()) + ", p99 " +
+             fmt::seconds(s.e2e_p99.seconds()));
     line(out, "throughput",
          fmt::integer(static_cast<std::int64_t>(s.requests)) + " requests in " +
-             fmt::seconds(s.span_s) + ": " + fmt::count(s.output_tokens_per_s) +
+             fmt::seconds(s.span.seconds()) + ": " + fmt::count(s.output_tokens_per_s) +
              " output tokens/s; goodput " + fmt::count(s.goodput_requests_per_s) +
              " requests/s; SLO (" + slo_text + ") met by " + fmt::percent(s.slo_attainment));
     if (s.unfinished > 0) {
@@ -157,8 +158,9 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
          "MBU " + fmt::percent(run.mbu) + " of the replicas' time, " + fmt::percent(run.mbu_busy) +
              " while busy; MFU " + fmt::percent(run.mfu) + "; decode at batch " +
              std::to_string(spec.inference.serving.max_batch) + ", context " +
-             fmt::count(run.mean_decode_context) + ": " + fmt::seconds(run.decode_iteration_s) +
-             " per iteration, MBU " + fmt::percent(run.decode_mbu));
+             fmt::count(run.mean_decode_context) + ": " +
+             fmt::seconds(run.decode_iteration.seconds()) + " per iteration, MBU " +
+             fmt::percent(run.decode_mbu));
     line(out, "kv cache",
          "peak " + fmt::percent(run.run.kv_cache_peak_fraction) + "; " +
              fmt::integer(static_cast<std::int64_t>(s.preempted_requests)) +
@@ -172,11 +174,11 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
         std::snprintf(times, sizeof times, "%.3fx", slow->slowdown);
         line(out, "slowest",
              "replica " + std::to_string(slow->replica) + " (" +
-                 fmt::integer(static_cast<std::int64_t>(slow->requests)) +
-                 " requests): mean E2E " + fmt::seconds(slow->mean_e2e_s) + ", " + times +
-                 " the median replica's " + fmt::seconds(slow->median_e2e_s) + "; TPOT p50 " +
-                 fmt::seconds(slow->tpot_p50_s) + " (median replica " +
-                 fmt::seconds(slow->fleet_tpot_p50_s) + ")");
+                 fmt::integer(static_cast<std::int64_t>(slow->requests)) + " requests): mean E2E " +
+                 fmt::seconds(slow->mean_e2e.seconds()) + ", " + times + " the median replica's " +
+                 fmt::seconds(slow->median_e2e.seconds()) + "; TPOT p50 " +
+                 fmt::seconds(slow->tpot_p50.seconds()) + " (median replica " +
+                 fmt::seconds(slow->fleet_tpot_p50.seconds()) + ")");
     }
     if (spec.reliability.enabled) {
         const sim::ServingRunStats& fs = run.run.stats;
@@ -184,7 +186,7 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
              fmt::integer(static_cast<std::int64_t>(fs.outages)) + " domain outage" +
                  (fs.outages == 1 ? "" : "s") + "; replicas in service " +
                  fmt::percent(fs.availability) + " of the time (" +
-                 fmt::seconds(fs.replica_down_s) + " replica-time down); " +
+                 fmt::seconds(fs.replica_down.seconds()) + " replica-time down); " +
                  fmt::integer(static_cast<std::int64_t>(s.retried_requests)) +
                  " requests retried (" + fmt::integer(static_cast<std::int64_t>(fs.retries)) +
                  " retries); " +
@@ -208,7 +210,7 @@ void print_serving(std::ostream& out, const config::ScenarioSpec& spec,
              fmt::integer(static_cast<std::int64_t>(st.iterations)) + " iterations in " +
              fmt::integer(static_cast<std::int64_t>(st.steps)) + " steps, " +
              std::to_string(st.threads) + " thread" + (st.threads > 1 ? "s" : "") + ", " +
-             fmt::seconds(run.wall_s) + " wall");
+             fmt::seconds(run.wall.seconds()) + " wall");
 }
 
 } // namespace trnsim::cli

@@ -206,7 +206,7 @@ void print_serving_plan(std::ostream& out, const config::PlanSpec& plan,
             static_cast<long long>(x.replicas), static_cast<long long>(x.prefill_replicas),
             fmt::money(Money::usd(x.cost_per_hour_usd)).c_str(),
             rate_of(x.rate, r.trace).c_str(), fmt::percent(x.slo_attainment).c_str(),
-            fmt::seconds(x.ttft_p99_s).c_str(), fmt::seconds(x.tpot_p99_s).c_str(),
+            fmt::seconds(x.ttft_p99.seconds()).c_str(), fmt::seconds(x.tpot_p99.seconds()).c_str(),
             fmt::money(Money::usd(x.cost_per_million_output_tokens_usd)).c_str(),
             notes.c_str());
         std::string text = buf;
@@ -359,7 +359,7 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
                    " spare, batch " + fmt::integer(c.global_batch) + ", tp " +
                    std::to_string(c.tp) + " cp " + std::to_string(c.cp) + " pp " +
                    std::to_string(c.pp) + " dp " +
-                   fmt::integer(x.dp) + ": " + fmt::seconds(x.time_to_train_s) + ", " +
+                   fmt::integer(x.dp) + ": " + fmt::seconds(x.time_to_train.seconds()) + ", " +
                    fmt::money(Money::usd(x.cost_usd)) + " (estimate, misses " +
                    to_string(x.verdict) + ")";
         };
@@ -400,8 +400,8 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
             notes += (notes.empty() ? "" : "; ") + std::string("misses ") + fin.misses;
         }
         const double interval = fin.run.reliability
-                                    ? fin.run.reliability->facts.checkpoint_interval_s
-                                    : x.checkpoint_interval_s;
+                                    ? fin.run.reliability->facts.checkpoint_interval.seconds()
+                                    : x.checkpoint_interval.seconds();
         std::snprintf(
             buf, sizeof buf,
             "  %4d %6lld %8s %6lld %4d %3d %3d %5d %4d %3d %-9s %9s %6lld %9s %7s %10s %14s  %s\n",
@@ -410,8 +410,8 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
             c.microbatch, workload::to_string(c.recompute),
             std::isfinite(interval) ? fmt::seconds(interval).c_str() : "none",
             static_cast<long long>(base.reliability.enabled ? c.spares : 0),
-            fmt::seconds(fin.run.step.step_s).c_str(), fmt::percent(fin.ettr).c_str(),
-            fmt::seconds(fin.run.time_to_train_s).c_str(),
+            fmt::seconds(fin.run.step.step_time.seconds()).c_str(), fmt::percent(fin.ettr).c_str(),
+            fmt::seconds(fin.run.time_to_train.seconds()).c_str(),
             fmt::money(Money::usd(fin.run.cost_usd)).c_str(), notes.c_str());
         out << buf;
     }
@@ -423,7 +423,7 @@ void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
         line("best", fmt::integer(c.domains) + " " + r.domain_name + " (" +
                          fmt::integer(best.run.plan.cluster.chips()) + " chips) + " +
                          fmt::integer(base.reliability.enabled ? c.spares : 0) + " spare" + batch +
-                         ": " + fmt::seconds(best.run.time_to_train_s) + ", " +
+                         ": " + fmt::seconds(best.run.time_to_train.seconds()) + ", " +
                          fmt::money(Money::usd(best.run.cost_usd)));
     } else {
         line("best", "no finalist meets every constraint once simulated; see the notes");

@@ -45,7 +45,7 @@ void print_tenants(std::ostream& out, const config::ScenarioSpec& spec,
     engine << fmt::integer(static_cast<std::int64_t>(run.events)) << " events in "
            << fmt::integer(static_cast<std::int64_t>(run.windows)) << " windows on "
            << run.threads << (run.threads == 1 ? " thread" : " threads") << ", "
-           << std::fixed << std::setprecision(2) << run.wall_s << " s";
+           << std::fixed << std::setprecision(2) << run.wall.seconds() << " s";
     out << "  engine     one for all tenants: " << engine.str() << "\n";
     for (const sim::TenantRun& t : run.tenants) {
         out << "\n";

@@ -479,7 +479,7 @@ Calibration calibrate(const ChipSpec& chip, CalibrationGrid grid, int threads,
     std::array<int, kKernelClassCount> done{};
     std::mutex mutex; // guards done and the progress calls
     parallel_for(c.points.size(), threads, [&](std::size_t i, int) {
-        c.points[i].detailed_s = detailed.run(c.points[i].kernel).seconds();
+        c.points[i].detailed = Seconds::of(detailed.run(c.points[i].kernel).seconds());
         const std::lock_guard<std::mutex> lock(mutex);
         const auto cls = static_cast<std::size_t>(c.points[i].cls);
         ++done[cls];
@@ -504,7 +504,7 @@ Calibration calibrate(const ChipSpec& chip, CalibrationGrid grid, int threads,
                 detail::feature_values(cls, detail::terms(train[i]->kernel, rates));
             for (Eigen::Index j = 0; j < features; ++j) {
                 a(static_cast<Eigen::Index>(i), j) =
-                    x[static_cast<std::size_t>(j)] / train[i]->detailed_s;
+                    x[static_cast<std::size_t>(j)] / train[i]->detailed.seconds();
             }
         }
         const Eigen::VectorXd x = nnls(a, b);
@@ -518,7 +518,7 @@ Calibration calibrate(const ChipSpec& chip, CalibrationGrid grid, int threads,
     fitted.kernel_model = c.model;
     const CostModel model(fitted, 1);
     for (auto& p : c.points) {
-        p.analytic_s = model.cost(p.kernel).seconds;
+        p.analytic = Seconds::of(model.cost(p.kernel).seconds);
     }
     for (KernelClass cls : all_kernel_classes()) {
         KernelFit& fit = c.model.fit(cls);
@@ -557,8 +557,8 @@ std::string calibration_csv(const Calibration& c) {
     char line[512];
     for (const auto& p : c.points) {
         std::snprintf(line, sizeof line, "%s,%s,\"%s\",%.9g,%.9g,%.6f\n", to_string(p.cls),
-                      p.held_out ? "held_out" : "train", describe(p.kernel).c_str(), p.detailed_s,
-                      p.analytic_s, p.relative_error());
+                      p.held_out ? "held_out" : "train", describe(p.kernel).c_str(),
+                      p.detailed.seconds(), p.analytic.seconds(), p.relative_error());
         csv += line;
     }
     return csv;

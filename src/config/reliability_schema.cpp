@@ -132,9 +132,9 @@ Schema<FailureSpec> build_failure() {
                      const Context&) {
             // The engine counts whole nanoseconds: a shorter mean would put most failures
             // at the same tick.
-            f.mtbf_s = parse_checked<double>(
+            f.mtbf = Seconds::of(parse_checked<double>(
                 n, p, loc, long_duration_seconds, [](double x) { return x >= 1e-9; },
-                "at least 1ns (the engine's tick)");
+                "at least 1ns (the engine's tick)"));
         };
         s.field(e);
     }

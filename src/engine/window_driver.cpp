@@ -318,7 +318,7 @@ Sharing sharing_of(const DriverConfig& config) {
 int default_thread_count() { return std::max(1, omp_get_max_threads()); }
 
 DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
-    if (config.lookahead_ns <= 0) {
+    if (config.lookahead.ns() <= 0) {
         throw std::invalid_argument("engine: the lookahead must be positive");
     }
     const Sharing sharing = sharing_of(config);
@@ -400,12 +400,12 @@ DriverStats run_windows(WindowedModel& model, const DriverConfig& config) {
         while (true) {
             const std::int64_t t_min = *std::min_element(next.begin(), next.end());
             if (failed.load(std::memory_order_relaxed) || t_min == kNever ||
-                t_min >= config.until_ns) {
+                t_min >= config.until.ns()) {
                 break;
             }
-            window_end = t_min > config.until_ns - config.lookahead_ns
-                             ? config.until_ns
-                             : t_min + config.lookahead_ns;
+            window_end = t_min > config.until.ns() - config.lookahead.ns()
+                             ? config.until.ns()
+                             : t_min + config.lookahead.ns();
             ++stats.windows;
             // While windows are too short to share, only every kUntimedStride-th is timed (the
             // clock's two reads cost more than such a window's work beside it): the others run

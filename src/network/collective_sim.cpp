@@ -22,13 +22,13 @@ public:
                   local.hbm, local.step_latency),
           state_(jobs_.size()) {
         for (std::size_t j = 0; j < jobs_.size(); ++j) {
-            state_[j].outcome.start_ns = jobs_[j].start_ns;
+            state_[j].outcome.start = jobs_[j].start;
             state_[j].outcome.phases = jobs_[j].plan.total_phases();
         }
     }
 
     std::size_t jobs() const { return jobs_.size(); }
-    std::int64_t start_of(std::size_t j) const { return jobs_[j].start_ns; }
+    std::int64_t start_of(std::size_t j) const { return jobs_[j].start.ns(); }
     const FlowNetwork& fabric() const { return fabric_; }
 
     template <class Q>
@@ -109,7 +109,7 @@ private:
 public:
     /// When job j's first phase starts: after the collective's launch.
     std::int64_t first_phase_of(std::size_t j) const {
-        return jobs_[j].start_ns + Duration::from_seconds_ceil(jobs_[j].plan.launch_seconds).ns();
+        return jobs_[j].start.ns() + Duration::from_seconds_ceil(jobs_[j].plan.launch_seconds).ns();
     }
 
 private:
@@ -121,7 +121,7 @@ private:
             s.repeat_done = 0;
         }
         if (s.phase >= plan.phases.size()) {
-            s.outcome.end_ns = ctx.now_ns();
+            s.outcome.end = SimTime::from_ns(ctx.now_ns());
             return;
         }
         s.phase_start = ctx.now_ns();

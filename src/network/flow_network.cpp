@@ -228,16 +228,16 @@ bool FlowNetwork::resolve(std::int64_t now, const Schedule& schedule, const Para
         }
     }
     const Clock::time_point t4 = Clock::now();
-    edge_times_.route_s += seconds(t0, t1);
-    edge_times_.place_s += seconds(t1, t2);
-    edge_times_.shards_s += seconds(t2, t3);
-    edge_times_.arrivals_s += seconds(t3, t4);
+    edge_times_.route += Seconds::of(seconds(t0, t1));
+    edge_times_.place += Seconds::of(seconds(t1, t2));
+    edge_times_.other_shards += Seconds::of(seconds(t2, t3));
+    edge_times_.arrivals += Seconds::of(seconds(t3, t4));
     const double all = std::accumulate(update_s_.begin(), update_s_.end(), 0.0);
     const double largest = std::accumulate(update_s_.begin(), update_s_.end(), 0.0,
                                            [](double a, double b) { return std::max(a, b); });
-    edge_times_.shard_updates_s += all;
-    edge_times_.largest_update_s += largest;
-    edge_times_.two_thread_bound_s += std::max(largest, all / 2.0);
+    edge_times_.shard_updates += Seconds::of(all);
+    edge_times_.largest_update += Seconds::of(largest);
+    edge_times_.two_thread_bound += Seconds::of(std::max(largest, all / 2.0));
     return scheduled;
 }
 

@@ -44,9 +44,10 @@ Expectation expect(const RunInput& input) {
 
     // Repairs of domains: their rate over the whole cluster and the job's share of them.
     const RepairSpec& rep = input.spec.repair;
-    x.repair_mean_s = rep.manual_fraction * rep.manual.seconds() +
-                      (1.0 - rep.manual_fraction) *
-                          (rep.automatic.seconds() + rep.auto_escalation * rep.manual.seconds());
+    x.repair_mean = Seconds::of(
+        rep.manual_fraction * rep.manual.seconds() +
+        (1.0 - rep.manual_fraction) *
+            (rep.automatic.seconds() + rep.auto_escalation * rep.manual.seconds()));
     double repairs_per_s = 0.0;   // domains sent to repair, whole cluster
     double job_replacing = 0.0;   // job interruptions that replace domains
     const auto& procs = setup.failures.processes();
@@ -63,30 +64,32 @@ Expectation expect(const RunInput& input) {
                 r * std::ceil(static_cast<double>(jobs) / domains);
         }
     }
-    x.domains_in_repair = repairs_per_s * x.repair_mean_s;
-    x.spare_wait_s = x.repair_mean_s * wait_factor(x.domains_in_repair, spares);
+    x.domains_in_repair = repairs_per_s * x.repair_mean.seconds();
+    x.spare_wait = Seconds::of(x.repair_mean.seconds() * wait_factor(x.domains_in_repair, spares));
     x.replace_share = f.job_failure_rate > 0.0 ? job_replacing / f.job_failure_rate : 0.0;
 
     const RecoverySpec& rec = input.spec.recovery;
-    const double tau = f.checkpoint_interval_s;
-    const double delta = f.checkpoint_stall_s;
-    x.restart_s = rec.detection.seconds() + rec.restart.seconds() + f.restore_s +
-                  x.replace_share * x.spare_wait_s +
-                  (std::isfinite(tau) ? std::min(f.checkpoint_background_s, tau) : 0.0);
-    const double work = f.work_s;
+    const double tau = f.checkpoint_interval.seconds();
+    const double delta = f.checkpoint_stall.seconds();
+    x.restart = Seconds::of(
+        rec.detection.seconds() + rec.restart.seconds() + f.restore.seconds() +
+        x.replace_share * x.spare_wait.seconds() +
+        (std::isfinite(tau) ? std::min(f.checkpoint_background.seconds(), tau) : 0.0));
+    const double work = f.work.seconds();
     if (!(f.job_failure_rate > 0.0)) {
         x.ettr = std::isfinite(tau) ? tau / (tau + delta) : 1.0;
     } else {
         const double mtbf = 1.0 / f.job_failure_rate;
         // Without periodic checkpoints the whole job is one segment.
-        x.ettr = std::isfinite(tau) ? theory::expected_ettr(tau, delta, x.restart_s, mtbf)
+        x.ettr = std::isfinite(tau) ? theory::expected_ettr(tau, delta, x.restart.seconds(), mtbf)
                                     : work / theory::expected_wall_time(work, work, 0.0,
-                                                                       x.restart_s, mtbf);
+                                                                       x.restart.seconds(), mtbf);
     }
-    x.time_to_train_s = x.ettr > 0.0 ? work / x.ettr : std::numeric_limits<double>::infinity();
-    x.goodput = x.ettr * static_cast<double>(input.job.tokens_per_step) / input.job.step_s;
+    x.time_to_train =
+        Seconds::of(x.ettr > 0.0 ? work / x.ettr : std::numeric_limits<double>::infinity());
+    x.goodput = x.ettr * static_cast<double>(input.job.tokens_per_step) / input.job.step.seconds();
     x.cost_usd = static_cast<double>((jobs + spares) * f.instances_per_domain) *
-                 x.time_to_train_s / units::kSecondsPerHour * input.job.instance_hour_usd;
+                 x.time_to_train.seconds() / units::kSecondsPerHour * input.job.instance_hour_usd;
     return x;
 }
 

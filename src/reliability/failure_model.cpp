@@ -13,13 +13,13 @@ FailureModel::FailureModel(const std::vector<FailureSpec>& failures, const Trace
         p.cause = f.cause.empty() ? to_string(f.component) : f.cause;
         p.effect = f.effect;
         p.kind = f.distribution.kind;
-        p.mean_s = f.mtbf_s;
+        p.mean = f.mtbf;
         p.shape = f.distribution.shape;
         p.sigma = f.distribution.sigma;
         p.bad_fraction = f.bad_fraction;
         p.bad_multiplier = f.bad_multiplier;
         p.weibull_scale = 1.0 / std::tgamma(1.0 + 1.0 / p.shape);
-        if (!(p.mean_s > 0.0)) {
+        if (!(p.mean.seconds() > 0.0)) {
             throw std::invalid_argument("reliability: a failure process needs a positive mtbf");
         }
         any_bad_ = any_bad_ || (p.bad_fraction > 0.0 && p.bad_multiplier != 1.0);
@@ -57,7 +57,7 @@ std::uint16_t FailureModel::trace_process(ComponentClass c, const std::string& c
 }
 
 double FailureModel::sample(const Process& p, bool bad, engine::RandomStream& stream) const {
-    const double mean = bad ? p.mean_s / p.bad_multiplier : p.mean_s;
+    const double mean = bad ? p.mean.seconds() / p.bad_multiplier : p.mean.seconds();
     switch (p.kind) {
     case LifetimeKind::exponential:
         return stream.exponential(mean);
@@ -73,7 +73,7 @@ FailureModel::Draw FailureModel::draw(ComponentClass c, engine::EntityId entity,
                                       std::uint64_t seed, std::uint32_t replication,
                                       std::uint32_t& blocks) const {
     Draw d;
-    d.lifetime_s = std::numeric_limits<double>::infinity();
+    d.lifetime = Seconds::of(std::numeric_limits<double>::infinity());
     const auto& list = random_processes(c);
     if (list.empty()) {
         return d;
@@ -89,8 +89,8 @@ FailureModel::Draw FailureModel::draw(ComponentClass c, engine::EntityId entity,
     for (std::uint16_t i : list) {
         const Process& p = processes_[i];
         const double t = sample(p, u_bad < p.bad_fraction, stream);
-        if (t < d.lifetime_s) {
-            d.lifetime_s = t;
+        if (t < d.lifetime.seconds()) {
+            d.lifetime = Seconds::of(t);
             d.process = i;
         }
     }

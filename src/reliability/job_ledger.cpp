@@ -9,14 +9,14 @@ void JobLedger::start(double rate) {
     since_ = 0;
     rate_ = rate;
     if (record_) {
-        r_.timeline.push_back({0, state_, 0.0, 0.0, rate_});
+        r_.timeline.push_back({SimTime::zero(), state_, Seconds(), Seconds(), rate_});
     }
 }
 
 void JobLedger::advance(std::int64_t t) {
     const std::int64_t dt = t - since_;
     if (dt > 0 && state_ != JobState::done) {
-        r_.state_ns[static_cast<std::size_t>(state_)] += dt;
+        r_.time_in_state[static_cast<std::size_t>(state_)] += Duration::from_ns(dt);
         if (running()) {
             run_uncommitted_ns_ += dt;
             since_checkpoint_ns_ += dt;
@@ -46,21 +46,22 @@ void JobLedger::enter(JobState next, std::int64_t t) {
             return;
         }
     }
-    r_.timeline.push_back({t, state_, static_cast<double>(work_ns_) * 1e-9,
-                           static_cast<double>(committed_ns_) * 1e-9, rate_});
+    r_.timeline.push_back({SimTime::from_ns(t), state_,
+                           Seconds::of(static_cast<double>(work_ns_) * 1e-9),
+                           Seconds::of(static_cast<double>(committed_ns_) * 1e-9), rate_});
 }
 
 void JobLedger::commit() {
     committed_ns_ = snapshot_ns_;
-    r_.kept_run_ns += run_snapshot_ns_;
+    r_.kept_run += Duration::from_ns(run_snapshot_ns_);
     run_uncommitted_ns_ -= run_snapshot_ns_;
     run_snapshot_ns_ = 0;
 }
 
 void JobLedger::lose_uncommitted() {
-    r_.lost_work_ns += work_ns_ - committed_ns_;
+    r_.lost_work += Duration::from_ns(work_ns_ - committed_ns_);
     work_ns_ = committed_ns_;
-    r_.lost_run_ns += run_uncommitted_ns_;
+    r_.lost_run += Duration::from_ns(run_uncommitted_ns_);
     run_uncommitted_ns_ = 0;
     run_snapshot_ns_ = 0;
 }
@@ -69,12 +70,12 @@ void JobLedger::lose_step(std::int64_t step_ns) {
     std::int64_t lost = step_ns > 0 ? work_ns_ % step_ns : 0;
     lost = std::min(lost, work_ns_ - committed_ns_);
     work_ns_ -= lost;
-    r_.lost_work_ns += lost;
+    r_.lost_work += Duration::from_ns(lost);
     const std::int64_t wall =
         rate_ > 0.0 ? static_cast<std::int64_t>(std::ceil(static_cast<double>(lost) / rate_)) : 0;
     const std::int64_t moved = std::min(run_uncommitted_ns_, wall);
     run_uncommitted_ns_ -= moved;
-    r_.lost_run_ns += moved;
+    r_.lost_run += Duration::from_ns(moved);
 }
 
 void JobLedger::complete(std::int64_t t) {
@@ -87,8 +88,8 @@ void JobLedger::close(std::int64_t end, bool finished) {
     if (!finished) {
         advance(end);
     }
-    r_.work_ns = work_ns_;
-    r_.kept_run_ns += run_uncommitted_ns_;
+    r_.work = Duration::from_ns(work_ns_);
+    r_.kept_run += Duration::from_ns(run_uncommitted_ns_);
     run_uncommitted_ns_ = 0;
 }
 

@@ -15,7 +15,7 @@ namespace trnsim::reliability::detail {
 
 class JobLedger {
 public:
-    /// Accounts into `out` (its state_ns, timeline, kept and lost figures); `work_ns` is the
+    /// Accounts into `out` (its time_in_state, timeline, kept and lost figures); `work_ns` is the
     /// job's whole work; `record` keeps the timeline, `record_checkpoints` its checkpoint rows.
     JobLedger(ReplicationResult& out, std::int64_t work_ns, bool record, bool record_checkpoints)
         : r_(out), total_ns_(work_ns), record_(record), record_checkpoints_(record_checkpoints) {}

@@ -100,19 +100,19 @@ void OutageSchedule::arm(std::uint32_t slot, std::int64_t now) {
     ++c.gen;
     const FailureModel::Draw d =
         model_.draw(c.cls, layout_.component(c.cls, c.index), seed_, 0, c.blocks);
-    if (d.lifetime_s == std::numeric_limits<double>::infinity()) {
+    if (d.lifetime.seconds() == std::numeric_limits<double>::infinity()) {
         return;
     }
     c.process = d.process;
-    push(later(now, Duration::from_seconds_ceil(d.lifetime_s)), Kind::fail, slot, c.gen);
+    push(later(now, Duration::from_seconds_ceil(d.lifetime.seconds())), Kind::fail, slot, c.gen);
 }
 
 void OutageSchedule::go_down(std::int64_t unit, std::int64_t now, std::uint16_t process) {
     Unit& u = units_[static_cast<std::size_t>(unit)];
     if (!u.down) {
         u.down = true;
-        u.down_ns = now;
-        out_.push_back({now, static_cast<std::uint32_t>(unit), false, process});
+        u.down_since = SimTime::from_ns(now);
+        out_.push_back({SimTime::from_ns(now), static_cast<std::uint32_t>(unit), false, process});
     }
     ++u.gen; // a pending return is void
 }
@@ -239,7 +239,7 @@ std::optional<UnitTransition> OutageSchedule::next() {
                 d.unit = unit;
                 u.domain = it.a;
                 const RecoverySpec& r = spec_.recovery;
-                const std::int64_t from = std::max(it.t, later(u.down_ns, r.detection));
+                const std::int64_t from = std::max(it.t, later(u.down_since.ns(), r.detection));
                 push(later(from, r.restart), Kind::back, static_cast<std::uint32_t>(unit), u.gen);
             } else {
                 spares_.insert(std::lower_bound(spares_.begin(), spares_.end(), it.a), it.a);
@@ -250,7 +250,7 @@ std::optional<UnitTransition> OutageSchedule::next() {
             Unit& u = units_[it.a];
             if (it.gen == u.gen && u.down) {
                 u.down = false;
-                out_.push_back({it.t, it.a, true, 0});
+                out_.push_back({SimTime::from_ns(it.t), it.a, true, 0});
             }
             break;
         }

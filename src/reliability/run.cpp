@@ -14,20 +14,20 @@
 
 namespace trnsim::reliability {
 
-const std::vector<std::pair<const char*, double Metrics::*>>& metric_fields() {
-    static const std::vector<std::pair<const char*, double Metrics::*>> fields = {
-        {"wall_time_s", &Metrics::wall_time_s},
-        {"time_to_train_s", &Metrics::time_to_train_s},
-        {"ettr", &Metrics::ettr},
-        {"goodput", &Metrics::goodput},
-        {"interruptions", &Metrics::interruptions},
-        {"failures", &Metrics::failures},
-        {"lost_work_s", &Metrics::lost_work_s},
-        {"downtime_s", &Metrics::downtime_s},
-        {"checkpoint_overhead_s", &Metrics::checkpoint_overhead_s},
-        {"checkpoints", &Metrics::checkpoints},
-        {"cost_usd", &Metrics::cost_usd},
-        {"done", &Metrics::done},
+const std::vector<std::pair<const char*, MetricValue>>& metric_fields() {
+    static const std::vector<std::pair<const char*, MetricValue>> fields = {
+        {"wall_time_s", [](const Metrics& m) { return m.wall_time.seconds(); }},
+        {"time_to_train_s", [](const Metrics& m) { return m.time_to_train.seconds(); }},
+        {"ettr", [](const Metrics& m) { return m.ettr; }},
+        {"goodput", [](const Metrics& m) { return m.goodput; }},
+        {"interruptions", [](const Metrics& m) { return m.interruptions; }},
+        {"failures", [](const Metrics& m) { return m.failures; }},
+        {"lost_work_s", [](const Metrics& m) { return m.lost_work.seconds(); }},
+        {"downtime_s", [](const Metrics& m) { return m.downtime.seconds(); }},
+        {"checkpoint_overhead_s", [](const Metrics& m) { return m.checkpoint_overhead.seconds(); }},
+        {"checkpoints", [](const Metrics& m) { return m.checkpoints; }},
+        {"cost_usd", [](const Metrics& m) { return m.cost_usd; }},
+        {"done", [](const Metrics& m) { return m.done; }},
     };
     return fields;
 }
@@ -104,24 +104,26 @@ namespace {
 
 Metrics metrics_of(const ReplicationResult& r, const RunFacts& f, const JobModel& job) {
     Metrics m;
-    const auto seconds = [](std::int64_t ns) { return static_cast<double>(ns) * 1e-9; };
-    m.wall_time_s = seconds(r.wall_ns);
-    m.ettr = m.wall_time_s > 0.0 ? seconds(r.work_ns) / m.wall_time_s : 0.0;
-    m.goodput = m.ettr * static_cast<double>(job.tokens_per_step) / job.step_s;
-    m.time_to_train_s = r.done ? m.wall_time_s
-                               : (m.ettr > 0.0 ? f.work_s / m.ettr
-                                               : std::numeric_limits<double>::infinity());
+    m.wall_time = Seconds::of(r.wall.seconds());
+    m.ettr = m.wall_time.seconds() > 0.0 ? r.work.seconds() / m.wall_time.seconds() : 0.0;
+    m.goodput = m.ettr * static_cast<double>(job.tokens_per_step) / job.step.seconds();
+    m.time_to_train = r.done ? m.wall_time
+                             : Seconds::of(m.ettr > 0.0 ? f.work.seconds() / m.ettr
+                                                        : std::numeric_limits<double>::infinity());
     m.interruptions = static_cast<double>(r.interruptions);
     m.failures = static_cast<double>(r.failures);
-    m.lost_work_s = seconds(r.lost_work_ns);
-    const auto state = [&](JobState s) { return seconds(r.state_ns[static_cast<std::size_t>(s)]); };
-    m.downtime_s = state(JobState::detecting) + state(JobState::restarting) +
-                   state(JobState::loading) + state(JobState::waiting_for_spare);
-    m.checkpoint_overhead_s = state(JobState::checkpointing);
+    m.lost_work = Seconds::of(r.lost_work.seconds());
+    const auto state = [&](JobState s) {
+        return Seconds::of(r.time_in_state[static_cast<std::size_t>(s)].seconds());
+    };
+    m.downtime = state(JobState::detecting) + state(JobState::restarting) +
+                 state(JobState::loading) + state(JobState::waiting_for_spare);
+    m.checkpoint_overhead = state(JobState::checkpointing);
     m.checkpoints = static_cast<double>(r.checkpoints);
     const double instances =
         static_cast<double>((f.job_domains + f.spare_domains) * f.instances_per_domain);
-    m.cost_usd = instances * m.time_to_train_s / units::kSecondsPerHour * job.instance_hour_usd;
+    m.cost_usd =
+        instances * m.time_to_train.seconds() / units::kSecondsPerHour * job.instance_hour_usd;
     m.done = r.done ? 1.0 : 0.0;
     return m;
 }
@@ -130,7 +132,7 @@ Metrics metrics_of(const ReplicationResult& r, const RunFacts& f, const JobModel
 
 RunSummary simulate(const RunInput& input, const RunControl& control) {
     validate(input);
-    if (input.job.steps <= 0 || !(input.job.step_s > 0.0) || control.replications < 1) {
+    if (input.job.steps <= 0 || !(input.job.step.seconds() > 0.0) || control.replications < 1) {
         throw std::invalid_argument("reliability: a run needs steps, a step time and at least "
                                     "one replication");
     }
@@ -187,7 +189,7 @@ void detail::summarize(RunSummary& out, const RunInput& input) {
     for (const auto& [name, member] : metric_fields()) {
         std::vector<double> values;
         for (const Metrics& m : out.metrics) {
-            values.push_back(m.*member);
+            values.push_back(member(m));
         }
         out.estimates.push_back(estimate(values));
     }

@@ -42,7 +42,7 @@ void Controller::record(std::int64_t t, EventKind kind, engine::EntityId entity,
         return;
     }
     RunEvent ev;
-    ev.time_ns = t;
+    ev.time = SimTime::from_ns(t);
     ev.kind = kind;
     ev.domain = domain;
     ev.process = process;
@@ -70,7 +70,7 @@ double Controller::current_rate() {
     if (!step || !(*step > 0.0)) {
         return 0.0;
     }
-    double r = setup_.input.job.step_s / *step;
+    double r = setup_.input.job.step.seconds() / *step;
     if (replicas_.enabled()) {
         r *= replicas_.healthy_fraction();
     }
@@ -305,7 +305,7 @@ void Controller::finish(std::int64_t end, ReplicationResult& out) {
     // Progress not yet in a checkpoint when the run ends is kept: the job was not interrupted.
     ledger_.close(end, finished_);
     r_.done = finished_;
-    r_.wall_ns = finished_ ? end_ns_ : end;
+    r_.wall = Duration::from_ns(finished_ ? end_ns_ : end);
     out = std::move(r_);
 }
 

@@ -32,8 +32,9 @@ Setup::Setup(const RunInput& in)
     for (const Process& p : failures.processes()) {
         impact.push_back(layout.impact(p.cls, p.effect));
     }
-    work_ns = Duration::from_seconds_ceil(static_cast<double>(in.job.steps) * in.job.step_s).ns();
-    step_ns = Duration::from_seconds_ceil(in.job.step_s).ns();
+    work_ns =
+        Duration::from_seconds_ceil(static_cast<double>(in.job.steps) * in.job.step.seconds()).ns();
+    step_ns = Duration::from_seconds_ceil(in.job.step.seconds()).ns();
     for (const TraceFailure& t : in.spec.trace.failures) {
         trace.push_back({t.time.ns(), layout.component(t.component, t.index),
                          failures.trace_process(t.component, t.cause)});
@@ -74,17 +75,17 @@ CheckpointCosts Setup::costs(std::int64_t domains) const {
 
 Duration Setup::interval(std::int64_t domains) const {
     return checkpoint_interval(input.spec.checkpoint, costs(domains), job_failure_rate(domains),
-                               input.job.step_s)
+                               input.job.step.seconds())
         .every;
 }
 
 std::optional<double> Setup::step_time(std::int64_t domains, double f) const {
     if (domains == layout.job_domains() && f == 1.0) {
-        return input.job.step_s;
+        return input.job.step.seconds();
     }
     if (!input.job.step_time) {
         // No step model: the step time does not depend on the configuration.
-        return input.job.step_s;
+        return input.job.step.seconds();
     }
     const std::lock_guard<std::mutex> lock(step_mutex_);
     const auto key = std::make_pair(domains, f);
@@ -108,17 +109,18 @@ RunFacts Setup::facts() const {
     f.job_failure_rate = job_failure_rate(jobs);
     const CheckpointCosts c = costs(jobs);
     const CheckpointInterval chosen = checkpoint_interval(
-        input.spec.checkpoint, c, job_failure_rate(jobs), input.job.step_s);
-    f.checkpoint_interval_s = chosen.every.is_max() ? std::numeric_limits<double>::infinity()
-                                                    : chosen.every.seconds();
+        input.spec.checkpoint, c, job_failure_rate(jobs), input.job.step.seconds());
+    f.checkpoint_interval = Seconds::of(chosen.every.is_max()
+                                            ? std::numeric_limits<double>::infinity()
+                                            : chosen.every.seconds());
     f.checkpoint_interval_reason = chosen.reason;
-    f.checkpoint_daly_s = chosen.daly.seconds();
-    f.checkpoint_stall_s = c.stall.seconds();
-    f.checkpoint_background_s = c.background.seconds();
-    f.restore_s = c.restore.seconds();
-    f.replica_restore_s = c.replica_restore.seconds();
+    f.checkpoint_daly = Seconds::of(chosen.daly.seconds());
+    f.checkpoint_stall = Seconds::of(c.stall.seconds());
+    f.checkpoint_background = Seconds::of(c.background.seconds());
+    f.restore = Seconds::of(c.restore.seconds());
+    f.replica_restore = Seconds::of(c.replica_restore.seconds());
     f.checkpoint_size = input.job.checkpoint_size;
-    f.work_s = static_cast<double>(work_ns) * 1e-9;
+    f.work = Seconds::of(static_cast<double>(work_ns) * 1e-9);
     return f;
 }
 
@@ -178,7 +180,7 @@ void RunModel::arm(Sink& s, engine::EntityId id, std::int64_t now) {
         setup_.failures.draw(c.cls, id, seed_, replication_, c.blocks);
     c.flags &= static_cast<std::uint8_t>(~kFailed);
     c.process = d.process;
-    c.next_ns = later(now, Duration::from_seconds_ceil(d.lifetime_s));
+    c.next_ns = later(now, Duration::from_seconds_ceil(d.lifetime.seconds()));
     queue(s, id);
 }
 

@@ -39,7 +39,7 @@ struct RunTenant::Impl {
 
 RunTenant::RunTenant(const RunInput& input, const RunControl& control) {
     validate(input);
-    if (input.job.steps <= 0 || !(input.job.step_s > 0.0)) {
+    if (input.job.steps <= 0 || !(input.job.step.seconds() > 0.0)) {
         throw std::invalid_argument("reliability: a run needs steps and a step time");
     }
     impl_ = std::make_unique<Impl>(input, control);

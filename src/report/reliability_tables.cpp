@@ -41,13 +41,13 @@ void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& 
         const auto& x = r.replications[i];
         std::vector<results::Table::Value> row{static_cast<std::int64_t>(i)};
         for (const auto& [name, member] : reliability::metric_fields()) {
-            row.emplace_back(r.metrics[i].*member);
+            row.emplace_back(member(r.metrics[i]));
         }
         for (JobState s : kStates) {
-            row.emplace_back(static_cast<double>(x.state_ns[static_cast<std::size_t>(s)]) * 1e-9);
+            row.emplace_back(x.time_in_state[static_cast<std::size_t>(s)].seconds());
         }
-        row.emplace_back(static_cast<double>(x.kept_run_ns) * 1e-9);
-        row.emplace_back(static_cast<double>(x.lost_run_ns) * 1e-9);
+        row.emplace_back(x.kept_run.seconds());
+        row.emplace_back(x.lost_run.seconds());
         row.emplace_back(x.checkpoints_lost);
         row.emplace_back(x.spares_assigned);
         row.emplace_back(static_cast<std::int64_t>(x.engine_events));
@@ -68,7 +68,7 @@ void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& 
         causes.add_row({p.cause.substr(0, 32), std::string(reliability::to_string(p.cls)),
                         std::string(p.random ? reliability::to_string(p.kind) : "trace"),
                         std::string(reliability::to_string(r.impacts[i])),
-                        p.random ? p.mean_s : 0.0, r.mean_failures_by_process[i],
+                        p.random ? p.mean.seconds() : 0.0, r.mean_failures_by_process[i],
                         r.mean_interruptions_by_process[i]});
     }
     file.tables.emplace_back("/run/causes", std::move(causes));
@@ -85,7 +85,7 @@ void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& 
     events.add_int("domain");
     events.add_string("cause", 32);
     for (const auto& e : first.events) {
-        events.add_row({static_cast<double>(e.time_ns) * 1e-9, std::string(to_string(e.kind)),
+        events.add_row({e.time.seconds(), std::string(to_string(e.kind)),
                         std::string(e.component ? reliability::to_string(*e.component) : ""),
                         e.component_index, e.domain,
                         e.process >= 0 ? r.processes[static_cast<std::size_t>(e.process)]
@@ -101,8 +101,8 @@ void add_reliability_tables(results::ResultsFile& file, const sim::TrainingRun& 
     timeline.add_float("committed_s");
     timeline.add_float("rate");
     for (const auto& p : first.timeline) {
-        timeline.add_row({static_cast<double>(p.time_ns) * 1e-9, std::string(to_string(p.state)),
-                          p.progress_s, p.committed_s, p.rate});
+        timeline.add_row({p.time.seconds(), std::string(to_string(p.state)),
+                          p.progress.seconds(), p.committed.seconds(), p.rate});
     }
     file.tables.emplace_back("/run/timeline", std::move(timeline));
 }

@@ -27,16 +27,16 @@ std::vector<results::NamedValue> summary_values(const sim::TrainingRun& run, boo
         {"active_parameters", p.stats.active},
         {"tokens_per_step", p.tokens_per_step},
         {"steps", p.steps},
-        {"step_time_s", e.step_s},
+        {"step_time_s", e.step_time.seconds()},
         {"tokens_per_s", e.tokens_per_s},
         {"mfu", e.mfu},
         {"hfu", e.hfu},
         {"mbu", e.mbu},
-        {"exposed_comm_s", e.exposed_comm_s},
+        {"exposed_comm_s", e.exposed_comm.seconds()},
         {"bubble_fraction", e.bubble_fraction},
         {"memory_per_rank_bytes", p.memory.worst.total().count()},
         {"hbm_per_rank_bytes", p.memory.capacity_per_rank.count()},
-        {"time_to_train_s", run.time_to_train_s},
+        {"time_to_train_s", run.time_to_train.seconds()},
         {"instance_hours", run.instance_hours},
         {"cost_usd", run.cost_usd},
     };
@@ -46,12 +46,12 @@ std::vector<results::NamedValue> summary_values(const sim::TrainingRun& run, boo
     const reliability::RunSummary& r = *run.reliability;
     const auto& f = r.facts;
     v.insert(v.end(), {
-                          {"ideal_time_to_train_s", run.ideal_time_to_train_s},
+                          {"ideal_time_to_train_s", run.ideal_time_to_train.seconds()},
                           {"replications", static_cast<std::int64_t>(r.replications.size())},
                           {"spare_domains", f.spare_domains},
                           {"job_mtbf_s",
                            f.job_failure_rate > 0 ? 1.0 / f.job_failure_rate : HUGE_VAL},
-                          {"checkpoint_interval_s", f.checkpoint_interval_s},
+                          {"checkpoint_interval_s", f.checkpoint_interval.seconds()},
                           {"checkpoint_interval_reason",
                            std::string(reliability::to_string(f.checkpoint_interval_reason))},
                           {"checkpoint_bytes", f.checkpoint_size.count()},
@@ -77,7 +77,7 @@ std::optional<SlowestEntity> slowest_entity(const sim::StepSimResult& r) {
     }
     std::map<std::int32_t, std::vector<double>> by_stage;
     for (const auto& e : r.entities) {
-        by_stage[e.stage].push_back(e.compute_s);
+        by_stage[e.stage].push_back(e.compute.seconds());
     }
     std::map<std::int32_t, double> median;
     for (auto& [stage, times] : by_stage) {
@@ -88,7 +88,7 @@ std::optional<SlowestEntity> slowest_entity(const sim::StepSimResult& r) {
     std::optional<SlowestEntity> best;
     for (const auto& e : r.entities) {
         const double m = median[e.stage];
-        const double slowdown = m > 0.0 ? e.compute_s / m : 1.0;
+        const double slowdown = m > 0.0 ? e.compute.seconds() / m : 1.0;
         if (!best || slowdown > best->slowdown) {
             best = SlowestEntity{e.stage, e.replica, e.first_rank, e.ranks, e.speed, slowdown};
         }
@@ -161,7 +161,8 @@ void add_step_tables(results::ResultsFile& f, const sim::StepSimResult& r) {
     }
     for (const auto& t : r.entities) {
         e.add_row({t.first_rank, std::int64_t{t.ranks}, std::int64_t{t.stage}, t.replica, t.speed,
-                   t.compute_s, t.comm_s, t.bubble_s, t.idle_s, t.end_s});
+                   t.compute.seconds(), t.comm.seconds(), t.bubble.seconds(), t.idle.seconds(),
+                   t.end.seconds()});
     }
     f.tables.emplace_back("/step/entities", std::move(e));
 
@@ -187,7 +188,7 @@ void add_step_tables(results::ResultsFile& f, const sim::StepSimResult& r) {
     const std::pair<const char*, std::int64_t> cols[] = {
         {"entities", static_cast<std::int64_t>(st.entities)},
         {"partitions", std::int64_t{st.partitions}},
-        {"lookahead_ns", st.lookahead_ns},
+        {"lookahead_ns", st.lookahead.ns()},
         {"events", static_cast<std::int64_t>(st.events)},
         {"windows", static_cast<std::int64_t>(st.windows)},
         {"flows", static_cast<std::int64_t>(st.flows)},
@@ -216,7 +217,7 @@ results::TraceData step_trace(const config::ScenarioSpec& spec, const sim::StepS
     t.names = step.trace.names;
     t.slices.reserve(step.trace.spans.size());
     for (const auto& s : step.trace.spans) {
-        t.slices.push_back({s.rank, s.lane, s.start_ns, s.duration_ns, s.name});
+        t.slices.push_back({s.rank, s.lane, s.start, s.duration, s.name});
     }
     return t;
 }
@@ -281,8 +282,8 @@ results::ResultsFile run_results(const config::ScenarioSpec& spec, const sim::Tr
         const auto& st = p.stages[i];
         stages.add_row({static_cast<std::int64_t>(i), st.first_layer, st.layers(),
                         st.dense_layers, st.moe_layers, std::int64_t{st.has_embedding ? 1 : 0},
-                        std::int64_t{st.has_head ? 1 : 0}, e.stage_forward_s.at(i),
-                        e.stage_backward_s.at(i)});
+                        std::int64_t{st.has_head ? 1 : 0}, e.stage_forward.at(i).seconds(),
+                        e.stage_backward.at(i).seconds()});
     }
     f.tables.emplace_back("/plan/stages", std::move(stages));
     if (run.reliability) {

@@ -16,18 +16,18 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
     const serving::SlowestReplica& sr = slow ? *slow : none;
     std::vector<results::NamedValue> values = {
         {"requests", i64(s.requests)},
-        {"ttft_p50_s", s.ttft_p50_s},
-        {"ttft_p90_s", s.ttft_p90_s},
-        {"ttft_p99_s", s.ttft_p99_s},
-        {"tpot_p50_s", s.tpot_p50_s},
-        {"tpot_p90_s", s.tpot_p90_s},
-        {"tpot_p99_s", s.tpot_p99_s},
-        {"e2e_p50_s", s.e2e_p50_s},
-        {"e2e_p99_s", s.e2e_p99_s},
-        {"itl_p50_s", s.itl_p50_s},
-        {"itl_p99_s", s.itl_p99_s},
-        {"ttft_mean_s", s.ttft_mean_s},
-        {"tpot_mean_s", s.tpot_mean_s},
+        {"ttft_p50_s", s.ttft_p50.seconds()},
+        {"ttft_p90_s", s.ttft_p90.seconds()},
+        {"ttft_p99_s", s.ttft_p99.seconds()},
+        {"tpot_p50_s", s.tpot_p50.seconds()},
+        {"tpot_p90_s", s.tpot_p90.seconds()},
+        {"tpot_p99_s", s.tpot_p99.seconds()},
+        {"e2e_p50_s", s.e2e_p50.seconds()},
+        {"e2e_p99_s", s.e2e_p99.seconds()},
+        {"itl_p50_s", s.itl_p50.seconds()},
+        {"itl_p99_s", s.itl_p99.seconds()},
+        {"ttft_mean_s", s.ttft_mean.seconds()},
+        {"tpot_mean_s", s.tpot_mean.seconds()},
         {"output_tokens_per_s", s.output_tokens_per_s},
         {"goodput_requests_per_s", s.goodput_requests_per_s},
         {"slo_attainment", s.slo_attainment},
@@ -51,20 +51,20 @@ std::vector<results::NamedValue> serving_summary_values(const sim::ServingScenar
         {"outages", i64(st.outages)},
         {"availability", st.availability},
         {"spare_instances", i64(st.spare_instances)},
-        {"span_s", s.span_s},
-        {"simulated_s", st.end_s},
+        {"span_s", s.span.seconds()},
+        {"simulated_s", st.end.seconds()},
         {"kv_capacity_tokens_per_replica", run.memory.kv_capacity_tokens},
         {"weights_per_rank_bytes", run.memory.weights_per_rank.count()},
-        {"decode_iteration_s", run.decode_iteration_s},
+        {"decode_iteration_s", run.decode_iteration.seconds()},
         {"instance_hours", run.instance_hours},
         {"cost_usd", run.cost_usd},
         {"cost_per_million_output_tokens_usd", run.cost_per_million_output_tokens_usd},
         {"slowest_replica", slow ? i64(sr.replica) : std::int64_t{-1}},
         {"slowest_replica_requests", i64(sr.requests)},
-        {"slowest_replica_e2e_mean_s", sr.mean_e2e_s},
-        {"replica_e2e_mean_median_s", sr.median_e2e_s},
-        {"slowest_replica_tpot_p50_s", sr.tpot_p50_s},
-        {"replica_tpot_p50_median_s", sr.fleet_tpot_p50_s},
+        {"slowest_replica_e2e_mean_s", sr.mean_e2e.seconds()},
+        {"replica_e2e_mean_median_s", sr.median_e2e.seconds()},
+        {"slowest_replica_tpot_p50_s", sr.tpot_p50.seconds()},
+        {"replica_tpot_p50_median_s", sr.fleet_tpot_p50.seconds()},
         {"slowest_replica_slowdown", sr.slowdown},
     };
     if (s.unfinished > 0) {
@@ -101,9 +101,9 @@ results::ResultsFile serving_results(const config::ScenarioSpec& spec,
         const double tpot = spec.inference.slo.tpot.seconds();
         for (const serving::RequestRecord& r : run.run.requests) {
             const bool met = r.ttft_s() <= ttft && (r.output_tokens <= 1 || r.tpot_s() <= tpot);
-            t.add_row({static_cast<std::int64_t>(r.id), static_cast<double>(r.arrival_ns) * 1e-9,
-                       static_cast<double>(r.first_token_ns) * 1e-9,
-                       static_cast<double>(r.finish_ns) * 1e-9, std::int64_t{r.input_tokens},
+            t.add_row({static_cast<std::int64_t>(r.id), r.arrival.seconds(),
+                       r.first_token.seconds(),
+                       r.finish.seconds(), std::int64_t{r.input_tokens},
                        std::int64_t{r.output_tokens}, std::int64_t{r.replica},
                        std::int64_t{r.prefill_replica}, std::int64_t{r.preemptions},
                        std::int64_t{r.retries}, r.ttft_s(),
@@ -132,7 +132,7 @@ results::ResultsFile serving_results(const config::ScenarioSpec& spec,
     kv.add_float("time_s");
     kv.add_float("used_fraction");
     for (const sim::KvSample& k : run.run.kv_series) {
-        kv.add_row({k.time_s, k.used_fraction});
+        kv.add_row({k.time.seconds(), k.used_fraction});
     }
     f.tables.emplace_back("/serving/kv", std::move(kv));
     return f;

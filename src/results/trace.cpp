@@ -36,8 +36,8 @@ PendingFile stage_chrome_trace(const std::string& path, const TraceData& trace) 
                           {"name", trace.names[s.name]},
                           {"pid", s.process},
                           {"tid", s.thread},
-                          {"ts", static_cast<double>(s.start_ns) / 1e3},
-                          {"dur", static_cast<double>(s.duration_ns) / 1e3}});
+                          {"ts", static_cast<double>(s.start.ns()) / 1e3},
+                          {"dur", static_cast<double>(s.duration.ns()) / 1e3}});
     }
     json doc = {{"traceEvents", std::move(events)},
                 {"displayTimeUnit", "ms"},

@@ -125,11 +125,11 @@ RankParams rank_params(const Dims& d) {
 }
 
 IterationBreakdown scaled(IterationBreakdown b, double k) {
-    b.decode_kernel_s *= k;
-    b.prefill_kernel_s *= k;
-    b.collective_s *= k;
-    b.matmul_s *= k;
-    b.attention_s *= k;
+    b.decode_kernel = b.decode_kernel * k;
+    b.prefill_kernel = b.prefill_kernel * k;
+    b.collective_time = b.collective_time * k;
+    b.matmul = b.matmul * k;
+    b.attention = b.attention * k;
     b.kernels *= k;
     b.collectives *= k;
     b.graphs *= k;
@@ -140,17 +140,17 @@ IterationBreakdown scaled(IterationBreakdown b, double k) {
 } // namespace
 
 double IterationBreakdown::seconds(const compute::ServingCosts& c) const {
-    return decode_kernel_s + prefill_kernel_s + collective_s +
+    return decode_kernel.seconds() + prefill_kernel.seconds() + collective_time.seconds() +
            kernels * c.kernel_overhead.seconds() + graphs * c.iteration_overhead.seconds() +
            prefill_graphs * c.prefill_graph_overhead.seconds();
 }
 
 IterationBreakdown& IterationBreakdown::operator+=(const IterationBreakdown& o) {
-    decode_kernel_s += o.decode_kernel_s;
-    prefill_kernel_s += o.prefill_kernel_s;
-    collective_s += o.collective_s;
-    matmul_s += o.matmul_s;
-    attention_s += o.attention_s;
+    decode_kernel += o.decode_kernel;
+    prefill_kernel += o.prefill_kernel;
+    collective_time += o.collective_time;
+    matmul += o.matmul;
+    attention += o.attention;
     kernels += o.kernels;
     collectives += o.collectives;
     graphs += o.graphs;
@@ -228,11 +228,11 @@ public:
     }
 
     void add(double s, Cat c) {
-        (prefill_ ? b.prefill_kernel_s : b.decode_kernel_s) += s;
+        (prefill_ ? b.prefill_kernel : b.decode_kernel) += Seconds::of(s);
         if (c == Cat::matmul) {
-            b.matmul_s += s;
+            b.matmul += Seconds::of(s);
         } else if (c == Cat::attention) {
-            b.attention_s += s;
+            b.attention += Seconds::of(s);
         }
         b.kernels += 1.0;
     }
@@ -305,7 +305,7 @@ public:
         if (g.size() <= 1 || bytes <= 0.0) {
             return;
         }
-        b.collective_s += network::collective_seconds(op, bytes, g);
+        b.collective_time += Seconds::of(network::collective_seconds(op, bytes, g));
         b.collectives += 1.0;
     }
 

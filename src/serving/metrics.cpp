@@ -73,8 +73,8 @@ ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& 
         s.input_tokens += static_cast<std::uint64_t>(r.input_tokens);
         s.preempted_requests += r.preemptions > 0 ? 1 : 0;
         s.retried_requests += r.retries > 0 ? 1 : 0;
-        first = std::min(first, r.arrival_ns);
-        last = std::max(last, r.finish_ns);
+        first = std::min(first, r.arrival.ns());
+        last = std::max(last, r.finish.ns());
         const double t1 = r.ttft_s();
         ttft.push_back(t1);
         ttft_sum += t1;
@@ -96,23 +96,23 @@ ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& 
     const std::vector<double> t1 = percentiles(ttft, {0.50, 0.90, 0.99});
     const std::vector<double> tp = percentiles(tpot, {0.50, 0.90, 0.99});
     const std::vector<double> e = percentiles(e2e, {0.50, 0.99});
-    s.ttft_p50_s = t1[0];
-    s.ttft_p90_s = t1[1];
-    s.ttft_p99_s = t1[2];
+    s.ttft_p50 = Seconds::of(t1[0]);
+    s.ttft_p90 = Seconds::of(t1[1]);
+    s.ttft_p99 = Seconds::of(t1[2]);
     // Undefined when every request had one output token (not zero, which would meet any
     // TPOT objective).
     const double none = std::numeric_limits<double>::quiet_NaN();
-    s.tpot_p50_s = tpot.empty() ? none : tp[0];
-    s.tpot_p90_s = tpot.empty() ? none : tp[1];
-    s.tpot_p99_s = tpot.empty() ? none : tp[2];
-    s.e2e_p50_s = e[0];
-    s.e2e_p99_s = e[1];
-    s.ttft_mean_s = ttft_sum / static_cast<double>(s.requests);
-    s.tpot_mean_s = tpot.empty() ? none : tpot_sum / static_cast<double>(tpot.size());
-    s.span_s = static_cast<double>(last - first) * 1e-9;
-    if (s.span_s > 0.0) {
-        s.output_tokens_per_s = static_cast<double>(s.output_tokens) / s.span_s;
-        s.goodput_requests_per_s = static_cast<double>(s.met_slo) / s.span_s;
+    s.tpot_p50 = Seconds::of(tpot.empty() ? none : tp[0]);
+    s.tpot_p90 = Seconds::of(tpot.empty() ? none : tp[1]);
+    s.tpot_p99 = Seconds::of(tpot.empty() ? none : tp[2]);
+    s.e2e_p50 = Seconds::of(e[0]);
+    s.e2e_p99 = Seconds::of(e[1]);
+    s.ttft_mean = Seconds::of(ttft_sum / static_cast<double>(s.requests));
+    s.tpot_mean = Seconds::of(tpot.empty() ? none : tpot_sum / static_cast<double>(tpot.size()));
+    s.span = Seconds::of(static_cast<double>(last - first) * 1e-9);
+    if (s.span.seconds() > 0.0) {
+        s.output_tokens_per_s = static_cast<double>(s.output_tokens) / s.span.seconds();
+        s.goodput_requests_per_s = static_cast<double>(s.met_slo) / s.span.seconds();
     }
     s.slo_attainment = static_cast<double>(s.met_slo) / static_cast<double>(s.requests);
     return s;
@@ -166,9 +166,9 @@ double gap_percentile_s(std::span<const TokenGap> gaps, double p) {
 
 void add_itl(ServingSummary& summary, std::vector<TokenGap> gaps) {
     compact_gaps(gaps);
-    summary.itl_p50_s = gap_percentile_s(gaps, 0.5);
-    summary.itl_p90_s = gap_percentile_s(gaps, 0.9);
-    summary.itl_p99_s = gap_percentile_s(gaps, 0.99);
+    summary.itl_p50 = Seconds::of(gap_percentile_s(gaps, 0.5));
+    summary.itl_p90 = Seconds::of(gap_percentile_s(gaps, 0.9));
+    summary.itl_p99 = Seconds::of(gap_percentile_s(gaps, 0.99));
     double sum = 0.0;
     std::int64_t n = 0;
     for (const TokenGap& g : gaps) {
@@ -176,7 +176,7 @@ void add_itl(ServingSummary& summary, std::vector<TokenGap> gaps) {
         n += g.count;
     }
     summary.itl_count = static_cast<std::uint64_t>(n);
-    summary.itl_mean_s = n > 0 ? sum / static_cast<double>(n) * 1e-9 : 0.0;
+    summary.itl_mean = Seconds::of(n > 0 ? sum / static_cast<double>(n) * 1e-9 : 0.0);
 }
 
 } // namespace trnsim::serving
@@ -213,19 +213,20 @@ std::optional<SlowestReplica> slowest_replica(std::span<const RequestRecord> rec
         const double tpot = percentile_sorted(a.tpot, 0.5);
         means.push_back(mean);
         tpots.push_back(tpot);
-        if (!found || mean > best.mean_e2e_s) {
+        if (!found || mean > best.mean_e2e.seconds()) {
             best.replica = replica;
             best.requests = a.n;
-            best.mean_e2e_s = mean;
-            best.tpot_p50_s = tpot;
+            best.mean_e2e = Seconds::of(mean);
+            best.tpot_p50 = Seconds::of(tpot);
             found = true;
         }
     }
     std::sort(means.begin(), means.end());
     std::sort(tpots.begin(), tpots.end());
-    best.median_e2e_s = percentile_sorted(means, 0.5);
-    best.fleet_tpot_p50_s = percentile_sorted(tpots, 0.5);
-    best.slowdown = best.median_e2e_s > 0.0 ? best.mean_e2e_s / best.median_e2e_s : 1.0;
+    best.median_e2e = Seconds::of(percentile_sorted(means, 0.5));
+    best.fleet_tpot_p50 = Seconds::of(percentile_sorted(tpots, 0.5));
+    best.slowdown =
+        best.median_e2e.seconds() > 0.0 ? best.mean_e2e.seconds() / best.median_e2e.seconds() : 1.0;
     best.replicas = static_cast<std::uint32_t>(by_replica.size());
     return best;
 }

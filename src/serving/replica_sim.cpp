@@ -121,7 +121,7 @@ ReplicaRun run(const InferenceSpec& spec, const IterationCost& cost, std::int64_
             }
             RequestRecord& rec = out.records[r.id];
             rec.id = r.id;
-            rec.arrival_ns = ta;
+            rec.arrival = SimTime::from_ns(ta);
             rec.input_tokens = static_cast<std::int32_t>(r.input_tokens);
             rec.output_tokens = static_cast<std::int32_t>(r.output_tokens);
             sched.add(r);
@@ -136,10 +136,10 @@ ReplicaRun run(const InferenceSpec& spec, const IterationCost& cost, std::int64_
         if (sched.busy()) {
             for (const Completion& c : sched.end()) {
                 RequestRecord& rec = out.records[c.request];
-                rec.first_token_ns = c.first_token_ns;
-                rec.finish_ns = c.time_ns;
+                rec.first_token = c.first_token;
+                rec.finish = c.time;
                 rec.preemptions = c.preemptions;
-                last = c.time_ns;
+                last = c.time.ns();
                 feed.finished(tb);
             }
             if (options.check_invariants) {

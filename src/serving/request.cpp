@@ -314,7 +314,7 @@ SimTime RequestSource::next_arrival(std::uint64_t index, SimTime previous) const
         const std::uint64_t n = trace_->size();
         const auto pass = static_cast<std::int64_t>(index / n);
         return SimTime::from_ns(pass * trace_period_ns_ +
-                                trace_->arrival_ns[static_cast<std::size_t>(index % n)]);
+                                trace_->arrival[static_cast<std::size_t>(index % n)].ns());
     }
     case A::closed_loop:
         break;

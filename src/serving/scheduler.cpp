@@ -84,7 +84,7 @@ void ReplicaScheduler::add_transferred(const Request& r, std::int64_t first_toke
     Seq& q = seqs[s];
     q.state = SeqState::waiting;
     q.transferred = true;
-    q.first_token_ns = first_token_ns;
+    q.first_token = SimTime::from_ns(first_token_ns);
     q.preemptions = preemptions;
     q.generated = 1;
     q.kv = r.input_tokens;
@@ -163,7 +163,7 @@ const std::vector<Completion>& ReplicaScheduler::end() {
     const IterationShape& sh = step_.shape;
     ++stats_.steps;
     stats_.iterations += static_cast<std::uint64_t>(n);
-    stats_.busy_ns += static_cast<std::uint64_t>(n * step_.d);
+    stats_.busy += Duration::from_ns(n * step_.d);
     if (sh.prefill_sequences > 0) {
         ++stats_.prefill_iterations;
     }
@@ -271,8 +271,8 @@ Completion ReplicaScheduler::completion(Completion::Kind kind, const Seq& q, std
     Completion c;
     c.kind = kind;
     c.request = q.req.id;
-    c.first_token_ns = q.first_token_ns;
-    c.time_ns = t;
+    c.first_token = q.first_token;
+    c.time = SimTime::from_ns(t);
     c.preemptions = q.preemptions;
     return c;
 }
@@ -280,10 +280,10 @@ Completion ReplicaScheduler::completion(Completion::Kind kind, const Seq& q, std
 void ReplicaScheduler::finish_prefill(std::uint32_t s, std::int64_t t) {
     SequenceTable& seqs = batch_.seqs();
     Seq& q = seqs[s];
-    if (q.first_token_ns < 0) {
-        q.first_token_ns = t;
+    if (q.first_token.ns() < 0) {
+        q.first_token = SimTime::from_ns(t);
     } else if (q.generated > 0) {
-        gaps_.record(t - q.tok_ns, 1); // a recompute's token, after a preemption
+        gaps_.record(t - q.tok.ns(), 1); // a recompute's token, after a preemption
     }
     gaps_.stamp(q, t);
     ++q.generated;

@@ -166,7 +166,7 @@ AzureTrace parse_azure_trace(std::string_view text, const std::string& name, dou
                           std::string(row.substr(0, 80)) + "'");
     }
     const std::size_t estimate = text.size() / 36 + 1; // a row is about 36 bytes
-    t.arrival_ns.reserve(estimate);
+    t.arrival.reserve(estimate);
     t.input_tokens.reserve(estimate);
     t.output_tokens.reserve(estimate);
     std::int64_t first = 0, previous = 0;
@@ -197,7 +197,7 @@ AzureTrace parse_azure_trace(std::string_view text, const std::string& name, dou
         const std::int64_t in = parse_tokens(row.substr(c1 + 1, c2 - c1 - 1), "ContextTokens",
                                              name, line);
         const std::int64_t out = parse_tokens(row.substr(c2 + 1), "GeneratedTokens", name, line);
-        if (t.arrival_ns.empty()) {
+        if (t.arrival.empty()) {
             first = ns;
         } else if (ns < previous) {
             fail(name, line, "TIMESTAMP " + std::string(stamp) +
@@ -205,13 +205,12 @@ AzureTrace parse_azure_trace(std::string_view text, const std::string& name, dou
         }
         previous = ns;
         const std::int64_t rel = ns - first;
-        t.arrival_ns.push_back(speedup == 1.0
-                                   ? rel
-                                   : std::llround(static_cast<double>(rel) / speedup));
+        t.arrival.push_back(Duration::from_ns(
+            speedup == 1.0 ? rel : std::llround(static_cast<double>(rel) / speedup)));
         t.input_tokens.push_back(in);
         t.output_tokens.push_back(out);
     }
-    if (t.arrival_ns.empty()) {
+    if (t.arrival.empty()) {
         fail(name, line, "the trace has no requests");
     }
     return t;

@@ -254,21 +254,22 @@ StepEstimate estimate_step(const workload::Plan& plan) {
     const StageTimes& slow = full.stages[static_cast<std::size_t>(full.slowest)];
 
     StepEstimate e;
-    e.step_s = full.step;
-    e.forward_s = slow.forward;
-    e.backward_s = slow.backward;
-    e.pipeline_s = full.pipeline;
-    e.bubble_s = full.bubble;
+    e.step_time = Seconds::of(full.step);
+    e.forward = Seconds::of(slow.forward);
+    e.backward = Seconds::of(slow.backward);
+    e.pipeline = Seconds::of(full.pipeline);
+    e.bubble = Seconds::of(full.bubble);
     e.slowest_stage = full.slowest;
     for (const auto& s : full.stages) {
-        e.stage_forward_s.push_back(s.forward);
-        e.stage_backward_s.push_back(s.backward);
-        e.grad_sync_exposed_s = std::max(e.grad_sync_exposed_s, s.grad_sync_exposed);
-        e.optimizer_s = std::max(e.optimizer_s, s.optimizer);
-        e.param_gather_s = std::max(e.param_gather_s, s.param_gather);
+        e.stage_forward.push_back(Seconds::of(s.forward));
+        e.stage_backward.push_back(Seconds::of(s.backward));
+        e.grad_sync_exposed =
+            Seconds::of(std::max(e.grad_sync_exposed.seconds(), s.grad_sync_exposed));
+        e.optimizer = Seconds::of(std::max(e.optimizer.seconds(), s.optimizer));
+        e.param_gather = Seconds::of(std::max(e.param_gather.seconds(), s.param_gather));
         e.hbm_bytes_per_rank = std::max(e.hbm_bytes_per_rank, s.hbm_bytes_per_step);
     }
-    e.exposed_comm_s = std::max(0.0, full.step - free_comm.step);
+    e.exposed_comm = Seconds::of(std::max(0.0, full.step - free_comm.step));
 
     const auto& t = plan.training;
     const double tokens = static_cast<double>(plan.tokens_per_step);
@@ -276,13 +277,13 @@ StepEstimate estimate_step(const workload::Plan& plan) {
     e.hardware_flops = e.model_flops + recompute_flops(plan, prog, coster);
     const double peak =
         plan.chip.peak(t.precision).per_s() * static_cast<double>(plan.cluster.chips());
-    e.tokens_per_s = tokens / e.step_s;
-    e.mfu = e.model_flops / (e.step_s * peak);
-    e.hfu = e.hardware_flops / (e.step_s * peak);
+    e.tokens_per_s = tokens / e.step_time.seconds();
+    e.mfu = e.model_flops / (e.step_time.seconds() * peak);
+    e.hfu = e.hardware_flops / (e.step_time.seconds() * peak);
     const double hbm_per_rank =
         plan.chip.hbm_bandwidth.bytes_per_s() / static_cast<double>(plan.ranks_per_chip);
-    e.mbu = e.hbm_bytes_per_rank / (e.step_s * hbm_per_rank);
-    e.bubble_fraction = e.bubble_s / e.step_s;
+    e.mbu = e.hbm_bytes_per_rank / (e.step_time.seconds() * hbm_per_rank);
+    e.bubble_fraction = e.bubble.seconds() / e.step_time.seconds();
     e.breakdown = breakdown(plan, prog, full.slowest, coster);
     return e;
 }

@@ -160,7 +160,8 @@ CollectiveBenchResult run_collective_bench(const CollectiveBenchSpec& spec,
         row.bytes = size;
         row.algorithm = plan.algorithm;
         row.phases = plan.total_phases();
-        const auto result = network::simulate_collectives(fabric, {{std::move(plan), 0}}, local, options);
+        const auto result = network::simulate_collectives(
+            fabric, {{std::move(plan), SimTime::zero()}}, local, options);
         row.seconds = result[0].seconds();
         row.algbw = size / row.seconds;
         row.busbw = row.algbw * factor;

@@ -32,7 +32,7 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
     in.hardware.host_memory = chip.instance.host_memory;
     reliability::JobModel& job = in.job;
     job.steps = plan.steps;
-    job.step_s = step.step_s;
+    job.step = step.step_time;
     job.tokens_per_step = plan.tokens_per_step;
     job.tp = plan.tp * plan.cp; // ranks of a replica per pipeline stage, in rank order
     job.dp = plan.dp;
@@ -49,7 +49,7 @@ reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
         try {
             return estimate_step(workload::build_plan(training, slower, spec.hardware.lnc, cluster,
                                                       spec.hardware.hbm_reserve))
-                .step_s;
+                .step_time.seconds();
         } catch (const InputError&) {
             return std::nullopt; // the job does not fit or divide on that many domains
         }
@@ -222,16 +222,17 @@ TrainingPrep prepare_training(const config::ScenarioSpec& spec, const RunOptions
         const topology::Fabric fabric = step_fabric(spec, run.plan);
         const auto t0 = std::chrono::steady_clock::now();
         run.step_sim = simulate_step(run.plan, fabric, step_options(spec, run.plan));
-        run.step_sim_wall_s =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        run.step_sim_wall = Seconds::of(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
         run.step = run.step_sim->estimate;
         break;
     }
     }
-    run.ideal_time_to_train_s = static_cast<double>(run.plan.steps) * run.step.step_s;
-    run.time_to_train_s = run.ideal_time_to_train_s;
-    run.instance_hours = static_cast<double>(run.plan.cluster.instances()) * run.time_to_train_s /
-                         units::kSecondsPerHour;
+    run.ideal_time_to_train =
+        Seconds::of(static_cast<double>(run.plan.steps) * run.step.step_time.seconds());
+    run.time_to_train = run.ideal_time_to_train;
+    run.instance_hours = static_cast<double>(run.plan.cluster.instances()) *
+                         run.time_to_train.seconds() / units::kSecondsPerHour;
     run.cost_usd = run.instance_hours * spec.cost.instance_hour.usd();
     if (spec.reliability.enabled) {
         reliability::RunControl& control = prep.control;
@@ -246,7 +247,8 @@ TrainingPrep prepare_training(const config::ScenarioSpec& spec, const RunOptions
         reliability::RunInput input = reliability_input(spec, run.plan, run.step);
         if (run.step_sim) {
             // Degraded clusters: the analytic step, scaled as the simulation scaled the full one.
-            const double scale = run.step.step_s / estimate_step(run.plan).step_s;
+            const double scale =
+                run.step.step_time.seconds() / estimate_step(run.plan).step_time.seconds();
             auto analytic = input.job.step_time;
             input.job.step_time = [analytic, scale](std::int64_t domains,
                                                     double efa) -> std::optional<double> {
@@ -263,10 +265,10 @@ void complete_training(TrainingRun& run, const config::ScenarioSpec& spec,
                        reliability::RunSummary summary) {
     run.reliability = std::move(summary);
     const reliability::RunSummary& r = *run.reliability;
-    run.time_to_train_s = r.estimate("time_to_train_s").mean;
+    run.time_to_train = Seconds::of(r.estimate("time_to_train_s").mean);
     run.instance_hours = static_cast<double>((r.facts.job_domains + r.facts.spare_domains) *
                                              r.facts.instances_per_domain) *
-                         run.time_to_train_s / units::kSecondsPerHour;
+                         run.time_to_train.seconds() / units::kSecondsPerHour;
     run.cost_usd = run.instance_hours * spec.cost.instance_hour.usd();
 }
 

@@ -158,7 +158,7 @@ ServingRun ServeFleet::finish(const engine::RunStats& run, Duration lookahead) {
     // (ServingSummary::unfinished).
     for (const RequestRecord& r : records) {
         if (r.finished()) {
-            end = std::max(end, r.finish_ns);
+            end = std::max(end, r.finish.ns());
         }
     }
     std::vector<serving::TokenGap> gaps;
@@ -185,10 +185,11 @@ ServingRun ServeFleet::finish(const engine::RunStats& run, Duration lookahead) {
     st.remote_events = run.remote_events;
     st.windows = run.windows;
     st.shared_windows = run.shared_windows;
-    st.lookahead_ns = lookahead.ns();
-    st.router_latency_ns = std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1);
+    st.lookahead = lookahead;
+    st.router_latency =
+        Duration::from_ns(std::max<std::int64_t>(in.spec.serving.router_latency.ns(), 1));
     st.threads = run.threads;
-    st.end_s = static_cast<double>(end) * 1e-9;
+    st.end = Seconds::of(static_cast<double>(end) * 1e-9);
     return out;
 }
 

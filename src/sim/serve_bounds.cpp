@@ -49,7 +49,7 @@ double mean_of(const TokenDistribution& d, const serving::AzureTrace* trace, boo
 
 /// The mean lifetime the check uses: a good component's, a bad one's when all are bad.
 double mean_lifetime(const reliability::Process& p) {
-    return p.mean_s / (p.bad_fraction >= 1.0 ? p.bad_multiplier : 1.0);
+    return p.mean.seconds() / (p.bad_fraction >= 1.0 ? p.bad_multiplier : 1.0);
 }
 
 /// -ln S_p(t) of one component (serve_bounds.hpp), +inf when it cannot survive t.

@@ -77,7 +77,7 @@ void ServeFailures::next_outage(ServeContext& ctx, std::uint32_t k) {
         if (shard_of_domain_[t->unit] == k) {
             sh.pending = *t;
             sh.pending_open = true;
-            ctx.schedule_at_ns(sh.router, t->time_ns, kOutage, 0);
+            ctx.schedule_at_ns(sh.router, t->time.ns(), kOutage, 0);
             return;
         }
     }
@@ -111,14 +111,14 @@ void ServeFailures::transition(ServeContext& ctx, std::uint32_t k,
 void ServeFailures::catch_up(std::int64_t done) {
     for (std::uint32_t k = 0; k < shards_.size(); ++k) {
         ShardOutages& sh = shards_[k];
-        while (sh.outages && sh.pending_open && sh.pending.time_ns < done) {
+        while (sh.outages && sh.pending_open && sh.pending.time.ns() < done) {
             const reliability::UnitTransition& t = sh.pending;
             const std::uint32_t d = t.unit;
             if (!t.up) {
                 ++sh.outages_count;
-                down_since_[d] = t.time_ns;
+                down_since_[d] = t.time.ns();
             } else {
-                sh.down_replica_ns += static_cast<double>(t.time_ns - down_since_[d]) *
+                sh.down_replica_ns += static_cast<double>(t.time.ns() - down_since_[d]) *
                                       static_cast<double>(domain_reps_[d].size());
                 down_since_[d] = -1;
             }
@@ -148,7 +148,7 @@ void ServeFailures::add_stats(std::int64_t end, std::size_t replicas,
                     static_cast<double>(domain_reps_[d].size());
         }
     }
-    st.replica_down_s = down * 1e-9;
+    st.replica_down = Seconds::of(down * 1e-9);
     const double total = static_cast<double>(replicas) * static_cast<double>(end);
     st.availability = total > 0.0 ? 1.0 - down / total : 1.0;
     if (layout_) {

@@ -13,7 +13,7 @@ using serving::RequestRecord;
 Request request_of(const Slot& s, std::int64_t prefix_tokens) {
     Request r;
     r.id = s.rec.id;
-    r.arrival = SimTime::from_ns(s.rec.arrival_ns);
+    r.arrival = s.rec.arrival;
     r.input_tokens = s.rec.input_tokens;
     r.output_tokens = s.rec.output_tokens;
     r.prefix_id = s.prefix_id;

@@ -69,7 +69,7 @@ void ServeReplicas::finish(std::int64_t end, ServingRun& out,
         gaps.insert(gaps.end(), g.begin(), g.end());
         out.stats.prefix_hits += st.prefix_hits;
         out.stats.prefix_hit_tokens += st.prefix_hit_tokens;
-        out.stats.busy_s += static_cast<double>(st.busy_ns) * 1e-9;
+        out.stats.busy += Seconds::of(st.busy.seconds());
         out.stats.prefill_tokens += st.prefill_tokens;
         out.stats.decode_tokens += st.decode_tokens;
         out.stats.kv_tokens_touched += st.kv_tokens_touched;
@@ -87,7 +87,8 @@ void ServeReplicas::finish(std::int64_t end, ServingRun& out,
             for (const Replica& rep : reps_) {
                 used += rep.samples[k];
             }
-            out.kv_series[k].time_s = static_cast<double>(k) * in_.options.kv_sample.seconds();
+            out.kv_series[k].time =
+                Seconds::of(static_cast<double>(k) * in_.options.kv_sample.seconds());
             out.kv_series[k].used_fraction =
                 static_cast<double>(used) / static_cast<double>(capacity);
         }
@@ -209,12 +210,12 @@ void ServeReplicas::transfer_ended(ServeContext& ctx, std::uint32_t r, const eng
         (std::uint64_t{s.handoff_epoch} << 32) | std::uint64_t{s.handoff};
     ctx.schedule_at_ns(replica_entity(s.rec.prefill_replica), ctx.now_ns() + hop_, kRelease,
                        release);
-    if (e.type == kKvCancelled || rep.down || s.rec.first_token_ns <= rep.down_ns) {
+    if (e.type == kKvCancelled || rep.down || s.rec.first_token.ns() <= rep.down_ns) {
         // This replica failed after the transfer started: the cache never landed.
         drop(ctx, r, id, kAtDecode, r);
         return;
     }
-    rep.sched.add_transferred(request_of(s, prefix_tokens_), s.rec.first_token_ns,
+    rep.sched.add_transferred(request_of(s, prefix_tokens_), s.rec.first_token.ns(),
                               s.rec.preemptions);
     ++rep.transfers;
     rep.transfer_bytes += transfers_->bytes_of(s.rec.input_tokens);
@@ -252,10 +253,10 @@ void ServeReplicas::poke(ServeContext& ctx, std::uint32_t r, std::int64_t now) {
 
 void ServeReplicas::completed(ServeContext& ctx, std::uint32_t r, const Completion& c) {
     Slot& s = records_.slot(c.request);
-    s.rec.first_token_ns = c.first_token_ns;
+    s.rec.first_token = c.first_token;
     s.rec.preemptions = c.preemptions;
     if (c.kind == Completion::Kind::finished) {
-        s.rec.finish_ns = c.time_ns;
+        s.rec.finish = c.time;
         s.rec.replica = r;
         if (reports_) {
             ctx.schedule_at_ns(router_of_[r], ctx.now_ns() + hop_, kReport, r, kFinished);

@@ -188,7 +188,7 @@ bool ServeRouter::issue(ServeContext& ctx, RouterShard& sh, std::int64_t now) {
     Slot& s = records_.add(sh.index);
     const serving::Request r = source_.request(id, SimTime::from_ns(now));
     s.rec.id = id;
-    s.rec.arrival_ns = now;
+    s.rec.arrival = SimTime::from_ns(now);
     s.rec.input_tokens = static_cast<std::int32_t>(r.input_tokens);
     s.rec.output_tokens = static_cast<std::int32_t>(r.output_tokens);
     s.prefix_id = r.prefix_id;

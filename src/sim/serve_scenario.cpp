@@ -100,7 +100,7 @@ ServingScenarioRun detail::serving_outcome(const config::ScenarioSpec& spec,
                                            double wall_s) {
     ServingScenarioRun out;
     out.run = std::move(run);
-    out.wall_s = wall_s;
+    out.wall = Seconds::of(wall_s);
 
     const compute::ChipSpec& chip = spec.hardware.chip;
     const cluster::ClusterShape shape = cluster::Hierarchy::shape_of(chip, spec.cluster);
@@ -116,7 +116,7 @@ ServingScenarioRun detail::serving_outcome(const config::ScenarioSpec& spec,
     const serving::ServingSummary& sum = out.run.summary;
     // Spare instances are paid for like the cluster's.
     out.instance_hours = static_cast<double>(shape.instances + out.run.stats.spare_instances) *
-                         out.run.stats.end_s / 3600.0;
+                         out.run.stats.end.seconds() / 3600.0;
     out.cost_usd = out.instance_hours * spec.cost.instance_hour.usd();
     out.cost_per_million_output_tokens_usd =
         sum.output_tokens > 0 ? out.cost_usd / static_cast<double>(sum.output_tokens) * 1e6
@@ -131,7 +131,7 @@ ServingScenarioRun detail::serving_outcome(const config::ScenarioSpec& spec,
                          rs.kv_tokens_touched *
                              static_cast<double>(out.memory.kv_per_token_per_rank.count());
     const double in_service_s =
-        static_cast<double>(rs.replicas) * rs.end_s - rs.replica_down_s;
+        static_cast<double>(rs.replicas) * rs.end.seconds() - rs.replica_down.seconds();
     const serving::InferenceSpec& inf = spec.inference;
     const double flops =
         2.0 * static_cast<double>(workload::compute_stats(inf.model).active) /
@@ -143,8 +143,8 @@ ServingScenarioRun detail::serving_outcome(const config::ScenarioSpec& spec,
         out.mbu = bytes / (in_service_s * rank_bw);
         out.mfu = flops / (in_service_s * rank_peak);
     }
-    if (rs.busy_s > 0.0) {
-        out.mbu_busy = bytes / (rs.busy_s * rank_bw);
+    if (rs.busy.seconds() > 0.0) {
+        out.mbu_busy = bytes / (rs.busy.seconds() * rank_bw);
     }
 
     // MBU of a decode iteration at the compiled batch and the mean served context.
@@ -160,12 +160,13 @@ ServingScenarioRun detail::serving_outcome(const config::ScenarioSpec& spec,
         shape_it.decode_sequences = batch;
         shape_it.decode_context_tokens = batch * context;
         shape_it.decode_max_context = context;
-        out.decode_iteration_s = s.cost->seconds(shape_it);
+        out.decode_iteration = Seconds::of(s.cost->seconds(shape_it));
         const double read = static_cast<double>(out.memory.weights_per_rank.count()) +
                             static_cast<double>(batch * context) *
                                 static_cast<double>(out.memory.kv_per_token_per_rank.count());
-        out.decode_mbu =
-            out.decode_iteration_s > 0.0 ? read / (out.decode_iteration_s * rank_bw) : 0.0;
+        out.decode_mbu = out.decode_iteration.seconds() > 0.0
+                             ? read / (out.decode_iteration.seconds() * rank_bw)
+                             : 0.0;
     }
     return out;
 }

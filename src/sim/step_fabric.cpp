@@ -102,13 +102,13 @@ void StepFabric::add_stats(StepSimStats& stats) const {
     stats.migrations = network_->migrations();
     stats.migrated_flows = network_->migrated_flows();
     const auto& edge = network_->edge_times();
-    stats.fabric_route_s = edge.route_s;
-    stats.fabric_place_s = edge.place_s;
-    stats.fabric_shards_s = edge.shards_s;
-    stats.fabric_arrivals_s = edge.arrivals_s;
-    stats.fabric_updates_s = edge.shard_updates_s;
-    stats.fabric_largest_update_s = edge.largest_update_s;
-    stats.fabric_two_thread_bound_s = edge.two_thread_bound_s;
+    stats.fabric_route = edge.route;
+    stats.fabric_place = edge.place;
+    stats.fabric_other_shards = edge.other_shards;
+    stats.fabric_arrivals = edge.arrivals;
+    stats.fabric_updates = edge.shard_updates;
+    stats.fabric_largest_update = edge.largest_update;
+    stats.fabric_two_thread_bound = edge.two_thread_bound;
 }
 
 } // namespace trnsim::sim::detail

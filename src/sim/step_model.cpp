@@ -31,22 +31,23 @@ void StepModel::handle(StepContext& ctx, const engine::Event& e) {
 
 StepEstimate StepModel::simulated_estimate(const StepEnd& end) const {
     StepEstimate est = estimate_step(plan_);
-    const double analytic_step = est.step_s;
-    est.step_s = static_cast<double>(end.step_ns) * 1e-9;
-    est.pipeline_s = static_cast<double>(end.pipeline_ns) * 1e-9;
-    if (est.step_s > 0.0) {
+    const double analytic_step = est.step_time.seconds();
+    est.step_time = Seconds::of(static_cast<double>(end.step_ns) * 1e-9);
+    est.pipeline = Seconds::of(static_cast<double>(end.pipeline_ns) * 1e-9);
+    if (est.step_time.seconds() > 0.0) {
         // Same work in a different time.
-        const double scale = analytic_step / est.step_s;
+        const double scale = analytic_step / est.step_time.seconds();
         est.tokens_per_s *= scale;
         est.mfu *= scale;
         est.hfu *= scale;
         est.mbu *= scale;
     }
     if (end.critical != nullptr) {
-        est.bubble_s = static_cast<double>(end.critical->bubble_ns) * 1e-9;
-        est.exposed_comm_s = static_cast<double>(end.critical->comm_ns) * 1e-9;
+        est.bubble = Seconds::of(static_cast<double>(end.critical->bubble_ns) * 1e-9);
+        est.exposed_comm = Seconds::of(static_cast<double>(end.critical->comm_ns) * 1e-9);
     }
-    est.bubble_fraction = est.step_s > 0.0 ? est.bubble_s / est.step_s : 0.0;
+    est.bubble_fraction =
+        est.step_time.seconds() > 0.0 ? est.bubble.seconds() / est.step_time.seconds() : 0.0;
     return est;
 }
 
@@ -55,13 +56,13 @@ StepSimResult StepModel::result(const engine::RunStats& run) const {
     const StepEnd end = workers_.step_end();
     r.entities = workers_.entity_times(end.step_ns);
     r.estimate = simulated_estimate(end);
-    r.links = fabric_.link_use(r.estimate.step_s);
+    r.links = fabric_.link_use(r.estimate.step_time.seconds());
     r.trace.names = programs_.names();
     r.trace.spans = workers_.trace_spans();
 
     r.stats.entities = layout_.workers;
     r.stats.partitions = layout_.partitions();
-    r.stats.lookahead_ns = layout_.lookahead_ns;
+    r.stats.lookahead = Duration::from_ns(layout_.lookahead_ns);
     r.stats.events = run.events;
     r.stats.windows = run.windows;
     r.stats.shared_windows = run.shared_windows;
@@ -69,7 +70,7 @@ StepSimResult StepModel::result(const engine::RunStats& run) const {
     r.stats.fabric_collectives = families_.instances();
     r.stats.lone_tp_groups = workers_.lone_tp_groups();
     r.stats.threads = run.threads;
-    r.stats.plans_s = plans_s_;
+    r.stats.plans = Seconds::of(plans_s_);
     return r;
 }
 

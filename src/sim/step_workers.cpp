@@ -203,7 +203,7 @@ void StepWorkers::find_lone_tp_groups(const StepFamilies& families, const StepFa
                 only.flows = ph.flows; // transfers only: no on-chip work, no overhead, once
                 only.signature = ph.signature;
                 job.plan.phases.push_back(std::move(only));
-                job.start_ns = static_cast<std::int64_t>(jobs.size()) * kApart;
+                job.start = SimTime::from_ns(static_cast<std::int64_t>(jobs.size()) * kApart);
                 jobs.push_back(std::move(job));
                 AlonePhase& a = alone_phases_[pos][c][k];
                 for (std::size_t i = 0; i < ph.flows.size(); ++i) {
@@ -230,7 +230,7 @@ void StepWorkers::find_lone_tp_groups(const StepFamilies& families, const StepFa
             const auto& phases = tp_plans_[pos][c].plan.phases;
             for (std::size_t k = 0; k < phases.size(); ++k) {
                 if (!phases[k].flows.empty()) {
-                    const std::int64_t d = out[j].end_ns - out[j].start_ns;
+                    const std::int64_t d = out[j].end.ns() - out[j].start.ns();
                     if (d >= kApart) {
                         throw std::logic_error("step simulation: a TP phase alone took 1 s or more");
                     }
@@ -635,7 +635,8 @@ void StepWorkers::trace(StepContext& ctx, std::uint64_t worker, int lane, std::i
         return;
     }
     for (const std::int64_t r : it->second.ranks) {
-        spans_[ctx.partition()].push_back({r, lane, start, end - start, name});
+        spans_[ctx.partition()].push_back(
+            {r, lane, SimTime::from_ns(start), Duration::from_ns(end - start), name});
     }
 }
 
@@ -674,11 +675,11 @@ std::vector<EntityTimes> StepWorkers::entity_times(std::int64_t step_ns) const {
         t.stage = w.stage;
         t.replica = g % layout_.groups_per_stage / layout_.cp;
         t.speed = w.speed;
-        t.compute_s = static_cast<double>(w.compute_ns) * 1e-9;
-        t.comm_s = static_cast<double>(w.comm_ns) * 1e-9;
-        t.bubble_s = static_cast<double>(w.bubble_ns) * 1e-9;
-        t.idle_s = static_cast<double>(step_ns - w.end_ns) * 1e-9;
-        t.end_s = static_cast<double>(w.end_ns) * 1e-9;
+        t.compute = Seconds::of(static_cast<double>(w.compute_ns) * 1e-9);
+        t.comm = Seconds::of(static_cast<double>(w.comm_ns) * 1e-9);
+        t.bubble = Seconds::of(static_cast<double>(w.bubble_ns) * 1e-9);
+        t.idle = Seconds::of(static_cast<double>(step_ns - w.end_ns) * 1e-9);
+        t.end = Seconds::of(static_cast<double>(w.end_ns) * 1e-9);
         out.push_back(t);
     }
     return out;
@@ -690,8 +691,8 @@ std::vector<TraceSpan> StepWorkers::trace_spans() const {
         out.insert(out.end(), part.begin(), part.end());
     }
     std::sort(out.begin(), out.end(), [](const TraceSpan& a, const TraceSpan& b) {
-        return std::tie(a.rank, a.lane, a.start_ns, a.duration_ns, a.name) <
-               std::tie(b.rank, b.lane, b.start_ns, b.duration_ns, b.name);
+        return std::tie(a.rank, a.lane, a.start, a.duration, a.name) <
+               std::tie(b.rank, b.lane, b.start, b.duration, b.name);
     });
     return out;
 }

@@ -117,9 +117,10 @@ TenantsRun run_tenants(const config::ScenarioSpec& spec, int threads) {
     engine::RunStats stats;
     if (set.size() > 0) {
         stats = set.run(threads);
-        out.lookahead_ns = set.lookahead().ns();
+        out.lookahead = Duration::from_ns(set.lookahead().ns());
     }
-    out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    out.wall = Seconds::of(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     out.events = stats.events;
     out.windows = stats.windows;
     out.threads = stats.threads > 0 ? stats.threads : threads;
@@ -134,7 +135,7 @@ TenantsRun run_tenants(const config::ScenarioSpec& spec, int threads) {
         if (slot.training) {
             if (slot.job) {
                 reliability::RunSummary summary = slot.job->take_summary();
-                summary.seconds = out.wall_s;
+                summary.seconds = out.wall.seconds();
                 r.engine_events = set.handled(slot.index);
                 complete_training(slot.training->run, t, std::move(summary));
             }
@@ -142,7 +143,8 @@ TenantsRun run_tenants(const config::ScenarioSpec& spec, int threads) {
         } else {
             r.engine_events = set.handled(slot.index);
             ServingRun run = slot.fleet->finish(stats, set.lookahead());
-            r.outcome = detail::serving_outcome(t, *slot.serving, std::move(run), out.wall_s);
+            r.outcome =
+                detail::serving_outcome(t, *slot.serving, std::move(run), out.wall.seconds());
         }
         out.tenants.push_back(std::move(r));
     }

@@ -160,7 +160,7 @@ std::vector<double> estimated_costs(const std::vector<config::ScenarioSpec>& poi
             const double chips = static_cast<double>(
                 (x.facts.job_domains + x.facts.spare_domains) * x.facts.instances_per_domain *
                 plan.cluster.chips_per_instance());
-            cost[i] = chips * std::min(x.time_to_train_s, limit);
+            cost[i] = chips * std::min(x.time_to_train.seconds(), limit);
         } catch (const std::exception&) {
             // An estimate only: the run itself reports any problem.
         }

@@ -117,17 +117,17 @@ void estimate_group(const config::PlanSpec& plan, config::ScenarioSpec& spec,
         CandidateEstimate& x = out[i];
         apply(spec, c);
         x.dp = wp.dp;
-        x.step_s = step.step_s;
+        x.step_time = step.step_time;
         x.memory_fraction = fraction;
         if (spec.reliability.enabled) {
             try {
                 const reliability::Expectation e =
                     reliability::expect(sim::reliability_input(spec, wp, step));
                 x.ettr = e.ettr;
-                x.time_to_train_s = e.time_to_train_s;
+                x.time_to_train = e.time_to_train;
                 x.cost_usd = e.cost_usd;
                 x.goodput = e.goodput;
-                x.checkpoint_interval_s = e.facts.checkpoint_interval_s;
+                x.checkpoint_interval = e.facts.checkpoint_interval;
             } catch (const InputError& err) {
                 x.verdict = Verdict::invalid;
                 x.reason = err.key_path() + ": " + err.message();
@@ -135,17 +135,17 @@ void estimate_group(const config::PlanSpec& plan, config::ScenarioSpec& spec,
             }
         } else {
             x.ettr = 1.0;
-            x.time_to_train_s = static_cast<double>(wp.steps) * step.step_s;
-            x.cost_usd = static_cast<double>(wp.cluster.instances()) * x.time_to_train_s /
+            x.time_to_train = Seconds::of(static_cast<double>(wp.steps) * step.step_time.seconds());
+            x.cost_usd = static_cast<double>(wp.cluster.instances()) * x.time_to_train.seconds() /
                          units::kSecondsPerHour * spec.cost.instance_hour.usd();
             x.goodput = step.tokens_per_s;
-            x.checkpoint_interval_s = kInf;
+            x.checkpoint_interval = Seconds::of(kInf);
         }
         if (plan.max_chips && x.chips > *plan.max_chips) {
             x.verdict = Verdict::chips;
         } else if (plan.min_ettr && x.ettr < *plan.min_ettr) {
             x.verdict = Verdict::ettr;
-        } else if (plan.deadline && !(x.time_to_train_s <= plan.deadline->seconds())) {
+        } else if (plan.deadline && !(x.time_to_train.seconds() <= plan.deadline->seconds())) {
             x.verdict = Verdict::deadline;
         } else if (plan.budget && !(x.cost_usd <= plan.budget->usd())) {
             x.verdict = Verdict::budget;
@@ -444,11 +444,11 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
     std::vector<std::size_t> runnable, feasible;
     for (std::size_t i = 0; i < cands.size(); ++i) {
         const auto& x = r.estimates[i];
-        time[i] = x.time_to_train_s;
+        time[i] = x.time_to_train.seconds();
         cost[i] = x.cost_usd;
         if ((x.verdict == Verdict::ok || x.verdict == Verdict::deadline ||
              x.verdict == Verdict::budget) &&
-            std::isfinite(x.time_to_train_s)) {
+            std::isfinite(x.time_to_train.seconds())) {
             runnable.push_back(i);
         }
         if (x.verdict == Verdict::ok) {
@@ -474,8 +474,8 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
     std::stable_sort(ranked.begin(), ranked.end(), [&](std::size_t a, std::size_t b) {
         const auto& x = r.estimates[a];
         const auto& y = r.estimates[b];
-        return objective_value(plan.objective, x.time_to_train_s, x.cost_usd, x.goodput) <
-               objective_value(plan.objective, y.time_to_train_s, y.cost_usd, y.goodput);
+        return objective_value(plan.objective, x.time_to_train.seconds(), x.cost_usd, x.goodput) <
+               objective_value(plan.objective, y.time_to_train.seconds(), y.cost_usd, y.goodput);
     });
     std::vector<std::size_t> chosen(ranked.begin(),
                                     ranked.begin() + std::min<std::size_t>(
@@ -534,7 +534,8 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
                 fin.ettr = 1.0;
                 fin.goodput = fin.run.step.tokens_per_s;
             }
-            fin.misses = misses_of(plan, x, fin.run.time_to_train_s, fin.run.cost_usd, fin.ettr);
+            fin.misses =
+                misses_of(plan, x, fin.run.time_to_train.seconds(), fin.run.cost_usd, fin.ettr);
             fin.meets = fin.misses.empty();
         } catch (...) {
             errors[f] = std::current_exception();
@@ -555,10 +556,10 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
                              return a.meets;
                          }
                          const double va = objective_value(plan.objective,
-                                                           a.run.time_to_train_s,
+                                                           a.run.time_to_train.seconds(),
                                                            a.run.cost_usd, a.goodput);
                          const double vb = objective_value(plan.objective,
-                                                           b.run.time_to_train_s,
+                                                           b.run.time_to_train.seconds(),
                                                            b.run.cost_usd, b.goodput);
                          return va != vb ? va < vb : a.candidate < b.candidate;
                      });
@@ -566,7 +567,7 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
     std::vector<std::size_t> all(r.finalists.size());
     for (std::size_t i = 0; i < r.finalists.size(); ++i) {
         r.finalists[i].rank = static_cast<int>(i) + 1;
-        ft[i] = r.finalists[i].run.time_to_train_s;
+        ft[i] = r.finalists[i].run.time_to_train.seconds();
         fc[i] = r.finalists[i].run.cost_usd;
         all[i] = i;
     }

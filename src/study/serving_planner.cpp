@@ -67,8 +67,8 @@ struct Point {
 void fill(ServingEvaluation& x, const Point& p, double rate) {
     x.rate = rate;
     x.slo_attainment = p.attainment;
-    x.ttft_p99_s = p.ttft_p99;
-    x.tpot_p99_s = p.tpot_p99;
+    x.ttft_p99 = Seconds::of(p.ttft_p99);
+    x.tpot_p99 = Seconds::of(p.tpot_p99);
     x.output_tokens_per_s = p.tokens_per_s;
     x.cost_per_million_output_tokens_usd = p.per_million;
 }
@@ -125,8 +125,8 @@ ServingEvaluation evaluate(const config::PlanSpec& plan, const config::ScenarioS
         const sim::ServingScenarioRun r = sim::run_serving(s, 1);
         ++x.simulations;
         const auto& m = r.run.summary;
-        return Point{m.slo_attainment, m.ttft_p99_s, m.tpot_p99_s, m.output_tokens_per_s,
-                     r.cost_per_million_output_tokens_usd};
+        return Point{m.slo_attainment, m.ttft_p99.seconds(), m.tpot_p99.seconds(),
+                     m.output_tokens_per_s, r.cost_per_million_output_tokens_usd};
     };
     const double target = plan.serving.slo_attainment;
     const auto meets = [&](const Point& p) { return p.attainment >= target; };
@@ -536,7 +536,7 @@ ServingPlanResult run_serving_plan(const config::PlanSpec& plan, const config::S
         const auto& x = r.evaluations[i];
         r.simulations += x.simulations;
         cost[i] = x.cost_per_million_output_tokens_usd;
-        ttft[i] = x.ttft_p99_s;
+        ttft[i] = x.ttft_p99.seconds();
         // max_rate: the fleets with a rate found (a fleet that misses even the low end has
         // no figures at a rate it serves); min_cost: every simulated fleet.
         const bool point = max_rate ? x.verdict == Verdict::ok : x.simulations > 0;

@@ -115,7 +115,8 @@ void all_reduce(const topology::FabricSpec& spec, std::int64_t ultraservers) {
     network::CollectivePlan plan = network::plan_collective(f, req, local);
     const std::string algorithm = plan.algorithm;
     network::CollectiveSimStats stats;
-    const auto out = network::simulate_collectives(f, {{std::move(plan), 0}}, local, {}, &stats);
+    const auto out =
+        network::simulate_collectives(f, {{std::move(plan), SimTime::zero()}}, local, {}, &stats);
     const double wall = since(t0);
     std::printf("1 GiB all-reduce across %s chips (%s ranks): simulated %.2f ms (%s), "
                 "%s flows through the solver, %s solves; wall %.2f s including the build\n",
@@ -150,7 +151,7 @@ void window_error(const topology::FabricSpec& spec) {
             std::sort(req.chips.begin(), req.chips.end());
             req.chips.erase(std::unique(req.chips.begin(), req.chips.end()), req.chips.end());
             jobs.push_back({network::plan_collective(f, req, local),
-                            static_cast<std::int64_t>(rng() % 200'000)});
+                            SimTime::from_ns(static_cast<std::int64_t>(rng() % 200'000))});
         }
         network::CollectiveSimOptions exact;
         exact.exact = true;

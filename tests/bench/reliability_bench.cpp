@@ -112,8 +112,9 @@ bool same(const reliability::RunSummary& a, const reliability::RunSummary& b) {
     for (std::size_t i = 0; i < a.replications.size(); ++i) {
         const auto& x = a.replications[i];
         const auto& y = b.replications[i];
-        if (x.wall_ns != y.wall_ns || x.state_ns != y.state_ns || x.work_ns != y.work_ns ||
-            x.failures_by_process != y.failures_by_process || x.engine_events != y.engine_events) {
+        if (x.wall.ns() != y.wall.ns() || x.time_in_state != y.time_in_state ||
+            x.work.ns() != y.work.ns() || x.failures_by_process != y.failures_by_process ||
+            x.engine_events != y.engine_events) {
             return false;
         }
     }

@@ -86,9 +86,9 @@ std::uint64_t records_hash(const sim::ServingRun& r) {
     };
     for (const serving::RequestRecord& q : r.requests) {
         mix(q.id);
-        mix(static_cast<std::uint64_t>(q.arrival_ns));
-        mix(static_cast<std::uint64_t>(q.first_token_ns));
-        mix(static_cast<std::uint64_t>(q.finish_ns));
+        mix(static_cast<std::uint64_t>(q.arrival.ns()));
+        mix(static_cast<std::uint64_t>(q.first_token.ns()));
+        mix(static_cast<std::uint64_t>(q.finish.ns()));
         mix(q.replica);
         mix(q.preemptions);
     }
@@ -155,33 +155,37 @@ Measured run_case(const Case& c, int threads, bool keep) {
 void print_run(const char* label, const Measured& m) {
     const sim::ServingRun& r = m.run;
     const sim::ServingRunStats& s = r.stats;
-    std::printf("%s: %u replicas (%u per %s), %u router shard%s, %s requests, %s simulated, "
-                "router latency %s, engine window %s; %d thread%s: wall %.2f s\n",
-                label, s.replicas, s.replicas_per_unit, s.unit_is_ultraserver ? "UltraServer" : "instance",
-                s.router_shards, s.router_shards == 1 ? "" : "s",
-                fmt::integer(static_cast<std::int64_t>(r.summary.requests)).c_str(),
-                fmt::seconds(s.end_s).c_str(), fmt::seconds(static_cast<double>(s.router_latency_ns) * 1e-9).c_str(),
-                fmt::seconds(static_cast<double>(s.lookahead_ns) * 1e-9).c_str(), s.threads, s.threads == 1 ? "" : "s", m.wall_s);
+    std::printf(
+        "%s: %u replicas (%u per %s), %u router shard%s, %s requests, %s simulated, "
+        "router latency %s, engine window %s; %d thread%s: wall %.2f s\n",
+        label, s.replicas, s.replicas_per_unit, s.unit_is_ultraserver ? "UltraServer" : "instance",
+        s.router_shards, s.router_shards == 1 ? "" : "s",
+        fmt::integer(static_cast<std::int64_t>(r.summary.requests)).c_str(),
+        fmt::seconds(s.end.seconds()).c_str(), fmt::seconds(s.router_latency.seconds()).c_str(),
+        fmt::seconds(s.lookahead.seconds()).c_str(), s.threads, s.threads == 1 ? "" : "s",
+        m.wall_s);
     std::printf("%s:   %s events (%s remote) in %s windows of %s (%.1f events/window, %s shared "
                 "with the helper threads), %u partitions; "
                 "%s iterations in %s scheduler steps (%.1f per step); %s preemptions\n",
                 label, fmt::integer(static_cast<std::int64_t>(s.events)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.remote_events)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.windows)).c_str(),
-                fmt::seconds(static_cast<double>(s.lookahead_ns) * 1e-9).c_str(),
+                fmt::seconds(s.lookahead.seconds()).c_str(),
                 static_cast<double>(s.events) / static_cast<double>(std::max<std::uint64_t>(s.windows, 1)),
                 fmt::integer(static_cast<std::int64_t>(s.shared_windows)).c_str(), s.partitions, fmt::integer(static_cast<std::int64_t>(s.iterations)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.steps)).c_str(),
                 static_cast<double>(s.iterations) / static_cast<double>(std::max<std::uint64_t>(s.steps, 1)),
                 fmt::integer(static_cast<std::int64_t>(s.preemptions)).c_str());
-    std::printf("%s:   TTFT p50 %s p99 %s, TPOT p50 %s p99 %s, %s output tokens/s, SLO attainment %s, "
-                "KV peak %s\n",
-                label, fmt::seconds(r.summary.ttft_p50_s).c_str(),
-                fmt::seconds(r.summary.ttft_p99_s).c_str(), fmt::seconds(r.summary.tpot_p50_s).c_str(),
-                fmt::seconds(r.summary.tpot_p99_s).c_str(),
-                fmt::count(r.summary.output_tokens_per_s).c_str(),
-                fmt::percent(r.summary.slo_attainment).c_str(),
-                fmt::percent(r.kv_cache_peak_fraction).c_str());
+    std::printf(
+        "%s:   TTFT p50 %s p99 %s, TPOT p50 %s p99 %s, %s output tokens/s, SLO attainment %s, "
+        "KV peak %s\n",
+        label, fmt::seconds(r.summary.ttft_p50.seconds()).c_str(),
+        fmt::seconds(r.summary.ttft_p99.seconds()).c_str(),
+        fmt::seconds(r.summary.tpot_p50.seconds()).c_str(),
+        fmt::seconds(r.summary.tpot_p99.seconds()).c_str(),
+        fmt::count(r.summary.output_tokens_per_s).c_str(),
+        fmt::percent(r.summary.slo_attainment).c_str(),
+        fmt::percent(r.kv_cache_peak_fraction).c_str());
 }
 
 /// The relative differences of summary b from summary a, percent.
@@ -189,11 +193,14 @@ void print_error(const char* label, const serving::ServingSummary& a,
                  const serving::ServingSummary& b) {
     const auto rel = [](double x, double y) { return y == 0.0 ? 0.0 : (x - y) / y * 100.0; };
     std::printf("%s:   TTFT p50 %+.2f%% p90 %+.2f%% p99 %+.2f%%; TPOT p50 %+.2f%% p99 %+.2f%%; "
-                "E2E p50 %+.2f%% p99 %+.2f%%; output tokens/s %+.3f%%\n", label,
-                rel(b.ttft_p50_s, a.ttft_p50_s), rel(b.ttft_p90_s, a.ttft_p90_s),
-                rel(b.ttft_p99_s, a.ttft_p99_s), rel(b.tpot_p50_s, a.tpot_p50_s),
-                rel(b.tpot_p99_s, a.tpot_p99_s), rel(b.e2e_p50_s, a.e2e_p50_s),
-                rel(b.e2e_p99_s, a.e2e_p99_s),
+                "E2E p50 %+.2f%% p99 %+.2f%%; output tokens/s %+.3f%%\n",
+                label, rel(b.ttft_p50.seconds(), a.ttft_p50.seconds()),
+                rel(b.ttft_p90.seconds(), a.ttft_p90.seconds()),
+                rel(b.ttft_p99.seconds(), a.ttft_p99.seconds()),
+                rel(b.tpot_p50.seconds(), a.tpot_p50.seconds()),
+                rel(b.tpot_p99.seconds(), a.tpot_p99.seconds()),
+                rel(b.e2e_p50.seconds(), a.e2e_p50.seconds()),
+                rel(b.e2e_p99.seconds(), a.e2e_p99.seconds()),
                 rel(b.output_tokens_per_s, a.output_tokens_per_s));
 }
 

@@ -69,38 +69,43 @@ void print(const char* label, const config::ScenarioSpec& spec, const Timed& t) 
                 "(MFU %.1f%%), %s events, %s windows, %s flows; wall %.2f s including the "
                 "fabric build\n",
                 label, fmt::integer(spec.cluster.ultraservers * 64).c_str(),
-                fmt::integer(static_cast<std::int64_t>(t.result.entities.size() *
-                                                       static_cast<std::size_t>(t.result.entities[0].ranks)))
+                fmt::integer(
+                    static_cast<std::int64_t>(t.result.entities.size() *
+                                              static_cast<std::size_t>(t.result.entities[0].ranks)))
                     .c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.entities)).c_str(), s.threads,
-                s.threads > 1 ? "s" : "", t.result.estimate.step_s, 100.0 * t.result.estimate.mfu,
+                s.threads > 1 ? "s" : "", t.result.estimate.step_time.seconds(),
+                100.0 * t.result.estimate.mfu,
                 fmt::integer(static_cast<std::int64_t>(s.events)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.windows)).c_str(),
                 fmt::integer(static_cast<std::int64_t>(s.flows)).c_str(), t.wall);
-    std::printf("%s:   fabric at window edges (%u shards, %s components moved, %s flows in "
-                "them): routing %.2f s, placement (beside untouched shards, or overlapping the "
-                "routing) %.2f s, other shards %.2f s, last arrivals %.2f s\n",
-                label, s.fabric_shards, fmt::integer(static_cast<std::int64_t>(s.migrations)).c_str(),
-                fmt::integer(static_cast<std::int64_t>(s.migrated_flows)).c_str(), s.fabric_route_s,
-                s.fabric_place_s, s.fabric_shards_s, s.fabric_arrivals_s);
+    std::printf(
+        "%s:   fabric at window edges (%u shards, %s components moved, %s flows in "
+        "them): routing %.2f s, placement (beside untouched shards, or overlapping the "
+        "routing) %.2f s, other shards %.2f s, last arrivals %.2f s\n",
+        label, s.fabric_shards, fmt::integer(static_cast<std::int64_t>(s.migrations)).c_str(),
+        fmt::integer(static_cast<std::int64_t>(s.migrated_flows)).c_str(), s.fabric_route.seconds(),
+        s.fabric_place.seconds(), s.fabric_other_shards.seconds(), s.fabric_arrivals.seconds());
     std::printf("%s:   collective plans %.2f s; shard updates %.2f s in all, the largest of each "
                 "edge %.2f s; two threads need at least %.2f s for them (%.2fx at most)\n",
-                label, s.plans_s, s.fabric_updates_s, s.fabric_largest_update_s,
-                s.fabric_two_thread_bound_s,
-                s.fabric_two_thread_bound_s > 0.0 ? s.fabric_updates_s / s.fabric_two_thread_bound_s
-                                                  : 0.0);
+                label, s.plans.seconds(), s.fabric_updates.seconds(),
+                s.fabric_largest_update.seconds(), s.fabric_two_thread_bound.seconds(),
+                s.fabric_two_thread_bound.seconds() > 0.0
+                    ? s.fabric_updates.seconds() / s.fabric_two_thread_bound.seconds()
+                    : 0.0);
 }
 
 bool identical(const sim::StepSimResult& a, const sim::StepSimResult& b) {
-    if (a.estimate.step_s != b.estimate.step_s || a.entities.size() != b.entities.size() ||
-        a.links.size() != b.links.size() || a.stats.events != b.stats.events) {
+    if (a.estimate.step_time.seconds() != b.estimate.step_time.seconds() ||
+        a.entities.size() != b.entities.size() || a.links.size() != b.links.size() ||
+        a.stats.events != b.stats.events) {
         return false;
     }
     for (std::size_t i = 0; i < a.entities.size(); ++i) {
         const auto& x = a.entities[i];
         const auto& y = b.entities[i];
-        if (x.compute_s != y.compute_s || x.comm_s != y.comm_s || x.bubble_s != y.bubble_s ||
-            x.end_s != y.end_s) {
+        if (x.compute.seconds() != y.compute.seconds() || x.comm.seconds() != y.comm.seconds() ||
+            x.bubble.seconds() != y.bubble.seconds() || x.end.seconds() != y.end.seconds()) {
             return false;
         }
     }
@@ -192,7 +197,8 @@ void analytic_case() {
         std::printf("analytic: %5d UltraServers (%s chips), tp %d pp %d%s: step %.3f s, MFU "
                     "%.1f%%; evaluation %.2f ms\n",
                     us, fmt::integer(std::int64_t{us} * 64).c_str(), tp, pp,
-                    llama3 ? " (llama3 stages)" : "", e.step_s, 100.0 * e.mfu, best * 1e3);
+                    llama3 ? " (llama3 stages)" : "", e.step_time.seconds(), 100.0 * e.mfu,
+                    best * 1e3);
     }
     std::printf("analytic: slowest scenario evaluation %.2f ms\n", worst * 1e3);
 }

@@ -106,7 +106,7 @@ Report run_point(int ultraservers, const Point& p, int threads) {
         const sim::StepSimResult result = sim::simulate_step(plan, fabric, o);
         r.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
         r.ok = 1;
-        r.step_s = result.estimate.step_s;
+        r.step_s = result.estimate.step_time.seconds();
         r.flows = result.stats.flows;
         r.windows = result.stats.windows;
         r.migrations = result.stats.migrations;

@@ -166,7 +166,7 @@ replications: 2
         std::printf("  best: %s UltraServers, %s, %s\n",
                     fmt::integer(r.candidates[static_cast<std::size_t>(best.candidate)].domains)
                         .c_str(),
-                    fmt::seconds(best.run.time_to_train_s).c_str(),
+                    fmt::seconds(best.run.time_to_train.seconds()).c_str(),
                     fmt::money(Money::usd(best.run.cost_usd)).c_str());
     }
     if (smoke) {

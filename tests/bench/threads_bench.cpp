@@ -74,13 +74,13 @@ std::uint64_t fingerprint(const sim::TrainingRun& run) {
         }
     };
     const sim::StepSimResult& s = *run.step_sim;
-    mix(s.estimate.step_s);
+    mix(s.estimate.step_time.seconds());
     mix(s.stats.events);
     mix(s.stats.windows);
     for (const sim::EntityTimes& e : s.entities) {
-        mix(e.compute_s);
-        mix(e.comm_s);
-        mix(e.end_s);
+        mix(e.compute.seconds());
+        mix(e.comm.seconds());
+        mix(e.end.seconds());
     }
     return h;
 }

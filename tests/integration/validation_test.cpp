@@ -137,9 +137,10 @@ TEST(Validation, AnalyticFidelityAgreesWithTheStepSimulation) {
         if (r.use != "fitted") {
             continue;
         }
-        const double step = sim::run_training(training_scenario(r)).step.step_s;
+        const double step = sim::run_training(training_scenario(r)).step.step_time.seconds();
         const double analytic =
-            sim::run_training(training_scenario(r, {"simulation.fidelity=analytic"})).step.step_s;
+            sim::run_training(training_scenario(r, {"simulation.fidelity=analytic"}))
+                .step.step_time.seconds();
         EXPECT_NEAR(step, analytic, 0.10 * analytic) << r.scenario;
     }
 }

@@ -37,7 +37,7 @@ inline RunInput instances_input(std::int64_t instances, std::int64_t spares, dou
     s.checkpoint.size = Bytes(0);
     s.checkpoint.interval = seconds(6 * kHour);
     s.checkpoint.storage_bandwidth = Bandwidth::bytes_per_s(1e9);
-    in.job.step_s = 1.0;
+    in.job.step = Seconds::of(1.0);
     in.job.steps = static_cast<std::int64_t>(work_s);
     in.job.tokens_per_step = 1000;
     in.job.checkpoint_size = Bytes(0);
@@ -62,7 +62,7 @@ inline RunInput ultraservers_input(std::int64_t ultraservers, std::int64_t spare
 inline FailureSpec failure(ComponentClass c, double mtbf_s, const char* cause = "") {
     FailureSpec f;
     f.component = c;
-    f.mtbf_s = mtbf_s;
+    f.mtbf = Seconds::of(mtbf_s);
     f.cause = cause;
     return f;
 }

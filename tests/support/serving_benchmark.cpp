@@ -64,7 +64,7 @@ BenchmarkResult static_batch_benchmark(const IterationCostModel& model, int batc
     prefill.prefill_max_tokens = input;
     prefill.prefill_max_context = input;
     const double ttft = model.seconds(prefill);
-    r.ttft_p50_s = r.ttft_p99_s = ttft;
+    r.ttft_p50 = r.ttft_p99 = Seconds::of(ttft);
     r.ttft_terms = model.breakdown(prefill);
 
     // Decode step i = 1 .. output - 1 produces token i + 1 attending to input + i keys; the
@@ -89,11 +89,11 @@ BenchmarkResult static_batch_benchmark(const IterationCostModel& model, int batc
         lo = b + 1;
     }
     if (!steps.empty()) {
-        r.tpot_p50_s = percentile(steps, 0.5);
-        r.tpot_p99_s = percentile(steps, 0.99);
-        r.tpot_mean_s = decode_total / static_cast<double>(output - 1);
+        r.tpot_p50 = Seconds::of(percentile(steps, 0.5));
+        r.tpot_p99 = Seconds::of(percentile(steps, 0.99));
+        r.tpot_mean = Seconds::of(decode_total / static_cast<double>(output - 1));
         for (std::size_t i = 0; i < steps.size(); ++i) {
-            if (steps[i].first == r.tpot_p50_s) {
+            if (steps[i].first == r.tpot_p50.seconds()) {
                 r.tpot_terms = model.breakdown(decode_shape(batch, step_bucket[i], 0));
                 break;
             }
@@ -183,15 +183,15 @@ BenchmarkResult closed_loop_benchmark(const IterationCostModel& model, int concu
             running.push_back(q);
         }
     }
-    r.ttft_p50_s = percentile(ttft, 0.5);
-    r.ttft_p99_s = percentile(ttft, 0.99);
-    r.tpot_p50_s = percentile(tpot, 0.5);
-    r.tpot_p99_s = percentile(tpot, 0.99);
+    r.ttft_p50 = Seconds::of(percentile(ttft, 0.5));
+    r.ttft_p99 = Seconds::of(percentile(ttft, 0.99));
+    r.tpot_p50 = Seconds::of(percentile(tpot, 0.5));
+    r.tpot_p99 = Seconds::of(percentile(tpot, 0.99));
     double sum = 0.0;
     for (double x : tpot) {
         sum += x;
     }
-    r.tpot_mean_s = sum / static_cast<double>(tpot.size());
+    r.tpot_mean = Seconds::of(sum / static_cast<double>(tpot.size()));
     r.output_tokens_per_s = static_cast<double>(requests) * static_cast<double>(output) / t;
     return r;
 }

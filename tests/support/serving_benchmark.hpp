@@ -34,11 +34,11 @@
 namespace trnsim::serving {
 
 struct BenchmarkResult {
-    double ttft_p50_s = 0.0;
-    double ttft_p99_s = 0.0;
-    double tpot_p50_s = 0.0;
-    double tpot_p99_s = 0.0;
-    double tpot_mean_s = 0.0;
+    Seconds ttft_p50;
+    Seconds ttft_p99;
+    Seconds tpot_p50;
+    Seconds tpot_p99;
+    Seconds tpot_mean;
     double output_tokens_per_s = 0.0;
     /// The iteration terms behind the p50 figures (the static batch's prefill and its median
     /// decode step), for fitting coefficients that enter them linearly.

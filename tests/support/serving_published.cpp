@@ -183,7 +183,8 @@ std::vector<Eq> equations(const std::vector<FitPoint>& points) {
         if (t <= 0.0) {
             return;
         }
-        const double fixed = b.decode_kernel_s + b.prefill_kernel_s + b.collective_s;
+        const double fixed =
+            b.decode_kernel.seconds() + b.prefill_kernel.seconds() + b.collective_time.seconds();
         eqs.push_back({{b.kernels / t, b.graphs / t, b.prefill_graphs / t}, (t - fixed) / t});
     };
     for (const FitPoint& p : points) {

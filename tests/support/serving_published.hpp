@@ -4,7 +4,7 @@
 //
 // The fit (fit_serving_costs): for a given prefill efficiency every benchmark figure the
 // driver predicts is linear in the other three coefficients,
-//     kernel_s + collective_s + kernels x kernel_overhead + graphs x iteration_overhead
+//     kernel + collective_time + kernels x kernel_overhead + graphs x iteration_overhead
 //       + prefill_graphs x prefill_graph_overhead
 // (IterationBreakdown); for each efficiency the three are the non-negative least-squares
 // minimiser of the squared relative errors of TTFT p50 and TPOT p50 over the rows given

@@ -54,7 +54,7 @@ inline config::ScenarioSpec training_scenario(const TrainingRow& r,
 
 /// Sequences per second of a scenario's step.
 inline double sequences_per_s(const sim::TrainingRun& run) {
-    return static_cast<double>(run.plan.training.global_batch) / run.step.step_s;
+    return static_cast<double>(run.plan.training.global_batch) / run.step.step_time.seconds();
 }
 
 /// Simulated sequences per second of `r` with the chip's training section replaced.

@@ -21,6 +21,7 @@
 
 #include "trnsim/compute/chip_spec.hpp"
 #include "trnsim/compute/kernel.hpp"
+#include "trnsim/core/units.hpp"
 
 #include <functional>
 #include <string>
@@ -36,10 +37,10 @@ struct CalibrationPoint {
     KernelClass cls = KernelClass::matmul;
     bool held_out = false;
     Kernel kernel; ///< one core's piece
-    double detailed_s = 0.0; ///< seconds, the detailed core model
-    double analytic_s = 0.0; ///< seconds, the fitted analytic model
+    Seconds detailed; ///< the detailed core model
+    Seconds analytic; ///< the fitted analytic model
 
-    double relative_error() const { return (analytic_s - detailed_s) / detailed_s; }
+    double relative_error() const { return (analytic - detailed) / detailed; }
 };
 
 struct Calibration {

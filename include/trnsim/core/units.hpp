@@ -7,12 +7,22 @@
 // Storage:
 //   Duration   int64 nanoseconds (the engine's tick; 292 years of range). Conversions from
 //              seconds round up (ceil), in one place: Duration::from_seconds_ceil.
+//   SimTime    int64 nanoseconds since the start of the run (a point; SimTime - SimTime is a
+//              Duration).
+//   Seconds    double seconds: a real-valued span for statistics and estimates (means,
+//              percentiles, analytic step times, host wall time), never rounded to ticks.
 //   Bytes      int64 bytes (exact: byte counts are conserved in the network model).
 //   Bandwidth  double bytes per second.
 //   FlopCount  double floating-point operations (a training run exceeds 2^63 FLOPs).
 //   FlopRate   double FLOP per second.
 //   Frequency  double hertz.
 //   Money      double US dollars.
+//
+// Which time to use: Duration (or SimTime for a point) for simulated ticks, exact in integer
+// nanoseconds; Seconds for a real-valued statistic or estimate whose value must not be rounded
+// (a mean or percentile of ticks, an analytic step time, a closed form's +inf for "never").
+// Seconds::of(x).seconds() is x exactly; a double goes to ticks only through
+// Duration::from_seconds_ceil, where the model means to round.
 //
 // Parsing of unit strings ("2.9TB/s", "96GiB", "30min") lives in the config module only.
 #pragma once
@@ -59,6 +69,28 @@ public:
 private:
     constexpr explicit Duration(std::int64_t ns) : ns_(ns) {}
     std::int64_t ns_ = 0;
+};
+
+/// A real-valued span in seconds (statistics and estimates; Duration holds ticks). Any double,
+/// NaN and +inf included ("not estimated", "never").
+class Seconds {
+public:
+    constexpr Seconds() = default;
+    static constexpr Seconds of(double s) { return Seconds(s); }
+    constexpr double seconds() const { return s_; }
+
+    constexpr auto operator<=>(const Seconds&) const = default;
+    constexpr Seconds operator+(Seconds o) const { return Seconds(s_ + o.s_); }
+    constexpr Seconds operator-(Seconds o) const { return Seconds(s_ - o.s_); }
+    constexpr Seconds& operator+=(Seconds o) { s_ += o.s_; return *this; }
+    constexpr Seconds& operator-=(Seconds o) { s_ -= o.s_; return *this; }
+    constexpr Seconds operator*(double k) const { return Seconds(s_ * k); }
+    constexpr Seconds operator/(double k) const { return Seconds(s_ / k); }
+    constexpr double operator/(Seconds o) const { return s_ / o.s_; }
+
+private:
+    constexpr explicit Seconds(double s) : s_(s) {}
+    double s_ = 0.0;
 };
 
 /// A point in simulated time: integer nanoseconds since the start of the run.

@@ -444,8 +444,8 @@ public:
         DriverConfig cfg;
         cfg.threads = threads;
         cfg.sharing = sharing;
-        cfg.lookahead_ns = this->lookahead_;
-        cfg.until_ns = until.ns();
+        cfg.lookahead = Duration::from_ns(this->lookahead_);
+        cfg.until = until;
         const DriverStats d = run_windows(*this, cfg);
         RunStats s;
         s.windows = d.windows;

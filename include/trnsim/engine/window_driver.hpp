@@ -34,6 +34,8 @@
 // partition is rethrown to the caller.
 #pragma once
 
+#include "trnsim/core/units.hpp"
+
 #include <cstdint>
 #include <functional>
 
@@ -81,8 +83,8 @@ enum class Sharing {
 
 struct DriverConfig {
     int threads = 1;
-    std::int64_t lookahead_ns = 1;
-    std::int64_t until_ns = 0; ///< events at or after this time are not handled
+    Duration lookahead = Duration::from_ns(1);
+    SimTime until; ///< events at or after this time are not handled
     /// `adaptive` here gives way to the environment variable TRNSIM_WINDOW_SHARING
     /// (`adaptive`, `always` or `never`), so that tests and benchmarks can force a mode
     /// through code that does not pass one.

@@ -12,6 +12,7 @@
 // `reuse_identical_phases` off, every repeat is simulated (tests check both agree).
 #pragma once
 
+#include "trnsim/core/units.hpp"
 #include "trnsim/network/collectives.hpp"
 #include "trnsim/topology/fabric.hpp"
 
@@ -22,15 +23,15 @@ namespace trnsim::network {
 
 struct CollectiveJob {
     CollectivePlan plan;
-    std::int64_t start_ns = 0;
+    SimTime start;
 };
 
 struct CollectiveOutcome {
-    std::int64_t start_ns = 0;
-    std::int64_t end_ns = 0;
+    SimTime start;
+    SimTime end;
     std::size_t phases = 0;           ///< counting repeats
     std::size_t simulated_phases = 0; ///< phases whose flows went through the fabric
-    double seconds() const { return static_cast<double>(end_ns - start_ns) * 1e-9; }
+    double seconds() const { return (end - start).seconds(); }
 };
 
 struct CollectiveSimOptions {

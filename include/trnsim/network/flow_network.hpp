@@ -51,6 +51,7 @@
 // stopped, the shards on the threads `parallel` offers.
 #pragma once
 
+#include "trnsim/core/units.hpp"
 #include "trnsim/engine/event.hpp"
 #include "trnsim/network/maxmin.hpp"
 #include "trnsim/topology/fabric.hpp"
@@ -158,16 +159,16 @@ public:
     std::uint64_t migrated_flows() const;
     /// Wall-clock seconds spent in resolve(), by part (for benchmarks).
     struct EdgeTimes {
-        double route_s = 0.0;    ///< routing the new flows (before placement)
-        double place_s = 0.0;    ///< placement, beside the shards it cannot touch or the routing
-        double shards_s = 0.0;   ///< the other shards' updates, beside the first arrivals
-        double arrivals_s = 0.0; ///< the other arrivals' completion events and the next wake
+        Seconds route;    ///< routing the new flows (before placement)
+        Seconds place;    ///< placement, beside the shards it cannot touch or the routing
+        Seconds other_shards; ///< the other shards' updates, beside the first arrivals
+        Seconds arrivals; ///< the other arrivals' completion events and the next wake
         /// Every shard update timed alone, summed over the edges: all of them, the largest of
         /// each edge, and max(largest, all / 2) per edge, the least two threads can take for
         /// an edge's updates however they are handed out.
-        double shard_updates_s = 0.0;
-        double largest_update_s = 0.0;
-        double two_thread_bound_s = 0.0;
+        Seconds shard_updates;
+        Seconds largest_update;
+        Seconds two_thread_bound;
     };
     const EdgeTimes& edge_times() const { return edge_times_; }
     /// Bytes carried by the links of each kind so far (a flow's bytes count once per link of

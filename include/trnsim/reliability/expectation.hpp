@@ -38,13 +38,13 @@ namespace trnsim::reliability {
 
 struct Expectation {
     RunFacts facts;                ///< the run's fixed facts, as simulate() reports them
-    double repair_mean_s = 0.0;    ///< E[r]
+    Seconds repair_mean;           ///< E[r]
     double domains_in_repair = 0.0; ///< m
-    double spare_wait_s = 0.0;     ///< W
+    Seconds spare_wait;            ///< W
     double replace_share = 0.0;    ///< phi
-    double restart_s = 0.0;        ///< R
+    Seconds restart;               ///< R
     double ettr = 1.0;
-    double time_to_train_s = 0.0;  ///< T_w
+    Seconds time_to_train;         ///< T_w
     double goodput = 0.0;          ///< tokens kept per second of wall time
     double cost_usd = 0.0;
 };

@@ -49,7 +49,7 @@ struct Process {
     Effect effect = Effect::automatic;
     bool random = true; ///< false: trace-only cause, never drawn
     LifetimeKind kind = LifetimeKind::exponential;
-    double mean_s = 0.0; ///< of a good component
+    Seconds mean; ///< lifetime of a good component
     double shape = 1.0;
     double sigma = 1.0;
     double bad_fraction = 0.0;
@@ -58,7 +58,7 @@ struct Process {
 
     /// Mean failure rate of one component averaged over good and bad ones (per second).
     double population_rate() const {
-        return random ? (1.0 - bad_fraction + bad_fraction * bad_multiplier) / mean_s : 0.0;
+        return random ? (1.0 - bad_fraction + bad_fraction * bad_multiplier) / mean.seconds() : 0.0;
     }
 };
 
@@ -80,7 +80,7 @@ public:
     std::uint16_t trace_process(ComponentClass c, const std::string& cause) const;
 
     struct Draw {
-        double lifetime_s = 0.0; ///< +inf when the class has no random process
+        Seconds lifetime; ///< +inf when the class has no random process
         std::uint16_t process = 0;
     };
 

@@ -48,7 +48,7 @@ namespace trnsim::reliability {
 Duration draw_repair_time(const RepairSpec& repair, engine::RandomStream& stream);
 
 struct UnitTransition {
-    std::int64_t time_ns = 0;
+    SimTime time;
     std::uint32_t unit = 0;
     bool up = false;           ///< false: the unit goes down; true: it serves again
     std::uint16_t process = 0; ///< down: the failure's process (FailureModel::processes())
@@ -109,7 +109,7 @@ private:
         std::int64_t domain = -1; ///< -1: waiting for a domain
         bool down = false;
         std::uint32_t gen = 0;
-        std::int64_t down_ns = 0;
+        SimTime down_since; ///< when it last went down
     };
 
     /// A replayed failure: where it strikes and with which process.

@@ -52,7 +52,7 @@ namespace trnsim::reliability {
 /// What the run simulation needs to know about the training job.
 struct JobModel {
     std::int64_t steps = 0;           ///< to train
-    double step_s = 0.0;              ///< failure-free step time on the full cluster
+    Seconds step;                     ///< failure-free step time on the full cluster
     std::int64_t tokens_per_step = 0;
     /// Replica bookkeeping (recovery.scope: replica): consecutive ranks of one replica in a
     /// pipeline stage (tp x cp), and the replicas.
@@ -134,7 +134,7 @@ constexpr std::array<EnumName<EventKind>, 9> enum_names(EventKind) {
 inline const char* to_string(EventKind v) { return enum_name(v); }
 
 struct RunEvent {
-    std::int64_t time_ns = 0;
+    SimTime time;
     EventKind kind = EventKind::failure;
     std::optional<ComponentClass> component; ///< class of the component involved
     std::int64_t component_index = -1;       ///< within its class
@@ -143,22 +143,22 @@ struct RunEvent {
 };
 
 struct TimelinePoint {
-    std::int64_t time_ns = 0;
+    SimTime time;
     JobState state = JobState::running;
-    double progress_s = 0.0;  ///< work done in the current lineage (full-cluster seconds)
-    double committed_s = 0.0; ///< work saved in the newest durable checkpoint
+    Seconds progress;  ///< work done in the current lineage (full-cluster seconds)
+    Seconds committed; ///< work saved in the newest durable checkpoint
     double rate = 1.0;        ///< progress per second of wall time
 };
 
 /// One replication.
 struct ReplicationResult {
     bool done = false;
-    std::int64_t wall_ns = 0;
-    std::array<std::int64_t, kTimedStates> state_ns{};
-    std::int64_t work_ns = 0;      ///< progress kept at the end (full-cluster ns)
-    std::int64_t lost_work_ns = 0; ///< progress lost to failures
-    std::int64_t kept_run_ns = 0;  ///< running time whose progress was kept
-    std::int64_t lost_run_ns = 0;  ///< running time whose progress was lost
+    Duration wall;
+    std::array<Duration, kTimedStates> time_in_state{};
+    Duration work;      ///< progress kept at the end (full-cluster time)
+    Duration lost_work; ///< progress lost to failures
+    Duration kept_run;  ///< running time whose progress was kept
+    Duration lost_run;  ///< running time whose progress was lost
     std::int64_t interruptions = 0;
     std::int64_t failures = 0;     ///< every component failure before the end
     std::int64_t checkpoints = 0;
@@ -171,26 +171,29 @@ struct ReplicationResult {
     std::uint64_t engine_events = 0;
 };
 
-/// Per replication metrics in SI units; the summary and the HDF5 files use these names. All
-/// doubles (seconds for _s): they are averaged over replications, and a job that never
-/// finishes has an infinite time to train.
+/// Per replication metrics in SI units; the summary and the HDF5 files name them as
+/// metric_fields() does (a time's name ends in _s). Real values (Seconds for times): they are
+/// averaged over replications, and a job that never finishes has an infinite time to train.
 struct Metrics {
-    double wall_time_s = 0.0;     ///< simulated time the replication ran
-    double time_to_train_s = 0.0; ///< wall time when done, else projected: work / ETTR
+    Seconds wall_time;            ///< simulated time the replication ran
+    Seconds time_to_train;        ///< wall time when done, else projected: work / ETTR
     double ettr = 0.0;            ///< kept progress / wall time
     double goodput = 0.0;         ///< tokens kept per second of wall time
     double interruptions = 0.0;
     double failures = 0.0;
-    double lost_work_s = 0.0;     ///< progress redone after interruptions
-    double downtime_s = 0.0;      ///< detecting + restarting + loading + waiting for spares
-    double checkpoint_overhead_s = 0.0; ///< training stalled for checkpoints
+    Seconds lost_work;            ///< progress redone after interruptions
+    Seconds downtime;             ///< detecting + restarting + loading + waiting for spares
+    Seconds checkpoint_overhead;  ///< training stalled for checkpoints
     double checkpoints = 0.0;
     double cost_usd = 0.0;        ///< (job + spare instances) x time to train x price
     double done = 0.0;            ///< 1 when the job finished within the run
 };
 
-/// The metric names in table order, with a member pointer each.
-const std::vector<std::pair<const char*, double Metrics::*>>& metric_fields();
+/// A metric's value in SI units (seconds for a time).
+using MetricValue = double (*)(const Metrics&);
+
+/// The metric names in table order, with the value of each.
+const std::vector<std::pair<const char*, MetricValue>>& metric_fields();
 
 /// Fixed facts of a run, the same for every replication. Times in seconds as doubles: the
 /// closed forms they come from (checkpoint.hpp, theory.hpp) work in real seconds and use
@@ -202,15 +205,15 @@ struct RunFacts {
     std::uint32_t entities = 0;
     std::array<std::int64_t, kClassCount> components{}; ///< with failure processes
     double job_failure_rate = 0.0;     ///< per second, full job (sum of component rates)
-    double checkpoint_interval_s = 0.0; ///< on the full job; +inf: no periodic checkpoint
+    Seconds checkpoint_interval; ///< on the full job; +inf: no periodic checkpoint
     IntervalReason checkpoint_interval_reason = IntervalReason::fixed; ///< what set it
-    double checkpoint_daly_s = 0.0;     ///< auto: Daly's optimum before the bounds
-    double checkpoint_stall_s = 0.0;      ///< training stalls per checkpoint
-    double checkpoint_background_s = 0.0; ///< async upload or memory peer copy
-    double restore_s = 0.0;               ///< reload of the whole job's checkpoint
-    double replica_restore_s = 0.0;       ///< reload of one replica's share (scope: replica)
+    Seconds checkpoint_daly;       ///< auto: Daly's optimum before the bounds
+    Seconds checkpoint_stall;      ///< training stalls per checkpoint
+    Seconds checkpoint_background; ///< async upload or memory peer copy
+    Seconds restore;               ///< reload of the whole job's checkpoint
+    Seconds replica_restore;       ///< reload of one replica's share (scope: replica)
     Bytes checkpoint_size;
-    double work_s = 0.0; ///< failure-free training time (steps x step time)
+    Seconds work; ///< failure-free training time (steps x step time)
 };
 
 struct RunSummary {

@@ -78,9 +78,9 @@ enum class Effect : std::uint8_t { automatic, interrupt, degrade };
 struct FailureSpec {
     ComponentClass component = ComponentClass::chip;
     std::string cause;  ///< label in outputs; defaults to the class name
-    /// Mean time between failures of one (good) component, in seconds (a double: rare causes
-    /// of one chip exceed the 292 years a Duration holds).
-    double mtbf_s = 0.0;
+    /// Mean time between failures of one (good) component (Seconds: rare causes of one chip
+    /// exceed the 292 years a Duration holds).
+    Seconds mtbf;
     Lifetime distribution;
     /// Rate heterogeneity: this fraction of the components ("bad" or lemon components, chosen
     /// by a deterministic draw per component) fails `bad_multiplier` times as often.

@@ -34,7 +34,7 @@ std::vector<results::NamedValue> summary_values(const sim::TrainingRun& run,
                                                 bool intervals = true);
 
 /// The entity of a step simulation whose kernels ran slowest against the others of its
-/// pipeline stage (stages differ in work): its compute_s over the median compute_s of its
+/// pipeline stage (stages differ in work): its compute time over the median compute time of its
 /// stage's entities. A straggler chip (hardware.speed 0.8) makes its TP group's or rank's
 /// kernels 1.25x slower. Ties go to the first entity (lowest rank).
 struct SlowestEntity {
@@ -43,7 +43,7 @@ struct SlowestEntity {
     std::int64_t first_rank = 0; ///< its ranks: first_rank .. first_rank + ranks - 1
     std::int32_t ranks = 0;
     double speed = 1.0;    ///< its speed factor (its slowest chip's)
-    double slowdown = 1.0; ///< compute_s / the stage's median compute_s
+    double slowdown = 1.0; ///< compute / the stage's median compute (EntityTimes)
 };
 std::optional<SlowestEntity> slowest_entity(const sim::StepSimResult& r);
 

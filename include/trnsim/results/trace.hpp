@@ -3,6 +3,7 @@
 // microseconds.
 #pragma once
 
+#include "trnsim/core/units.hpp"
 #include "trnsim/results/output_files.hpp"
 
 #include <cstdint>
@@ -14,8 +15,8 @@ namespace trnsim::results {
 struct TraceSlice {
     std::int64_t process = 0; ///< a rank
     std::int32_t thread = 0;  ///< a lane (index into TraceData::threads)
-    std::int64_t start_ns = 0;
-    std::int64_t duration_ns = 0;
+    SimTime start;
+    Duration duration;
     std::uint32_t name = 0;   ///< index into TraceData::names
 };
 

@@ -98,15 +98,15 @@ struct ReplicaMemory {
 };
 
 /// The terms of one iteration's time, seconds summed over its graphs, so a fit can recombine
-/// the fixed costs with other coefficients: total = decode_kernel_s + prefill_kernel_s +
-/// collective_s + kernels x kernel_overhead + graphs x iteration_overhead + prefill_graphs x
-/// prefill_graph_overhead (the prefill efficiency is already inside prefill_kernel_s).
+/// the fixed costs with other coefficients: total = decode_kernel + prefill_kernel +
+/// collective_time + kernels x kernel_overhead + graphs x iteration_overhead + prefill_graphs x
+/// prefill_graph_overhead (the prefill efficiency is already inside prefill_kernel).
 struct IterationBreakdown {
-    double decode_kernel_s = 0.0;   ///< kernels of decode, verification and draft graphs
-    double prefill_kernel_s = 0.0;  ///< kernels of context-encoding graphs
-    double collective_s = 0.0;
-    double matmul_s = 0.0;          ///< of the kernel seconds: matmuls (weights)
-    double attention_s = 0.0;       ///< of the kernel seconds: attention
+    Seconds decode_kernel;          ///< kernels of decode, verification and draft graphs
+    Seconds prefill_kernel;         ///< kernels of context-encoding graphs
+    Seconds collective_time;        ///< the collectives (`collectives` counts them)
+    Seconds matmul;                 ///< of the kernel seconds: matmuls (weights)
+    Seconds attention;              ///< of the kernel seconds: attention
     double kernels = 0.0;     ///< expected counts (fractional for routed experts)
     double collectives = 0.0;
     double graphs = 0.0;

@@ -26,6 +26,7 @@
 // One value gives itself; no value gives 0.
 #pragma once
 
+#include "trnsim/core/units.hpp"
 #include "trnsim/serving/spec.hpp"
 
 #include <cstdint>
@@ -38,9 +39,9 @@ namespace trnsim::serving {
 
 struct RequestRecord {
     std::uint64_t id = 0;
-    std::int64_t arrival_ns = 0;
-    std::int64_t first_token_ns = -1;
-    std::int64_t finish_ns = -1;       ///< -1: not finished
+    SimTime arrival;
+    SimTime first_token = SimTime::from_ns(-1);
+    SimTime finish = SimTime::from_ns(-1); ///< -1 ns: not finished
     std::int32_t input_tokens = 0;     ///< as served (after the cut to max_context)
     std::int32_t output_tokens = 0;
     std::uint32_t replica = 0;         ///< the replica that finished it
@@ -50,14 +51,14 @@ struct RequestRecord {
     /// finish are those of the attempt that finished; arrival stays the original).
     std::uint32_t retries = 0;
 
-    bool finished() const { return finish_ns >= 0; }
-    double ttft_s() const { return static_cast<double>(first_token_ns - arrival_ns) * 1e-9; }
-    double e2e_s() const { return static_cast<double>(finish_ns - arrival_ns) * 1e-9; }
+    bool finished() const { return finish >= SimTime::zero(); }
+    double ttft_s() const { return (first_token - arrival).seconds(); }
+    double e2e_s() const { return (finish - arrival).seconds(); }
     /// Undefined (NaN) for a single output token: there is no time between output tokens.
     double tpot_s() const {
-        return output_tokens > 1 ? static_cast<double>(finish_ns - first_token_ns) * 1e-9 /
-                                       static_cast<double>(output_tokens - 1)
-                                 : std::numeric_limits<double>::quiet_NaN();
+        return output_tokens > 1
+                   ? (finish - first_token).seconds() / static_cast<double>(output_tokens - 1)
+                   : std::numeric_limits<double>::quiet_NaN();
     }
 };
 
@@ -74,15 +75,15 @@ struct ServingSummary {
     std::uint64_t met_slo = 0;
     std::uint64_t preempted_requests = 0; ///< requests preempted at least once
     std::uint64_t retried_requests = 0;   ///< requests a replica failure dropped at least once
-    double ttft_p50_s = 0.0, ttft_p90_s = 0.0, ttft_p99_s = 0.0;
-    double tpot_p50_s = 0.0, tpot_p90_s = 0.0, tpot_p99_s = 0.0;
-    double e2e_p50_s = 0.0, e2e_p99_s = 0.0;
-    double ttft_mean_s = 0.0, tpot_mean_s = 0.0;
-    double span_s = 0.0;
+    Seconds ttft_p50, ttft_p90, ttft_p99;
+    Seconds tpot_p50, tpot_p90, tpot_p99;
+    Seconds e2e_p50, e2e_p99;
+    Seconds ttft_mean, tpot_mean;
+    Seconds span;
     double output_tokens_per_s = 0.0;
     double goodput_requests_per_s = 0.0;
     double slo_attainment = 0.0;       ///< met_slo / requests
-    double itl_p50_s = 0.0, itl_p90_s = 0.0, itl_p99_s = 0.0, itl_mean_s = 0.0;
+    Seconds itl_p50, itl_p90, itl_p99, itl_mean;
     std::uint64_t itl_count = 0;       ///< deliveries behind the itl_ figures
 };
 
@@ -112,11 +113,11 @@ ServingSummary summarize(std::span<const RequestRecord> records, const SloSpec& 
 struct SlowestReplica {
     std::uint32_t replica = 0;
     std::uint64_t requests = 0;    ///< finished requests of this replica
-    double mean_e2e_s = 0.0;       ///< their mean E2E
-    double median_e2e_s = 0.0;     ///< the median over the replicas of their mean E2E
-    double tpot_p50_s = 0.0;       ///< TPOT p50 over its requests of more than one token
-    double fleet_tpot_p50_s = 0.0; ///< the median over the replicas of their TPOT p50
-    double slowdown = 1.0;         ///< mean_e2e_s / median_e2e_s (1 when the median is 0)
+    Seconds mean_e2e;              ///< their mean E2E
+    Seconds median_e2e;            ///< the median over the replicas of their mean E2E
+    Seconds tpot_p50;              ///< TPOT p50 over its requests of more than one token
+    Seconds fleet_tpot_p50;        ///< the median over the replicas of their TPOT p50
+    double slowdown = 1.0;         ///< mean_e2e / median_e2e (1 when the median is 0)
     std::uint32_t replicas = 0;    ///< replicas that finished a request
 };
 

@@ -12,6 +12,7 @@
 // O(1) per call but ids() and erase(). Not thread-safe.
 #pragma once
 
+#include "trnsim/core/units.hpp"
 #include "trnsim/serving/kv_cache.hpp"
 #include "trnsim/serving/request.hpp"
 
@@ -28,7 +29,7 @@ enum class SeqState : std::uint8_t { free, waiting, prefill, decode, joining };
 /// entered decode and `own` is not kept (computed from the KV tokens when it leaves).
 struct Seq {
     Request req;
-    std::int64_t first_token_ns = -1;
+    SimTime first_token = SimTime::from_ns(-1);
     std::int64_t generated = 0; ///< tokens generated (offset form: when it entered decode)
     std::int64_t target = 0;    ///< tokens this prefill covers (prompt + generated)
     std::int64_t done = 0;      ///< of them, cached or computed
@@ -40,10 +41,10 @@ struct Seq {
     std::uint32_t preemptions = 0;
     std::uint32_t spec_iterations = 0;
     std::uint32_t version = 0;
-    /// Its last token came at tok_ns, as of the decode step count tok_step (in decode
+    /// Its last token came at tok, as of the decode step count tok_step (in decode
     /// without speculation: at the last decode iteration's end once a decode step ran
     /// since, TokenGapLog::last_token()).
-    std::int64_t tok_ns = 0;
+    SimTime tok;
     std::uint64_t tok_step = 0;
     std::uint32_t prev = kNone, next = kNone; ///< running list (admission order)
     SeqState state = SeqState::free;

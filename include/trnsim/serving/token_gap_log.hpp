@@ -4,7 +4,7 @@
 // Gaps are kept as (ns, count) runs, merged with the last run when equal and compacted
 // (compact_gaps) every 4,096 runs: a replica's gaps take a few distinct iteration times.
 //
-// Each sequence stamps its last token (Seq::tok_ns, and tok_step: the decode steps so far at
+// Each sequence stamps its last token (Seq::tok, and tok_step: the decode steps so far at
 // that moment). Without speculation a sequence in decode decodes in every decode iteration,
 // so once a decode step has run since its stamp its last token came at the last decode
 // iteration's end (last_token()); a decode step therefore records one gap per sequence that
@@ -28,17 +28,17 @@ public:
     void record(std::int64_t ns, std::int64_t count);
     /// q's tokens came at t: a gap since its last one, and its new stamp.
     void token(Seq& q, std::int64_t t) {
-        record(t - q.tok_ns, 1);
+        record(t - q.tok.ns(), 1);
         stamp(q, t);
     }
     /// q's last token came at t (no gap).
     void stamp(Seq& q, std::int64_t t) const {
-        q.tok_ns = t;
+        q.tok = SimTime::from_ns(t);
         q.tok_step = decode_steps_;
     }
     /// When q's last token came (offset-form decode included).
     std::int64_t last_token(const Seq& q) const {
-        return decode_steps_ > q.tok_step ? last_decode_end_ : q.tok_ns;
+        return decode_steps_ > q.tok_step ? last_decode_end_ : q.tok.ns();
     }
 
     /// Sequence s entered the offset-form decode (its first decode iteration is fresh).
@@ -81,7 +81,7 @@ inline void TokenGapLog::decoded(const SequenceTable& seqs, std::int64_t start, 
     for (const Fresh& f : fresh_) {
         const Seq& q = seqs[f.slot];
         if (seqs.decoding(f.slot, f.version) && q.tok_step == decode_steps_) {
-            record(t1 - q.tok_ns, 1);
+            record(t1 - q.tok.ns(), 1);
             ++fresh;
         }
     }

@@ -22,6 +22,8 @@
 // the 19,365-row conversation trace parses in about a millisecond.
 #pragma once
 
+#include "trnsim/core/units.hpp"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,12 +35,12 @@ inline constexpr const char* kTraceKey = "workload.requests.arrival.trace";
 
 struct AzureTrace {
     std::string file;                     ///< as given (for messages)
-    std::vector<std::int64_t> arrival_ns; ///< relative to the first row, divided by the speed-up
+    std::vector<Duration> arrival; ///< after the first row's, divided by the speed-up
     std::vector<std::int64_t> input_tokens;
     std::vector<std::int64_t> output_tokens;
     /// Arrival of the last row (ns after the first); 0 for one row.
-    std::int64_t span_ns() const { return arrival_ns.empty() ? 0 : arrival_ns.back(); }
-    std::size_t size() const { return arrival_ns.size(); }
+    std::int64_t span_ns() const { return arrival.empty() ? 0 : arrival.back().ns(); }
+    std::size_t size() const { return arrival.size(); }
 };
 
 /// Reads and parses `path`.

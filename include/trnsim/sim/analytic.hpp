@@ -25,6 +25,7 @@
 // collective free: the time communication adds to the step.
 #pragma once
 
+#include "trnsim/core/units.hpp"
 #include "trnsim/workload/plan.hpp"
 
 #include <string>
@@ -39,27 +40,27 @@ struct OpTime {
     double seconds = 0.0; ///< per step, on the slowest stage's critical path
 };
 
-/// The step of a plan. Times are real seconds held as doubles, not engine ticks: each is a sum
-/// of up to millions of analytic kernel and collective costs kept at full precision; the run
+/// The step of a plan. Times are real seconds (Seconds), not engine ticks: each is a sum of up
+/// to millions of analytic kernel and collective costs kept at full precision; the run
 /// simulation turns the step time into ticks once (Duration::from_seconds_ceil).
 struct StepEstimate {
-    double step_s = 0.0;         ///< one training step, seconds
-    double forward_s = 0.0;      ///< one microbatch forward on the slowest stage
-    double backward_s = 0.0;     ///< one microbatch backward on the slowest stage
-    double pipeline_s = 0.0;     ///< all microbatches through the pipeline
-    double bubble_s = 0.0;       ///< pipeline fill and drain, seconds per step
+    Seconds step_time;         ///< one training step
+    Seconds forward;           ///< one microbatch forward on the slowest stage
+    Seconds backward;          ///< one microbatch backward on the slowest stage
+    Seconds pipeline;          ///< all microbatches through the pipeline
+    Seconds bubble;            ///< pipeline fill and drain, per step
     /// Gradient reduction not hidden by the backward pass, its engine and HBM time beside the
     /// kernels included.
-    double grad_sync_exposed_s = 0.0;
-    double optimizer_s = 0.0;    ///< the optimizer update, seconds per step
-    double param_gather_s = 0.0; ///< ZeRO parameter all-gather, seconds per step
-    double exposed_comm_s = 0.0; ///< communication not overlapped with compute, seconds per step
+    Seconds grad_sync_exposed;
+    Seconds optimizer;         ///< the optimizer update, per step
+    Seconds param_gather;      ///< ZeRO parameter all-gather, per step
+    Seconds exposed_comm;      ///< communication not overlapped with compute, per step
     int slowest_stage = 0;
     /// Per pipeline stage, first to last: the forward and the backward pass of one microbatch
-    /// (all the stage's model chunks, with its pipeline transfers), seconds. The slowest stage
-    /// has the largest sum.
-    std::vector<double> stage_forward_s;
-    std::vector<double> stage_backward_s;
+    /// (all the stage's model chunks, with its pipeline transfers). The slowest stage has the
+    /// largest sum.
+    std::vector<Seconds> stage_forward;
+    std::vector<Seconds> stage_backward;
 
     double model_flops = 0.0;    ///< per step, whole cluster (6 N + attention convention)
     double hardware_flops = 0.0; ///< model FLOPs plus recomputation

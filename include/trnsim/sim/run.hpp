@@ -3,6 +3,7 @@
 #pragma once
 
 #include "trnsim/config/scenario.hpp"
+#include "trnsim/core/units.hpp"
 #include "trnsim/reliability/run.hpp"
 #include "trnsim/sim/analytic.hpp"
 #include "trnsim/sim/step_sim.hpp"
@@ -12,21 +13,21 @@
 
 namespace trnsim::sim {
 
-/// A training run's outcome. Times in seconds as doubles (with failures they are means over
+/// A training run's outcome. Times in real seconds (with failures they are means over
 /// replications, +inf when the job never finishes).
 struct TrainingRun {
     workload::Plan plan;
     StepEstimate step;
-    double ideal_time_to_train_s = 0.0; ///< steps x step time: no failures, no checkpoints
+    Seconds ideal_time_to_train; ///< steps x step time: no failures, no checkpoints
     /// The ideal time, or with a reliability section the mean simulated time to train.
-    double time_to_train_s = 0.0;
+    Seconds time_to_train;
     double instance_hours = 0.0; ///< with reliability: job and spare instances
     double cost_usd = 0.0;
     /// The run simulation, when the scenario has a reliability section.
     std::optional<reliability::RunSummary> reliability;
     /// The step simulation (simulation.fidelity: step).
     std::optional<StepSimResult> step_sim;
-    double step_sim_wall_s = 0.0; ///< host (wall-clock) seconds the step simulation took
+    Seconds step_sim_wall; ///< host (wall-clock) time the step simulation took
 };
 
 /// Speed factor of every chip from hardware.speed and the seed (all 1 without stragglers).

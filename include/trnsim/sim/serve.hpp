@@ -164,7 +164,7 @@ struct ReplicaPlacement {
 };
 
 struct KvSample {
-    double time_s = 0.0;
+    Seconds time;                 ///< since the start of the run
     double used_fraction = 0.0;   ///< fleet: blocks in use / blocks
 };
 
@@ -181,8 +181,8 @@ struct ServingRunStats {
     std::uint64_t shared_windows = 0;  ///< run with the helper threads (timing-dependent)
     /// The engine's window: the router window (at least the router latency); 1 s or the
     /// router window with router shards (no event crosses partitions), unless disaggregated.
-    std::int64_t lookahead_ns = 0;
-    std::int64_t router_latency_ns = 0;
+    Duration lookahead;
+    Duration router_latency;
     int threads = 1;
     std::uint64_t steps = 0;        ///< scheduler steps over all replicas
     std::uint64_t iterations = 0;   ///< model iterations over all replicas
@@ -191,7 +191,7 @@ struct ServingRunStats {
     std::uint64_t prefix_hit_tokens = 0; ///< prefill tokens they did not compute
     /// Over all replicas: the seconds their iterations took, the tokens they computed (prefill
     /// and decode) and the KV tokens they touched per rank (the measured MBU and MFU).
-    double busy_s = 0.0;
+    Seconds busy;
     std::uint64_t prefill_tokens = 0;
     std::uint64_t decode_tokens = 0;
     double kv_tokens_touched = 0.0;
@@ -200,12 +200,12 @@ struct ServingRunStats {
     /// KV transfers stopped on the fabric by a failure of their source or destination
     /// (network::FlowNetwork::cancel); their requests were retried.
     std::uint64_t kv_transfers_cancelled = 0;
-    double end_s = 0.0;             ///< the last event
+    Seconds end;                    ///< the last event
     // Failures (zero without them).
     std::uint64_t outages = 0;      ///< domains that went down during the run
     std::uint64_t retries = 0;      ///< requests sent again after a failure dropped them
-    double replica_down_s = 0.0;    ///< replica-seconds out of service up to end_s
-    /// 1 - replica_down_s / (replicas x end_s): the fraction of replica time in service.
+    Seconds replica_down;           ///< replica-seconds out of service up to end
+    /// 1 - replica_down / (replicas x end): the fraction of replica time in service.
     double availability = 1.0;
     std::uint32_t spare_domains = 0;
     std::uint32_t spare_instances = 0; ///< of those spares (paid for like the cluster's)

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "trnsim/config/scenario.hpp"
+#include "trnsim/core/units.hpp"
 #include "trnsim/serving/iteration_cost.hpp"
 #include "trnsim/sim/serve.hpp"
 
@@ -42,7 +43,7 @@ struct ServingScenarioRun {
     std::int64_t kv_blocks_per_replica = 0;
     serving::ReplicaMemory memory;           ///< per rank of a replica
     std::vector<std::int64_t> buckets;       ///< the compiled sequence buckets
-    double decode_iteration_s = 0.0;         ///< decode_mbu's iteration (see above)
+    Seconds decode_iteration;                ///< decode_mbu's iteration (see above)
     double mean_decode_context = 0.0;        ///< its context per sequence, tokens
     double decode_mbu = 0.0;
     double mbu = 0.0;                        ///< measured (see above)
@@ -51,7 +52,7 @@ struct ServingScenarioRun {
     double instance_hours = 0.0;
     double cost_usd = 0.0;
     double cost_per_million_output_tokens_usd = 0.0;
-    double wall_s = 0.0;                     ///< host seconds of the fleet simulation
+    Seconds wall;                            ///< host time of the fleet simulation
 };
 
 /// What a serving scenario's fleet looks like before it runs.

@@ -103,11 +103,11 @@ struct EntityTimes {
     std::int32_t stage = 0;
     std::int64_t replica = 0; ///< data-parallel index
     double speed = 1.0;
-    double compute_s = 0.0; ///< kernels
-    double comm_s = 0.0;   ///< exposed communication
-    double bubble_s = 0.0; ///< waiting for pipeline input
-    double idle_s = 0.0;   ///< after its own end
-    double end_s = 0.0;    ///< when its last task ended, from the step's start
+    Seconds compute; ///< kernels
+    Seconds comm;    ///< exposed communication
+    Seconds bubble;  ///< waiting for pipeline input
+    Seconds idle;    ///< after its own end
+    Seconds end;     ///< when its last task ended, from the step's start
 };
 
 /// Traffic of one link kind over the step.
@@ -123,8 +123,8 @@ struct LinkClassUse {
 struct TraceSpan {
     std::int64_t rank = 0;
     std::int32_t lane = 0;
-    std::int64_t start_ns = 0;
-    std::int64_t duration_ns = 0;
+    SimTime start; ///< from the step's start
+    Duration duration;
     std::uint32_t name = 0; ///< index into StepTrace::names
 };
 
@@ -136,7 +136,7 @@ struct StepTrace {
 struct StepSimStats {
     std::uint64_t entities = 0;
     std::uint32_t partitions = 0;
-    std::int64_t lookahead_ns = 0;
+    Duration lookahead;
     std::uint64_t events = 0;
     std::uint64_t windows = 0;
     std::uint64_t shared_windows = 0; ///< run with the helper threads (timing-dependent)
@@ -153,18 +153,18 @@ struct StepSimStats {
     /// routing new flows, placing them (beside the shards placement cannot touch, or overlapping
     /// the routing), the other shards' updates, the last completion events. For benchmarks;
     /// never written to results (they vary from run to run).
-    double fabric_route_s = 0.0, fabric_place_s = 0.0, fabric_shards_s = 0.0;
-    double fabric_arrivals_s = 0.0;
+    Seconds fabric_route, fabric_place, fabric_other_shards;
+    Seconds fabric_arrivals;
     /// The shard updates timed one by one (EdgeTimes): all, the largest per edge, and the
     /// least two threads can take for them; and the collective plans made before the run.
-    double fabric_updates_s = 0.0, fabric_largest_update_s = 0.0, fabric_two_thread_bound_s = 0.0;
-    double plans_s = 0.0;
+    Seconds fabric_updates, fabric_largest_update, fabric_two_thread_bound;
+    Seconds plans;
 };
 
 struct StepSimResult {
-    /// The step's figures. step_s, tokens_per_s, mfu, hfu, mbu, bubble_s, bubble_fraction and
-    /// exposed_comm_s are the simulation's (bubble and exposed communication of the entity that
-    /// ends last); forward_s, backward_s and the per-op breakdown are the analytic model's.
+    /// The step's figures. step_time, tokens_per_s, mfu, hfu, mbu, bubble, bubble_fraction and
+    /// exposed_comm are the simulation's (bubble and exposed communication of the entity that
+    /// ends last); forward, backward and the per-op breakdown are the analytic model's.
     StepEstimate estimate;
     std::vector<EntityTimes> entities;
     std::vector<LinkClassUse> links;

@@ -12,6 +12,7 @@
 
 #include "trnsim/cluster/shape.hpp"
 #include "trnsim/config/scenario.hpp"
+#include "trnsim/core/units.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
 
@@ -38,9 +39,9 @@ struct TenantsRun {
     std::vector<TenantRun> tenants; ///< in the scenario's order
     std::uint64_t events = 0;       ///< the shared engine's
     std::uint64_t windows = 0;
-    std::int64_t lookahead_ns = 0;
+    Duration lookahead;
     int threads = 1;
-    double wall_s = 0.0; ///< host seconds of the shared run
+    Seconds wall; ///< host time of the shared run
 };
 
 /// Every check run_tenants makes before it simulates: each tenant's workload kind's checks,

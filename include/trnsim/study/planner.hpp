@@ -25,6 +25,7 @@
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/config/study.hpp"
 #include "trnsim/core/enum_names.hpp"
+#include "trnsim/core/units.hpp"
 #include "trnsim/sim/run.hpp"
 
 #include <array>
@@ -70,13 +71,13 @@ struct CandidateEstimate {
     std::string reason;           ///< the rejection message (invalid and hbm)
     std::int64_t chips = 0;       ///< job and spare chips
     int dp = 0;                   ///< resolved data-parallel degree (0: not resolved)
-    double step_s = NAN;          ///< NaN when not estimated (here and below)
+    Seconds step_time = Seconds::of(NAN); ///< NaN when not estimated (here and below)
     double memory_fraction = NAN; ///< of each rank's HBM the busiest rank needs
     double ettr = NAN;
-    double time_to_train_s = NAN; ///< expected, seconds (inf: never done)
+    Seconds time_to_train = Seconds::of(NAN); ///< expected (inf: never done)
     double cost_usd = NAN;
     double goodput = NAN;         ///< tokens kept per second
-    double checkpoint_interval_s = NAN; ///< resolved (inf: none)
+    Seconds checkpoint_interval = Seconds::of(NAN); ///< resolved (inf: none)
     bool frontier = false;        ///< on the estimated cost/time Pareto frontier
     bool finalist = false;
 };
@@ -146,7 +147,7 @@ struct ServingEvaluation {
     /// per second, or the trace's speed-up for a trace base.
     double rate = NAN;
     double slo_attainment = NAN;
-    double ttft_p99_s = NAN, tpot_p99_s = NAN;
+    Seconds ttft_p99 = Seconds::of(NAN), tpot_p99 = Seconds::of(NAN);
     double output_tokens_per_s = NAN;
     double cost_per_million_output_tokens_usd = NAN; ///< simulated span (docs/serving.md)
     double rate_low = NAN, rate_high = NAN; ///< max_rate's bracket (high inf: met at the top)

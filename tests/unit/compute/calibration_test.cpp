@@ -126,7 +126,7 @@ TEST_F(CalibrationTest, TheChipFileRoundTrips) {
     // The loaded model reproduces the calibration's analytic times.
     const CostModel model(loaded, 1);
     for (const auto& p : quick_->points) {
-        EXPECT_DOUBLE_EQ(model.cost(p.kernel).seconds, p.analytic_s) << describe(p.kernel);
+        EXPECT_DOUBLE_EQ(model.cost(p.kernel).seconds, p.analytic.seconds()) << describe(p.kernel);
     }
     fs::remove_all(dir);
 }

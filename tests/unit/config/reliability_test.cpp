@@ -72,11 +72,11 @@ simulation: {duration: 30d, replications: 8}
     const auto& f = s.reliability.failures;
     ASSERT_EQ(f.size(), 3u);
     EXPECT_EQ(f[0].component, ComponentClass::chip);
-    EXPECT_NEAR(f[0].mtbf_s, 10 * 365.25 * 86400, 1e-3);
+    EXPECT_NEAR(f[0].mtbf.seconds(), 10 * 365.25 * 86400, 1e-3);
     EXPECT_EQ(f[0].distribution.kind, reliability::LifetimeKind::exponential);
     EXPECT_EQ(f[0].cause, "");
     // Beyond the 292 years a Duration holds.
-    EXPECT_NEAR(f[1].mtbf_s, 400 * 365.25 * 86400, 1e-2);
+    EXPECT_NEAR(f[1].mtbf.seconds(), 400 * 365.25 * 86400, 1e-2);
     EXPECT_EQ(f[1].distribution.kind, reliability::LifetimeKind::weibull);
     EXPECT_DOUBLE_EQ(f[1].distribution.shape, 0.8);
     EXPECT_EQ(f[1].cause, "psu");
@@ -127,7 +127,7 @@ double expected_failures(const std::vector<reliability::FailureSpec>& failures,
                          const std::map<ComponentClass, double>& components, double days) {
     double n = 0.0;
     for (const auto& f : failures) {
-        n += components.at(f.component) * days * 86400.0 / f.mtbf_s;
+        n += components.at(f.component) * days * 86400.0 / f.mtbf.seconds();
     }
     return n;
 }

@@ -34,6 +34,37 @@ TEST(Duration, Arithmetic) {
     EXPECT_DOUBLE_EQ(a.seconds(), 1.5e-6);
 }
 
+TEST(Seconds, KeepsTheDoubleExactly) {
+    // No rounding to ticks: a value between two nanoseconds, and the closed forms' specials.
+    for (const double x : {1.5e-10, 0.1, 1.0 / 3.0, 6.403e-3, 1e300, -2.5}) {
+        EXPECT_EQ(Seconds::of(x).seconds(), x);
+    }
+    EXPECT_TRUE(std::isinf(Seconds::of(std::numeric_limits<double>::infinity()).seconds()));
+    EXPECT_TRUE(std::isnan(Seconds::of(std::nan("")).seconds()));
+    EXPECT_EQ(Seconds().seconds(), 0.0);
+}
+
+TEST(Seconds, Arithmetic) {
+    const Seconds a = Seconds::of(0.75);
+    const Seconds b = Seconds::of(0.25);
+    EXPECT_EQ((a + b).seconds(), 1.0);
+    EXPECT_EQ((a - b).seconds(), 0.5);
+    EXPECT_EQ((b * 3.0).seconds(), 0.75);
+    EXPECT_EQ((a / 3.0).seconds(), 0.25);
+    EXPECT_EQ(a / b, 3.0);
+    Seconds c = a;
+    c += b;
+    EXPECT_EQ(c.seconds(), 1.0);
+    c -= a;
+    EXPECT_EQ(c.seconds(), 0.25);
+    EXPECT_LT(b, a);
+    EXPECT_EQ(c, b);
+    // The same double operations as on the bare values, so results stay bit-identical.
+    const double x = 0.1, y = 0.2;
+    EXPECT_EQ((Seconds::of(x) + Seconds::of(y)).seconds(), x + y);
+    EXPECT_EQ((Seconds::of(x) / 7.0).seconds(), x / 7.0);
+}
+
 TEST(Units, TransferAndComputeTime) {
     // 25 GB at 25 GB/s is one second; 200 Gbps is 25 GB/s.
     EXPECT_DOUBLE_EQ(transfer_seconds(Bytes(25'000'000'000), Bandwidth::bytes_per_s(25e9)), 1.0);

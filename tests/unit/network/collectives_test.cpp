@@ -20,7 +20,8 @@ const LocalCosts kLocal{Bandwidth::bytes_per_s(2.9e12), Duration::from_ns(2000)}
 
 double simulate(const topology::Fabric& f, const CollectiveRequest& req,
                 CollectiveSimOptions opt = {}) {
-    auto out = simulate_collectives(f, {{plan_collective(f, req, kLocal), 0}}, kLocal, opt);
+    auto out =
+        simulate_collectives(f, {{plan_collective(f, req, kLocal), SimTime::zero()}}, kLocal, opt);
     return out[0].seconds();
 }
 
@@ -60,7 +61,8 @@ TEST(Collectives, TwoCollectivesSharingABottleneckEachGetHalf) {
     req.bytes = 256.0 * kMiB;
     const double alone = simulate(f, req);
     const CollectivePlan plan = plan_collective(f, req, kLocal);
-    const auto both = simulate_collectives(f, {{plan, 0}, {plan, 0}}, kLocal, {});
+    const auto both =
+        simulate_collectives(f, {{plan, SimTime::zero()}, {plan, SimTime::zero()}}, kLocal, {});
     std::vector<std::uint32_t> links;
     topology::route(f, req.chips[0], req.chips[1], 0, links);
     const double latency = 14 * static_cast<double>(topology::route_latency_ns(f, links.data(), links.size())) * 1e-9;
@@ -102,9 +104,9 @@ TEST(Collectives, ReusingIdenticalPhasesEqualsSimulatingThemAll) {
     for (double n : {64.0 * 1024, 8.0 * kMiB, 512.0 * kMiB}) {
         req.bytes = n;
         const auto plan = plan_collective(f, req, kLocal);
-        const auto reused = simulate_collectives(f, {{plan, 0}}, kLocal, {});
-        const auto full = simulate_collectives(f, {{plan, 0}}, kLocal, all);
-        EXPECT_EQ(reused[0].end_ns, full[0].end_ns) << n;
+        const auto reused = simulate_collectives(f, {{plan, SimTime::zero()}}, kLocal, {});
+        const auto full = simulate_collectives(f, {{plan, SimTime::zero()}}, kLocal, all);
+        EXPECT_EQ(reused[0].end.ns(), full[0].end.ns()) << n;
         EXPECT_EQ(full[0].simulated_phases, plan.total_phases());
         EXPECT_LT(reused[0].simulated_phases, full[0].simulated_phases);
     }
@@ -120,14 +122,14 @@ TEST(Collectives, ThreadCountDoesNotChangeResults) {
     const CollectivePlan plan = plan_collective(f, req, kLocal);
     std::vector<CollectiveJob> jobs;
     for (int j = 0; j < 4; ++j) {
-        jobs.push_back({plan, j * 50'000});
+        jobs.push_back({plan, SimTime::from_ns(j * 50'000)});
     }
     CollectiveSimOptions one, two;
     two.threads = 2;
     const auto a = simulate_collectives(f, jobs, kLocal, one);
     const auto b = simulate_collectives(f, jobs, kLocal, two);
     for (std::size_t j = 0; j < jobs.size(); ++j) {
-        EXPECT_EQ(a[j].end_ns, b[j].end_ns);
+        EXPECT_EQ(a[j].end.ns(), b[j].end.ns());
     }
 }
 
@@ -147,17 +149,23 @@ TEST(FlowModel, ALateFlowSharesTheLinkFromItsStart) {
     const auto latency = topology::route_latency_ns(f, links.data(), links.size());
     CollectiveSimOptions exact;
     exact.exact = true;
-    const auto out = simulate_collectives(
-        f, {{plan_collective(f, a, kLocal), 0}, {plan_collective(f, b, kLocal), 2'000'000}},
-        kLocal, exact);
-    EXPECT_NEAR(static_cast<double>(out[0].end_ns), 14e6 + static_cast<double>(latency), 2.0);
-    EXPECT_NEAR(static_cast<double>(out[1].end_ns), 16e6 + static_cast<double>(latency), 2.0);
+    const auto out =
+        simulate_collectives(f,
+                             {{plan_collective(f, a, kLocal), SimTime::zero()},
+                              {plan_collective(f, b, kLocal), SimTime::from_ns(2'000'000)}},
+                             kLocal, exact);
+    EXPECT_NEAR(static_cast<double>(out[0].end.ns()), 14e6 + static_cast<double>(latency), 2.0);
+    EXPECT_NEAR(static_cast<double>(out[1].end.ns()), 16e6 + static_cast<double>(latency), 2.0);
     // With lookahead-long windows the rate change reaches A at most one window late.
-    const auto windowed = simulate_collectives(
-        f, {{plan_collective(f, a, kLocal), 0}, {plan_collective(f, b, kLocal), 2'000'000}},
-        kLocal, {});
-    EXPECT_NEAR(static_cast<double>(windowed[0].end_ns), static_cast<double>(out[0].end_ns), 2000.0);
-    EXPECT_NEAR(static_cast<double>(windowed[1].end_ns), static_cast<double>(out[1].end_ns), 2000.0);
+    const auto windowed =
+        simulate_collectives(f,
+                             {{plan_collective(f, a, kLocal), SimTime::zero()},
+                              {plan_collective(f, b, kLocal), SimTime::from_ns(2'000'000)}},
+                             kLocal, {});
+    EXPECT_NEAR(static_cast<double>(windowed[0].end.ns()), static_cast<double>(out[0].end.ns()),
+                2000.0);
+    EXPECT_NEAR(static_cast<double>(windowed[1].end.ns()), static_cast<double>(out[1].end.ns()),
+                2000.0);
 }
 
 TEST(Plans, PhaseCountsAndBytes) {
@@ -246,13 +254,13 @@ TEST(CollectiveEngine, TheFlowModelPaysTheLaunchAndTheRankRate) {
     req.bytes = 64.0 * kMiB;
     const CollectivePlan plan = plan_collective(f, req, local);
     EXPECT_DOUBLE_EQ(plan.launch_seconds, 50e-6);
-    const auto out = simulate_collectives(f, {{plan, 0}}, local, {});
+    const auto out = simulate_collectives(f, {{plan, SimTime::zero()}}, local, {});
     const double pass = 32.0 * kMiB / 40e9 + 2e-6;
     EXPECT_NEAR(out[0].seconds(), 50e-6 + 2.0 * pass, 3e-9);
     // Without the engine: the HBM path, 64 MiB per pass over the chip's bandwidth.
     const LocalCosts bare{local.hbm, local.step_latency};
     const auto plain_out =
-        simulate_collectives(f, {{plan_collective(f, req, bare), 0}}, bare, {});
+        simulate_collectives(f, {{plan_collective(f, req, bare), SimTime::zero()}}, bare, {});
     EXPECT_NEAR(plain_out[0].seconds(), 2.0 * (64.0 * kMiB / 820e9 + 2e-6), 3e-9);
 }
 
@@ -268,9 +276,11 @@ TEST(CollectiveEngine, StepsAcrossEfaPayTheirOverhead) {
     req.chips = {0, f.chips_per_instance()};
     req.bytes = 1.0 * kMiB;
     const double base =
-        simulate_collectives(f, {{plan_collective(f, req, kLocal), 0}}, kLocal, {})[0].seconds();
+        simulate_collectives(f, {{plan_collective(f, req, kLocal), SimTime::zero()}}, kLocal, {})[0]
+            .seconds();
     const double more =
-        simulate_collectives(f, {{plan_collective(f, req, with), 0}}, with, {})[0].seconds();
+        simulate_collectives(f, {{plan_collective(f, req, with), SimTime::zero()}}, with, {})[0]
+            .seconds();
     EXPECT_NEAR(more - base, 2.0 * 100e-6, 2e-9);
 }
 

@@ -29,8 +29,8 @@ RunSummary run(const RunInput& in, int replications, std::uint64_t seed = 11) {
 
 TEST(Daly, TheModelHasDalysCosts) {
     const RunSummary s = run(daly_input(6 * kHour, 56.71 * kMin), 1);
-    EXPECT_DOUBLE_EQ(s.facts.checkpoint_stall_s, 300.0);
-    EXPECT_DOUBLE_EQ(s.facts.restore_s, 300.0);
+    EXPECT_DOUBLE_EQ(s.facts.checkpoint_stall.seconds(), 300.0);
+    EXPECT_DOUBLE_EQ(s.facts.restore.seconds(), 300.0);
     EXPECT_NEAR(1.0 / s.facts.job_failure_rate, 6 * kHour, 1e-6);
 }
 

@@ -30,12 +30,12 @@ TEST(Expectation, DalysCaseIsDalysFormula) {
     const double tau = 56.71 * kMin;
     const Expectation x = expect(daly_input(6 * kHour, tau));
     EXPECT_NEAR(1.0 / x.facts.job_failure_rate, 6 * kHour, 1e-6);
-    EXPECT_DOUBLE_EQ(x.spare_wait_s, 0.0);
-    EXPECT_DOUBLE_EQ(x.restart_s, 10 * kMin);
+    EXPECT_DOUBLE_EQ(x.spare_wait.seconds(), 0.0);
+    EXPECT_DOUBLE_EQ(x.restart.seconds(), 10 * kMin);
     const double expected =
-        theory::expected_wall_time(500 * kHour, x.facts.checkpoint_interval_s, 5 * kMin,
+        theory::expected_wall_time(500 * kHour, x.facts.checkpoint_interval.seconds(), 5 * kMin,
                                    10 * kMin, 6 * kHour);
-    EXPECT_NEAR(x.time_to_train_s, expected, 1e-6 * expected);
+    EXPECT_NEAR(x.time_to_train.seconds(), expected, 1e-6 * expected);
     EXPECT_NEAR(x.ettr, 500 * kHour / expected, 1e-12);
     // Cost: 5 instances (4 + 1 spare) over the wall time at 10 USD an hour.
     EXPECT_NEAR(x.cost_usd, 5 * 10.0 * expected / kHour, 1e-6 * x.cost_usd);
@@ -64,14 +64,14 @@ TEST(Expectation, SpareWaitLimits) {
     const double rate = 16.0 * 16.0 / (1000 * kHour);
     EXPECT_NEAR(none.domains_in_repair, rate * 24 * kHour, 1e-9);
     // Without spares every failure waits for its own repair.
-    EXPECT_NEAR(none.spare_wait_s, 24 * kHour, 1e-6);
+    EXPECT_NEAR(none.spare_wait.seconds(), 24 * kHour, 1e-6);
     EXPECT_DOUBLE_EQ(none.replace_share, 1.0);
     // Many spares: no wait.
-    EXPECT_LT(expect(input(80)).spare_wait_s, 1e-3);
+    EXPECT_LT(expect(input(80)).spare_wait.seconds(), 1e-3);
     // In between the wait falls as spares are added.
-    double previous = none.spare_wait_s;
+    double previous = none.spare_wait.seconds();
     for (std::int64_t s : {2, 4, 6, 8, 12}) {
-        const double w = expect(input(s)).spare_wait_s;
+        const double w = expect(input(s)).spare_wait.seconds();
         EXPECT_LT(w, previous) << s;
         previous = w;
     }
@@ -99,7 +99,8 @@ TEST(Expectation, AgreesWithTheSimulation) {
         EXPECT_NEAR(x.ettr, ettr.mean, 0.015) << spares << " spares: closed form " << x.ettr
                                              << ", simulated " << ettr.mean << " +- "
                                              << ettr.half_width;
-        EXPECT_DOUBLE_EQ(x.facts.checkpoint_interval_s, s.facts.checkpoint_interval_s);
+        EXPECT_DOUBLE_EQ(x.facts.checkpoint_interval.seconds(),
+                         s.facts.checkpoint_interval.seconds());
         EXPECT_DOUBLE_EQ(x.facts.job_failure_rate, s.facts.job_failure_rate);
     }
 }

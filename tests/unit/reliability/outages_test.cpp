@@ -36,7 +36,7 @@ ReliabilitySpec hosts(double mtbf_h, double repair_h, double detection_h, double
     FailureSpec f;
     f.component = ComponentClass::host;
     f.cause = "host";
-    f.mtbf_s = mtbf_h * kHour;
+    f.mtbf = Seconds::of(mtbf_h * kHour);
     s.failures = {f};
     s.repair.automatic = Duration::from_seconds_ceil(repair_h * kHour);
     s.repair.manual_fraction = 0.0;
@@ -53,19 +53,19 @@ double availability(OutageSchedule& sched, std::int64_t units, std::int64_t hori
     double down = 0.0;
     std::int64_t last = 0, count = 0;
     while (const auto t = sched.next()) {
-        if (t->time_ns >= horizon_ns) {
+        if (t->time.ns() >= horizon_ns) {
             break;
         }
-        EXPECT_GE(t->time_ns, last);
-        last = t->time_ns;
+        EXPECT_GE(t->time.ns(), last);
+        last = t->time.ns();
         std::int64_t& since = down_since[t->unit];
         if (t->up) {
             EXPECT_GE(since, 0) << "unit " << t->unit << " came back without going down";
-            down += static_cast<double>(t->time_ns - since);
+            down += static_cast<double>(t->time.ns() - since);
             since = -1;
         } else {
             EXPECT_EQ(since, -1) << "unit " << t->unit << " went down twice";
-            since = t->time_ns;
+            since = t->time.ns();
             ++count;
         }
     }
@@ -124,7 +124,7 @@ TEST(Outages, PowerTakesItsWholeDomainSoftwareOnlyRestarts) {
     ReliabilitySpec spec = hosts(1e9, 2.0, 0.0, 0.25); // hosts practically never fail
     FailureSpec power;
     power.component = ComponentClass::power;
-    power.mtbf_s = 50.0 * kHour;
+    power.mtbf = Seconds::of(50.0 * kHour);
     spec.failures.push_back(power);
     const Layout layout(cluster::make_cluster_shape({0, 16}, 16, 0), trn2(), FabricSpec{}, 0,
                         only({ComponentClass::host, ComponentClass::power}));
@@ -135,7 +135,7 @@ TEST(Outages, PowerTakesItsWholeDomainSoftwareOnlyRestarts) {
         const auto t = sched.next();
         ASSERT_TRUE(t);
         if (!t->up) {
-            downs[t->time_ns].push_back(t->unit);
+            downs[t->time.ns()].push_back(t->unit);
         }
     }
     ASSERT_FALSE(downs.empty());
@@ -150,7 +150,7 @@ TEST(Outages, PowerTakesItsWholeDomainSoftwareOnlyRestarts) {
     ReliabilitySpec sw = hosts(1e9, 2.0, 0.05, 0.25);
     FailureSpec bug;
     bug.component = ComponentClass::software;
-    bug.mtbf_s = 500.0 * kHour; // a failure within a restart (p = 0.06%) would extend it
+    bug.mtbf = Seconds::of(500.0 * kHour); // a failure within a restart (p = 0.06%) would extend it
     sw.failures.push_back(bug);
     const Layout one(cluster::make_cluster_shape({0, 1}, 16, 0), trn2(), FabricSpec{}, 0,
                      only({ComponentClass::host, ComponentClass::software}));
@@ -162,7 +162,7 @@ TEST(Outages, PowerTakesItsWholeDomainSoftwareOnlyRestarts) {
         ASSERT_FALSE(down->up);
         ASSERT_TRUE(up->up);
         // Back after detection + restart = 0.05 h + 0.25 h = 1,080 s (no repair for software).
-        EXPECT_EQ(up->time_ns - down->time_ns, 1080 * std::int64_t{1'000'000'000});
+        EXPECT_EQ(up->time.ns() - down->time.ns(), 1080 * std::int64_t{1'000'000'000});
     }
 }
 
@@ -206,7 +206,7 @@ TEST(Outages, ATraceReplaysItsFailuresWithTheirBlastRadius) {
     for (const Expected& e : expected) {
         const auto t = sched.next();
         ASSERT_TRUE(t) << "at " << e.s << " s";
-        EXPECT_EQ(t->time_ns, e.s * std::int64_t{1'000'000'000});
+        EXPECT_EQ(t->time.ns(), e.s * std::int64_t{1'000'000'000});
         EXPECT_EQ(t->unit, e.unit) << "at " << e.s << " s";
         EXPECT_EQ(t->up, e.up) << "at " << e.s << " s";
     }
@@ -222,10 +222,10 @@ TEST(Outages, SameSeedSameScheduleOtherSeedOther) {
     for (int i = 0; i < 200; ++i) {
         const auto x = a.next(), y = b.next(), z = c.next();
         ASSERT_TRUE(x && y && z);
-        EXPECT_EQ(x->time_ns, y->time_ns);
+        EXPECT_EQ(x->time.ns(), y->time.ns());
         EXPECT_EQ(x->unit, y->unit);
         EXPECT_EQ(x->up, y->up);
-        differs = differs || x->time_ns != z->time_ns;
+        differs = differs || x->time.ns() != z->time.ns();
     }
     EXPECT_TRUE(differs);
 }

@@ -61,21 +61,21 @@ TEST(JobLedger, StatesAndWorkSumExactly) {
     EXPECT_EQ(l.remaining_ns(), 70);
     l.enter(JobState::detecting, 60);
     l.lose_uncommitted();
-    EXPECT_EQ(r.lost_work_ns, 10);
-    EXPECT_EQ(r.lost_run_ns, 20);
-    EXPECT_EQ(r.kept_run_ns, 30);
+    EXPECT_EQ(r.lost_work.ns(), 10);
+    EXPECT_EQ(r.lost_run.ns(), 20);
+    EXPECT_EQ(r.kept_run.ns(), 30);
     l.set_rate(65, 1.0);
     l.enter(JobState::running, 65);
     EXPECT_EQ(l.remaining_ns(), 70);
     l.complete(135);
     l.enter(JobState::done, 135);
     l.close(135, true);
-    EXPECT_EQ(r.work_ns, 100);
-    EXPECT_EQ(r.state_ns[static_cast<std::size_t>(JobState::running)], 30 + 70);
-    EXPECT_EQ(r.state_ns[static_cast<std::size_t>(JobState::checkpointing)], 10);
-    EXPECT_EQ(r.state_ns[static_cast<std::size_t>(JobState::running_degraded)], 20);
-    EXPECT_EQ(r.state_ns[static_cast<std::size_t>(JobState::detecting)], 5);
-    EXPECT_EQ(r.kept_run_ns + r.lost_run_ns, 30 + 20 + 70); // every running ns, kept or lost
+    EXPECT_EQ(r.work.ns(), 100);
+    EXPECT_EQ(r.time_in_state[static_cast<std::size_t>(JobState::running)].ns(), 30 + 70);
+    EXPECT_EQ(r.time_in_state[static_cast<std::size_t>(JobState::checkpointing)].ns(), 10);
+    EXPECT_EQ(r.time_in_state[static_cast<std::size_t>(JobState::running_degraded)].ns(), 20);
+    EXPECT_EQ(r.time_in_state[static_cast<std::size_t>(JobState::detecting)].ns(), 5);
+    EXPECT_EQ(r.kept_run.ns() + r.lost_run.ns(), 30 + 20 + 70); // every running ns, kept or lost
     EXPECT_EQ(r.timeline.size(), 6u); // start and five transitions
 }
 
@@ -87,11 +87,11 @@ TEST(JobLedger, AReplicaFailureLosesTheStepInProgress) {
     l.start(0.5);
     l.enter(JobState::detecting, 40);
     l.lose_step(8);
-    EXPECT_EQ(r.lost_work_ns, 4);
-    EXPECT_EQ(r.lost_run_ns, 8);
+    EXPECT_EQ(r.lost_work.ns(), 4);
+    EXPECT_EQ(r.lost_run.ns(), 8);
     EXPECT_EQ(l.remaining_ns(), 1000 - 16);
     l.close(50, false);
-    EXPECT_EQ(r.kept_run_ns, 40 - 8);
+    EXPECT_EQ(r.kept_run.ns(), 40 - 8);
     EXPECT_TRUE(r.timeline.empty()); // not recorded
 }
 

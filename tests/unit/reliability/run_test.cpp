@@ -29,7 +29,7 @@ RunSummary run(const RunInput& in, int replications, std::uint64_t seed = 3, int
 }
 
 std::int64_t state(const ReplicationResult& r, JobState s) {
-    return r.state_ns[static_cast<std::size_t>(s)];
+    return r.time_in_state[static_cast<std::size_t>(s)].ns();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -71,7 +71,7 @@ TEST(ClosedForm, EttrWithFreeCheckpointsAndInstantSpares) {
     EXPECT_LT(half, 0.003);
     EXPECT_NEAR(ettr, expected, 2.0 * half); // about 4 standard errors
     // The per-replication ETTR of a run that finished is T_s / wall exactly.
-    EXPECT_DOUBLE_EQ(s.metrics[0].ettr, 300 * kHour / s.metrics[0].wall_time_s);
+    EXPECT_DOUBLE_EQ(s.metrics[0].ettr, 300 * kHour / s.metrics[0].wall_time.seconds());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -139,13 +139,13 @@ TEST(Counting, WeibullWithShapeOneIsTheExponential) {
     const RunSummary a = run(exp, 5);
     const RunSummary b = run(wei, 5);
     for (int r = 0; r < 5; ++r) {
-        EXPECT_EQ(a.replications[r].wall_ns, b.replications[r].wall_ns);
+        EXPECT_EQ(a.replications[r].wall.ns(), b.replications[r].wall.ns());
         EXPECT_EQ(a.replications[r].failures, b.replications[r].failures);
         EXPECT_GT(a.replications[r].failures, 0);
     }
     ASSERT_EQ(a.replications[0].events.size(), b.replications[0].events.size());
     for (std::size_t i = 0; i < a.replications[0].events.size(); ++i) {
-        EXPECT_EQ(a.replications[0].events[i].time_ns, b.replications[0].events[i].time_ns);
+        EXPECT_EQ(a.replications[0].events[i].time.ns(), b.replications[0].events[i].time.ns());
     }
 }
 
@@ -210,12 +210,12 @@ RunInput busy_input() {
 }
 
 void expect_conserved(const ReplicationResult& r) {
-    const std::int64_t states =
-        std::accumulate(r.state_ns.begin(), r.state_ns.end(), std::int64_t{0});
-    EXPECT_EQ(states, r.wall_ns);
+    const Duration states =
+        std::accumulate(r.time_in_state.begin(), r.time_in_state.end(), Duration::zero());
+    EXPECT_EQ(states.ns(), r.wall.ns());
     const std::int64_t running =
         state(r, JobState::running) + state(r, JobState::running_degraded);
-    EXPECT_EQ(running, r.kept_run_ns + r.lost_run_ns);
+    EXPECT_EQ(running, r.kept_run.ns() + r.lost_run.ns());
 }
 
 TEST(Conservation, StatesAndWorkAddUpToTheWallTimeExactly) {
@@ -237,15 +237,15 @@ TEST(Conservation, StatesAndWorkAddUpToTheWallTimeExactly) {
     const RunSummary t = run(in, 6, 22);
     for (const ReplicationResult& r : t.replications) {
         expect_conserved(r);
-        EXPECT_EQ(r.work_ns, r.kept_run_ns);
-        EXPECT_EQ(r.lost_work_ns, r.lost_run_ns);
+        EXPECT_EQ(r.work.ns(), r.kept_run.ns());
+        EXPECT_EQ(r.lost_work.ns(), r.lost_run.ns());
         std::int64_t other = 0;
         for (JobState st : {JobState::checkpointing, JobState::detecting, JobState::restarting,
                             JobState::loading, JobState::waiting_for_spare}) {
             other += state(r, st);
         }
-        EXPECT_EQ(r.work_ns + r.lost_work_ns + other, r.wall_ns);
-        EXPECT_EQ(r.work_ns, static_cast<std::int64_t>(8 * kDay) * 1'000'000'000);
+        EXPECT_EQ(r.work.ns() + r.lost_work.ns() + other, r.wall.ns());
+        EXPECT_EQ(r.work.ns(), static_cast<std::int64_t>(8 * kDay) * 1'000'000'000);
     }
 }
 
@@ -293,8 +293,8 @@ TEST(Determinism, ReplicationsAreIndependentOfEachOther) {
     const RunInput in = busy_input();
     const RunSummary a = run(in, 3, 51);
     const RunSummary b = run(in, 5, 51);
-    EXPECT_EQ(a.replications[2].wall_ns, b.replications[2].wall_ns);
-    EXPECT_NE(a.replications[1].wall_ns, a.replications[2].wall_ns);
+    EXPECT_EQ(a.replications[2].wall.ns(), b.replications[2].wall.ns());
+    EXPECT_NE(a.replications[1].wall.ns(), a.replications[2].wall.ns());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -329,8 +329,8 @@ TEST(Scenario, TraceReplayOfOneChipFailure) {
     in.spec.trace.failures.push_back(trace_at(2.5 * kHour, ComponentClass::chip, 5));
     const ReplicationResult r = run(in, 1).replications[0];
     EXPECT_TRUE(r.done);
-    EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 50 * kMin) * 1e9));
-    EXPECT_EQ(r.lost_work_ns, static_cast<std::int64_t>(28 * kMin * 1e9));
+    EXPECT_EQ(r.wall.ns(), static_cast<std::int64_t>((10 * kHour + 50 * kMin) * 1e9));
+    EXPECT_EQ(r.lost_work.ns(), static_cast<std::int64_t>(28 * kMin * 1e9));
     EXPECT_EQ(r.interruptions, 1);
     EXPECT_EQ(r.checkpoints, 9);
     EXPECT_EQ(state(r, JobState::detecting), static_cast<std::int64_t>(2 * kMin * 1e9));
@@ -342,7 +342,7 @@ TEST(Scenario, TraceReplayOfOneChipFailure) {
     for (const RunEvent& e : r.events) {
         if (e.kind == EventKind::interruption) {
             seen = true;
-            EXPECT_EQ(e.time_ns, static_cast<std::int64_t>(2.5 * kHour * 1e9));
+            EXPECT_EQ(e.time.ns(), static_cast<std::int64_t>(2.5 * kHour * 1e9));
             EXPECT_EQ(e.domain, 0);
         }
         if (e.kind == EventKind::failure) {
@@ -362,7 +362,7 @@ TEST(Scenario, WithoutSparesTheJobWaitsForTheRepair) {
     in.spec.trace.failures.push_back(trace_at(2.5 * kHour, ComponentClass::chip, 5));
     const ReplicationResult r = run(in, 1).replications[0];
     EXPECT_EQ(state(r, JobState::waiting_for_spare), static_cast<std::int64_t>(58 * kMin * 1e9));
-    EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 50 * kMin + 58 * kMin) * 1e9));
+    EXPECT_EQ(r.wall.ns(), static_cast<std::int64_t>((10 * kHour + 50 * kMin + 58 * kMin) * 1e9));
 }
 
 TEST(Scenario, APowerFailureTakesItsDomainsAtOnce) {
@@ -376,7 +376,7 @@ TEST(Scenario, APowerFailureTakesItsDomainsAtOnce) {
     EXPECT_EQ(r.interruptions, 1);
     EXPECT_EQ(r.failures, 1);
     EXPECT_EQ(r.spares_assigned, 2);
-    EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 50 * kMin) * 1e9));
+    EXPECT_EQ(r.wall.ns(), static_cast<std::int64_t>((10 * kHour + 50 * kMin) * 1e9));
 }
 
 TEST(Scenario, ASoftwareFailureRestartsWithoutReplacement) {
@@ -385,7 +385,7 @@ TEST(Scenario, ASoftwareFailureRestartsWithoutReplacement) {
     const ReplicationResult r = run(in, 1).replications[0];
     EXPECT_EQ(r.interruptions, 1);
     EXPECT_EQ(r.spares_assigned, 0);
-    EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 50 * kMin) * 1e9));
+    EXPECT_EQ(r.wall.ns(), static_cast<std::int64_t>((10 * kHour + 50 * kMin) * 1e9));
 }
 
 TEST(Scenario, AFailureOfASpareDoesNotInterrupt) {
@@ -394,7 +394,7 @@ TEST(Scenario, AFailureOfASpareDoesNotInterrupt) {
     const ReplicationResult r = run(in, 1).replications[0];
     EXPECT_EQ(r.failures, 1);
     EXPECT_EQ(r.interruptions, 0);
-    EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 9 * kMin) * 1e9));
+    EXPECT_EQ(r.wall.ns(), static_cast<std::int64_t>((10 * kHour + 9 * kMin) * 1e9));
 }
 
 /// traced_input on radix-8 switches (4 instances per leaf, 4 leaves and spines per pod, 16
@@ -418,7 +418,7 @@ TEST(Scenario, ASwitchOfTheIdleSparesNeitherStopsNorSlowsTheJob) {
         const ReplicationResult r = run(in, 1).replications[0];
         EXPECT_EQ(r.failures, 1) << leaf;
         EXPECT_EQ(r.interruptions, 0) << leaf;
-        EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 9 * kMin) * 1e9)) << leaf;
+        EXPECT_EQ(r.wall.ns(), static_cast<std::int64_t>((10 * kHour + 9 * kMin) * 1e9)) << leaf;
     }
     // The job's own leaf: one interruption, recovered in place as a software failure is
     // (28 min lost since the 2:02 checkpoint, 2 + 10 + 1 min down): 10 h 50 min.
@@ -427,7 +427,7 @@ TEST(Scenario, ASwitchOfTheIdleSparesNeitherStopsNorSlowsTheJob) {
     const ReplicationResult r = run(in, 1).replications[0];
     EXPECT_EQ(r.interruptions, 1);
     EXPECT_EQ(r.spares_assigned, 0);
-    EXPECT_EQ(r.wall_ns, static_cast<std::int64_t>((10 * kHour + 50 * kMin) * 1e9));
+    EXPECT_EQ(r.wall.ns(), static_cast<std::int64_t>((10 * kHour + 50 * kMin) * 1e9));
     // Spines degrade (4 per pod). A spine of pod 1 (spines 4-7) or a core (the job is in one
     // pod) does not slow the job; a spine of pod 0 does, for its 2 h repair: at 3/4 of the
     // spines a communication-bound step takes 4/3 as long, 30 min more over those 2 h.
@@ -441,7 +441,7 @@ TEST(Scenario, ASwitchOfTheIdleSparesNeitherStopsNorSlowsTheJob) {
         d.spec.trace.failures.push_back(trace_at(kHour, cls, index));
         const ReplicationResult x = run(d, 1).replications[0];
         EXPECT_EQ(x.interruptions, 0);
-        EXPECT_NEAR(static_cast<double>(x.wall_ns) * 1e-9, 10 * kHour + slower_s, 1e-6)
+        EXPECT_NEAR(x.wall.seconds(), 10 * kHour + slower_s, 1e-6)
             << to_string(cls) << " " << index;
         EXPECT_EQ(state(x, JobState::running_degraded) > 0, slower_s > 0.0);
     }
@@ -492,7 +492,7 @@ TEST(Scenario, ALeafFailureSlowsTheJobUntilRepaired) {
     const ReplicationResult r = run(in, 1).replications[0];
     EXPECT_EQ(r.interruptions, 0);
     EXPECT_EQ(state(r, JobState::running_degraded), static_cast<std::int64_t>(2 * kHour * 1e9));
-    EXPECT_NEAR(static_cast<double>(r.wall_ns) * 1e-9, 10 * kHour + 7.5 * kMin, 1e-6);
+    EXPECT_NEAR(r.wall.seconds(), 10 * kHour + 7.5 * kMin, 1e-6);
 }
 
 TEST(Scenario, AFailureDuringAnUploadLosesThatCheckpoint) {
@@ -506,7 +506,7 @@ TEST(Scenario, AFailureDuringAnUploadLosesThatCheckpoint) {
     in.spec.trace.failures.push_back(trace_at(kHour + 31, ComponentClass::chip, 0));
     const ReplicationResult r = run(in, 1).replications[0];
     EXPECT_EQ(r.checkpoints_lost, 1);
-    EXPECT_EQ(r.lost_work_ns, static_cast<std::int64_t>((kHour + 30) * 1e9));
+    EXPECT_EQ(r.lost_work.ns(), static_cast<std::int64_t>((kHour + 30) * 1e9));
 }
 
 TEST(Scenario, ReplicaScopeKeepsTheHealthyReplicasTraining) {
@@ -530,8 +530,8 @@ TEST(Scenario, ReplicaScopeKeepsTheHealthyReplicasTraining) {
     EXPECT_EQ(r.interruptions, 1);
     EXPECT_EQ(state(r, JobState::restarting), 0);
     EXPECT_EQ(state(r, JobState::running_degraded), static_cast<std::int64_t>(10 * kMin * 1e9));
-    EXPECT_EQ(r.lost_work_ns, 0); // the failure hit at a step boundary (2.5 h of 1 s steps)
-    EXPECT_NEAR(static_cast<double>(r.wall_ns) * 1e-9, 10 * kHour + 4.5 * kMin, 1e-6);
+    EXPECT_EQ(r.lost_work.ns(), 0); // the failure hit at a step boundary (2.5 h of 1 s steps)
+    EXPECT_NEAR(r.wall.seconds(), 10 * kHour + 4.5 * kMin, 1e-6);
 }
 
 TEST(Scenario, RunningDegradedThenBackToFullSize) {

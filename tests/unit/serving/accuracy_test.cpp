@@ -218,7 +218,7 @@ struct Errors {
 double full_ttft_ms(const PublishedRow& row, const compute::ChipSpec& chip) {
     try {
         const auto model = replica(row, chip.serving, ContextBuckets::full);
-        return run_published_row(row, *model).ttft_p50_s * 1e3;
+        return run_published_row(row, *model).ttft_p50.seconds() * 1e3;
     } catch (const InputError&) {
         return std::nan("");
     }
@@ -249,16 +249,16 @@ TEST(ServingAccuracy, PublishedRows) {
     for (const PublishedRow& row : rows()) {
         const compute::ChipSpec chip = config::load_chip(row.chip);
         const BenchmarkResult r = run_published_row(row, *replica(row, chip.serving));
-        const double e_ttft = r.ttft_p50_s * 1e3 / row.ttft_p50_ms - 1.0;
-        const double e_tpot = r.tpot_p50_s * 1e3 / row.tpot_p50_ms - 1.0;
+        const double e_ttft = r.ttft_p50.seconds() * 1e3 / row.ttft_p50_ms - 1.0;
+        const double e_tpot = r.tpot_p50.seconds() * 1e3 / row.tpot_p50_ms - 1.0;
         const double e_tps = r.output_tokens_per_s / row.output_tok_s - 1.0;
         const bool held_out = !fitted(row) && !fitted_trn2(row);
         std::printf("%-3s %-58s %6.1f %6.1f %+4.0f%%  %6.2f %6.2f %+4.0f%%  %7.1f %7.1f "
                     "%+4.0f%%%s%s\n",
                     held_out ? "" : "*", row.label().c_str(), row.ttft_p50_ms,
-                    r.ttft_p50_s * 1e3, 100.0 * e_ttft, row.tpot_p50_ms, r.tpot_p50_s * 1e3,
-                    100.0 * e_tpot, row.output_tok_s, r.output_tokens_per_s, 100.0 * e_tps,
-                    row.ttft_unreproducible() ? "  (u)" : "",
+                    r.ttft_p50.seconds() * 1e3, 100.0 * e_ttft, row.tpot_p50_ms,
+                    r.tpot_p50.seconds() * 1e3, 100.0 * e_tpot, row.output_tok_s,
+                    r.output_tokens_per_s, 100.0 * e_tps, row.ttft_unreproducible() ? "  (u)" : "",
                     row.throughput_inconsistent() ? "  (t)" : "");
         if (row.key == "INF-T2b") {
             // The Trn2 fit set (fitted_trn2): two coefficients on its two figures.
@@ -281,7 +281,7 @@ TEST(ServingAccuracy, PublishedRows) {
         if (row.ttft_unreproducible()) {
             // The compiled context buckets are not published: the band between the samples'
             // half-size buckets and one full-length bucket (below).
-            bands.push_back({row, r.ttft_p50_s * 1e3, full_ttft_ms(row, chip)});
+            bands.push_back({row, r.ttft_p50.seconds() * 1e3, full_ttft_ms(row, chip)});
         } else {
             // Regression guards at the level reached (short prompts: docs/validation.md).
             EXPECT_LT(std::fabs(e_ttft), 0.50) << row.label();

@@ -61,7 +61,7 @@ TEST(ArrivalSpan, PoissonCountMustFitInHalfTheRepresentableTime) {
 TEST(ArrivalSpan, TraceRepeatsMustFitToo) {
     auto trace = std::make_shared<AzureTrace>();
     const std::int64_t century = static_cast<std::int64_t>(100 * kSecondsPerYear) * 1'000'000'000;
-    trace->arrival_ns = {0, century};
+    trace->arrival = {Duration::zero(), Duration::from_ns(century)};
     trace->input_tokens = {100, 100};
     trace->output_tokens = {10, 10};
     RequestSpec r;

@@ -244,13 +244,13 @@ TEST(DecodeStep, TinyModelCountsAndCollectivesByHand) {
     const double ar = 2.0 * (0.5 * 512.0 / hbm + 2e-6);
     const double ag = [&](double bytes) { return 0.5 * bytes / hbm + 2e-6; }(512.0) +
                       (0.5 * 4096.0 / hbm + 2e-6);
-    EXPECT_NEAR(b.collective_s, 2 * 2 * ar + ag, 1e-12);
+    EXPECT_NEAR(b.collective_time.seconds(), 2 * 2 * ar + ag, 1e-12);
     // Matmuls read every weight once: at least the weight bytes over the rank's DMA rate
     // (16 engines x 17 GB/s, DMAG), per layer (256 x 768 + 256 x 256 + 3 x 256 x 256) x 2 B,
     // plus the LM head 256 x 512 x 2 B; and each matmul pays at least one DMA setup (1.3 us).
     const double weight_bytes = 2.0 * (2.0 * (256 * 768 + 256 * 256 + 3 * 256 * 256) + 256 * 512);
-    EXPECT_GT(b.matmul_s, weight_bytes / (16 * 17e9));
-    EXPECT_GT(b.matmul_s, 9 * 1.3e-6);
+    EXPECT_GT(b.matmul.seconds(), weight_bytes / (16 * 17e9));
+    EXPECT_GT(b.matmul.seconds(), 9 * 1.3e-6);
     // Materialised attention: four operators instead of one.
     ServingSpec s = spec(2, 1, 512);
     s.materialized_attention = true;
@@ -264,8 +264,8 @@ TEST(DecodeStep, Llama3_70BDecodeIsHbmBound) {
     const Replica r = make("trn1", config::load_model("llama3-70b"), spec(32, 1, 4096));
     const IterationBreakdown b = r.model->breakdown(decode(1, 256));
     const double floor = 2.0 * (2'264'924'160.0 + 32'833'536.0) / (16 * 17e9);
-    EXPECT_GT(b.matmul_s, floor);
-    EXPECT_LT(b.matmul_s, floor / 0.75);
+    EXPECT_GT(b.matmul.seconds(), floor);
+    EXPECT_LT(b.matmul.seconds(), floor / 0.75);
     // The iteration: kernels + collectives + the chip's fixed costs.
     EXPECT_NEAR(r.model->seconds(decode(1, 256)), b.seconds(r.chip.serving), 1e-12);
     EXPECT_NEAR(b.seconds(r.chip.serving) - b.seconds(compute::ServingCosts{}),
@@ -367,8 +367,8 @@ TEST(Moe, RoutedExpertsReadOnlyTheExpertsTokensReach) {
     const auto m = config::load_model("mixtral-8x7b");
     const Replica one = make("trn2", m, spec(16, 1, 4096), 2);
     const Replica many = make("trn2", m, spec(16, 64, 4096), 2);
-    const double k1 = one.model->breakdown(decode(1, 128)).matmul_s;
-    const double k64 = many.model->breakdown(decode(64, 128)).matmul_s;
+    const double k1 = one.model->breakdown(decode(1, 128)).matmul.seconds();
+    const double k64 = many.model->breakdown(decode(64, 128)).matmul.seconds();
     EXPECT_GT(k64, 2.5 * k1);
     // Expert parallelism adds the dispatch and combine all-to-alls per MoE layer.
     ServingSpec s = spec(16, 1, 4096);
@@ -430,13 +430,14 @@ TEST(Benchmarks, StaticBatchPercentilesFollowTheBuckets) {
     const Replica r = make("trn1", config::load_model("llama3-8b"), s);
     const BenchmarkResult a = static_batch_benchmark(*r.model, 1, 128, 8064);
     const BenchmarkResult b = static_batch_benchmark(*r.model, 1, 4096, 4096);
-    EXPECT_DOUBLE_EQ(a.tpot_p50_s, r.model->seconds(decode(1, 8192)));
-    EXPECT_DOUBLE_EQ(b.tpot_p50_s, a.tpot_p50_s);
-    EXPECT_LT(a.tpot_mean_s, b.tpot_mean_s);
-    EXPECT_DOUBLE_EQ(a.ttft_p50_s, r.model->seconds(prefill(1, 128)));
-    EXPECT_DOUBLE_EQ(a.ttft_p99_s, a.ttft_p50_s);
+    EXPECT_DOUBLE_EQ(a.tpot_p50.seconds(), r.model->seconds(decode(1, 8192)));
+    EXPECT_DOUBLE_EQ(b.tpot_p50.seconds(), a.tpot_p50.seconds());
+    EXPECT_LT(a.tpot_mean.seconds(), b.tpot_mean.seconds());
+    EXPECT_DOUBLE_EQ(a.ttft_p50.seconds(), r.model->seconds(prefill(1, 128)));
+    EXPECT_DOUBLE_EQ(a.ttft_p99.seconds(), a.ttft_p50.seconds());
     // Throughput: output tokens over the whole request.
-    EXPECT_NEAR(a.output_tokens_per_s, 8064.0 / (a.ttft_p50_s + 8063.0 * a.tpot_mean_s), 1e-6);
+    EXPECT_NEAR(a.output_tokens_per_s,
+                8064.0 / (a.ttft_p50.seconds() + 8063.0 * a.tpot_mean.seconds()), 1e-6);
 }
 
 TEST(Benchmarks, ClosedLoopWithOneClientIsPrefillThenDecodes) {
@@ -444,13 +445,14 @@ TEST(Benchmarks, ClosedLoopWithOneClientIsPrefillThenDecodes) {
     // decode iterations alone on the replica.
     const Replica r = make("trn2", config::load_model("llama3-8b"), spec(8, 1, 2048), 2);
     const BenchmarkResult b = closed_loop_benchmark(*r.model, 1, 5, 512, 128);
-    EXPECT_NEAR(b.ttft_p50_s, r.model->seconds(prefill(1, 512)), 1e-12);
+    EXPECT_NEAR(b.ttft_p50.seconds(), r.model->seconds(prefill(1, 512)), 1e-12);
     double decode_s = 0.0;
     for (std::int64_t g = 1; g < 128; ++g) {
         decode_s += r.model->seconds(decode(1, 512 + g));
     }
-    EXPECT_NEAR(b.tpot_p50_s, decode_s / 127.0, 1e-12);
-    EXPECT_NEAR(b.output_tokens_per_s, 5.0 * 128.0 / (5.0 * (b.ttft_p50_s + decode_s)), 1e-6);
+    EXPECT_NEAR(b.tpot_p50.seconds(), decode_s / 127.0, 1e-12);
+    EXPECT_NEAR(b.output_tokens_per_s, 5.0 * 128.0 / (5.0 * (b.ttft_p50.seconds() + decode_s)),
+                1e-6);
 }
 
 } // namespace

@@ -24,9 +24,9 @@ TEST(Percentile, LinearBetweenClosestRanks) {
 RequestRecord rec(std::int64_t arrival_ms, std::int64_t first_ms, std::int64_t finish_ms,
                   int out) {
     RequestRecord r;
-    r.arrival_ns = arrival_ms * 1'000'000;
-    r.first_token_ns = first_ms * 1'000'000;
-    r.finish_ns = finish_ms * 1'000'000;
+    r.arrival = SimTime::from_ns(arrival_ms * 1'000'000);
+    r.first_token = SimTime::from_ns(first_ms * 1'000'000);
+    r.finish = SimTime::from_ns(finish_ms * 1'000'000);
     r.output_tokens = out;
     return r;
 }
@@ -46,11 +46,11 @@ TEST(Summary, HandCase) {
     EXPECT_EQ(s.unfinished, 1u);
     EXPECT_EQ(s.output_tokens, 33u);
     EXPECT_EQ(s.met_slo, 2u);
-    EXPECT_NEAR(s.ttft_p50_s, 0.1, 1e-12);
-    EXPECT_NEAR(s.ttft_p99_s, 0.1 + 0.98 * 0.3, 1e-12); // h = 1.98 over {0.05, 0.1, 0.4}
-    EXPECT_NEAR(s.tpot_p50_s, 0.1, 1e-12);
-    EXPECT_NEAR(s.e2e_p50_s, 1.1, 1e-12); // E2E {1.1, 2.4, 0.05} sorted: 0.05, 1.1, 2.4
-    EXPECT_NEAR(s.span_s, 2.9, 1e-12);
+    EXPECT_NEAR(s.ttft_p50.seconds(), 0.1, 1e-12);
+    EXPECT_NEAR(s.ttft_p99.seconds(), 0.1 + 0.98 * 0.3, 1e-12); // h = 1.98 over {0.05, 0.1, 0.4}
+    EXPECT_NEAR(s.tpot_p50.seconds(), 0.1, 1e-12);
+    EXPECT_NEAR(s.e2e_p50.seconds(), 1.1, 1e-12); // E2E {1.1, 2.4, 0.05} sorted: 0.05, 1.1, 2.4
+    EXPECT_NEAR(s.span.seconds(), 2.9, 1e-12);
     EXPECT_NEAR(s.output_tokens_per_s, 33 / 2.9, 1e-9);
     EXPECT_NEAR(s.goodput_requests_per_s, 2 / 2.9, 1e-12);
     EXPECT_NEAR(s.slo_attainment, 2.0 / 3.0, 1e-12);
@@ -70,9 +70,9 @@ TEST(Summary, SelectionEqualsSorting) {
     }
     std::sort(ttft.begin(), ttft.end());
     const ServingSummary s = summarize(rs, SloSpec{});
-    EXPECT_EQ(s.ttft_p50_s, percentile_sorted(ttft, 0.50));
-    EXPECT_EQ(s.ttft_p90_s, percentile_sorted(ttft, 0.90));
-    EXPECT_EQ(s.ttft_p99_s, percentile_sorted(ttft, 0.99));
+    EXPECT_EQ(s.ttft_p50.seconds(), percentile_sorted(ttft, 0.50));
+    EXPECT_EQ(s.ttft_p90.seconds(), percentile_sorted(ttft, 0.90));
+    EXPECT_EQ(s.ttft_p99.seconds(), percentile_sorted(ttft, 0.99));
     EXPECT_EQ(s.met_slo, 5001u); // zero bounds: no bound
 }
 
@@ -94,17 +94,17 @@ TEST(SlowestReplica, HandCase) {
     rs[3].replica = 2;
     rs[4].replica = 3;
     rs[5].replica = 1; // unfinished: left out
-    rs[5].finish_ns = -1;
+    rs[5].finish = SimTime::from_ns(-1);
     const std::optional<SlowestReplica> s = slowest_replica(rs);
     ASSERT_TRUE(s);
     EXPECT_EQ(s->replica, 1u);
     EXPECT_EQ(s->requests, 1u);
     EXPECT_EQ(s->replicas, 4u);
-    EXPECT_NEAR(s->mean_e2e_s, 3.2, 1e-12);
-    EXPECT_NEAR(s->median_e2e_s, 1.15, 1e-12);
+    EXPECT_NEAR(s->mean_e2e.seconds(), 3.2, 1e-12);
+    EXPECT_NEAR(s->median_e2e.seconds(), 1.15, 1e-12);
     EXPECT_NEAR(s->slowdown, 3.2 / 1.15, 1e-12);
-    EXPECT_NEAR(s->tpot_p50_s, 0.3, 1e-12);
-    EXPECT_NEAR(s->fleet_tpot_p50_s, 0.15, 1e-12);
+    EXPECT_NEAR(s->tpot_p50.seconds(), 0.3, 1e-12);
+    EXPECT_NEAR(s->fleet_tpot_p50.seconds(), 0.15, 1e-12);
     // Ties go to the lowest index; no finished request gives nothing.
     const std::vector<RequestRecord> tie = {rec(0, 100, 1100, 11), rec(0, 100, 1100, 11)};
     std::vector<RequestRecord> t = tie;

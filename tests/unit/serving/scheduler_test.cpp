@@ -61,10 +61,10 @@ void expect_gaps_cover_requests(const ReplicaRun& r, bool speculative) {
     double span_s = 0.0;
     std::uint64_t tokens = 0;
     for (const RequestRecord& q : r.records) {
-        span_s += static_cast<double>(q.finish_ns - q.first_token_ns) * 1e-9;
+        span_s += (q.finish - q.first_token).seconds();
         tokens += static_cast<std::uint64_t>(q.output_tokens - 1);
     }
-    EXPECT_NEAR(r.summary.itl_mean_s * static_cast<double>(r.summary.itl_count), span_s,
+    EXPECT_NEAR(r.summary.itl_mean.seconds() * static_cast<double>(r.summary.itl_count), span_s,
                 1e-9 * span_s);
     if (speculative) {
         EXPECT_LE(r.summary.itl_count, tokens);
@@ -81,11 +81,11 @@ TEST(Scheduler, OneRequestLatencies) {
     for (bool fast : {true, false}) {
         const ReplicaRun r = run(base_spec(), {req(0, 0, 100, 5)}, 1000, fast);
         ASSERT_EQ(r.records.size(), 1u);
-        EXPECT_EQ(r.records[0].first_token_ns, 2 * kMs);
-        EXPECT_EQ(r.records[0].finish_ns, 6 * kMs + 40 * kUs);
-        EXPECT_NEAR(r.summary.ttft_p50_s, 0.002, 1e-12);
-        EXPECT_NEAR(r.summary.tpot_p50_s, 0.00101, 1e-12);
-        EXPECT_NEAR(r.summary.e2e_p50_s, 0.00604, 1e-12);
+        EXPECT_EQ(r.records[0].first_token.ns(), 2 * kMs);
+        EXPECT_EQ(r.records[0].finish.ns(), 6 * kMs + 40 * kUs);
+        EXPECT_NEAR(r.summary.ttft_p50.seconds(), 0.002, 1e-12);
+        EXPECT_NEAR(r.summary.tpot_p50.seconds(), 0.00101, 1e-12);
+        EXPECT_NEAR(r.summary.e2e_p50.seconds(), 0.00604, 1e-12);
         EXPECT_EQ(r.stats.iterations, 5u);
         EXPECT_EQ(r.stats.steps, fast ? 2u : 5u); // the 4 decodes are one step when fast
         // The KV cache touched (the measured MBU's bytes): the prefill writes 100 tokens, the
@@ -94,8 +94,8 @@ TEST(Scheduler, OneRequestLatencies) {
         EXPECT_EQ(r.stats.kv_tokens_touched, 100.0 + 101 + 102 + 103 + 104);
         // Four gaps of 1.01 ms between its five tokens.
         EXPECT_EQ(r.summary.itl_count, 4u);
-        EXPECT_NEAR(r.summary.itl_p50_s, 0.00101, 1e-12);
-        EXPECT_NEAR(r.summary.itl_p99_s, 0.00101, 1e-12);
+        EXPECT_NEAR(r.summary.itl_p50.seconds(), 0.00101, 1e-12);
+        EXPECT_NEAR(r.summary.itl_p99.seconds(), 0.00101, 1e-12);
     }
 }
 
@@ -106,10 +106,10 @@ TEST(Scheduler, OneRequestLatencies) {
 //   R0 needs 2 more alone at 1.01: finish 5.54 + 2.02 = 7.56 ms
 TEST(Scheduler, TwoRequestsBatch) {
     const ReplicaRun r = run(base_spec(), {req(0, 0, 100, 5), req(1, 0, 50, 3)}, 1000);
-    EXPECT_EQ(r.records[0].first_token_ns, 2 * kMs);
-    EXPECT_EQ(r.records[1].first_token_ns, 3 * kMs + 500 * kUs);
-    EXPECT_EQ(r.records[1].finish_ns, 5 * kMs + 540 * kUs);
-    EXPECT_EQ(r.records[0].finish_ns, 7 * kMs + 560 * kUs);
+    EXPECT_EQ(r.records[0].first_token.ns(), 2 * kMs);
+    EXPECT_EQ(r.records[1].first_token.ns(), 3 * kMs + 500 * kUs);
+    EXPECT_EQ(r.records[1].finish.ns(), 5 * kMs + 540 * kUs);
+    EXPECT_EQ(r.records[0].finish.ns(), 7 * kMs + 560 * kUs);
     // TPOT of R0: (7.56 - 2) / 4 = 1.39 ms; of R1: (5.54 - 3.5) / 2 = 1.02 ms.
     EXPECT_NEAR(r.records[0].tpot_s(), 0.00139, 1e-12);
     EXPECT_NEAR(r.records[1].tpot_s(), 0.00102, 1e-12);
@@ -118,26 +118,26 @@ TEST(Scheduler, TwoRequestsBatch) {
     // 2.52: p50 (h = 2.5) 1.02 ms, p99 (h = 4.95) 1.02 + 0.95 x 1.50 = 2.445 ms, mean
     // 7.60 / 6 ms.
     EXPECT_EQ(r.summary.itl_count, 6u);
-    EXPECT_NEAR(r.summary.itl_p50_s, 0.00102, 1e-12);
-    EXPECT_NEAR(r.summary.itl_p99_s, 0.002445, 1e-12);
-    EXPECT_NEAR(r.summary.itl_mean_s, 0.0076 / 6.0, 1e-12);
+    EXPECT_NEAR(r.summary.itl_p50.seconds(), 0.00102, 1e-12);
+    EXPECT_NEAR(r.summary.itl_p99.seconds(), 0.002445, 1e-12);
+    EXPECT_NEAR(r.summary.itl_mean.seconds(), 0.0076 / 6.0, 1e-12);
 
     // Two prompts per prefill: one iteration of 150 tokens = 2.5 ms, both first tokens at 2.5;
     // R1 finishes at 2.5 + 2 x 1.02 = 4.54, R0 at 4.54 + 2 x 1.01 = 6.56 ms.
     InferenceSpec two = base_spec();
     two.serving.prefill_batch = 2;
     const ReplicaRun b = run(two, {req(0, 0, 100, 5), req(1, 0, 50, 3)}, 1000);
-    EXPECT_EQ(b.records[0].first_token_ns, 2 * kMs + 500 * kUs);
-    EXPECT_EQ(b.records[1].first_token_ns, 2 * kMs + 500 * kUs);
-    EXPECT_EQ(b.records[1].finish_ns, 4 * kMs + 540 * kUs);
-    EXPECT_EQ(b.records[0].finish_ns, 6 * kMs + 560 * kUs);
+    EXPECT_EQ(b.records[0].first_token.ns(), 2 * kMs + 500 * kUs);
+    EXPECT_EQ(b.records[1].first_token.ns(), 2 * kMs + 500 * kUs);
+    EXPECT_EQ(b.records[1].finish.ns(), 4 * kMs + 540 * kUs);
+    EXPECT_EQ(b.records[0].finish.ns(), 6 * kMs + 560 * kUs);
 
     // prefill_batch 0 is the whole compiled batch (4): the same single prefill of both.
     two.serving.prefill_batch = 0;
     const ReplicaRun z = run(two, {req(0, 0, 100, 5), req(1, 0, 50, 3)}, 1000);
-    EXPECT_EQ(z.records[0].first_token_ns, 2 * kMs + 500 * kUs);
-    EXPECT_EQ(z.records[1].first_token_ns, 2 * kMs + 500 * kUs);
-    EXPECT_EQ(z.records[0].finish_ns, 6 * kMs + 560 * kUs);
+    EXPECT_EQ(z.records[0].first_token.ns(), 2 * kMs + 500 * kUs);
+    EXPECT_EQ(z.records[1].first_token.ns(), 2 * kMs + 500 * kUs);
+    EXPECT_EQ(z.records[0].finish.ns(), 6 * kMs + 560 * kUs);
 }
 
 // A request arriving during another's decode joins at the next iteration boundary.
@@ -150,16 +150,16 @@ TEST(Scheduler, ArrivalCutsAFastForwardedStep) {
     for (bool fast : {true, false}) {
         const ReplicaRun r = run(base_spec(), {req(0, 0, 100, 10), req(1, 3500 * kUs, 10, 2)},
                                  1000, fast);
-        EXPECT_EQ(r.records[1].first_token_ns, 5 * kMs + 120 * kUs);
-        EXPECT_EQ(r.records[1].finish_ns, 6 * kMs + 140 * kUs);
-        EXPECT_EQ(r.records[0].finish_ns, 12 * kMs + 200 * kUs);
+        EXPECT_EQ(r.records[1].first_token.ns(), 5 * kMs + 120 * kUs);
+        EXPECT_EQ(r.records[1].finish.ns(), 6 * kMs + 140 * kUs);
+        EXPECT_EQ(r.records[0].finish.ns(), 12 * kMs + 200 * kUs);
         // Gaps: R0 1.01, 1.01, then 6.14 - 4.02 = 2.12 ms across R1's prefill, then six of
         // 1.01; R1 one of 1.02. Sorted: eight 1.01, 1.02, 2.12: p50 1.01, p90 (h = 8.1)
         // 1.02 + 0.1 x 1.10 = 1.13 ms; the sum 11.22 ms is sum of (finish - first token).
         EXPECT_EQ(r.summary.itl_count, 10u);
-        EXPECT_NEAR(r.summary.itl_p50_s, 0.00101, 1e-12);
-        EXPECT_NEAR(r.summary.itl_p90_s, 0.00113, 1e-12);
-        EXPECT_NEAR(r.summary.itl_mean_s * 10.0, 0.01122, 1e-12);
+        EXPECT_NEAR(r.summary.itl_p50.seconds(), 0.00101, 1e-12);
+        EXPECT_NEAR(r.summary.itl_p90.seconds(), 0.00113, 1e-12);
+        EXPECT_NEAR(r.summary.itl_mean.seconds() * 10.0, 0.01122, 1e-12);
     }
 }
 
@@ -169,8 +169,8 @@ TEST(Scheduler, ChunkedPrefillSplitsAPrompt) {
     InferenceSpec s = base_spec();
     s.serving.prefill_chunk = 64;
     const ReplicaRun r = run(s, {req(0, 0, 200, 3)}, 1000);
-    EXPECT_EQ(r.records[0].first_token_ns, 6 * kMs);
-    EXPECT_EQ(r.records[0].finish_ns, 8 * kMs + 20 * kUs);
+    EXPECT_EQ(r.records[0].first_token.ns(), 6 * kMs);
+    EXPECT_EQ(r.records[0].finish.ns(), 8 * kMs + 20 * kUs);
     EXPECT_EQ(r.stats.prefill_iterations, 4u);
     EXPECT_EQ(r.stats.prefill_tokens, 200u);
 
@@ -222,8 +222,8 @@ TEST(Scheduler, AFailureDropsEverythingAndTheReplicaStartsEmpty) {
         t = sched.begin(t);
         ASSERT_GE(t, 0);
         for (const Completion& c : sched.end()) {
-            first = c.first_token_ns;
-            finish = c.time_ns;
+            first = c.first_token.ns();
+            finish = c.time.ns();
         }
         sched.check_invariants();
     }
@@ -244,17 +244,17 @@ TEST(Scheduler, ChunkedPrefillMixesDecode) {
     s.serving.prefill_chunk = 64;
     for (bool fast : {true, false}) {
         const ReplicaRun r = run(s, {req(0, 0, 10, 10), req(1, 0, 200, 2)}, 1000, fast);
-        EXPECT_EQ(r.records[0].first_token_ns, 1 * kMs + 640 * kUs);
-        EXPECT_EQ(r.records[1].first_token_ns, 6 * kMs + 130 * kUs);
-        EXPECT_EQ(r.records[1].finish_ns, 7 * kMs + 150 * kUs);
-        EXPECT_EQ(r.records[0].finish_ns, 12 * kMs + 200 * kUs);
+        EXPECT_EQ(r.records[0].first_token.ns(), 1 * kMs + 640 * kUs);
+        EXPECT_EQ(r.records[1].first_token.ns(), 6 * kMs + 130 * kUs);
+        EXPECT_EQ(r.records[1].finish.ns(), 7 * kMs + 150 * kUs);
+        EXPECT_EQ(r.records[0].finish.ns(), 12 * kMs + 200 * kUs);
         // Gaps: R0 1.65, 1.65, 1.19 (mixed with R1's chunks), 1.02, then five of 1.01; R1
         // one of 1.02. Sorted: five 1.01, 1.02, 1.02, 1.19, 1.65, 1.65: p50 (h = 4.5) 1.015,
         // p90 (h = 8.1) 1.65 ms; the sum 11.58 ms = (12.20 - 1.64) + (7.15 - 6.13).
         EXPECT_EQ(r.summary.itl_count, 10u);
-        EXPECT_NEAR(r.summary.itl_p50_s, 0.001015, 1e-12);
-        EXPECT_NEAR(r.summary.itl_p90_s, 0.00165, 1e-12);
-        EXPECT_NEAR(r.summary.itl_mean_s * 10.0, 0.01158, 1e-12);
+        EXPECT_NEAR(r.summary.itl_p50.seconds(), 0.001015, 1e-12);
+        EXPECT_NEAR(r.summary.itl_p90.seconds(), 0.00165, 1e-12);
+        EXPECT_NEAR(r.summary.itl_mean.seconds() * 10.0, 0.01158, 1e-12);
     }
 }
 
@@ -276,11 +276,11 @@ TEST(Scheduler, KvExhaustionPreemptsTheYoungestAndRecomputes) {
     s.serving.max_context = 32;
     for (bool fast : {true, false}) {
         const ReplicaRun r = run(s, {req(0, 0, 8, 20), req(1, 0, 8, 20)}, 10, fast);
-        EXPECT_EQ(r.records[0].first_token_ns, 1 * kMs + 80 * kUs);
-        EXPECT_EQ(r.records[0].finish_ns, 21 * kMs + 470 * kUs);
+        EXPECT_EQ(r.records[0].first_token.ns(), 1 * kMs + 80 * kUs);
+        EXPECT_EQ(r.records[0].finish.ns(), 21 * kMs + 470 * kUs);
         EXPECT_EQ(r.records[0].preemptions, 0u);
-        EXPECT_EQ(r.records[1].first_token_ns, 2 * kMs + 160 * kUs);
-        EXPECT_EQ(r.records[1].finish_ns, 28 * kMs + 740 * kUs);
+        EXPECT_EQ(r.records[1].first_token.ns(), 2 * kMs + 160 * kUs);
+        EXPECT_EQ(r.records[1].finish.ns(), 28 * kMs + 740 * kUs);
         EXPECT_EQ(r.records[1].preemptions, 1u);
         EXPECT_EQ(r.stats.preemptions, 1u);
         EXPECT_EQ(r.stats.peak_used_blocks, 10);
@@ -328,15 +328,15 @@ TEST(Scheduler, PrefixCacheHitsReducePrefill) {
     s.serving.prefix_caching = true;
     const std::vector<Request> rs = {req(0, 0, 100, 2, 7, 64), req(1, 10 * kMs, 100, 2, 7, 64)};
     const ReplicaRun r = run(s, rs, 1000);
-    EXPECT_EQ(r.records[0].first_token_ns, 2 * kMs);
-    EXPECT_EQ(r.records[1].first_token_ns - r.records[1].arrival_ns, 1 * kMs + 360 * kUs);
+    EXPECT_EQ(r.records[0].first_token.ns(), 2 * kMs);
+    EXPECT_EQ(r.records[1].first_token.ns() - r.records[1].arrival.ns(), 1 * kMs + 360 * kUs);
     EXPECT_EQ(r.stats.prefix_hits, 1u);
     EXPECT_EQ(r.stats.prefix_hit_tokens, 64u);
     EXPECT_EQ(r.stats.prefill_tokens, 100u + 36u);
 
     s.serving.prefix_caching = false;
     const ReplicaRun off = run(s, rs, 1000);
-    EXPECT_EQ(off.records[1].first_token_ns - off.records[1].arrival_ns, 2 * kMs);
+    EXPECT_EQ(off.records[1].first_token.ns() - off.records[1].arrival.ns(), 2 * kMs);
     EXPECT_EQ(off.stats.prefix_hits, 0u);
 }
 
@@ -357,11 +357,11 @@ TEST(Scheduler, PrefixCacheEvictsLeastRecentlyUsed) {
     const std::vector<Request> rs = {req(0, 0, 100, 2, 1, 64), req(1, 0, 100, 2, 1, 64),
                                      req(2, 5 * kMs, 255, 1, 0, 0), req(3, 30 * kMs, 100, 2, 1, 64)};
     const ReplicaRun r = run(s, rs, 19);
-    EXPECT_EQ(r.records[0].first_token_ns, 3 * kMs);
-    EXPECT_EQ(r.records[1].first_token_ns, 3 * kMs);
-    EXPECT_EQ(r.records[1].finish_ns, 4 * kMs + 20 * kUs);
+    EXPECT_EQ(r.records[0].first_token.ns(), 3 * kMs);
+    EXPECT_EQ(r.records[1].first_token.ns(), 3 * kMs);
+    EXPECT_EQ(r.records[1].finish.ns(), 4 * kMs + 20 * kUs);
     EXPECT_EQ(r.stats.prefix_evictions, 1u);
-    EXPECT_EQ(r.records[3].first_token_ns - r.records[3].arrival_ns, 2 * kMs);
+    EXPECT_EQ(r.records[3].first_token.ns() - r.records[3].arrival.ns(), 2 * kMs);
     EXPECT_EQ(r.stats.prefix_hits, 0u);
     EXPECT_EQ(r.stats.prefill_tokens, 100u + 100u + 255u + 100u);
 }
@@ -377,14 +377,14 @@ TEST(Scheduler, SpeculativeHandCases) {
     sp.acceptance = {1.0, 1.0, 1.0};
     s.serving.speculative = sp;
     const ReplicaRun r = run(s, {req(0, 0, 10, 9), req(1, 100 * kMs, 10, 8)}, 1000);
-    EXPECT_EQ(r.records[0].finish_ns, 3 * kMs + 180 * kUs);
-    EXPECT_EQ(r.records[1].finish_ns - r.records[1].arrival_ns, 3 * kMs + 180 * kUs);
+    EXPECT_EQ(r.records[0].finish.ns(), 3 * kMs + 180 * kUs);
+    EXPECT_EQ(r.records[1].finish.ns() - r.records[1].arrival.ns(), 3 * kMs + 180 * kUs);
     s.serving.speculative->acceptance = {0.0, 0.0, 0.0};
     const ReplicaRun z = run(s, {req(0, 0, 10, 9)}, 1000);
-    EXPECT_EQ(z.records[0].finish_ns, 1 * kMs + 100 * kUs + 8 * (1 * kMs + 40 * kUs));
+    EXPECT_EQ(z.records[0].finish.ns(), 1 * kMs + 100 * kUs + 8 * (1 * kMs + 40 * kUs));
     // Nothing accepted: 8 deliveries of one token, 1.04 ms apart.
     EXPECT_EQ(z.summary.itl_count, 8u);
-    EXPECT_NEAR(z.summary.itl_p50_s, 0.00104, 1e-12);
+    EXPECT_NEAR(z.summary.itl_p50.seconds(), 0.00104, 1e-12);
     // All accepted: R0's 8 tokens after the first come as 4 + 4, R1's 7 as 4 + 3: four
     // deliveries.
     EXPECT_EQ(r.summary.itl_count, 4u);
@@ -453,12 +453,12 @@ TEST(Scheduler, FastForwardEqualsStepwise) {
             for (std::size_t i = 0; i < fast.records.size(); ++i) {
                 const RequestRecord& a = fast.records[i];
                 const RequestRecord& b = slow.records[i];
-                ASSERT_EQ(a.first_token_ns, b.first_token_ns) << "request " << i;
-                ASSERT_EQ(a.finish_ns, b.finish_ns) << "request " << i;
+                ASSERT_EQ(a.first_token.ns(), b.first_token.ns()) << "request " << i;
+                ASSERT_EQ(a.finish.ns(), b.finish.ns()) << "request " << i;
                 ASSERT_EQ(a.preemptions, b.preemptions) << "request " << i;
             }
             EXPECT_EQ(fast.stats.iterations, slow.stats.iterations);
-            EXPECT_EQ(fast.stats.busy_ns, slow.stats.busy_ns);
+            EXPECT_EQ(fast.stats.busy.ns(), slow.stats.busy.ns());
             EXPECT_EQ(fast.stats.kv_tokens_touched, slow.stats.kv_tokens_touched);
             EXPECT_EQ(fast.stats.preemptions, slow.stats.preemptions);
             EXPECT_EQ(fast.stats.prefix_hits, slow.stats.prefix_hits);
@@ -466,9 +466,9 @@ TEST(Scheduler, FastForwardEqualsStepwise) {
             EXPECT_EQ(fast.stats.peak_used_blocks, slow.stats.peak_used_blocks);
             EXPECT_EQ(fast.kv_used_fraction, slow.kv_used_fraction);
             EXPECT_EQ(fast.summary.itl_count, slow.summary.itl_count);
-            EXPECT_EQ(fast.summary.itl_p50_s, slow.summary.itl_p50_s);
-            EXPECT_EQ(fast.summary.itl_p99_s, slow.summary.itl_p99_s);
-            EXPECT_DOUBLE_EQ(fast.summary.itl_mean_s, slow.summary.itl_mean_s);
+            EXPECT_EQ(fast.summary.itl_p50.seconds(), slow.summary.itl_p50.seconds());
+            EXPECT_EQ(fast.summary.itl_p99.seconds(), slow.summary.itl_p99.seconds());
+            EXPECT_DOUBLE_EQ(fast.summary.itl_mean.seconds(), slow.summary.itl_mean.seconds());
             expect_gaps_cover_requests(fast, false);
             EXPECT_GT(fast.stats.preemptions, 0u) << "chunk " << chunk;
             std::printf("chunk %lld caching %d: %llu steps fast, %llu stepwise, %llu preemptions, "
@@ -500,7 +500,7 @@ TEST(Scheduler, DisaggregatedRoles) {
     const std::vector<Completion> out = pre.end();
     ASSERT_EQ(out.size(), 1u);
     EXPECT_EQ(out[0].kind, Completion::Kind::prefilled);
-    EXPECT_EQ(out[0].first_token_ns, 2 * kMs);
+    EXPECT_EQ(out[0].first_token.ns(), 2 * kMs);
     EXPECT_EQ(pre.used_blocks(), 7);
     EXPECT_EQ(pre.running(), 0);
     pre.check_invariants();
@@ -509,7 +509,7 @@ TEST(Scheduler, DisaggregatedRoles) {
     pre.check_invariants();
 
     ReplicaScheduler dec(s.serving, cost, 1000, 1, ReplicaRole::decode);
-    dec.add_transferred(req(0, 0, 100, 5), out[0].first_token_ns, 0);
+    dec.add_transferred(req(0, 0, 100, 5), out[0].first_token.ns(), 0);
     std::int64_t t = 3 * kMs;
     std::vector<Completion> done;
     while (dec.has_work()) {
@@ -520,8 +520,8 @@ TEST(Scheduler, DisaggregatedRoles) {
         dec.check_invariants();
     }
     ASSERT_EQ(done.size(), 1u);
-    EXPECT_EQ(done[0].time_ns, 7 * kMs + 40 * kUs);
-    EXPECT_EQ(done[0].first_token_ns, 2 * kMs);
+    EXPECT_EQ(done[0].time.ns(), 7 * kMs + 40 * kUs);
+    EXPECT_EQ(done[0].first_token.ns(), 2 * kMs);
 }
 
 TEST(Scheduler, RejectsWhatItCannotRun) {

@@ -12,9 +12,9 @@ namespace {
 
 RequestRecord record(std::int64_t first_ns, std::int64_t finish_ns, std::int32_t out) {
     RequestRecord r;
-    r.arrival_ns = 0;
-    r.first_token_ns = first_ns;
-    r.finish_ns = finish_ns;
+    r.arrival = SimTime::from_ns(0);
+    r.first_token = SimTime::from_ns(first_ns);
+    r.finish = SimTime::from_ns(finish_ns);
     r.input_tokens = 100;
     r.output_tokens = out;
     return r;
@@ -33,11 +33,11 @@ TEST(TpotUndefined, OneTokenOutputsHaveNoTpot) {
     const ServingSummary s = summarize(records, slo);
     EXPECT_EQ(s.requests, 3u);
     EXPECT_EQ(s.one_token, 3u);
-    EXPECT_TRUE(std::isnan(s.tpot_p50_s));
-    EXPECT_TRUE(std::isnan(s.tpot_p99_s));
-    EXPECT_TRUE(std::isnan(s.tpot_mean_s));
+    EXPECT_TRUE(std::isnan(s.tpot_p50.seconds()));
+    EXPECT_TRUE(std::isnan(s.tpot_p99.seconds()));
+    EXPECT_TRUE(std::isnan(s.tpot_mean.seconds()));
     EXPECT_EQ(s.met_slo, 3u);
-    EXPECT_DOUBLE_EQ(s.ttft_p50_s, 0.1);
+    EXPECT_DOUBLE_EQ(s.ttft_p50.seconds(), 0.1);
 }
 
 // Mixed: two requests of 11 tokens finishing 1 s and 2 s after their first token have TPOT
@@ -53,8 +53,8 @@ TEST(TpotUndefined, OneTokenRequestsAreLeftOutOfTheTpotFigures) {
                                                 record(100'000'000, 2'100'000'000, 11)};
     const ServingSummary s = summarize(records, slo);
     EXPECT_EQ(s.one_token, 1u);
-    EXPECT_NEAR(s.tpot_p50_s, 0.15, 1e-12);
-    EXPECT_NEAR(s.tpot_mean_s, 0.15, 1e-12);
+    EXPECT_NEAR(s.tpot_p50.seconds(), 0.15, 1e-12);
+    EXPECT_NEAR(s.tpot_mean.seconds(), 0.15, 1e-12);
     EXPECT_EQ(s.met_slo, 2u);
 }
 

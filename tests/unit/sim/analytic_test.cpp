@@ -20,20 +20,20 @@ TrainingRun run(const std::vector<std::string>& overrides = {}) {
 TEST(AnalyticStep, PartsAddUpToTheStep) {
     const TrainingRun r = run();
     const StepEstimate& e = r.step;
-    EXPECT_DOUBLE_EQ(e.step_s, e.pipeline_s + e.grad_sync_exposed_s + e.optimizer_s +
-                                   e.param_gather_s);
+    EXPECT_DOUBLE_EQ(e.step_time.seconds(), e.pipeline.seconds() + e.grad_sync_exposed.seconds() +
+                                                e.optimizer.seconds() + e.param_gather.seconds());
     // 1F1B: the slowest stage paces the 16 microbatches; the bubble crosses the other three
     // stages once, each at most as slow as the slowest (the embedding and head stages differ).
-    const double t = e.forward_s + e.backward_s;
-    EXPECT_NEAR(e.pipeline_s, 16.0 * t + e.bubble_s, 1e-12 * e.step_s);
-    EXPECT_LE(e.bubble_s, 3.0 * t * (1.0 + 1e-12));
-    EXPECT_GT(e.bubble_s, 2.5 * t);
-    EXPECT_NEAR(e.tokens_per_s * e.step_s, 1024.0 * 8192.0, 1e-6);
+    const double t = e.forward.seconds() + e.backward.seconds();
+    EXPECT_NEAR(e.pipeline.seconds(), 16.0 * t + e.bubble.seconds(), 1e-12 * e.step_time.seconds());
+    EXPECT_LE(e.bubble.seconds(), 3.0 * t * (1.0 + 1e-12));
+    EXPECT_GT(e.bubble.seconds(), 2.5 * t);
+    EXPECT_NEAR(e.tokens_per_s * e.step_time.seconds(), 1024.0 * 8192.0, 1e-6);
     EXPECT_GT(e.mfu, 0.0);
     EXPECT_LE(e.mfu, e.hfu);
     EXPECT_LE(e.hfu, 1.0);
-    EXPECT_GE(e.exposed_comm_s, 0.0);
-    EXPECT_LT(e.exposed_comm_s, e.step_s);
+    EXPECT_GE(e.exposed_comm.seconds(), 0.0);
+    EXPECT_LT(e.exposed_comm.seconds(), e.step_time.seconds());
 }
 
 TEST(AnalyticStep, PipelineIsMicrobatchesPlusBubbleSlots) {
@@ -41,11 +41,15 @@ TEST(AnalyticStep, PipelineIsMicrobatchesPlusBubbleSlots) {
     // slowest stage's per-microbatch time t, while the bubble stays the same.
     const TrainingRun a = run({"workload.global_batch=1024"});
     const TrainingRun b = run({"workload.global_batch=2048"});
-    const double t = (b.step.pipeline_s - a.step.pipeline_s) / 16.0;
-    EXPECT_NEAR(t, a.step.forward_s + a.step.backward_s, 1e-9 * a.step.step_s);
-    EXPECT_NEAR(a.step.bubble_s, b.step.bubble_s, 1e-9 * a.step.step_s);
-    EXPECT_NEAR(a.step.pipeline_s, 16.0 * t + a.step.bubble_s, 1e-9 * a.step.step_s);
-    EXPECT_NEAR(b.step.pipeline_s, 32.0 * t + b.step.bubble_s, 1e-9 * b.step.step_s);
+    const double t = (b.step.pipeline.seconds() - a.step.pipeline.seconds()) / 16.0;
+    EXPECT_NEAR(t, a.step.forward.seconds() + a.step.backward.seconds(),
+                1e-9 * a.step.step_time.seconds());
+    EXPECT_NEAR(a.step.bubble.seconds(), b.step.bubble.seconds(),
+                1e-9 * a.step.step_time.seconds());
+    EXPECT_NEAR(a.step.pipeline.seconds(), 16.0 * t + a.step.bubble.seconds(),
+                1e-9 * a.step.step_time.seconds());
+    EXPECT_NEAR(b.step.pipeline.seconds(), 32.0 * t + b.step.bubble.seconds(),
+                1e-9 * b.step.step_time.seconds());
 }
 
 TEST(AnalyticStep, InterleavingShrinksTheBubble) {
@@ -54,7 +58,8 @@ TEST(AnalyticStep, InterleavingShrinksTheBubble) {
                                    "workload.parallelism.virtual_stages=4"});
     // The fill and drain cross the other stages in chunks of 1/v of their work (the chunks add
     // pipeline transfers, so a little more than a quarter).
-    EXPECT_NEAR(inter.step.bubble_s, plain.step.bubble_s / 4.0, 0.02 * plain.step.bubble_s / 4.0);
+    EXPECT_NEAR(inter.step.bubble.seconds(), plain.step.bubble.seconds() / 4.0,
+                0.02 * plain.step.bubble.seconds() / 4.0);
     EXPECT_LT(inter.step.bubble_fraction, plain.step.bubble_fraction);
 }
 
@@ -82,10 +87,10 @@ TEST(AnalyticStep, UnevenStagesArePacedByTheirSlowestStage) {
     const TrainingRun e12 = small(12);
     const auto t = [](const TrainingRun& r, int i) {
         const auto k = static_cast<std::size_t>(i);
-        return r.step.stage_forward_s.at(k) + r.step.stage_backward_s.at(k);
+        return r.step.stage_forward.at(k).seconds() + r.step.stage_backward.at(k).seconds();
     };
-    ASSERT_EQ(u.step.stage_forward_s.size(), 4u);
-    const double tol = 1e-12 * u.step.step_s;
+    ASSERT_EQ(u.step.stage_forward.size(), 4u);
+    const double tol = 1e-12 * u.step.step_time.seconds();
     EXPECT_NEAR(t(u, 0), t(e8, 0), tol);
     EXPECT_NEAR(t(u, 3), t(e8, 3), tol);
     EXPECT_NEAR(t(u, 1), t(e12, 1), tol);
@@ -100,29 +105,30 @@ TEST(AnalyticStep, UnevenStagesArePacedByTheirSlowestStage) {
     EXPECT_GT(t(u, 1), t(u, 0));
     EXPECT_GT(t(u, 1), t(u, 3));
     EXPECT_EQ(u.step.slowest_stage, 1);
-    EXPECT_NEAR(u.step.forward_s + u.step.backward_s, t(e12, 1), tol);
+    EXPECT_NEAR(u.step.forward.seconds() + u.step.backward.seconds(), t(e12, 1), tol);
     const auto f = [](const TrainingRun& r, int i) {
-        return r.step.stage_forward_s.at(static_cast<std::size_t>(i));
+        return r.step.stage_forward.at(static_cast<std::size_t>(i)).seconds();
     };
     const auto b = [](const TrainingRun& r, int i) {
-        return r.step.stage_backward_s.at(static_cast<std::size_t>(i));
+        return r.step.stage_backward.at(static_cast<std::size_t>(i)).seconds();
     };
     const double makespan = workload::pipeline_makespan(
         workload::Schedule::one_f_one_b, 4, 1, {f(e8, 0), f(e12, 1), f(e12, 2), f(e8, 3)},
         {b(e8, 0), b(e12, 1), b(e12, 2), b(e8, 3)});
-    EXPECT_NEAR(u.step.pipeline_s, makespan, tol);
-    EXPECT_GE(u.step.pipeline_s, 4.0 * t(e12, 1) + t(e8, 0));
-    EXPECT_LT(u.step.pipeline_s, 5.0 * t(e12, 1) + t(e8, 0) + t(e8, 3));
-    EXPECT_NEAR(u.step.bubble_s, u.step.pipeline_s - 4.0 * t(e12, 1), tol);
+    EXPECT_NEAR(u.step.pipeline.seconds(), makespan, tol);
+    EXPECT_GE(u.step.pipeline.seconds(), 4.0 * t(e12, 1) + t(e8, 0));
+    EXPECT_LT(u.step.pipeline.seconds(), 5.0 * t(e12, 1) + t(e8, 0) + t(e8, 3));
+    EXPECT_NEAR(u.step.bubble.seconds(), u.step.pipeline.seconds() - 4.0 * t(e12, 1), tol);
     // Against the even 12-layer plan, which adds one layer d = t_mid(12) - t_mid(8) to the
     // first and the last stage: those become its slowest, so [2, 3, 3, 2] is faster by more
     // than the two layers' share of the work.
     const double d = t(e12, 1) - t(e8, 1);
-    EXPECT_NEAR(t(e12, 0), t(e8, 0) + d, 1e-9 * u.step.step_s);
-    EXPECT_LT(u.step.pipeline_s, e12.step.pipeline_s - 2.0 * d);
+    EXPECT_NEAR(t(e12, 0), t(e8, 0) + d, 1e-9 * u.step.step_time.seconds());
+    EXPECT_LT(u.step.pipeline.seconds(), e12.step.pipeline.seconds() - 2.0 * d);
     // The default layout of 10 layers over 4 stages is [2, 3, 3, 2] too (and so is llama3).
-    EXPECT_EQ(small(10).step.step_s, u.step.step_s);
-    EXPECT_EQ(small(10, {"workload.parallelism.balance=llama3"}).step.step_s, u.step.step_s);
+    EXPECT_EQ(small(10).step.step_time.seconds(), u.step.step_time.seconds());
+    EXPECT_EQ(small(10, {"workload.parallelism.balance=llama3"}).step.step_time.seconds(),
+              u.step.step_time.seconds());
 }
 
 TEST(AnalyticStep, ExposedCommunicationWithoutModelParallelism) {
@@ -137,16 +143,17 @@ TEST(AnalyticStep, ExposedCommunicationWithoutModelParallelism) {
              "workload.sequence_length=2048", "workload.global_batch=128",
              "workload.parallelism.zero=1"});
     EXPECT_EQ(r.plan.dp, 64);
-    EXPECT_EQ(r.step.bubble_s, 0.0);
-    EXPECT_NEAR(r.step.exposed_comm_s, r.step.param_gather_s + r.step.grad_sync_exposed_s,
-                1e-12 * r.step.step_s);
-    EXPECT_GT(r.step.param_gather_s, 0.0);
+    EXPECT_EQ(r.step.bubble.seconds(), 0.0);
+    EXPECT_NEAR(r.step.exposed_comm.seconds(),
+                r.step.param_gather.seconds() + r.step.grad_sync_exposed.seconds(),
+                1e-12 * r.step.step_time.seconds());
+    EXPECT_GT(r.step.param_gather.seconds(), 0.0);
     const TrainingRun z0 = run_training(scenario(
         {"workload.model={preset: llama3-8b, layers: 4, vocab: 32000}", "cluster.ultraservers=null",
          "cluster.instances=1", "workload.parallelism.tp=1", "workload.parallelism.pp=1",
          "workload.sequence_length=2048", "workload.global_batch=128",
          "workload.parallelism.zero=0", "workload.parallelism.recompute=full"}));
-    EXPECT_EQ(z0.step.param_gather_s, 0.0);
+    EXPECT_EQ(z0.step.param_gather.seconds(), 0.0);
 }
 
 TEST(AnalyticStep, RecomputationShowsInHfu) {
@@ -158,20 +165,21 @@ TEST(AnalyticStep, RecomputationShowsInHfu) {
     const TrainingRun none = run({"workload.parallelism.recompute=none",
                                   "workload.parallelism.pp=8"});
     EXPECT_DOUBLE_EQ(none.step.hfu, none.step.mfu);
-    EXPECT_GT(full.step.step_s, run().step.step_s);
+    EXPECT_GT(full.step.step_time.seconds(), run().step.step_time.seconds());
 }
 
 TEST(AnalyticStep, MoreChipsTrainFaster) {
     const TrainingRun small = run();
     const TrainingRun big = run({"cluster.ultraservers=32"});
     EXPECT_EQ(big.plan.dp, 2 * small.plan.dp);
-    EXPECT_LT(big.step.step_s, small.step.step_s);
+    EXPECT_LT(big.step.step_time.seconds(), small.step.step_time.seconds());
     EXPECT_GT(big.step.tokens_per_s, small.step.tokens_per_s);
-    EXPECT_LT(big.time_to_train_s, small.time_to_train_s);
+    EXPECT_LT(big.time_to_train.seconds(), small.time_to_train.seconds());
 }
 
 TEST(AnalyticStep, Fp8IsFasterThanBf16) {
-    EXPECT_LT(run({"workload.precision=fp8"}).step.step_s, run().step.step_s);
+    EXPECT_LT(run({"workload.precision=fp8"}).step.step_time.seconds(),
+              run().step.step_time.seconds());
 }
 
 TEST(AnalyticStep, ContextParallelKeyValueExchangeAtItsClosedForm) {
@@ -214,21 +222,23 @@ TEST(AnalyticStep, ContextParallelConservesTheWork) {
     EXPECT_DOUBLE_EQ(two.step.model_flops, one.step.model_flops);
     EXPECT_NEAR(two.step.hardware_flops, one.step.hardware_flops, 1e-9 * one.step.hardware_flops);
     EXPECT_GT(two.step.hardware_flops, two.step.model_flops);
-    EXPECT_NEAR(two.step.forward_s, one.step.forward_s / 2.0, 0.1 * one.step.forward_s);
+    EXPECT_NEAR(two.step.forward.seconds(), one.step.forward.seconds() / 2.0,
+                0.1 * one.step.forward.seconds());
 }
 
 TEST(TrainingRun, TimeAndCostFollowFromTheStep) {
     const config::ScenarioSpec s = scenario();
     const TrainingRun r = run_training(s);
-    EXPECT_DOUBLE_EQ(r.time_to_train_s, static_cast<double>(r.plan.steps) * r.step.step_s);
-    EXPECT_DOUBLE_EQ(r.instance_hours, 64.0 * r.time_to_train_s / 3600.0);
+    EXPECT_DOUBLE_EQ(r.time_to_train.seconds(),
+                     static_cast<double>(r.plan.steps) * r.step.step_time.seconds());
+    EXPECT_DOUBLE_EQ(r.instance_hours, 64.0 * r.time_to_train.seconds() / 3600.0);
     EXPECT_DOUBLE_EQ(r.cost_usd, r.instance_hours * 35.76);
 }
 
 TEST(TrainingRun, Deterministic) {
     const TrainingRun a = run();
     const TrainingRun b = run();
-    EXPECT_EQ(a.step.step_s, b.step.step_s);
+    EXPECT_EQ(a.step.step_time.seconds(), b.step.step_time.seconds());
     EXPECT_EQ(a.step.mfu, b.step.mfu);
     ASSERT_EQ(a.step.breakdown.size(), b.step.breakdown.size());
     for (std::size_t i = 0; i < a.step.breakdown.size(); ++i) {

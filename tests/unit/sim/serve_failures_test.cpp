@@ -27,7 +27,7 @@ ServeInput failing_fleet() {
     reliability::FailureSpec f;
     f.component = reliability::ComponentClass::host;
     f.cause = "host";
-    f.mtbf_s = 200.0;
+    f.mtbf = Seconds::of(200.0);
     rs.failures = {f};
     rs.repair.automatic = Duration::from_seconds_ceil(60.0);
     rs.repair.manual_fraction = 0.0;
@@ -120,9 +120,9 @@ TEST(ServeFailures, ADomainGoesDownIsNoticedAndComesBack) {
     const auto t = first_transitions(h.in, 3);
     ASSERT_FALSE(t[0].up);
     ASSERT_TRUE(t[1].up);
-    const std::int64_t t1 = t[0].time_ns, tb = t[1].time_ns;
+    const std::int64_t t1 = t[0].time.ns(), tb = t[1].time.ns();
     ASSERT_EQ(tb - t1, 61'000 * kMs);
-    ASSERT_GT(t[2].time_ns, tb + 2'000 * kMs) << "a second failure would end the test early";
+    ASSERT_GT(t[2].time.ns(), tb + 2'000 * kMs) << "a second failure would end the test early";
     h.run(tb + 2'000 * kMs);
 
     const std::vector<Seen> replica = {{t1 + kMs, replica_entity(0), kDown, 0, 0},
@@ -145,7 +145,7 @@ TEST(ServeFailures, ADomainGoesDownIsNoticedAndComesBack) {
     h.failures.add_stats(end, 1, st);
     EXPECT_EQ(st.outages, 1u);
     EXPECT_EQ(st.retries, 2u);
-    EXPECT_DOUBLE_EQ(st.replica_down_s, 61.0);
+    EXPECT_DOUBLE_EQ(st.replica_down.seconds(), 61.0);
     EXPECT_DOUBLE_EQ(st.availability,
                      1.0 - static_cast<double>(tb - t1) / static_cast<double>(end));
     EXPECT_EQ(st.spare_domains, 0u);
@@ -155,13 +155,13 @@ TEST(ServeFailures, ADomainStillDownAtTheEndCountsUntilTheEnd) {
     // The run ends 10 s into the outage: 10 s down out of t1 + 10 s.
     FailureHarness h(failing_fleet());
     const auto t = first_transitions(h.in, 1);
-    const std::int64_t t1 = t[0].time_ns;
+    const std::int64_t t1 = t[0].time.ns();
     h.run(t1 + 2 * kMs);
     const std::int64_t end = t1 + 10'000 * kMs;
     ServingRunStats st;
     h.failures.add_stats(end, 1, st);
     EXPECT_EQ(st.outages, 1u);
-    EXPECT_DOUBLE_EQ(st.replica_down_s, 10.0);
+    EXPECT_DOUBLE_EQ(st.replica_down.seconds(), 10.0);
     EXPECT_DOUBLE_EQ(st.availability, 1.0 - 10'000.0 * kMs / static_cast<double>(end));
 }
 
@@ -171,22 +171,22 @@ TEST(ServeFailures, ARouterThatStoppedFollowingCatchesUpToTheLatestDoneTime) {
     // tb - t1 and is up at the end.
     FailureHarness h(failing_fleet());
     const auto t = first_transitions(h.in, 3);
-    const std::int64_t t1 = t[0].time_ns, tb = t[1].time_ns;
-    ASSERT_GT(t[2].time_ns, tb + 5);
+    const std::int64_t t1 = t[0].time.ns(), tb = t[1].time.ns();
+    ASSERT_GT(t[2].time.ns(), tb + 5);
     h.run(t1 + 2 * kMs);
     h.failures.catch_up(tb + 5);
     ServingRunStats st;
     const std::int64_t end = tb + 10;
     h.failures.add_stats(end, 1, st);
     EXPECT_EQ(st.outages, 1u);
-    EXPECT_DOUBLE_EQ(st.replica_down_s, static_cast<double>(tb - t1) * 1e-9);
+    EXPECT_DOUBLE_EQ(st.replica_down.seconds(), static_cast<double>(tb - t1) * 1e-9);
     // Catching up to before the return leaves the domain down until the end.
     FailureHarness early(failing_fleet());
     early.run(t1 + 2 * kMs);
     early.failures.catch_up(tb - 5);
     ServingRunStats st2;
     early.failures.add_stats(end, 1, st2);
-    EXPECT_DOUBLE_EQ(st2.replica_down_s, static_cast<double>(end - t1) * 1e-9);
+    EXPECT_DOUBLE_EQ(st2.replica_down.seconds(), static_cast<double>(end - t1) * 1e-9);
 }
 
 TEST(ServeFailures, WithoutReliabilityThereAreNoFigures) {
@@ -197,7 +197,7 @@ TEST(ServeFailures, WithoutReliabilityThereAreNoFigures) {
     ServingRunStats st;
     f.add_stats(1'000 * kMs, 4, st);
     EXPECT_EQ(st.outages, 0u);
-    EXPECT_EQ(st.replica_down_s, 0.0);
+    EXPECT_EQ(st.replica_down.seconds(), 0.0);
     EXPECT_EQ(st.availability, 1.0);
 }
 

@@ -16,7 +16,7 @@ void issue(FleetRecords& records, const std::vector<int>& count) {
             const std::uint64_t id = records.next_id(k);
             Slot& s = records.add(k);
             s.rec.id = id;
-            s.rec.arrival_ns = static_cast<std::int64_t>(10 * id);
+            s.rec.arrival = SimTime::from_ns(static_cast<std::int64_t>(10 * id));
             s.rec.input_tokens = static_cast<std::int32_t>(id);
         }
     }
@@ -33,7 +33,7 @@ TEST(ServeRecords, ShardKIssuesIdsKPlusMultiplesOfK) {
     EXPECT_EQ(records.next_id(1), 7u); // 1, 4
     // Request 4 is shard 1's second: its slot holds what was written for id 4.
     EXPECT_EQ(records.slot(4).rec.id, 4u);
-    EXPECT_EQ(records.slot(4).rec.arrival_ns, 40);
+    EXPECT_EQ(records.slot(4).rec.arrival.ns(), 40);
     EXPECT_EQ(&records.slot(6), &records.slot(6));
     EXPECT_EQ(records.slot(5).rec.input_tokens, 5);
 }
@@ -46,7 +46,7 @@ TEST(ServeRecords, OpenLoopRecordsComeOutInIdOrder) {
     ASSERT_EQ(out.size(), 7u);
     for (std::size_t i = 0; i < out.size(); ++i) {
         EXPECT_EQ(out[i].id, i);
-        EXPECT_EQ(out[i].arrival_ns, static_cast<std::int64_t>(10 * i));
+        EXPECT_EQ(out[i].arrival.ns(), static_cast<std::int64_t>(10 * i));
     }
 }
 
@@ -60,7 +60,7 @@ TEST(ServeRecords, ClosedLoopRecordsAreNumberedAgainWithoutGaps) {
     ASSERT_EQ(out.size(), 6u);
     for (std::size_t i = 0; i < out.size(); ++i) {
         EXPECT_EQ(out[i].id, i);
-        EXPECT_EQ(out[i].arrival_ns, arrivals[i]) << i;
+        EXPECT_EQ(out[i].arrival.ns(), arrivals[i]) << i;
     }
 }
 
@@ -71,13 +71,13 @@ TEST(ServeRecords, OneShardKeepsItsIdsAcrossChunks) {
     for (std::uint64_t id = 0; id < n; ++id) {
         Slot& s = records.add(0);
         s.rec.id = id;
-        s.rec.finish_ns = static_cast<std::int64_t>(id) + 1;
+        s.rec.finish = SimTime::from_ns(static_cast<std::int64_t>(id) + 1);
     }
     EXPECT_EQ(records.slot(RecordTable::kChunk + 1).rec.id, RecordTable::kChunk + 1);
     const std::vector<serving::RequestRecord> out = records.take(false);
     ASSERT_EQ(out.size(), n);
     EXPECT_EQ(out.back().id, n - 1);
-    EXPECT_EQ(out[RecordTable::kChunk].finish_ns,
+    EXPECT_EQ(out[RecordTable::kChunk].finish.ns(),
               static_cast<std::int64_t>(RecordTable::kChunk) + 1);
 }
 
@@ -85,14 +85,14 @@ TEST(ServeRecords, ASlotIsFreshUntilWritten) {
     FleetRecords records(2);
     const Slot& s = records.add(1);
     EXPECT_EQ(s.decode_replica, kNoReplica);
-    EXPECT_EQ(s.rec.finish_ns, -1);
+    EXPECT_EQ(s.rec.finish.ns(), -1);
     EXPECT_FALSE(s.rec.finished());
 }
 
 TEST(ServeRecords, TheRequestOfASlotCarriesItsPrefixOnlyWhenItHasOne) {
     Slot s;
     s.rec.id = 12;
-    s.rec.arrival_ns = 5'000;
+    s.rec.arrival = SimTime::from_ns(5'000);
     s.rec.input_tokens = 300;
     s.rec.output_tokens = 20;
     serving::Request r = request_of(s, 128);

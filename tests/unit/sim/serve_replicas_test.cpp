@@ -41,7 +41,7 @@ struct ReplicaHarness {
         const std::uint64_t id = records.next_id(0);
         Slot& s = records.add(0);
         s.rec.id = id;
-        s.rec.arrival_ns = arrival;
+        s.rec.arrival = SimTime::from_ns(arrival);
         s.rec.input_tokens = input;
         s.rec.output_tokens = output;
         return id;
@@ -73,8 +73,8 @@ TEST(ServeReplicas, ARequestIsPrefilledDecodedAndReported) {
     const std::uint64_t id = h.add(0, 100, 2);
     h.run({{kMs, 1, kRequest, id}});
     const serving::RequestRecord& r = h.records.slot(id).rec;
-    EXPECT_EQ(r.first_token_ns, 3 * kMs);
-    EXPECT_EQ(r.finish_ns, 4 * kMs + 10 * kUs);
+    EXPECT_EQ(r.first_token.ns(), 3 * kMs);
+    EXPECT_EQ(r.finish.ns(), 4 * kMs + 10 * kUs);
     EXPECT_EQ(r.replica, 1u);
     EXPECT_EQ(r.prefill_replica, 1u);
     EXPECT_EQ(r.retries, 0u);
@@ -87,7 +87,7 @@ TEST(ServeReplicas, WithoutReportsTheRouterHearsNothing) {
     ReplicaHarness h(test::fleet(0, 1, 16, 1), false);
     const std::uint64_t id = h.add(0, 100, 2);
     h.run({{kMs, 0, kRequest, id}});
-    EXPECT_EQ(h.records.slot(id).rec.finish_ns, 4 * kMs + 10 * kUs);
+    EXPECT_EQ(h.records.slot(id).rec.finish.ns(), 4 * kMs + 10 * kUs);
     EXPECT_TRUE(h.received.empty());
 }
 
@@ -101,8 +101,8 @@ TEST(ServeReplicas, ReplicasRunBehindTheEngineByTheRouterWindowLessTheLatency) {
     ReplicaHarness h(std::move(in), true);
     const std::uint64_t id = h.add(0, 100, 2);
     h.run({{3 * kMs, 0, kRequest, id}});
-    EXPECT_EQ(h.records.slot(id).rec.first_token_ns, 3 * kMs);
-    EXPECT_EQ(h.records.slot(id).rec.finish_ns, 4 * kMs + 10 * kUs);
+    EXPECT_EQ(h.records.slot(id).rec.first_token.ns(), 3 * kMs);
+    EXPECT_EQ(h.records.slot(id).rec.finish.ns(), 4 * kMs + 10 * kUs);
     const std::vector<Seen> expected = {{9 * kMs + 10 * kUs, kRouter, kReport, 0, kFinished}};
     EXPECT_EQ(h.received, expected);
 }
@@ -126,8 +126,8 @@ TEST(ServeReplicas, AFailedReplicaSendsItsRequestsBackAndStartsEmptyWhenUp) {
     EXPECT_EQ(h.received, expected);
     const serving::RequestRecord& r = h.records.slot(a).rec;
     EXPECT_EQ(r.retries, 1u);
-    EXPECT_EQ(r.first_token_ns, 13 * kMs);
-    EXPECT_EQ(r.finish_ns, 14 * kMs + 10 * kUs);
+    EXPECT_EQ(r.first_token.ns(), 13 * kMs);
+    EXPECT_EQ(r.finish.ns(), 14 * kMs + 10 * kUs);
     EXPECT_EQ(h.records.slot(b).rec.retries, 1u);
     EXPECT_FALSE(h.records.slot(b).rec.finished());
 }
@@ -148,7 +148,7 @@ TEST(ServeReplicas, TheFiguresAfterTheRunAddUpTheReplicas) {
     EXPECT_EQ(out.stats.kv_transfers, 0u);
     ASSERT_EQ(out.kv_series.size(), 5u);
     for (std::size_t k = 0; k < out.kv_series.size(); ++k) {
-        EXPECT_DOUBLE_EQ(out.kv_series[k].time_s, static_cast<double>(k) * 1e-3);
+        EXPECT_DOUBLE_EQ(out.kv_series[k].time.seconds(), static_cast<double>(k) * 1e-3);
         EXPECT_LE(out.kv_series[k].used_fraction, out.kv_cache_peak_fraction);
     }
     EXPECT_EQ(out.kv_series[0].used_fraction, 0.0);

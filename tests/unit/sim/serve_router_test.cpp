@@ -141,7 +141,7 @@ TEST(ServeRouter, LeastLoadedSendsEachRequestToTheReplicaWithTheFewestInFlight) 
         request(kMs, 1, 4), request(6 * kMs, 2, 5), request(8 * kMs, 0, 6)};
     EXPECT_EQ(h.received, expected);
     EXPECT_EQ(h.records.issued(0), 7u);
-    EXPECT_EQ(h.records.slot(5).rec.arrival_ns, 5 * kMs);
+    EXPECT_EQ(h.records.slot(5).rec.arrival.ns(), 5 * kMs);
     EXPECT_EQ(h.records.slot(5).rec.input_tokens, 100);
     EXPECT_EQ(h.router.shard(0).finished, 2u);
     EXPECT_FALSE(h.router.all_done(0));

@@ -68,18 +68,18 @@ TEST(ServeScenario, ClosedLoopFollowsTheProtocolAndTheCostModel) {
         const serving::RequestRecord& r = run.run.requests[i];
         EXPECT_EQ(r.input_tokens, 1000);
         EXPECT_EQ(r.output_tokens, 200);
-        EXPECT_EQ(r.first_token_ns - r.arrival_ns, hop + prefill_ns) << i;
-        EXPECT_GT(r.finish_ns, r.first_token_ns);
+        EXPECT_EQ(r.first_token.ns() - r.arrival.ns(), hop + prefill_ns) << i;
+        EXPECT_GT(r.finish.ns(), r.first_token.ns());
         if (i + 1 < run.run.requests.size()) {
-            EXPECT_EQ(run.run.requests[i + 1].arrival_ns, r.finish_ns + hop) << i;
+            EXPECT_EQ(run.run.requests[i + 1].arrival.ns(), r.finish.ns() + hop) << i;
         }
     }
     // Every request alike: the percentiles collapse onto one value.
-    EXPECT_DOUBLE_EQ(run.run.summary.ttft_p50_s, run.run.summary.ttft_p99_s);
+    EXPECT_DOUBLE_EQ(run.run.summary.ttft_p50.seconds(), run.run.summary.ttft_p99.seconds());
     EXPECT_EQ(run.run.summary.output_tokens, 5u * 200u);
     // Cost: one inf2.48xlarge for the simulated span at the chip file's on-demand price.
     EXPECT_NEAR(run.cost_usd,
-                run.run.stats.end_s / 3600.0 * spec.cost.instance_hour.usd(), 1e-12);
+                run.run.stats.end.seconds() / 3600.0 * spec.cost.instance_hour.usd(), 1e-12);
     EXPECT_NEAR(run.cost_per_million_output_tokens_usd, run.cost_usd / 1000.0 * 1e6, 1e-9);
     EXPECT_GT(run.mbu, 0.0);
     EXPECT_LE(run.mbu, 1.0); // no iteration reads faster than the HBM
@@ -106,13 +106,13 @@ TEST(ServeScenario, MeasuredUtilisationFollowsTheIterations) {
     const double flops = 2.0 * static_cast<double>(workload::compute_stats(spec.inference.model).active) /
                          8.0 * 5995.0;
     const double peak = chip.peak(spec.inference.serving.precision).per_s() / ranks;
-    EXPECT_NEAR(run.mfu, flops / (3.0 * st.end_s * peak), 1e-12);
+    EXPECT_NEAR(run.mfu, flops / (3.0 * st.end.seconds() * peak), 1e-12);
 
     const config::ScenarioSpec wider =
         config::load_scenario_text(kClosedLoop, "serve", {"cluster.instances=2"});
     const sim::ServingScenarioRun idle = sim::run_serving(wider, 1);
     ASSERT_EQ(idle.run.stats.replicas, 6u);
-    ASSERT_EQ(idle.run.stats.end_s, st.end_s);
+    ASSERT_EQ(idle.run.stats.end.seconds(), st.end.seconds());
     EXPECT_NEAR(idle.mbu, run.mbu / 2.0, 1e-12);
     EXPECT_NEAR(idle.mfu, run.mfu / 2.0, 1e-12);
     EXPECT_DOUBLE_EQ(idle.mbu_busy, run.mbu_busy);
@@ -143,12 +143,12 @@ TEST(ServeScenario, SameRecordsOnOneAndTwoThreads) {
     for (std::size_t i = 0; i < 600; ++i) {
         const auto& a = one.run.requests[i];
         const auto& b = two.run.requests[i];
-        ASSERT_EQ(a.arrival_ns, b.arrival_ns) << i;
-        ASSERT_EQ(a.first_token_ns, b.first_token_ns) << i;
-        ASSERT_EQ(a.finish_ns, b.finish_ns) << i;
+        ASSERT_EQ(a.arrival.ns(), b.arrival.ns()) << i;
+        ASSERT_EQ(a.first_token.ns(), b.first_token.ns()) << i;
+        ASSERT_EQ(a.finish.ns(), b.finish.ns()) << i;
         ASSERT_EQ(a.replica, b.replica) << i;
     }
-    EXPECT_EQ(one.run.summary.ttft_p99_s, two.run.summary.ttft_p99_s);
+    EXPECT_EQ(one.run.summary.ttft_p99.seconds(), two.run.summary.ttft_p99.seconds());
     EXPECT_EQ(one.run.kv_series.size(), two.run.kv_series.size());
 }
 

@@ -108,10 +108,10 @@ TEST(ServeFleet, OneRequestPaysTheRouterLatency) {
     fixed_requests(in, 1, 1.0, 100, 5);
     const ServingRun r = simulate_serving(in);
     ASSERT_EQ(r.requests.size(), 1u);
-    EXPECT_EQ(r.requests[0].arrival_ns, 0);
-    EXPECT_EQ(r.requests[0].first_token_ns, 3 * kMs);
-    EXPECT_EQ(r.requests[0].finish_ns, 7 * kMs + 40 * kUs);
-    EXPECT_NEAR(r.summary.ttft_p50_s, 0.003, 1e-12);
+    EXPECT_EQ(r.requests[0].arrival.ns(), 0);
+    EXPECT_EQ(r.requests[0].first_token.ns(), 3 * kMs);
+    EXPECT_EQ(r.requests[0].finish.ns(), 7 * kMs + 40 * kUs);
+    EXPECT_NEAR(r.summary.ttft_p50.seconds(), 0.003, 1e-12);
 }
 
 // One replica behind the router is the same schedule as the replica alone, later by the
@@ -126,9 +126,9 @@ TEST(ServeFleet, OneReplicaIsTheReplicaShiftedByTheLatency) {
         serving::simulate_replica(in.spec, cost(), 2000, src, in.seed);
     ASSERT_EQ(f.requests.size(), alone.records.size());
     for (std::size_t i = 0; i < f.requests.size(); ++i) {
-        EXPECT_EQ(f.requests[i].arrival_ns, alone.records[i].arrival_ns);
-        EXPECT_EQ(f.requests[i].first_token_ns, alone.records[i].first_token_ns + kMs) << i;
-        EXPECT_EQ(f.requests[i].finish_ns, alone.records[i].finish_ns + kMs) << i;
+        EXPECT_EQ(f.requests[i].arrival.ns(), alone.records[i].arrival.ns());
+        EXPECT_EQ(f.requests[i].first_token.ns(), alone.records[i].first_token.ns() + kMs) << i;
+        EXPECT_EQ(f.requests[i].finish.ns(), alone.records[i].finish.ns() + kMs) << i;
         EXPECT_EQ(f.requests[i].preemptions, alone.records[i].preemptions);
     }
 }
@@ -173,16 +173,16 @@ TEST(ServeFleet, ClosedLoopClients) {
     const ServingRun r = simulate_serving(in);
     ASSERT_EQ(r.requests.size(), 3u);
     for (int i = 0; i < 3; ++i) {
-        EXPECT_EQ(r.requests[i].arrival_ns, i * (5 * kMs + 10 * kUs));
-        EXPECT_EQ(r.requests[i].finish_ns, r.requests[i].arrival_ns + 4 * kMs + 10 * kUs);
+        EXPECT_EQ(r.requests[i].arrival.ns(), i * (5 * kMs + 10 * kUs));
+        EXPECT_EQ(r.requests[i].finish.ns(), r.requests[i].arrival.ns() + 4 * kMs + 10 * kUs);
     }
     // Two clients keep two requests in flight: both start at 0.
     in.spec.requests.arrival.concurrency = 2;
     in.spec.requests.count = 6;
     const ServingRun two = simulate_serving(in);
-    EXPECT_EQ(two.requests[0].arrival_ns, 0);
-    EXPECT_EQ(two.requests[1].arrival_ns, 0);
-    EXPECT_GT(two.requests[2].arrival_ns, 0);
+    EXPECT_EQ(two.requests[0].arrival.ns(), 0);
+    EXPECT_EQ(two.requests[1].arrival.ns(), 0);
+    EXPECT_GT(two.requests[2].arrival.ns(), 0);
 }
 
 // Disaggregated, on one UltraServer: tp 4 (one chip per replica), 2 replicas, 1 prefill.
@@ -206,15 +206,15 @@ TEST(ServeFleet, DisaggregatedKvTransferOverNeuronLink) {
     const serving::RequestRecord& q = r.requests[0];
     EXPECT_EQ(q.prefill_replica, 1u);
     EXPECT_EQ(q.replica, 0u);
-    EXPECT_EQ(q.first_token_ns, 12 * kMs);
-    EXPECT_NEAR(static_cast<double>(q.finish_ns), 15'022'000.0, 2.0);
+    EXPECT_EQ(q.first_token.ns(), 12 * kMs);
+    EXPECT_NEAR(static_cast<double>(q.finish.ns()), 15'022'000.0, 2.0);
     EXPECT_EQ(r.stats.kv_transfers, 1u);
     EXPECT_DOUBLE_EQ(r.stats.kv_transfer_bytes, 256e6);
     // Two gaps after the first token; the first spans the transfer, together the request's
     // finish - first token.
     EXPECT_EQ(r.summary.itl_count, 2u);
-    EXPECT_NEAR(r.summary.itl_mean_s * 2.0,
-                static_cast<double>(q.finish_ns - q.first_token_ns) * 1e-9, 1e-12);
+    EXPECT_NEAR(r.summary.itl_mean.seconds() * 2.0,
+                (q.finish - q.first_token).seconds(), 1e-12);
 }
 
 // A one-token request ends on its prefill replica (its first token is its last): it takes no
@@ -258,8 +258,8 @@ TEST(ServeFleet, OneTokenRequestsFinishOnTheirPrefillReplica) {
         EXPECT_EQ(run.requests[i].prefill_replica, prefill[i]) << i;
         EXPECT_EQ(run.requests[i].replica, decode[i]) << i;
     }
-    EXPECT_EQ(run.requests[1].first_token_ns, 3'500'000);
-    EXPECT_EQ(run.requests[1].finish_ns, 3'500'000);
+    EXPECT_EQ(run.requests[1].first_token.ns(), 3'500'000);
+    EXPECT_EQ(run.requests[1].finish.ns(), 3'500'000);
     EXPECT_EQ(run.stats.kv_transfers, 3u);
 }
 
@@ -297,8 +297,8 @@ TEST(ServeFleet, MorePrefillThanDecodeReplicasWithOneTokenRequests) {
         ASSERT_TRUE(x.finished()) << i;
         one += x.output_tokens == 1 ? 1 : 0;
         EXPECT_EQ(x.output_tokens == 1, x.replica == x.prefill_replica) << i;
-        ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
-        ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+        ASSERT_EQ(x.first_token.ns(), y.first_token.ns()) << i;
+        ASSERT_EQ(x.finish.ns(), y.finish.ns()) << i;
         ASSERT_EQ(x.replica, y.replica) << i;
         ASSERT_EQ(x.prefill_replica, y.prefill_replica) << i;
     }
@@ -342,15 +342,15 @@ TEST(ServeFleet, SameResultsOnOneAndTwoThreads) {
         ASSERT_EQ(a.requests.size(), b.requests.size());
         for (std::size_t i = 0; i < a.requests.size(); ++i) {
             const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
-            ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
-            ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+            ASSERT_EQ(x.first_token.ns(), y.first_token.ns()) << i;
+            ASSERT_EQ(x.finish.ns(), y.finish.ns()) << i;
             ASSERT_EQ(x.replica, y.replica) << i;
             ASSERT_EQ(x.prefill_replica, y.prefill_replica) << i;
             ASSERT_EQ(x.preemptions, y.preemptions) << i;
         }
         EXPECT_EQ(a.stats.events, b.stats.events);
         EXPECT_EQ(a.stats.iterations, b.stats.iterations);
-        EXPECT_EQ(a.summary.ttft_p99_s, b.summary.ttft_p99_s);
+        EXPECT_EQ(a.summary.ttft_p99.seconds(), b.summary.ttft_p99.seconds());
         ASSERT_EQ(a.kv_series.size(), b.kv_series.size());
         for (std::size_t k = 0; k < a.kv_series.size(); ++k) {
             EXPECT_EQ(a.kv_series[k].used_fraction, b.kv_series[k].used_fraction);
@@ -376,7 +376,7 @@ reliability::ReliabilitySpec failing_hosts(double mtbf_s, double repair_s, doubl
     reliability::FailureSpec f;
     f.component = reliability::ComponentClass::host;
     f.cause = "host";
-    f.mtbf_s = mtbf_s;
+    f.mtbf = Seconds::of(mtbf_s);
     rs.failures = {f};
     rs.repair.automatic = Duration::from_seconds_ceil(repair_s);
     rs.repair.manual_fraction = 0.0;
@@ -429,14 +429,14 @@ TEST(ServeFleet, AFailedDomainsRequestIsRetriedWhenItReturns) {
     ASSERT_TRUE(down && up && again);
     ASSERT_FALSE(down->up);
     ASSERT_TRUE(up->up);
-    const std::int64_t t1 = down->time_ns, tb = up->time_ns;
+    const std::int64_t t1 = down->time.ns(), tb = up->time.ns();
     EXPECT_EQ(tb - t1, 61 * 1000 * kMs);
     const std::int64_t period = 5 * kMs + 10 * kUs;
     const std::int64_t before = t1 / period; // requests issued before the failure, about
     fixed_requests(in, before + 4, 1.0, 100, 2);
     in.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
     in.spec.requests.arrival.concurrency = 1;
-    ASSERT_GT(again->time_ns, tb + 1000 * kMs) << "a second failure would end the test early";
+    ASSERT_GT(again->time.ns(), tb + 1000 * kMs) << "a second failure would end the test early";
 
     const ServingRun r = simulate_serving(in);
     ASSERT_EQ(r.requests.size(), static_cast<std::size_t>(before + 4));
@@ -445,24 +445,24 @@ TEST(ServeFleet, AFailedDomainsRequestIsRetriedWhenItReturns) {
     for (std::size_t i = 0; i < r.requests.size(); ++i) {
         const serving::RequestRecord& q = r.requests[i];
         ASSERT_TRUE(q.finished());
-        if (q.arrival_ns <= t1 + period && q.finish_ns > tb) {
+        if (q.arrival.ns() <= t1 + period && q.finish.ns() > tb) {
             ++spanning;
             // Routed at tb + 1 ns, 1 ms to the replica, prefill 2 ms, decode 1.01 ms.
-            EXPECT_EQ(q.finish_ns, tb + 1 + 4 * kMs + 10 * kUs);
-            EXPECT_EQ(q.first_token_ns, tb + 1 + 3 * kMs);
+            EXPECT_EQ(q.finish.ns(), tb + 1 + 4 * kMs + 10 * kUs);
+            EXPECT_EQ(q.first_token.ns(), tb + 1 + 3 * kMs);
             EXPECT_LE(q.retries, 1u);
-        } else if (i > 0 && q.arrival_ns > tb) {
-            EXPECT_EQ(q.arrival_ns, r.requests[i - 1].finish_ns + kMs);
-            EXPECT_EQ(q.finish_ns, q.arrival_ns + 4 * kMs + 10 * kUs);
+        } else if (i > 0 && q.arrival.ns() > tb) {
+            EXPECT_EQ(q.arrival.ns(), r.requests[i - 1].finish.ns() + kMs);
+            EXPECT_EQ(q.finish.ns(), q.arrival.ns() + 4 * kMs + 10 * kUs);
         } else {
-            EXPECT_LT(q.finish_ns, t1 + 2 * kMs);
+            EXPECT_LT(q.finish.ns(), t1 + 2 * kMs);
         }
     }
     EXPECT_EQ(spanning, 1u);
     EXPECT_LE(r.summary.retried_requests, 1u);
-    const double end = r.stats.end_s * 1e9;
+    const double end = r.stats.end.seconds() * 1e9;
     EXPECT_NEAR(r.stats.availability, 1.0 - static_cast<double>(tb - t1) / end, 1e-9);
-    EXPECT_NEAR(r.stats.replica_down_s, static_cast<double>(tb - t1) * 1e-9, 1e-9);
+    EXPECT_NEAR(r.stats.replica_down.seconds(), static_cast<double>(tb - t1) * 1e-9, 1e-9);
 }
 
 // Failures on a fleet of 32 replicas over two UltraServers and a spare: the same records on 1
@@ -476,7 +476,7 @@ TEST(ServeFleet, FailuresGiveTheSameResultsOnOneAndTwoThreads) {
     reliability::FailureSpec bug;
     bug.component = reliability::ComponentClass::software;
     bug.cause = "software";
-    bug.mtbf_s = 6.0;
+    bug.mtbf = Seconds::of(6.0);
     in.reliability.failures.push_back(bug);
     random_requests(in, 3000, 400.0);
     const auto [a, b] = on_one_and_two_threads(in);
@@ -489,10 +489,10 @@ TEST(ServeFleet, FailuresGiveTheSameResultsOnOneAndTwoThreads) {
     for (std::size_t i = 0; i < a.requests.size(); ++i) {
         const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
         ASSERT_TRUE(x.finished());
-        ASSERT_GE(x.first_token_ns, x.arrival_ns);
-        ASSERT_GE(x.finish_ns, x.first_token_ns);
-        ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
-        ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
+        ASSERT_GE(x.first_token.ns(), x.arrival.ns());
+        ASSERT_GE(x.finish.ns(), x.first_token.ns());
+        ASSERT_EQ(x.finish.ns(), y.finish.ns()) << i;
+        ASSERT_EQ(x.first_token.ns(), y.first_token.ns()) << i;
         ASSERT_EQ(x.replica, y.replica) << i;
         ASSERT_EQ(x.retries, y.retries) << i;
         retried += x.retries > 0 ? 1 : 0;
@@ -527,8 +527,8 @@ TEST(ServeFleet, DisaggregatedFailuresLoseTheKvCacheInFlight) {
     fixed_requests(base, 1, 1.0, 1000, 3);
     const ServingRun clean = simulate_serving(base);
     ASSERT_EQ(clean.requests.size(), 1u);
-    ASSERT_EQ(clean.requests[0].first_token_ns, 12 * kMs);
-    const std::int64_t finish0 = clean.requests[0].finish_ns;
+    ASSERT_EQ(clean.requests[0].first_token.ns(), 12 * kMs);
+    const std::int64_t finish0 = clean.requests[0].finish.ns();
     const std::int64_t arrives = finish0 - 2 * kMs - 20 * kUs; // two decodes of 1.01 ms
     ASSERT_GT(arrives, 22 * kMs) << "the transfer must outlast the failure's notice";
 
@@ -546,8 +546,8 @@ TEST(ServeFleet, DisaggregatedFailuresLoseTheKvCacheInFlight) {
         EXPECT_EQ(q.retries, 1u) << "host " << host;
         EXPECT_EQ(q.prefill_replica, 1u);
         EXPECT_EQ(q.replica, 0u);
-        EXPECT_EQ(q.first_token_ns, tb + 1 + 12 * kMs) << "host " << host;
-        EXPECT_EQ(q.finish_ns, tb + 1 + finish0) << "host " << host;
+        EXPECT_EQ(q.first_token.ns(), tb + 1 + 12 * kMs) << "host " << host;
+        EXPECT_EQ(q.finish.ns(), tb + 1 + finish0) << "host " << host;
         EXPECT_EQ(r.stats.kv_transfers, 1u) << "host " << host;
         // The lost transfer's flows were stopped on the fabric (not run to their end).
         EXPECT_EQ(r.stats.kv_transfers_cancelled, 1u) << "host " << host;
@@ -571,10 +571,10 @@ TEST(ServeFleet, DisaggregatedFailuresGiveTheSameResultsOnOneAndTwoThreads) {
     for (std::size_t i = 0; i < a.requests.size(); ++i) {
         const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
         ASSERT_TRUE(x.finished()) << i;
-        ASSERT_GE(x.first_token_ns, x.arrival_ns);
-        ASSERT_GE(x.finish_ns, x.first_token_ns);
-        ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
-        ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
+        ASSERT_GE(x.first_token.ns(), x.arrival.ns());
+        ASSERT_GE(x.finish.ns(), x.first_token.ns());
+        ASSERT_EQ(x.finish.ns(), y.finish.ns()) << i;
+        ASSERT_EQ(x.first_token.ns(), y.first_token.ns()) << i;
         ASSERT_EQ(x.replica, y.replica) << i;
         ASSERT_EQ(x.prefill_replica, y.prefill_replica) << i;
         ASSERT_EQ(x.retries, y.retries) << i;
@@ -598,8 +598,8 @@ TEST(ServeFleet, FastForwardEqualsStepwise) {
     const ServingRun slow = simulate_serving(in);
     ASSERT_EQ(fast.requests.size(), slow.requests.size());
     for (std::size_t i = 0; i < fast.requests.size(); ++i) {
-        ASSERT_EQ(fast.requests[i].first_token_ns, slow.requests[i].first_token_ns) << i;
-        ASSERT_EQ(fast.requests[i].finish_ns, slow.requests[i].finish_ns) << i;
+        ASSERT_EQ(fast.requests[i].first_token.ns(), slow.requests[i].first_token.ns()) << i;
+        ASSERT_EQ(fast.requests[i].finish.ns(), slow.requests[i].finish.ns()) << i;
         ASSERT_EQ(fast.requests[i].replica, slow.requests[i].replica) << i;
     }
     EXPECT_EQ(fast.stats.iterations, slow.stats.iterations);
@@ -616,21 +616,23 @@ TEST(ServeFleet, RouterWindowChangesOnlyTheRoutersInformation) {
     const ServingRun exact = simulate_serving(in);
     in.options.router_window = Duration::from_ns(20 * kMs);
     const ServingRun w = simulate_serving(in);
-    EXPECT_EQ(w.stats.lookahead_ns, 20 * kMs);
+    EXPECT_EQ(w.stats.lookahead.ns(), 20 * kMs);
     EXPECT_LT(w.stats.windows * 4, exact.stats.windows);
     ASSERT_EQ(exact.requests.size(), w.requests.size());
     for (std::size_t i = 0; i < w.requests.size(); ++i) {
-        ASSERT_EQ(exact.requests[i].arrival_ns, w.requests[i].arrival_ns) << i;
-        ASSERT_EQ(exact.requests[i].first_token_ns, w.requests[i].first_token_ns) << i;
-        ASSERT_EQ(exact.requests[i].finish_ns, w.requests[i].finish_ns) << i;
+        ASSERT_EQ(exact.requests[i].arrival.ns(), w.requests[i].arrival.ns()) << i;
+        ASSERT_EQ(exact.requests[i].first_token.ns(), w.requests[i].first_token.ns()) << i;
+        ASSERT_EQ(exact.requests[i].finish.ns(), w.requests[i].finish.ns()) << i;
     }
     in.spec.serving.router = serving::RouterPolicy::least_loaded;
     in.options.router_window = Duration::zero();
     const ServingRun ll = simulate_serving(in);
     in.options.router_window = Duration::from_ns(20 * kMs);
     const ServingRun llw = simulate_serving(in);
-    EXPECT_NEAR(llw.summary.ttft_p50_s, ll.summary.ttft_p50_s, 0.05 * ll.summary.ttft_p50_s);
-    EXPECT_NEAR(llw.summary.e2e_p50_s, ll.summary.e2e_p50_s, 0.05 * ll.summary.e2e_p50_s);
+    EXPECT_NEAR(llw.summary.ttft_p50.seconds(), ll.summary.ttft_p50.seconds(),
+                0.05 * ll.summary.ttft_p50.seconds());
+    EXPECT_NEAR(llw.summary.e2e_p50.seconds(), ll.summary.e2e_p50.seconds(),
+                0.05 * ll.summary.e2e_p50.seconds());
     // Closed loop: a client hears of its finish 2W - L = 39 ms after it instead of 1 ms, so
     // requests follow each other 38 ms later than in the exact case (5.01 ms apart there).
     ServeInput c = fleet(1, 16, 1);
@@ -638,8 +640,8 @@ TEST(ServeFleet, RouterWindowChangesOnlyTheRoutersInformation) {
     c.spec.requests.arrival.kind = serving::ArrivalSpec::Kind::closed_loop;
     c.options.router_window = Duration::from_ns(20 * kMs);
     const ServingRun cl = simulate_serving(c);
-    EXPECT_EQ(cl.requests[1].arrival_ns, 5 * kMs + 10 * kUs + 38 * kMs);
-    EXPECT_EQ(cl.requests[1].finish_ns - cl.requests[1].arrival_ns, 4 * kMs + 10 * kUs);
+    EXPECT_EQ(cl.requests[1].arrival.ns(), 5 * kMs + 10 * kUs + 38 * kMs);
+    EXPECT_EQ(cl.requests[1].finish.ns() - cl.requests[1].arrival.ns(), 4 * kMs + 10 * kUs);
 }
 
 // Two router shards on two UltraServers (32 replicas of tp 16, 16 per UltraServer): shard k
@@ -663,7 +665,7 @@ TEST(ServeFleet, RouterShardsSplitRequestsByIdAndReplicasByDomain) {
         const serving::RequestRecord& q = two.requests[i];
         EXPECT_EQ(q.id, i);
         EXPECT_EQ(q.replica, 16 * (i % 2) + (i / 2) % 16) << i;
-        EXPECT_EQ(q.arrival_ns, one.requests[i].arrival_ns) << i;
+        EXPECT_EQ(q.arrival.ns(), one.requests[i].arrival.ns()) << i;
         EXPECT_TRUE(q.finished());
     }
 }
@@ -681,7 +683,7 @@ TEST(ServeFleet, RouterShardsIssueTheSameRequestsUnderADuration) {
     ASSERT_GT(one.requests.size(), 1000u);
     ASSERT_EQ(four.requests.size(), one.requests.size());
     for (std::size_t i = 0; i < one.requests.size(); ++i) {
-        ASSERT_EQ(four.requests[i].arrival_ns, one.requests[i].arrival_ns) << i;
+        ASSERT_EQ(four.requests[i].arrival.ns(), one.requests[i].arrival.ns()) << i;
         ASSERT_EQ(four.requests[i].input_tokens, one.requests[i].input_tokens) << i;
         ASSERT_EQ(four.requests[i].output_tokens, one.requests[i].output_tokens) << i;
         // shard i mod 4 owns UltraServer i mod 4 (16 replicas each)
@@ -724,8 +726,8 @@ TEST(ServeFleet, RouterShardsGiveTheSameResultsOnOneAndTwoThreads) {
         for (std::size_t i = 0; i < a.requests.size(); ++i) {
             const serving::RequestRecord &x = a.requests[i], &y = b.requests[i];
             ASSERT_TRUE(x.finished());
-            ASSERT_EQ(x.first_token_ns, y.first_token_ns) << i;
-            ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+            ASSERT_EQ(x.first_token.ns(), y.first_token.ns()) << i;
+            ASSERT_EQ(x.finish.ns(), y.finish.ns()) << i;
             ASSERT_EQ(x.replica, y.replica) << i;
             ASSERT_EQ(x.retries, y.retries) << i;
             ASSERT_EQ(x.replica / 16, i % 2) << i; // the shard's own UltraServer
@@ -742,7 +744,7 @@ TEST(ServeFleet, RouterShardsGiveTheSameResultsOnOneAndTwoThreads) {
         if (disaggregated) {
             EXPECT_EQ(a.stats.kv_transfers, b.stats.kv_transfers);
             EXPECT_GT(a.stats.kv_transfers, 2000u);
-            EXPECT_EQ(a.stats.lookahead_ns, 5 * kMs); // the router window, not 1 s
+            EXPECT_EQ(a.stats.lookahead.ns(), 5 * kMs); // the router window, not 1 s
         }
         if (failures) {
             EXPECT_GT(a.stats.outages, 0u);
@@ -776,10 +778,10 @@ TEST(ServeFleet, RouterShardsSplitTheClosedLoopClients) {
         ASSERT_TRUE(x.finished()) << i;
         ASSERT_EQ(x.id, i);
         ASSERT_EQ(x.replica / 16, i % 2) << i;
-        ASSERT_EQ(x.finish_ns, y.finish_ns) << i;
+        ASSERT_EQ(x.finish.ns(), y.finish.ns()) << i;
         ASSERT_EQ(x.replica, y.replica) << i;
-        changes[i % 2].emplace_back(x.arrival_ns, 1);
-        changes[i % 2].emplace_back(x.finish_ns, -1);
+        changes[i % 2].emplace_back(x.arrival.ns(), 1);
+        changes[i % 2].emplace_back(x.finish.ns(), -1);
     }
     for (int k : {0, 1}) {
         std::sort(changes[k].begin(), changes[k].end()); // finishes before arrivals at a tie
@@ -797,7 +799,7 @@ TEST(ServeFleet, RouterShardsSplitTheClosedLoopClients) {
     ASSERT_GT(d.requests.size(), 10u); // 19: about four a client
     for (std::size_t i = 0; i < d.requests.size(); ++i) {
         ASSERT_EQ(d.requests[i].id, i);
-        ASSERT_LT(d.requests[i].arrival_ns, 400 * kMs);
+        ASSERT_LT(d.requests[i].arrival.ns(), 400 * kMs);
         ASSERT_TRUE(d.requests[i].finished());
     }
 }
@@ -817,12 +819,12 @@ TEST(ServeFleet, RouterShardsSeeTheFleetsOutages) {
     HostOutages outages(in, 1, 2);
     reliability::OutageSchedule& sched = outages.schedule;
     // The fleet is done when the last report reaches its router: after the last finish
-    // (end_s), within a router latency.
-    const auto end = static_cast<std::int64_t>(r.stats.end_s * 1e9);
+    // (stats.end), within a router latency.
+    const auto end = static_cast<std::int64_t>(r.stats.end.seconds() * 1e9);
     std::uint64_t downs = 0;
     while (const auto t = sched.next()) {
-        if (t->time_ns >= end) {
-            ASSERT_GE(t->time_ns, end + kMs) << "a transition at the fleet's last report";
+        if (t->time.ns() >= end) {
+            ASSERT_GE(t->time.ns(), end + kMs) << "a transition at the fleet's last report";
             break;
         }
         downs += t->up ? 0 : 1;

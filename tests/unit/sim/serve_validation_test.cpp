@@ -157,11 +157,11 @@ TEST(ServingValidation, PublishedRowsThroughTheFleet) {
         const sim::ServingScenarioRun run = sim::run_serving(spec, 1);
         const serving::ServingSummary& s = run.run.summary;
         ASSERT_EQ(run.run.stats.replicas, 1u) << file;
-        const double ttft = s.ttft_p50_s;
-        const double tpot = closed_loop ? s.tpot_p50_s : s.itl_p50_s;
+        const double ttft = s.ttft_p50.seconds();
+        const double tpot = closed_loop ? s.tpot_p50.seconds() : s.itl_p50.seconds();
         const double tps = s.output_tokens_per_s;
-        const double d_ttft = ttft / cf.ttft_p50_s - 1.0;
-        const double d_tpot = tpot / cf.tpot_p50_s - 1.0;
+        const double d_ttft = ttft / cf.ttft_p50.seconds() - 1.0;
+        const double d_tpot = tpot / cf.tpot_p50.seconds() - 1.0;
         const double d_tps = tps / cf.output_tokens_per_s - 1.0;
         if (row.speculative_k > 0) {
             EXPECT_LT(std::fabs(d_ttft), kDrawnTtftTolerance) << file;
@@ -244,8 +244,8 @@ TEST(ServingValidation, SpeculativeLockstepMatchesTheDriver) {
         serving::closed_loop_benchmark(cost, 2, 50, 512, 128, 4.0);
     const sim::ServingScenarioRun run = sim::run_serving(spec, 1);
     const serving::ServingSummary& s = run.run.summary;
-    EXPECT_NEAR(s.ttft_p50_s / cf.ttft_p50_s, 1.0, kTolerance);
-    EXPECT_NEAR(s.tpot_p50_s / cf.tpot_p50_s, 1.0, kTolerance);
+    EXPECT_NEAR(s.ttft_p50.seconds() / cf.ttft_p50.seconds(), 1.0, kTolerance);
+    EXPECT_NEAR(s.tpot_p50.seconds() / cf.tpot_p50.seconds(), 1.0, kTolerance);
     EXPECT_NEAR(s.output_tokens_per_s / cf.output_tokens_per_s, 1.0, kTolerance);
 }
 

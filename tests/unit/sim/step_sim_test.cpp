@@ -47,7 +47,7 @@ StepSimResult simulate(const std::vector<std::string>& overrides,
 
 double analytic(const std::vector<std::string>& overrides) {
     const Case c = make(overrides);
-    return estimate_step(c.plan).step_s;
+    return estimate_step(c.plan).step_time.seconds();
 }
 
 const std::vector<std::vector<std::string>> kShapes = {
@@ -62,14 +62,16 @@ TEST(StepSim, EveryEntityFinishesAndItsPartsSumToTheStep) {
     for (const auto& shape : kShapes) {
         const StepSimResult r = simulate(shape);
         ASSERT_FALSE(r.entities.empty());
-        const double step = r.estimate.step_s;
+        const double step = r.estimate.step_time.seconds();
         double latest = 0.0;
         for (const EntityTimes& e : r.entities) {
-            EXPECT_NEAR(e.compute_s + e.comm_s + e.bubble_s + e.idle_s, step, 1e-9);
-            EXPECT_GT(e.compute_s, 0.0);
-            EXPECT_GE(e.comm_s, 0.0);
-            EXPECT_GE(e.bubble_s, 0.0);
-            latest = std::max(latest, e.end_s);
+            EXPECT_NEAR(e.compute.seconds() + e.comm.seconds() + e.bubble.seconds() +
+                            e.idle.seconds(),
+                        step, 1e-9);
+            EXPECT_GT(e.compute.seconds(), 0.0);
+            EXPECT_GE(e.comm.seconds(), 0.0);
+            EXPECT_GE(e.bubble.seconds(), 0.0);
+            latest = std::max(latest, e.end.seconds());
         }
         EXPECT_DOUBLE_EQ(latest, step);
     }
@@ -85,7 +87,7 @@ TEST(StepSim, TensorParallelGroupsMoveLikeTheirRanks) {
         EXPECT_EQ(rank.entities.size(), group.entities.size() * static_cast<std::size_t>(
                                                                      group.entities[0].ranks));
         // Equal up to the ns rounding of flow finish times at window edges.
-        EXPECT_NEAR(group.estimate.step_s, rank.estimate.step_s, 10e-9);
+        EXPECT_NEAR(group.estimate.step_time.seconds(), rank.estimate.step_time.seconds(), 10e-9);
         // The same traffic crossed the links.
         ASSERT_EQ(group.links.size(), rank.links.size());
         for (std::size_t k = 0; k < group.links.size(); ++k) {
@@ -103,7 +105,8 @@ TEST(StepSim, GroupsStillMatchRanksWithStragglers) {
     std::vector<std::string> r = o;
     r.push_back("simulation.step_entities=rank");
     const StepSimResult rank = simulate(r);
-    EXPECT_NEAR(group.estimate.step_s, rank.estimate.step_s, 1e-4 * group.estimate.step_s);
+    EXPECT_NEAR(group.estimate.step_time.seconds(), rank.estimate.step_time.seconds(),
+                1e-4 * group.estimate.step_time.seconds());
 }
 
 TEST(StepSim, ResultsDoNotDependOnTheThreadCount) {
@@ -122,13 +125,13 @@ TEST(StepSim, ResultsDoNotDependOnTheThreadCount) {
             return simulate(o, tweak(2));
         }();
         EXPECT_EQ(b.stats.shared_windows, b.stats.windows);
-        EXPECT_EQ(a.estimate.step_s, b.estimate.step_s);
+        EXPECT_EQ(a.estimate.step_time.seconds(), b.estimate.step_time.seconds());
         ASSERT_EQ(a.entities.size(), b.entities.size());
         for (std::size_t i = 0; i < a.entities.size(); ++i) {
-            EXPECT_EQ(a.entities[i].compute_s, b.entities[i].compute_s);
-            EXPECT_EQ(a.entities[i].comm_s, b.entities[i].comm_s);
-            EXPECT_EQ(a.entities[i].bubble_s, b.entities[i].bubble_s);
-            EXPECT_EQ(a.entities[i].end_s, b.entities[i].end_s);
+            EXPECT_EQ(a.entities[i].compute.seconds(), b.entities[i].compute.seconds());
+            EXPECT_EQ(a.entities[i].comm.seconds(), b.entities[i].comm.seconds());
+            EXPECT_EQ(a.entities[i].bubble.seconds(), b.entities[i].bubble.seconds());
+            EXPECT_EQ(a.entities[i].end.seconds(), b.entities[i].end.seconds());
         }
         for (std::size_t k = 0; k < a.links.size(); ++k) {
             EXPECT_EQ(a.links[k].bytes, b.links[k].bytes);
@@ -138,7 +141,7 @@ TEST(StepSim, ResultsDoNotDependOnTheThreadCount) {
         EXPECT_EQ(a.stats.flows, b.stats.flows);
         ASSERT_EQ(a.trace.spans.size(), b.trace.spans.size());
         for (std::size_t i = 0; i < a.trace.spans.size(); ++i) {
-            EXPECT_EQ(a.trace.spans[i].start_ns, b.trace.spans[i].start_ns);
+            EXPECT_EQ(a.trace.spans[i].start.ns(), b.trace.spans[i].start.ns());
             EXPECT_EQ(a.trace.spans[i].name, b.trace.spans[i].name);
         }
     }
@@ -153,7 +156,8 @@ TEST(StepSim, FabricShardsChangeOnlyTheRounding) {
         };
         const StepSimResult one = simulate(shape, shards(1));
         const StepSimResult many = simulate(shape, shards(64));
-        EXPECT_NEAR(one.estimate.step_s, many.estimate.step_s, 1e-6 * one.estimate.step_s);
+        EXPECT_NEAR(one.estimate.step_time.seconds(), many.estimate.step_time.seconds(),
+                    1e-6 * one.estimate.step_time.seconds());
         EXPECT_EQ(one.stats.flows, many.stats.flows);
         for (std::size_t k = 0; k < one.links.size(); ++k) {
             EXPECT_NEAR(one.links[k].bytes, many.links[k].bytes, 1e-9 * one.links[k].bytes);
@@ -168,7 +172,7 @@ TEST(StepSim, AgreesWithTheAnalyticModelWhenNothingIsCongested) {
         std::vector<std::string> o = shape;
         const double a = analytic(o);
         o.push_back("simulation.fabric_collectives=closed_form");
-        const double s = simulate(o).estimate.step_s;
+        const double s = simulate(o).estimate.step_time.seconds();
         EXPECT_NEAR(s, a, 0.10 * a) << "analytic " << a << " s, step " << s << " s";
     }
     // With flows too, where the collectives between replicas map onto the links without
@@ -178,7 +182,7 @@ TEST(StepSim, AgreesWithTheAnalyticModelWhenNothingIsCongested) {
     for (const std::size_t i : {0u, 2u, 3u}) {
         const auto& shape = kShapes[i];
         const double a = analytic(shape);
-        const double s = simulate(shape).estimate.step_s;
+        const double s = simulate(shape).estimate.step_time.seconds();
         EXPECT_NEAR(s, a, 0.10 * a) << "analytic " << a << " s, step " << s << " s";
     }
 }
@@ -206,16 +210,16 @@ TEST(StepSim, ContextParallelKeyValueExchangeRunsThroughTheNetwork) {
     // the TP collectives' size-based algorithms made them shorter).
     std::vector<std::string> per_rank = cp;
     per_rank.push_back("simulation.step_entities=rank");
-    EXPECT_NEAR(group.estimate.step_s, simulate(per_rank).estimate.step_s,
-                5e-5 * group.estimate.step_s);
+    EXPECT_NEAR(group.estimate.step_time.seconds(), simulate(per_rank).estimate.step_time.seconds(),
+                5e-5 * group.estimate.step_time.seconds());
     // The two fidelities agree: the K/V rings of the CP groups use disjoint links; what
     // differs is the control latency of the three CP collectives per layer (5% of this short
     // step).
     const double a = analytic(cp);
-    EXPECT_NEAR(group.estimate.step_s, a, 0.06 * a) << "analytic " << a;
+    EXPECT_NEAR(group.estimate.step_time.seconds(), a, 0.06 * a) << "analytic " << a;
     std::vector<std::string> closed = cp;
     closed.push_back("simulation.fabric_collectives=closed_form");
-    EXPECT_NEAR(simulate(closed).estimate.step_s, a, 0.05 * a);
+    EXPECT_NEAR(simulate(closed).estimate.step_time.seconds(), a, 0.05 * a);
 }
 
 TEST(StepSim, ContextParallelWithExperts) {
@@ -231,9 +235,9 @@ TEST(StepSim, ContextParallelWithExperts) {
     // number as its max-min weight, so where expert and pipeline traffic meet it shares the
     // fabric as the rank flows do (with weight 1 the two differed by 3e-6 of the step; within
     // 5e-5 as in ContextParallelKeyValueExchangeRunsThroughTheNetwork).
-    EXPECT_NEAR(group.estimate.step_s, simulate(per_rank).estimate.step_s,
-                5e-5 * group.estimate.step_s);
-    EXPECT_NEAR(group.estimate.step_s, analytic(moe), 0.10 * analytic(moe));
+    EXPECT_NEAR(group.estimate.step_time.seconds(), simulate(per_rank).estimate.step_time.seconds(),
+                5e-5 * group.estimate.step_time.seconds());
+    EXPECT_NEAR(group.estimate.step_time.seconds(), analytic(moe), 0.10 * analytic(moe));
 }
 
 TEST(StepSim, OneReplicaFollowsThePipelineClosedForm) {
@@ -247,7 +251,7 @@ TEST(StepSim, OneReplicaFollowsThePipelineClosedForm) {
     const StepSimResult r = simulate(o);
     EXPECT_EQ(r.stats.fabric_collectives, 0u); // dp = 1
     EXPECT_GT(r.stats.flows, 0u);              // pipeline transfers
-    EXPECT_NEAR(r.estimate.step_s, a, 0.01 * a);
+    EXPECT_NEAR(r.estimate.step_time.seconds(), a, 0.01 * a);
 }
 
 TEST(StepSim, UnevenStagesAgreeWithTheAnalyticModel) {
@@ -269,14 +273,14 @@ TEST(StepSim, UnevenStagesAgreeWithTheAnalyticModel) {
     EXPECT_EQ(r1.stats.fabric_collectives, 0u);
     ASSERT_EQ(make(one).plan.stages[1].layers(), 2);
     EXPECT_EQ(make(one).plan.stages[3].layers(), 1);
-    EXPECT_NEAR(r1.estimate.step_s, a1, 0.01 * a1) << "analytic " << a1;
+    EXPECT_NEAR(r1.estimate.step_time.seconds(), a1, 0.01 * a1) << "analytic " << a1;
     // Many replicas (2 UltraServers, dp 32), collectives between replicas in closed form and
     // as flows: within the 10% of AgreesWithTheAnalyticModelWhenNothingIsCongested.
     const double a = analytic(model);
     std::vector<std::string> closed = model;
     closed.push_back("simulation.fabric_collectives=closed_form");
-    EXPECT_NEAR(simulate(closed).estimate.step_s, a, 0.10 * a) << "analytic " << a;
-    EXPECT_NEAR(simulate(model).estimate.step_s, a, 0.10 * a) << "analytic " << a;
+    EXPECT_NEAR(simulate(closed).estimate.step_time.seconds(), a, 0.10 * a) << "analytic " << a;
+    EXPECT_NEAR(simulate(model).estimate.step_time.seconds(), a, 0.10 * a) << "analytic " << a;
 }
 
 TEST(StepSim, AStragglerSlowsItsGroupAndTheStep) {
@@ -288,13 +292,15 @@ TEST(StepSim, AStragglerSlowsItsGroupAndTheStep) {
     const StepSimResult s = simulate(slow);
     // Chip 5 holds ranks 20..23: TP group 5. Its compute takes twice as long (ns rounding
     // per op), every other group's compute is unchanged.
-    EXPECT_NEAR(s.entities[5].compute_s, 2.0 * nominal.entities[5].compute_s, 1e-6);
-    EXPECT_DOUBLE_EQ(s.entities[4].compute_s, nominal.entities[4].compute_s);
+    EXPECT_NEAR(s.entities[5].compute.seconds(), 2.0 * nominal.entities[5].compute.seconds(), 1e-6);
+    EXPECT_DOUBLE_EQ(s.entities[4].compute.seconds(), nominal.entities[4].compute.seconds());
     EXPECT_DOUBLE_EQ(s.entities[5].speed, 0.5);
     // The others wait for it in the gradient reduction: the step grows by about its extra
     // compute, and they spend the difference waiting (exposed communication).
-    EXPECT_GT(s.estimate.step_s, nominal.estimate.step_s + 0.9 * nominal.entities[5].compute_s);
-    EXPECT_GT(s.entities[4].comm_s, nominal.entities[4].comm_s + 0.9 * nominal.entities[5].compute_s);
+    EXPECT_GT(s.estimate.step_time.seconds(),
+              nominal.estimate.step_time.seconds() + 0.9 * nominal.entities[5].compute.seconds());
+    EXPECT_GT(s.entities[4].comm.seconds(),
+              nominal.entities[4].comm.seconds() + 0.9 * nominal.entities[5].compute.seconds());
 }
 
 TEST(StepSim, MixtureOfExpertsAllToAllsAndRoutingImbalance) {
@@ -305,17 +311,17 @@ TEST(StepSim, MixtureOfExpertsAllToAllsAndRoutingImbalance) {
     std::vector<std::string> per_rank = moe;
     per_rank.push_back("simulation.step_entities=rank");
     // Equal within 5e-5 of the step (see ContextParallelKeyValueExchangeRunsThroughTheNetwork).
-    EXPECT_NEAR(group.estimate.step_s, simulate(per_rank).estimate.step_s,
-                5e-5 * group.estimate.step_s);
+    EXPECT_NEAR(group.estimate.step_time.seconds(), simulate(per_rank).estimate.step_time.seconds(),
+                5e-5 * group.estimate.step_time.seconds());
     // Expert-parallel all-to-alls in every MoE layer: far more collectives between replicas
     // than gradient buckets alone.
     EXPECT_GT(group.stats.fabric_collectives, 1000u);
-    EXPECT_NEAR(group.estimate.step_s, analytic(moe), 0.10 * analytic(moe));
+    EXPECT_NEAR(group.estimate.step_time.seconds(), analytic(moe), 0.10 * analytic(moe));
     // The busiest expert rank getting twice the average tokens slows every rank.
     std::vector<std::string> skewed = moe;
     skewed.push_back("workload.moe_imbalance=2");
     const StepSimResult slow = simulate(skewed);
-    EXPECT_GT(slow.estimate.step_s, 1.3 * group.estimate.step_s);
+    EXPECT_GT(slow.estimate.step_time.seconds(), 1.3 * group.estimate.step_time.seconds());
     EXPECT_THROW(simulate({"workload.moe_imbalance=2"}), InputError); // llama3-8b is dense
 }
 
@@ -324,8 +330,8 @@ TEST(StepSim, MergedRingStepsMatchStepwiseRings) {
         const StepSimResult merged = simulate(shape);
         const StepSimResult stepwise =
             simulate(shape, [](StepSimOptions& o) { o.merge_repeats = false; });
-        EXPECT_NEAR(merged.estimate.step_s, stepwise.estimate.step_s,
-                    0.01 * stepwise.estimate.step_s);
+        EXPECT_NEAR(merged.estimate.step_time.seconds(), stepwise.estimate.step_time.seconds(),
+                    0.01 * stepwise.estimate.step_time.seconds());
         EXPECT_LT(merged.stats.flows, stepwise.stats.flows);
     }
 }
@@ -343,17 +349,18 @@ TEST(StepSim, NoLinkClassCarriesMoreThanItsCapacity) {
 TEST(StepSim, TraceSlicesOfALaneDoNotOverlap) {
     const StepSimResult r = simulate({}, [](StepSimOptions& o) { o.trace_ranks = {0, 130, 511}; });
     ASSERT_FALSE(r.trace.spans.empty());
-    const auto step_ns = static_cast<std::int64_t>(std::llround(r.estimate.step_s * 1e9));
+    const auto step_ns =
+        static_cast<std::int64_t>(std::llround(r.estimate.step_time.seconds() * 1e9));
     for (std::size_t i = 0; i < r.trace.spans.size(); ++i) {
         const TraceSpan& s = r.trace.spans[i];
         EXPECT_TRUE(s.rank == 0 || s.rank == 130 || s.rank == 511);
         EXPECT_LT(s.name, r.trace.names.size());
-        EXPECT_GE(s.start_ns, 0);
-        EXPECT_LE(s.start_ns + s.duration_ns, step_ns);
+        EXPECT_GE(s.start.ns(), 0);
+        EXPECT_LE(s.start.ns() + s.duration.ns(), step_ns);
         if (i > 0 && r.trace.spans[i - 1].rank == s.rank && r.trace.spans[i - 1].lane == s.lane &&
             s.lane == 0) {
             const TraceSpan& p = r.trace.spans[i - 1];
-            EXPECT_LE(p.start_ns + p.duration_ns, s.start_ns) << r.trace.names[s.name];
+            EXPECT_LE(p.start.ns() + p.duration.ns(), s.start.ns()) << r.trace.names[s.name];
         }
     }
 }
@@ -428,7 +435,7 @@ TEST(StepSim, TensorParallelBytesDoNotDependOnWhoWaits) {
     slow.push_back("hardware.speed.chips=[{chip: 3, speed: 0.5}, {chip: 70, speed: 0.7}]");
     const StepSimResult even = simulate(base);
     const StepSimResult uneven = simulate(slow);
-    ASSERT_GT(uneven.estimate.step_s, even.estimate.step_s);
+    ASSERT_GT(uneven.estimate.step_time.seconds(), even.estimate.step_time.seconds());
     ASSERT_EQ(even.links.size(), uneven.links.size());
     for (std::size_t k = 0; k < even.links.size(); ++k) {
         EXPECT_DOUBLE_EQ(even.links[k].bytes, uneven.links[k].bytes) << even.links[k].kind;
@@ -481,7 +488,7 @@ TEST(StepSim, EveryMicrobatchAccumulatesItsGradients) {
                (step(with(128, "fp32")) - step(with(128, "bf16")));
     };
     const auto step = [](const std::vector<std::string>& o) {
-        return simulate(o).estimate.step_s;
+        return simulate(o).estimate.step_time.seconds();
     };
     EXPECT_NEAR(grows(analytic), 2.0 * per_microbatch, 1e-6 * per_microbatch);
     EXPECT_NEAR(grows(step), 2.0 * per_microbatch, 0.01 * per_microbatch);

@@ -61,9 +61,9 @@ std::map<std::string, SpanStats> lane1(const StepSimResult& r) {
             continue;
         }
         SpanStats& st = out[r.trace.names[s.name]];
-        st.min_ns = st.count == 0 ? s.duration_ns : std::min(st.min_ns, s.duration_ns);
-        st.max_ns = std::max(st.max_ns, s.duration_ns);
-        st.sum_ns += s.duration_ns;
+        st.min_ns = st.count == 0 ? s.duration.ns() : std::min(st.min_ns, s.duration.ns());
+        st.max_ns = std::max(st.max_ns, s.duration.ns());
+        st.sum_ns += s.duration.ns();
         ++st.count;
     }
     return out;
@@ -125,15 +125,15 @@ TEST(StepTpFlows, UncongestedTpCollectivesTakeTheirCollectiveBenchmarkTime) {
     // ring links. Nothing else differs, so the step grows by exactly the sum of the 1,040
     // differences (ns rounding of the collectives' ends aside).
     EXPECT_GT(alone_s, closed_s);
-    EXPECT_NEAR(flows.estimate.step_s - closed.estimate.step_s,
+    EXPECT_NEAR(flows.estimate.step_time.seconds() - closed.estimate.step_time.seconds(),
                 static_cast<double>(extra_ns) * 1e-9, tp_spans * 2e-9);
     // Against the analytic model (closed-form TP collectives): within 2% in closed_form mode
     // (AgreesWithTheAnalyticModelWhenNothingIsCongested allows 10%; the step's gradient
     // all-reduce runs the planned algorithm, 1.53% above the analytic step here), and within
     // that once the planned TP collectives' difference is taken out with flows.
-    const double analytic = estimate_step(c.plan).step_s;
-    EXPECT_NEAR(closed.estimate.step_s, analytic, 0.02 * analytic);
-    EXPECT_NEAR(flows.estimate.step_s - static_cast<double>(extra_ns) * 1e-9, analytic,
+    const double analytic = estimate_step(c.plan).step_time.seconds();
+    EXPECT_NEAR(closed.estimate.step_time.seconds(), analytic, 0.02 * analytic);
+    EXPECT_NEAR(flows.estimate.step_time.seconds() - static_cast<double>(extra_ns) * 1e-9, analytic,
                 0.02 * analytic);
     // The TP collectives' NeuronLink bytes are now the flows' own (route hops counted): more
     // than the closed form's one hop per transfer.
@@ -178,11 +178,11 @@ TEST(StepTpFlows, DataParallelTrafficOnTheSameLinksSlowsTheTpCollectives) {
     std::printf("TP collectives: contention %.1f ms over uncongested, planned over closed form "
                 "%.1f ms; step flows %.4f s, closed form %.4f s\n",
                 static_cast<double>(contention_ns) * 1e-6, static_cast<double>(planned_ns) * 1e-6,
-                flows.estimate.step_s, closed.estimate.step_s);
+                flows.estimate.step_time.seconds(), closed.estimate.step_time.seconds());
     EXPECT_GT(static_cast<double>(contention_ns) * 1e-9, 3.4e-3);
     // The step: slower than closed form by more than the planned collectives' own difference
     // plus that bound.
-    EXPECT_GT(flows.estimate.step_s - closed.estimate.step_s,
+    EXPECT_GT(flows.estimate.step_time.seconds() - closed.estimate.step_time.seconds(),
               static_cast<double>(planned_ns) * 1e-9 + 3.4e-3);
 }
 
@@ -194,11 +194,11 @@ TEST(StepTpFlows, RanksAsEntitiesAndThreadsGiveTheSameStep) {
         return simulate(zero3, "flows", [](StepSimOptions& o) { o.threads = 2; });
     }();
     EXPECT_EQ(b.stats.shared_windows, b.stats.windows);
-    EXPECT_EQ(a.estimate.step_s, b.estimate.step_s);
+    EXPECT_EQ(a.estimate.step_time.seconds(), b.estimate.step_time.seconds());
     ASSERT_EQ(a.entities.size(), b.entities.size());
     for (std::size_t i = 0; i < a.entities.size(); ++i) {
-        EXPECT_EQ(a.entities[i].comm_s, b.entities[i].comm_s);
-        EXPECT_EQ(a.entities[i].end_s, b.entities[i].end_s);
+        EXPECT_EQ(a.entities[i].comm.seconds(), b.entities[i].comm.seconds());
+        EXPECT_EQ(a.entities[i].end.seconds(), b.entities[i].end.seconds());
     }
     EXPECT_EQ(a.stats.events, b.stats.events);
     EXPECT_EQ(a.stats.flows, b.stats.flows);
@@ -211,7 +211,8 @@ TEST(StepTpFlows, RanksAsEntitiesAndThreadsGiveTheSameStep) {
     per_rank.push_back("simulation.step_entities=rank");
     const StepSimResult r = simulate(per_rank, "flows");
     EXPECT_EQ(r.entities.size(), 64u);
-    EXPECT_NEAR(r.estimate.step_s, a.estimate.step_s, 1e-6 * a.estimate.step_s);
+    EXPECT_NEAR(r.estimate.step_time.seconds(), a.estimate.step_time.seconds(),
+                1e-6 * a.estimate.step_time.seconds());
 }
 
 // Llama 3 405B at tp 64 (one trn2.48xlarge per TP group), pp 3, on 3 UltraServers (dp 4): the
@@ -234,8 +235,8 @@ TEST(StepTpFlows, TpGroupsOnLinksOfTheirOwnSkipTheFlowsWithTheSameStep) {
 
     std::printf("lone TP groups: step %.9f s without flows, %.9f s with (%+.1f ns); flows %llu vs "
                 "%llu\n",
-                lone.estimate.step_s, flows.estimate.step_s,
-                (lone.estimate.step_s - flows.estimate.step_s) * 1e9,
+                lone.estimate.step_time.seconds(), flows.estimate.step_time.seconds(),
+                (lone.estimate.step_time.seconds() - flows.estimate.step_time.seconds()) * 1e9,
                 static_cast<unsigned long long>(lone.stats.flows),
                 static_cast<unsigned long long>(flows.stats.flows));
     EXPECT_EQ(lone.stats.lone_tp_groups, 12u); // 3 stages x dp 4
@@ -243,10 +244,12 @@ TEST(StepTpFlows, TpGroupsOnLinksOfTheirOwnSkipTheFlowsWithTheSameStep) {
     EXPECT_LT(lone.stats.flows * 20, flows.stats.flows);
     // The same step (measured: to the ns), allowing for the ns rounding of each phase's end
     // at the window edges, a few ns per TP phase, of which the step has thousands.
-    EXPECT_NEAR(lone.estimate.step_s, flows.estimate.step_s, 1e-6 * flows.estimate.step_s);
+    EXPECT_NEAR(lone.estimate.step_time.seconds(), flows.estimate.step_time.seconds(),
+                1e-6 * flows.estimate.step_time.seconds());
     ASSERT_EQ(lone.entities.size(), flows.entities.size());
     for (std::size_t i = 0; i < lone.entities.size(); ++i) {
-        EXPECT_NEAR(lone.entities[i].end_s, flows.entities[i].end_s, 1e-6 * flows.entities[i].end_s);
+        EXPECT_NEAR(lone.entities[i].end.seconds(), flows.entities[i].end.seconds(),
+                    1e-6 * flows.entities[i].end.seconds());
     }
     // Every byte still counts on its links' kinds.
     ASSERT_EQ(lone.links.size(), flows.links.size());
@@ -259,7 +262,8 @@ TEST(StepTpFlows, TpGroupsOnLinksOfTheirOwnSkipTheFlowsWithTheSameStep) {
     o.entities = StepEntities::rank;
     const StepSimResult ranks = simulate_step(plan, fabric, o);
     EXPECT_EQ(ranks.stats.lone_tp_groups, 12u);
-    EXPECT_NEAR(ranks.estimate.step_s, lone.estimate.step_s, 1e-6 * lone.estimate.step_s);
+    EXPECT_NEAR(ranks.estimate.step_time.seconds(), lone.estimate.step_time.seconds(),
+                1e-6 * lone.estimate.step_time.seconds());
 }
 
 } // namespace

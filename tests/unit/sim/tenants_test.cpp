@@ -47,8 +47,8 @@ void expect_same_training(const TrainingRun& a, const TrainingRun& b) {
     ASSERT_TRUE(a.reliability && b.reliability);
     reliability::test::expect_same_replication(a.reliability->replications.at(0),
                                                b.reliability->replications.at(0));
-    EXPECT_EQ(a.step.step_s, b.step.step_s);
-    EXPECT_EQ(a.time_to_train_s, b.time_to_train_s);
+    EXPECT_EQ(a.step.step_time.seconds(), b.step.step_time.seconds());
+    EXPECT_EQ(a.time_to_train.seconds(), b.time_to_train.seconds());
     EXPECT_EQ(a.cost_usd, b.cost_usd);
 }
 
@@ -58,18 +58,18 @@ void expect_same_serving(const ServingScenarioRun& a, const ServingScenarioRun& 
     ASSERT_EQ(x.size(), y.size());
     ASSERT_EQ(x.size(), 1200u);
     for (std::size_t i = 0; i < x.size(); ++i) {
-        EXPECT_EQ(x[i].arrival_ns, y[i].arrival_ns);
-        EXPECT_EQ(x[i].first_token_ns, y[i].first_token_ns);
-        EXPECT_EQ(x[i].finish_ns, y[i].finish_ns);
+        EXPECT_EQ(x[i].arrival.ns(), y[i].arrival.ns());
+        EXPECT_EQ(x[i].first_token.ns(), y[i].first_token.ns());
+        EXPECT_EQ(x[i].finish.ns(), y[i].finish.ns());
         EXPECT_EQ(x[i].input_tokens, y[i].input_tokens);
         EXPECT_EQ(x[i].output_tokens, y[i].output_tokens);
         EXPECT_EQ(x[i].replica, y[i].replica);
-        if (x[i].finish_ns != y[i].finish_ns) {
+        if (x[i].finish.ns() != y[i].finish.ns()) {
             break; // one difference says it all
         }
     }
-    EXPECT_EQ(a.run.summary.ttft_p99_s, b.run.summary.ttft_p99_s);
-    EXPECT_EQ(a.run.stats.end_s, b.run.stats.end_s);
+    EXPECT_EQ(a.run.summary.ttft_p99.seconds(), b.run.summary.ttft_p99.seconds());
+    EXPECT_EQ(a.run.stats.end.seconds(), b.run.stats.end.seconds());
     EXPECT_EQ(a.run.stats.events, b.run.stats.events);
     EXPECT_EQ(a.cost_usd, b.cost_usd);
     EXPECT_EQ(a.mbu, b.mbu);

@@ -59,7 +59,8 @@ TEST(WorkloadKinds, RunScenarioGivesWhatTheKindsEntryPointGives) {
     const config::ScenarioSpec train = config::load_scenario_text(kTraining, "train");
     const ScenarioOutcome a = run_scenario(train);
     ASSERT_TRUE(std::holds_alternative<TrainingRun>(a));
-    EXPECT_EQ(std::get<TrainingRun>(a).step.step_s, run_training(train).step.step_s);
+    EXPECT_EQ(std::get<TrainingRun>(a).step.step_time.seconds(),
+              run_training(train).step.step_time.seconds());
     EXPECT_EQ(std::get<TrainingRun>(a).cost_usd, run_training(train).cost_usd);
 
     const config::ScenarioSpec serve = config::load_scenario_text(kServing, "serve");
@@ -69,7 +70,7 @@ TEST(WorkloadKinds, RunScenarioGivesWhatTheKindsEntryPointGives) {
     const ServingRun want = run_serving(serve).run;
     ASSERT_EQ(got.requests.size(), want.requests.size());
     for (std::size_t i = 0; i < got.requests.size(); ++i) {
-        EXPECT_EQ(got.requests[i].finish_ns, want.requests[i].finish_ns);
+        EXPECT_EQ(got.requests[i].finish.ns(), want.requests[i].finish.ns());
     }
 }
 

@@ -141,9 +141,9 @@ TEST(Planner, CandidatesThatDifferOnlyInCpHaveTheirOwnStepEstimate) {
         const auto wp = sim::make_plan(
             config::load_scenario_with(p.base, candidate_overrides(p, base, r.candidates[i])));
         EXPECT_EQ(wp.cp, r.candidates[i].cp);
-        EXPECT_DOUBLE_EQ(x.step_s, sim::estimate_step(wp).step_s);
+        EXPECT_DOUBLE_EQ(x.step_time.seconds(), sim::estimate_step(wp).step_time.seconds());
     }
-    EXPECT_NE(r.estimates[0].step_s, r.estimates[1].step_s);
+    EXPECT_NE(r.estimates[0].step_time.seconds(), r.estimates[1].step_time.seconds());
     // The finalists run with their candidate's cp.
     ASSERT_EQ(r.finalists.size(), 2u);
     for (const auto& f : r.finalists) {
@@ -165,7 +165,7 @@ TEST(Planner, ACpThatDoesNotDivideIsRejectedNamingCp) {
     EXPECT_NE(r.estimates[1].reason.find("tp x cp x pp = 8192 does not divide the 4096 ranks"),
               std::string::npos)
         << r.estimates[1].reason;
-    EXPECT_TRUE(std::isnan(r.estimates[1].step_s));
+    EXPECT_TRUE(std::isnan(r.estimates[1].step_time.seconds()));
     EXPECT_EQ(r.estimates[2].verdict, Verdict::ok) << r.estimates[2].reason;
     EXPECT_EQ(r.estimates[2].dp, 16);
     EXPECT_EQ(r.feasible, 1);
@@ -184,7 +184,7 @@ TEST(Planner, PipelineDegreesThatDoNotDivideTheLayersRunWithTheDefaultLayout) {
         ASSERT_EQ(x.verdict, Verdict::ok) << i << ": " << x.reason;
         const auto wp = sim::make_plan(
             config::load_scenario_with(p.base, candidate_overrides(p, base, r.candidates[i])));
-        EXPECT_DOUBLE_EQ(x.step_s, sim::estimate_step(wp).step_s);
+        EXPECT_DOUBLE_EQ(x.step_time.seconds(), sim::estimate_step(wp).step_time.seconds());
     }
     EXPECT_EQ(r.estimates[1].dp, 8);
     ASSERT_EQ(r.finalists.size(), 2u);
@@ -306,19 +306,19 @@ frontier: 0
     EXPECT_EQ(ctx.dp, 8);
     EXPECT_EQ(pipe.chips, ctx.chips);
     EXPECT_EQ(r.estimates[at(2, 2)].dp, 4);
-    EXPECT_GT(ctx.step_s, 0.5 * pipe.step_s)
-        << "cp 2: " << ctx.step_s << " s, pp 2: " << pipe.step_s << " s";
-    EXPECT_LT(ctx.step_s, 0.6 * pipe.step_s)
-        << "cp 2: " << ctx.step_s << " s, pp 2: " << pipe.step_s << " s";
+    EXPECT_GT(ctx.step_time.seconds(), 0.5 * pipe.step_time.seconds())
+        << "cp 2: " << ctx.step_time.seconds() << " s, pp 2: " << pipe.step_time.seconds() << " s";
+    EXPECT_LT(ctx.step_time.seconds(), 0.6 * pipe.step_time.seconds())
+        << "cp 2: " << ctx.step_time.seconds() << " s, pp 2: " << pipe.step_time.seconds() << " s";
     const auto step_of = [&](std::size_t i) {
         return sim::estimate_step(sim::make_plan(
             config::load_scenario_with(p.base, candidate_overrides(p, base, r.candidates[i]))));
     };
     const sim::StepEstimate pipe_step = step_of(at(1, 2));
     const sim::StepEstimate ctx_step = step_of(at(2, 1));
-    EXPECT_EQ(ctx_step.bubble_s, 0.0);
-    EXPECT_GT(pipe_step.bubble_s, 0.4 * pipe_step.step_s);
-    EXPECT_LT(pipe_step.bubble_s, 0.5 * pipe_step.step_s);
+    EXPECT_EQ(ctx_step.bubble.seconds(), 0.0);
+    EXPECT_GT(pipe_step.bubble.seconds(), 0.4 * pipe_step.step_time.seconds());
+    EXPECT_LT(pipe_step.bubble.seconds(), 0.5 * pipe_step.step_time.seconds());
     // min_cost at the same chips: the faster cp 2 candidate is the finalist.
     ASSERT_EQ(r.finalists.size(), 1u);
     EXPECT_EQ(r.finalists.front().candidate, static_cast<std::int64_t>(at(2, 1)));
@@ -369,8 +369,9 @@ frontier: 0
         // The tokens stay the base's; the steps follow the batch.
         EXPECT_EQ(wp.tokens_per_step, c.global_batch * 8192);
         EXPECT_EQ(wp.steps, steps_at.at(c.global_batch)) << i;
-        EXPECT_DOUBLE_EQ(x.step_s, sim::estimate_step(wp).step_s);
-        EXPECT_DOUBLE_EQ(x.time_to_train_s, static_cast<double>(wp.steps) * x.step_s);
+        EXPECT_DOUBLE_EQ(x.step_time.seconds(), sim::estimate_step(wp).step_time.seconds());
+        EXPECT_DOUBLE_EQ(x.time_to_train.seconds(),
+                         static_cast<double>(wp.steps) * x.step_time.seconds());
     }
     // Finalists run the scenario of their candidate, batch included.
     ASSERT_EQ(r.finalists.size(), 3u);
@@ -379,8 +380,9 @@ frontier: 0
         EXPECT_EQ(f.spec.training.global_batch, c.global_batch);
         EXPECT_EQ(f.run.plan.tokens_per_step, c.global_batch * 8192);
         EXPECT_EQ(f.run.plan.steps, steps_at.at(c.global_batch));
-        EXPECT_DOUBLE_EQ(f.run.time_to_train_s,
-                         r.estimates[static_cast<std::size_t>(f.candidate)].time_to_train_s);
+        EXPECT_DOUBLE_EQ(
+            f.run.time_to_train.seconds(),
+            r.estimates[static_cast<std::size_t>(f.candidate)].time_to_train.seconds());
     }
 }
 
@@ -411,9 +413,9 @@ search:
         }
         ++runnable;
         EXPECT_EQ(x.verdict, Verdict::deadline) << i;
-        EXPECT_GT(x.time_to_train_s, 86400.0);
-        EXPECT_LE(r.estimates[static_cast<std::size_t>(r.fastest)].time_to_train_s,
-                  x.time_to_train_s);
+        EXPECT_GT(x.time_to_train.seconds(), 86400.0);
+        EXPECT_LE(r.estimates[static_cast<std::size_t>(r.fastest)].time_to_train.seconds(),
+                  x.time_to_train.seconds());
         EXPECT_LE(r.estimates[static_cast<std::size_t>(r.cheapest)].cost_usd, x.cost_usd);
     }
     EXPECT_EQ(runnable, 7);
@@ -428,9 +430,9 @@ search:
     const PlanResult s = run_plan(q, base_of(q), 1);
     ASSERT_FALSE(s.finalists.empty());
     ASSERT_GE(s.fastest, 0);
-    EXPECT_LE(s.estimates[static_cast<std::size_t>(s.fastest)].time_to_train_s,
+    EXPECT_LE(s.estimates[static_cast<std::size_t>(s.fastest)].time_to_train.seconds(),
               s.estimates[static_cast<std::size_t>(s.finalists.front().candidate)]
-                  .time_to_train_s);
+                  .time_to_train.seconds());
 }
 
 TEST(Planner, SearchesTheBaseCannotTake) {
@@ -496,10 +498,10 @@ frontier: 0
             p.base, candidate_overrides(p, base, r.candidates[i]));
         const auto wp = sim::make_plan(s);
         const double steps = static_cast<double>(wp.steps);
-        EXPECT_DOUBLE_EQ(x.step_s, sim::estimate_step(wp).step_s);
-        EXPECT_DOUBLE_EQ(x.time_to_train_s, steps * x.step_s);
+        EXPECT_DOUBLE_EQ(x.step_time.seconds(), sim::estimate_step(wp).step_time.seconds());
+        EXPECT_DOUBLE_EQ(x.time_to_train.seconds(), steps * x.step_time.seconds());
         EXPECT_DOUBLE_EQ(x.cost_usd, static_cast<double>(wp.cluster.instances()) *
-                                         x.time_to_train_s / 3600.0 * 35.76);
+                                         x.time_to_train.seconds() / 3600.0 * 35.76);
         EXPECT_EQ(x.ettr, 1.0);
         EXPECT_EQ(x.chips, wp.cluster.chips());
     }
@@ -517,7 +519,8 @@ frontier: 0
         EXPECT_LE(r.estimates[static_cast<std::size_t>(f.candidate)].cost_usd, costs[1]);
         EXPECT_TRUE(f.meets);
         // Analytic fidelity: the full run's step is the estimate's.
-        EXPECT_DOUBLE_EQ(f.run.step.step_s, r.estimates[static_cast<std::size_t>(f.candidate)].step_s);
+        EXPECT_DOUBLE_EQ(f.run.step.step_time.seconds(),
+                         r.estimates[static_cast<std::size_t>(f.candidate)].step_time.seconds());
     }
     EXPECT_LE(r.finalists[0].run.cost_usd, r.finalists[1].run.cost_usd);
 }
@@ -552,13 +555,13 @@ TEST(Planner, ConstraintsFrontierAndFinalists) {
         ++count[x.verdict];
         switch (x.verdict) {
         case Verdict::ok:
-            EXPECT_LE(x.time_to_train_s, 30 * 86400.0);
+            EXPECT_LE(x.time_to_train.seconds(), 30 * 86400.0);
             EXPECT_LE(x.chips, 30000);
             EXPECT_GE(x.ettr, 0.8);
             EXPECT_LE(x.memory_fraction, 0.95);
             break;
         case Verdict::deadline:
-            EXPECT_GT(x.time_to_train_s, 30 * 86400.0);
+            EXPECT_GT(x.time_to_train.seconds(), 30 * 86400.0);
             break;
         case Verdict::chips:
             EXPECT_GT(x.chips, 30000);
@@ -596,8 +599,8 @@ TEST(Planner, ConstraintsFrontierAndFinalists) {
     const auto dominates = [&](std::size_t a, std::size_t b) {
         const auto& x = r.estimates[a];
         const auto& y = r.estimates[b];
-        return x.time_to_train_s <= y.time_to_train_s && x.cost_usd <= y.cost_usd &&
-               (x.time_to_train_s < y.time_to_train_s || x.cost_usd < y.cost_usd);
+        return x.time_to_train.seconds() <= y.time_to_train.seconds() && x.cost_usd <= y.cost_usd &&
+               (x.time_to_train.seconds() < y.time_to_train.seconds() || x.cost_usd < y.cost_usd);
     };
     int on_frontier = 0;
     for (std::size_t i = 0; i < r.candidates.size(); ++i) {
@@ -618,7 +621,8 @@ TEST(Planner, ConstraintsFrontierAndFinalists) {
                 bool tie = false;
                 for (std::size_t j = 0; j < r.candidates.size() && !tie; ++j) {
                     tie = r.estimates[j].frontier &&
-                          r.estimates[j].time_to_train_s == r.estimates[i].time_to_train_s &&
+                          r.estimates[j].time_to_train.seconds() ==
+                              r.estimates[i].time_to_train.seconds() &&
                           r.estimates[j].cost_usd == r.estimates[i].cost_usd;
                 }
                 EXPECT_TRUE(tie) << i;
@@ -653,11 +657,12 @@ TEST(Planner, ConstraintsFrontierAndFinalists) {
         // The finalist ran the candidate: its plan and step are the estimate's (analytic
         // fidelity), and the simulated ETTR is near the closed form.
         EXPECT_EQ(f.run.plan.dp, x.dp);
-        EXPECT_DOUBLE_EQ(f.run.step.step_s, x.step_s);
+        EXPECT_DOUBLE_EQ(f.run.step.step_time.seconds(), x.step_time.seconds());
         ASSERT_TRUE(f.run.reliability.has_value());
         EXPECT_EQ(f.run.reliability->replications.size(), 6u);
         EXPECT_NEAR(f.ettr, x.ettr, 0.05) << "candidate " << f.candidate;
-        EXPECT_DOUBLE_EQ(f.run.reliability->facts.checkpoint_interval_s, x.checkpoint_interval_s);
+        EXPECT_DOUBLE_EQ(f.run.reliability->facts.checkpoint_interval.seconds(),
+                         x.checkpoint_interval.seconds());
         // Ranked: constraint-meeting finalists first, cheapest first.
         if (k > 0 && f.meets == r.finalists[k - 1].meets) {
             EXPECT_GE(f.run.cost_usd, r.finalists[k - 1].run.cost_usd);
@@ -686,7 +691,8 @@ TEST(Planner, ResultsDoNotDependOnTheThreadCount) {
     ASSERT_EQ(a.finalists.size(), b.finalists.size());
     for (std::size_t i = 0; i < a.finalists.size(); ++i) {
         EXPECT_EQ(a.finalists[i].candidate, b.finalists[i].candidate);
-        EXPECT_EQ(a.finalists[i].run.time_to_train_s, b.finalists[i].run.time_to_train_s);
+        EXPECT_EQ(a.finalists[i].run.time_to_train.seconds(),
+                  b.finalists[i].run.time_to_train.seconds());
         EXPECT_EQ(a.finalists[i].frontier, b.finalists[i].frontier);
     }
 }

@@ -134,7 +134,7 @@ requests: 20
     const auto& tp8 = s.evaluations[1];
     EXPECT_EQ(tp1.verdict, Verdict::slo) << tp1.reason;
     EXPECT_EQ(tp1.slo_attainment, 0.0);
-    EXPECT_GT(tp1.tpot_p99_s, (3.41e-3 + 6.4027e-3) * 0.999);
+    EXPECT_GT(tp1.tpot_p99.seconds(), (3.41e-3 + 6.4027e-3) * 0.999);
     EXPECT_EQ(tp1.replicas, 64); // 64 ranks of one rank each
     EXPECT_EQ(tp8.verdict, Verdict::ok) << tp8.reason;
     EXPECT_GE(tp8.slo_attainment, 0.9);
@@ -167,8 +167,8 @@ void expect_frontier(const ServingPlanResult& s, bool max_rate) {
             const auto& y = s.evaluations[j];
             const double xc = x.cost_per_million_output_tokens_usd;
             const double yc = y.cost_per_million_output_tokens_usd;
-            const bool no_worse = yc <= xc && y.ttft_p99_s <= x.ttft_p99_s;
-            const bool better = yc < xc || y.ttft_p99_s < x.ttft_p99_s;
+            const bool no_worse = yc <= xc && y.ttft_p99.seconds() <= x.ttft_p99.seconds();
+            const bool better = yc < xc || y.ttft_p99.seconds() < x.ttft_p99.seconds();
             dominated = dominated || (j != i && no_worse && (better || j < i));
         }
         EXPECT_EQ(x.pareto, !dominated) << "candidate " << i;
@@ -263,11 +263,13 @@ void expect_same(const ServingPlanResult& a, const ServingPlanResult& b) {
         EXPECT_EQ(x.pareto, y.pareto);
         EXPECT_EQ(x.rank, y.rank);
         for (auto m : {&ServingEvaluation::rate, &ServingEvaluation::slo_attainment,
-                       &ServingEvaluation::ttft_p99_s, &ServingEvaluation::tpot_p99_s,
                        &ServingEvaluation::cost_per_million_output_tokens_usd,
                        &ServingEvaluation::rate_low, &ServingEvaluation::rate_high,
                        &ServingEvaluation::attainment_high}) {
             EXPECT_TRUE(same(x.*m, y.*m)) << "candidate " << i;
+        }
+        for (auto m : {&ServingEvaluation::ttft_p99, &ServingEvaluation::tpot_p99}) {
+            EXPECT_TRUE(same((x.*m).seconds(), (y.*m).seconds())) << "candidate " << i;
         }
     }
 }
