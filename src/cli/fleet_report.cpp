@@ -91,15 +91,16 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
     for (std::size_t c = 0; c < run.classes.size(); ++c) {
         const sim::FleetClassRun& k = run.classes[c];
         out << "  plan       " << k.name << ": tp " << k.plan.tp << " pp " << k.plan.pp
-            << " dp " << k.plan.dp << ", " << fmt::seconds(k.step_s) << " a step x "
-            << fmt::integer(k.steps) << " steps = " << fmt::seconds(k.step_s *
-                                                                    static_cast<double>(k.steps));
+            << " dp " << k.plan.dp << ", " << fmt::seconds(k.step.seconds()) << " a step x "
+            << fmt::integer(k.steps)
+            << " steps = " << fmt::seconds(k.step.seconds() * static_cast<double>(k.steps));
         if (k.checkpoint_steps > 0) {
             out << "; a checkpoint every " << fmt::integer(k.checkpoint_steps) << " steps ("
-                << fmt::seconds(k.save_s) << "), restore " << fmt::seconds(k.restore_s);
+                << fmt::seconds(k.save.seconds()) << "), restore "
+                << fmt::seconds(k.restore.seconds());
         }
-        if (k.launch_s > 0.0) {
-            out << "; " << fmt::seconds(k.launch_s) << " to start";
+        if (k.launch > Seconds{}) {
+            out << "; " << fmt::seconds(k.launch.seconds()) << " to start";
         }
         out << "\n";
         out << "  jobs       " << k.name << ": "
@@ -115,11 +116,10 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
     out << "  all jobs   " << waits(r, [](std::size_t) { return true; }) << "; "
         << fmt::integer(preemptions) << (preemptions == 1 ? " preemption" : " preemptions")
         << "\n";
-    const double pool_ns =
-        static_cast<double>(run.input.domains) * static_cast<double>(r.end.ns());
+    const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
     const auto share = [&](fleet::DomainUse u) {
-        return fmt::percent(pool_ns > 0.0 ? r.pool.domain_ns[static_cast<std::size_t>(u)] / pool_ns
-                                          : 0.0);
+        const Seconds t = r.pool.domain_time[static_cast<std::size_t>(u)];
+        return fmt::percent(pool_s > 0.0 ? t.seconds() / pool_s : 0.0);
     };
     out << "  pool       busy " << share(fleet::DomainUse::busy) << ", idle "
         << share(fleet::DomainUse::idle) << ", spare " << share(fleet::DomainUse::spare)
@@ -127,9 +127,9 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         << domains_text(spec, run.input.domains) << " over " << fmt::seconds(r.end.seconds())
         << "\n";
     out << "  engine     " << fmt::integer(static_cast<std::int64_t>(r.events))
-        << " events; the plans " << fmt::seconds(run.plans_wall_s) << " on " << run.threads
-        << (run.threads == 1 ? " thread" : " threads") << ", the scheduler "
-        << fmt::seconds(run.fleet_wall_s) << "\n";
+        << " events; the plans " << fmt::seconds(run.plans_wall.seconds()) << " on "
+        << run.threads << (run.threads == 1 ? " thread" : " threads") << ", the scheduler "
+        << fmt::seconds(run.fleet_wall.seconds()) << "\n";
 }
 
 } // namespace trnsim::cli

@@ -196,8 +196,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         if (n["priority"].IsDefined()) {
             const std::int64_t p = integer(n["priority"], path + ".priority", file);
             if (p > kMaxPriority) {
-                throw InputError(path + ".priority",
-                                 "at most " + std::to_string(kMaxPriority), at(n["priority"], file));
+                throw InputError(path + ".priority", "at most " + std::to_string(kMaxPriority),
+                                 at(n["priority"], file));
             }
             c.priority = static_cast<int>(p);
         }

@@ -107,12 +107,8 @@ void Pool::set(SimTime t, std::int64_t d, DomainUse u, std::int64_t holder) {
     TRNSIM_CHECK(t >= last_, "fleet: the pool's time went backwards");
     const auto i = static_cast<std::size_t>(d);
     const DomainUse was = use_[i];
-    const double dt = static_cast<double>((t - last_).ns());
-    if (dt > 0.0) {
-        for (std::size_t k = 0; k < kDomainUses; ++k) {
-            account_.domain_ns[k] += dt * static_cast<double>(counts_[k]);
-        }
-        last_ = t;
+    if (t > last_) {
+        accrue(t);
     }
     const int delta_idle = (u == DomainUse::idle ? 1 : 0) - (was == DomainUse::idle ? 1 : 0);
     idle_in_group_[static_cast<std::size_t>(group_of(d))] += delta_idle;
@@ -122,6 +118,14 @@ void Pool::set(SimTime t, std::int64_t d, DomainUse u, std::int64_t holder) {
     use_[i] = u;
     holder_[i] = holder;
     note(t);
+}
+
+void Pool::accrue(SimTime t) {
+    const double dt = (t - last_).seconds();
+    for (std::size_t k = 0; k < kDomainUses; ++k) {
+        account_.domain_time[k] += Seconds::of(dt * static_cast<double>(counts_[k]));
+    }
+    last_ = t;
 }
 
 void Pool::note(SimTime t) {
@@ -179,11 +183,7 @@ std::int64_t Pool::first_spare() const {
 
 PoolAccount Pool::close(SimTime t) {
     TRNSIM_CHECK(t >= last_, "fleet: closing the pool before its last change");
-    const double dt = static_cast<double>((t - last_).ns());
-    for (std::size_t k = 0; k < kDomainUses; ++k) {
-        account_.domain_ns[k] += dt * static_cast<double>(counts_[k]);
-    }
-    last_ = t;
+    accrue(t);
     note(t);
     return account_;
 }

@@ -56,9 +56,10 @@ std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
                                                const sim::FleetRun& run) {
     const fleet::FleetResult& r = run.result;
     const Means m = means(r, [](std::size_t) { return true; });
-    const double pool_ns = static_cast<double>(run.input.domains) * static_cast<double>(r.end.ns());
+    const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
     const auto share = [&](fleet::DomainUse u) {
-        return pool_ns > 0.0 ? r.pool.domain_ns[static_cast<std::size_t>(u)] / pool_ns : kNaN;
+        return pool_s > 0.0 ? r.pool.domain_time[static_cast<std::size_t>(u)].seconds() / pool_s
+                            : kNaN;
     };
     return {
         {"policy", std::string(fleet::to_string(run.input.scheduler.policy))},
@@ -117,8 +118,9 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
         });
         classes.add_row({k.name, k.tenant, k.gang, k.count, std::int64_t{k.priority},
                          std::int64_t{k.plan.tp}, std::int64_t{k.plan.pp},
-                         std::int64_t{k.plan.dp}, k.step_s, k.steps, k.checkpoint_steps,
-                         k.save_s, k.restore_s, k.launch_s, m.finished, m.wait_s,
+                         std::int64_t{k.plan.dp}, k.step.seconds(), k.steps, k.checkpoint_steps,
+                         k.save.seconds(), k.restore.seconds(), k.launch.seconds(), m.finished,
+                         m.wait_s,
                          m.completion_s});
     }
     f.tables.emplace_back("/fleet/classes", std::move(classes));

@@ -40,17 +40,17 @@ FleetClassRun prepare_class(const config::FleetJobClass& c) {
     r.priority = c.priority;
     r.plan = check_training(s);
     const StepEstimate step = estimate_step(r.plan);
-    r.step_s = step.step_s;
+    r.step = step.step_time;
     r.steps = r.plan.steps;
     if (s.reliability.enabled) {
         const reliability::Expectation x = reliability::expect(reliability_input(s, r.plan, step));
-        if (std::isfinite(x.facts.checkpoint_interval_s)) {
+        if (std::isfinite(x.facts.checkpoint_interval.seconds())) {
             r.checkpoint_steps = std::max<std::int64_t>(
-                1, static_cast<std::int64_t>(std::ceil(x.facts.checkpoint_interval_s / r.step_s)));
+                1, static_cast<std::int64_t>(std::ceil(x.facts.checkpoint_interval / r.step)));
         }
-        r.save_s = x.facts.checkpoint_stall_s;
-        r.restore_s = x.facts.restore_s;
-        r.launch_s = s.reliability.recovery.restart.seconds();
+        r.save = x.facts.checkpoint_stall;
+        r.restore = x.facts.restore;
+        r.launch = Seconds::of(s.reliability.recovery.restart.seconds());
     }
     return r;
 }
@@ -119,14 +119,14 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
         j.tenant = tenant_index.at(c.tenant);
         j.domains = c.gang;
         j.steps = c.steps;
-        j.step = Duration::from_seconds_ceil(c.step_s);
+        j.step = Duration::from_seconds_ceil(c.step.seconds());
         j.priority = c.priority;
         if (c.checkpoint_steps > 0) {
             j.checkpoint_steps = c.checkpoint_steps;
         }
-        j.save = Duration::from_seconds_ceil(c.save_s);
-        j.restore = Duration::from_seconds_ceil(c.restore_s);
-        j.launch = Duration::from_seconds_ceil(c.launch_s);
+        j.save = Duration::from_seconds_ceil(c.save.seconds());
+        j.restore = Duration::from_seconds_ceil(c.restore.seconds());
+        j.launch = Duration::from_seconds_ceil(c.launch.seconds());
         for (std::int64_t k = 0; k < c.count; ++k) {
             j.name = c.name;
             j.submit = SimTime::zero() + given.submit + given.every * k;
@@ -137,8 +137,8 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     }
     out.result = fleet::simulate_fleet(in);
     const auto t2 = std::chrono::steady_clock::now();
-    out.plans_wall_s = std::chrono::duration<double>(t1 - t0).count();
-    out.fleet_wall_s = std::chrono::duration<double>(t2 - t1).count();
+    out.plans_wall = Seconds::of(std::chrono::duration<double>(t1 - t0).count());
+    out.fleet_wall = Seconds::of(std::chrono::duration<double>(t2 - t1).count());
     return out;
 }
 

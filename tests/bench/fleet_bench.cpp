@@ -165,15 +165,20 @@ int main(int argc, char** argv) {
                 wait_h += (j.first_start - j.submit).seconds() / 3600.0;
             }
         }
-        const double total = static_cast<double>(o.domains) * static_cast<double>(r.end.ns());
+        const double total = static_cast<double>(o.domains) * r.end.seconds();
+        const auto pct = [&](fleet::DomainUse u) {
+            return 100.0 * r.pool.domain_time[static_cast<std::size_t>(u)].seconds() / total;
+        };
         std::printf("  %-8s wall %.3f s (median of %d), %s events; %s jobs finished, first "
-                    "start %.1f h after submit (mean), %s preemptions; busy %.1f%%, idle %.1f%%, spare %.1f%%, down %.1f%%\n",
+                    "start %.1f h after submit (mean), %s preemptions; busy %.1f%%, idle "
+                    "%.1f%%, spare %.1f%%, down %.1f%%\n",
                     fleet::to_string(p), walls[walls.size() / 2], o.repeat,
                     fmt::integer(static_cast<std::int64_t>(r.events)).c_str(),
-                    fmt::integer(done).c_str(), wait_h / static_cast<double>(std::max<std::int64_t>(started, 1)),
-                    fmt::integer(preempted).c_str(), 100.0 * r.pool.domain_ns[0] / total,
-                    100.0 * r.pool.domain_ns[1] / total, 100.0 * r.pool.domain_ns[2] / total,
-                    100.0 * r.pool.domain_ns[3] / total);
+                    fmt::integer(done).c_str(),
+                    wait_h / static_cast<double>(std::max<std::int64_t>(started, 1)),
+                    fmt::integer(preempted).c_str(), pct(fleet::DomainUse::busy),
+                    pct(fleet::DomainUse::idle), pct(fleet::DomainUse::spare),
+                    pct(fleet::DomainUse::down));
     }
     std::printf("peak RSS %s\n", fmt::bytes(static_cast<double>(peak_rss_bytes())).c_str());
     return 0;

@@ -38,8 +38,8 @@ enum class Span : std::uint8_t { leaf_group, pod, pool };
 
 /// Domain time by use over a run, and the changes of use over time.
 struct PoolAccount {
-    /// Domain-nanoseconds spent in each use (index: DomainUse).
-    std::array<double, kDomainUses> domain_ns{};
+    /// Domain time spent in each use, summed over the domains (index: DomainUse).
+    std::array<Seconds, kDomainUses> domain_time{};
     /// After each change: its time and the domains in each use.
     struct Point {
         SimTime at;
@@ -91,6 +91,8 @@ public:
 private:
     void set(SimTime t, std::int64_t domain, DomainUse u, std::int64_t holder);
     void note(SimTime t);
+    /// Adds the domain time since the last change, in the current uses, up to `t`.
+    void accrue(SimTime t);
     std::int64_t group_of(std::int64_t d) const { return d / groups_.domains_per_leaf_group; }
     std::int64_t pod_of(std::int64_t d) const { return d / groups_.domains_per_pod(); }
 

@@ -27,12 +27,12 @@ struct FleetClassRun {
     std::int64_t count = 0;
     int priority = 0;
     workload::Plan plan;
-    double step_s = 0.0;             ///< the analytic step time on the gang
+    Seconds step;                    ///< the analytic step time on the gang
     std::int64_t steps = 0;          ///< steps of one job (its plan's)
     std::int64_t checkpoint_steps = 0; ///< 0: no periodic checkpoint
-    double save_s = 0.0;             ///< stall of one checkpoint
-    double restore_s = 0.0;
-    double launch_s = 0.0;           ///< recovery.restart with a reliability section, else 0
+    Seconds save;                    ///< stall of one checkpoint
+    Seconds restore;
+    Seconds launch;                  ///< recovery.restart with a reliability section, else 0
 };
 
 struct FleetRun {
@@ -43,8 +43,8 @@ struct FleetRun {
     fleet::FleetInput input;                   ///< what the scheduler ran (without its jobs' names)
     fleet::FleetResult result;
     int threads = 1;       ///< threads of the plans' estimates
-    double plans_wall_s = 0.0;
-    double fleet_wall_s = 0.0;
+    Seconds plans_wall;    ///< host time of the plans' estimates
+    Seconds fleet_wall;    ///< host time of the scheduler's run
 };
 
 /// Every check run_fleet makes before it simulates: each class's plan on its gang, a

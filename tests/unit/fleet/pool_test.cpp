@@ -71,11 +71,14 @@ TEST(FleetPool, AccountsDomainTimeByUseAndKeepsTheSumEqualToThePool) {
     p.release(minutes(30), {0, 1});   // 20-30: 2 busy, 12 idle, 1 spare, 1 down
     (void)p.repair(minutes(40), 5);   // 30-40: 14 idle, 1 spare, 1 down
     const PoolAccount a = p.close(minutes(60)); // 40-60: 15 idle, 1 spare
-    const double m = 60e9;
-    EXPECT_DOUBLE_EQ(a.domain_ns[0], (2 * 10 + 2 * 10) * m);                           // busy
-    EXPECT_DOUBLE_EQ(a.domain_ns[1], (15 * 10 + 13 * 10 + 12 * 10 + 14 * 10 + 15 * 20) * m);
-    EXPECT_DOUBLE_EQ(a.domain_ns[2], 1 * 60 * m);                                      // spare
-    EXPECT_DOUBLE_EQ(a.domain_ns[3], (10 + 10) * m);                                   // down
+    const auto domain_minutes = [&](DomainUse u) {
+        return a.domain_time[static_cast<std::size_t>(u)].seconds() / 60.0;
+    };
+    EXPECT_DOUBLE_EQ(domain_minutes(DomainUse::busy), 2 * 10 + 2 * 10);
+    EXPECT_DOUBLE_EQ(domain_minutes(DomainUse::idle),
+                     15 * 10 + 13 * 10 + 12 * 10 + 14 * 10 + 15 * 20);
+    EXPECT_DOUBLE_EQ(domain_minutes(DomainUse::spare), 1 * 60);
+    EXPECT_DOUBLE_EQ(domain_minutes(DomainUse::down), 10 + 10);
     for (const auto& point : a.timeline) {
         std::int64_t sum = 0;
         for (const std::int64_t n : point.domains) {

@@ -253,10 +253,10 @@ TEST(FleetScheduler, HeldTimeAndDomainsAreConservedInARandomFleet) {
             EXPECT_GE(j.first_start, j.submit);
         }
         double total = 0.0;
-        for (const double ns : r.pool.domain_ns) {
-            total += ns;
+        for (const Seconds t : r.pool.domain_time) {
+            total += t.seconds();
         }
-        EXPECT_DOUBLE_EQ(total, 24.0 * static_cast<double>(r.end.ns()));
+        EXPECT_NEAR(total, 24.0 * r.end.seconds(), 1e-9 * total);
         for (const auto& point : r.pool.timeline) {
             std::int64_t sum = 0;
             for (const std::int64_t n : point.domains) {

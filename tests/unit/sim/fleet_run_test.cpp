@@ -44,20 +44,18 @@ TEST(Fleet, AClassRunsAtWhatItsWorkloadGivesAloneOnItsGang) {
     const config::ScenarioSpec alone = config::load_scenario_text(kPlainPretrain, "alone");
     const workload::Plan plan = check_training(alone);
     const StepEstimate step = estimate_step(plan);
-    EXPECT_EQ(c.step_s, step.step_s);
+    EXPECT_EQ(c.step, step.step_time);
     EXPECT_EQ(c.steps, plan.steps);
     EXPECT_EQ(c.plan.dp, plan.dp);
     const reliability::Expectation x =
         reliability::expect(reliability_input(alone, plan, step));
-    ASSERT_TRUE(std::isfinite(x.facts.checkpoint_interval_s));
+    ASSERT_TRUE(std::isfinite(x.facts.checkpoint_interval.seconds()));
     // The interval in whole steps, rounded up: its checkpoints come no more often than asked.
-    EXPECT_GE(static_cast<double>(c.checkpoint_steps) * c.step_s,
-              x.facts.checkpoint_interval_s);
-    EXPECT_LT(static_cast<double>(c.checkpoint_steps - 1) * c.step_s,
-              x.facts.checkpoint_interval_s);
-    EXPECT_EQ(c.save_s, x.facts.checkpoint_stall_s);
-    EXPECT_EQ(c.restore_s, x.facts.restore_s);
-    EXPECT_EQ(c.launch_s, 600.0);
+    EXPECT_GE(c.step * static_cast<double>(c.checkpoint_steps), x.facts.checkpoint_interval);
+    EXPECT_LT(c.step * static_cast<double>(c.checkpoint_steps - 1), x.facts.checkpoint_interval);
+    EXPECT_EQ(c.save, x.facts.checkpoint_stall);
+    EXPECT_EQ(c.restore, x.facts.restore);
+    EXPECT_EQ(c.launch.seconds(), 600.0);
     // Every job ran all its steps, and the jobs are the classes' counts in order.
     ASSERT_EQ(run.result.jobs.size(), 2u + 16u + 8u);
     EXPECT_EQ(run.class_of_job[2], 1);
@@ -88,8 +86,8 @@ fleet:
 TEST(Fleet, JobsFollowTheQueueByHand) {
     const FleetRun run = run_fleet(config::load_scenario_text(kQueue, "queue"));
     const auto tick = [](double s) { return Duration::from_seconds_ceil(s); };
-    const Duration big = tick(run.classes[0].step_s) * 20000;
-    const Duration small = tick(run.classes[1].step_s) * 100;
+    const Duration big = tick(run.classes[0].step.seconds()) * 20000;
+    const Duration small = tick(run.classes[1].step.seconds()) * 100;
     ASSERT_GT(big.seconds(), 3600.0) << "the small job must arrive while the big one runs";
     const auto& jobs = run.result.jobs;
     EXPECT_EQ(jobs[0].end, SimTime::zero() + big);
@@ -110,7 +108,9 @@ TEST(Fleet, TheRecordsDoNotDependOnTheThreads) {
         EXPECT_EQ(one.result.jobs[j].end, two.result.jobs[j].end);
         EXPECT_EQ(one.result.jobs[j].lost, two.result.jobs[j].lost);
     }
-    EXPECT_EQ(one.result.pool.domain_ns, two.result.pool.domain_ns);
+    for (std::size_t u = 0; u < fleet::kDomainUses; ++u) {
+        EXPECT_EQ(one.result.pool.domain_time[u], two.result.pool.domain_time[u]);
+    }
     std::int64_t preemptions = 0;
     for (const fleet::JobRecord& j : one.result.jobs) {
         preemptions += j.preemptions;
@@ -197,9 +197,9 @@ TEST(Fleet, BadInputIsRefusedWithItsKeyAndPlace) {
     }
     // A class's own plan, checked before anything runs: tp 3 does not divide the heads.
     try {
-        check_scenario(config::load_scenario_text(with("{tp: 8, pp: 1, dp: auto}}\n    - name: small",
-                                                       "{tp: 3, pp: 1, dp: auto}}\n    - name: small"),
-                                                  "bad"));
+        const std::string tp3 = with("{tp: 8, pp: 1, dp: auto}}\n    - name: small",
+                                     "{tp: 3, pp: 1, dp: auto}}\n    - name: small");
+        check_scenario(config::load_scenario_text(tp3, "bad"));
         ADD_FAILURE() << "checked";
     } catch (const InputError& e) {
         EXPECT_EQ(e.key_path().rfind("fleet.jobs[0].workload.parallelism", 0), 0u) << e.what();
