@@ -43,7 +43,7 @@ def kind_of(path):
         return "batch"
     if "search" in keys or "objective" in keys:
         return "plan"
-    if "workload" in keys:
+    if keys & {"workload", "tenants", "fleet"}:
         return "run"
     return None
 
@@ -56,7 +56,7 @@ def digest(h5path):
             return
         h.update(name.encode())
         data = obj[()]
-        if name == "meta/scenario":
+        if name == "meta/scenario" or name.endswith("/scenario"):  # also a tenant's
             text = data.decode() if isinstance(data, bytes) else str(data)
             data = "\n".join(l for l in text.splitlines() if not META_LINE.match(l))
         if isinstance(data, np.ndarray):

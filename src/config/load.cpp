@@ -254,6 +254,33 @@ std::string schema_markdown() {
           "and optionally a `reliability` section, each with the keys above. The other "
           "sections are shared. `--set tenants.NAME.key.path=value` sets a tenant's key. See "
           "docs/tenants.md.\n";
+    md += "\n## Fleet (`fleet:`)\n\n";
+    md += "Instead of `workload` (and `reliability`), a scenario may describe training jobs "
+          "sharing its cluster under one scheduler (docs/fleet.md):\n\n"
+          "| key | meaning | default |\n|---|---|---|\n"
+          "| `fleet.policy` | `fifo`, `backfill` (EASY) or `priority` (with preemption) | "
+          "`fifo` |\n"
+          "| `fleet.spares` | domains kept as spares, for replacing failed domains of running "
+          "jobs (fewer than the cluster's) | 0 |\n"
+          "| `fleet.horizon` | duration: the run stops there | until every job has finished |\n"
+          "| `fleet.quotas` | mapping from a tenant's name to the domains it may hold at once "
+          "(at least 1) | none |\n"
+          "| `fleet.jobs` | list of job classes (at least one) | |\n"
+          "| `fleet.jobs[i].name` | 1 to 64 letters, digits, `_`, `-` or `.`; unique | |\n"
+          "| `fleet.jobs[i].tenant` | the tenant whose quota its jobs count against | the "
+          "class's name |\n"
+          "| `fleet.jobs[i].gang` | domains each job holds, 1 to the cluster's less the spares "
+          "| |\n"
+          "| `fleet.jobs[i].count` | jobs of the class, 1 to 1,000,000 | 1 |\n"
+          "| `fleet.jobs[i].submit` | duration: the first job's submission | 0 |\n"
+          "| `fleet.jobs[i].every` | duration between the class's submissions | 0 |\n"
+          "| `fleet.jobs[i].priority` | 0 to 1,000,000; higher first under `priority` | 0 |\n"
+          "| `fleet.jobs[i].workload` | a training workload section (keys above), run on a "
+          "cluster of `gang` domains | |\n"
+          "| `fleet.jobs[i].reliability` | its checkpoints (interval, mode, bandwidths) and "
+          "`recovery.restart` (keys above) | no checkpoints, no start time |\n\n"
+          "The other sections are shared. `--set fleet.jobs.NAME.key.path=value` sets a "
+          "class's key.\n";
     md += "\n## " + detail::model_schema().title() +
           " (`workload.model` mapping, or a file in `scenarios/models/`)\n\n";
     md += detail::model_schema().markdown();
