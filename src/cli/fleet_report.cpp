@@ -17,34 +17,15 @@ std::string domains_text(const config::ScenarioSpec& spec, std::int64_t n) {
     return fmt::integer(n) + " " + unit + (n == 1 ? "" : "s");
 }
 
-/// "wait 1.20 h, completion 3.40 h (means of N finished)" for the jobs `pick` accepts.
-template <class Pick>
-std::string waits(const fleet::FleetResult& r, Pick pick) {
-    std::int64_t jobs = 0, started = 0, finished = 0;
-    double wait = 0.0, completion = 0.0;
-    for (std::size_t j = 0; j < r.jobs.size(); ++j) {
-        if (!pick(j)) {
-            continue;
-        }
-        const fleet::JobRecord& x = r.jobs[j];
-        ++jobs;
-        if (x.first_start != SimTime::max()) {
-            ++started;
-            wait += (x.first_start - x.submit).seconds();
-        }
-        if (x.finished()) {
-            ++finished;
-            completion += (x.end - x.submit).seconds();
-        }
+/// "N of M finished; first start X after submission (mean of K started), done Y after (mean)".
+std::string waits(const sim::FleetJobMeans& m) {
+    std::string s = fmt::integer(m.finished) + " of " + fmt::integer(m.jobs) + " finished";
+    if (m.started > 0) {
+        s += "; first start " + span(m.wait.seconds()) + " after submission (mean of " +
+             fmt::integer(m.started) + " started)";
     }
-    std::string s = fmt::integer(finished) + " of " + fmt::integer(jobs) + " finished";
-    if (started > 0) {
-        s += "; first start " + span(wait / static_cast<double>(started)) +
-             " after submission (mean of " + fmt::integer(started) + " started)";
-    }
-    if (finished > 0) {
-        s += ", done " + fmt::seconds(completion / static_cast<double>(finished)) +
-             " after (mean)";
+    if (m.finished > 0) {
+        s += ", done " + fmt::seconds(m.completion.seconds()) + " after (mean)";
     }
     return s;
 }
@@ -104,18 +85,11 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         }
         out << "\n";
         out << "  jobs       " << k.name << ": "
-            << waits(r, [&](std::size_t j) {
-                   return run.class_of_job[j] == static_cast<std::int32_t>(c);
-               })
-            << "\n";
+            << waits(sim::fleet_means(run, static_cast<std::int32_t>(c))) << "\n";
     }
-    std::int64_t preemptions = 0;
-    for (const fleet::JobRecord& x : r.jobs) {
-        preemptions += x.preemptions;
-    }
-    out << "  all jobs   " << waits(r, [](std::size_t) { return true; }) << "; "
-        << fmt::integer(preemptions) << (preemptions == 1 ? " preemption" : " preemptions")
-        << "\n";
+    const sim::FleetJobMeans all = sim::fleet_means(run);
+    out << "  all jobs   " << waits(all) << "; " << fmt::integer(all.preemptions)
+        << (all.preemptions == 1 ? " preemption" : " preemptions") << "\n";
     const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
     const auto share = [&](fleet::DomainUse u) {
         const Seconds t = r.pool.domain_time[static_cast<std::size_t>(u)];

@@ -16,46 +16,10 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double seconds_or_nan(SimTime t) { return t == SimTime::max() ? kNaN : t.seconds(); }
 
-/// Mean of the jobs' waits before their first start (started jobs) and of their completion
-/// times (finished jobs), over the jobs `pick` accepts; NaN when none.
-struct Means {
-    std::int64_t jobs = 0, started = 0, finished = 0, preemptions = 0;
-    double wait_s = kNaN, completion_s = kNaN;
-};
-
-template <class Pick>
-Means means(const fleet::FleetResult& r, Pick pick) {
-    Means m;
-    double wait = 0.0, completion = 0.0;
-    for (std::size_t j = 0; j < r.jobs.size(); ++j) {
-        if (!pick(j)) {
-            continue;
-        }
-        const fleet::JobRecord& x = r.jobs[j];
-        ++m.jobs;
-        m.preemptions += x.preemptions;
-        if (x.first_start != SimTime::max()) {
-            ++m.started;
-            wait += (x.first_start - x.submit).seconds();
-        }
-        if (x.finished()) {
-            ++m.finished;
-            completion += (x.end - x.submit).seconds();
-        }
-    }
-    if (m.started > 0) {
-        m.wait_s = wait / static_cast<double>(m.started);
-    }
-    if (m.finished > 0) {
-        m.completion_s = completion / static_cast<double>(m.finished);
-    }
-    return m;
-}
-
 std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
                                                const sim::FleetRun& run) {
     const fleet::FleetResult& r = run.result;
-    const Means m = means(r, [](std::size_t) { return true; });
+    const sim::FleetJobMeans m = sim::fleet_means(run);
     const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
     const auto share = [&](fleet::DomainUse u) {
         return pool_s > 0.0 ? r.pool.domain_time[static_cast<std::size_t>(u)].seconds() / pool_s
@@ -72,8 +36,8 @@ std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
         {"jobs_started", m.started},
         {"jobs_finished", m.finished},
         {"end_s", r.end.seconds()},
-        {"mean_wait_s", m.wait_s},
-        {"mean_completion_s", m.completion_s},
+        {"mean_wait_s", m.wait.seconds()},
+        {"mean_completion_s", m.completion.seconds()},
         {"preemptions", m.preemptions},
         {"busy_fraction", share(fleet::DomainUse::busy)},
         {"idle_fraction", share(fleet::DomainUse::idle)},
@@ -113,15 +77,12 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     classes.add_float("mean_completion_s");
     for (std::size_t c = 0; c < run.classes.size(); ++c) {
         const sim::FleetClassRun& k = run.classes[c];
-        const Means m = means(r, [&](std::size_t j) {
-            return run.class_of_job[j] == static_cast<std::int32_t>(c);
-        });
+        const sim::FleetJobMeans m = sim::fleet_means(run, static_cast<std::int32_t>(c));
         classes.add_row({k.name, k.tenant, k.gang, k.count, std::int64_t{k.priority},
                          std::int64_t{k.plan.tp}, std::int64_t{k.plan.pp},
                          std::int64_t{k.plan.dp}, k.step.seconds(), k.steps, k.checkpoint_steps,
                          k.save.seconds(), k.restore.seconds(), k.launch.seconds(), m.finished,
-                         m.wait_s,
-                         m.completion_s});
+                         m.wait.seconds(), m.completion.seconds()});
     }
     f.tables.emplace_back("/fleet/classes", std::move(classes));
 

@@ -1,5 +1,7 @@
 #include "trnsim/sim/fleet_run.hpp"
 
+#include "entry_error.hpp"
+
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/parallel.hpp"
@@ -11,6 +13,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace trnsim::sim {
@@ -19,14 +22,7 @@ namespace {
 
 /// An error of job class i's scenario, located in the file and keyed under fleet.jobs[i].
 InputError class_error(const InputError& e, const config::ScenarioSpec& c, std::size_t i) {
-    const InputError located = e.located(c.sources);
-    const std::string& key = located.key_path();
-    if (config::tenant_owns_key(key)) {
-        return InputError("fleet.jobs[" + std::to_string(i) + "]." + key, located.message(),
-                          located.location());
-    }
-    return InputError(key, located.message() + " (in job class " + c.name + ")",
-                      located.location());
+    return detail::entry_error(e, c, "fleet.jobs[" + std::to_string(i) + "]", "job class");
 }
 
 /// A class's plan, step time and checkpoint costs on its gang.
@@ -69,6 +65,32 @@ std::vector<FleetClassRun> prepare(const config::ScenarioSpec& spec, int threads
 }
 
 } // namespace
+
+FleetJobMeans fleet_means(const FleetRun& run, std::int32_t cls) {
+    FleetJobMeans m;
+    double wait = 0.0, completion = 0.0;
+    for (std::size_t j = 0; j < run.result.jobs.size(); ++j) {
+        if (cls >= 0 && run.class_of_job[j] != cls) {
+            continue;
+        }
+        const fleet::JobRecord& x = run.result.jobs[j];
+        ++m.jobs;
+        m.preemptions += x.preemptions;
+        if (x.first_start != SimTime::max()) {
+            ++m.started;
+            wait += (x.first_start - x.submit).seconds();
+        }
+        if (x.finished()) {
+            ++m.finished;
+            completion += (x.end - x.submit).seconds();
+        }
+    }
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    m.wait = Seconds::of(m.started > 0 ? wait / static_cast<double>(m.started) : nan);
+    m.completion =
+        Seconds::of(m.finished > 0 ? completion / static_cast<double>(m.finished) : nan);
+    return m;
+}
 
 void check_fleet(const config::ScenarioSpec& spec) {
     if (!spec.output.trace.empty()) {

@@ -9,6 +9,7 @@
 #include <deque>
 #include <optional>
 
+#include "entry_error.hpp"
 #include "serve_fleet.hpp"
 #include "serving_setup.hpp"
 
@@ -18,14 +19,7 @@ namespace {
 
 /// An error of tenant i's scenario, located in the file and keyed under tenants[i].
 InputError tenant_error(const InputError& e, const config::ScenarioSpec& spec, std::size_t i) {
-    const InputError located = e.located(spec.sources);
-    const std::string& key = located.key_path();
-    if (config::tenant_owns_key(key)) {
-        return InputError("tenants[" + std::to_string(i) + "]." + key, located.message(),
-                          located.location());
-    }
-    return InputError(key, located.message() + " (in tenant " + spec.name + ")",
-                      located.location());
+    return detail::entry_error(e, spec, "tenants[" + std::to_string(i) + "]", "tenant");
 }
 
 void check_tenant(const config::ScenarioSpec& t) {

@@ -47,6 +47,18 @@ struct FleetRun {
     Seconds fleet_wall;    ///< host time of the scheduler's run
 };
 
+/// The jobs of a fleet run, or of one class: how many started and finished, their preemptions,
+/// and the means of first start - submission (over the started) and of end - submission (over
+/// the finished); NaN when there are none.
+struct FleetJobMeans {
+    std::int64_t jobs = 0, started = 0, finished = 0, preemptions = 0;
+    Seconds wait;
+    Seconds completion;
+};
+
+/// Over the jobs of class `cls`, or every job (-1).
+FleetJobMeans fleet_means(const FleetRun& run, std::int32_t cls = -1);
+
 /// Every check run_fleet makes before it simulates: each class's plan on its gang, a
 /// reliability section's checkpoint inputs. InputError located in the file, keyed
 /// fleet.jobs[i]....
