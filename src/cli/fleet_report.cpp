@@ -52,6 +52,15 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
         out << "; stops at " << fmt::duration(f.horizon);
     }
     out << "\n";
+    if (spec.reliability.enabled) {
+        const reliability::ReliabilitySpec& r = spec.reliability;
+        out << "  failures   "
+            << (r.preset.empty() ? std::string("the reliability section's")
+                                 : "preset " + r.preset)
+            << " over every " << (spec.cluster.counts_ultraservers() ? "UltraServer" : "instance")
+            << ", spares included; detection " << fmt::duration(r.recovery.detection)
+            << ", repair " << fmt::duration(r.repair.automatic) << " (automatic)\n";
+    }
     for (const config::FleetJobClass& c : f.jobs) {
         out << "  class      " << c.name << ": " << fmt::integer(c.count)
             << (c.count == 1 ? " job" : " jobs") << " of tenant " << c.tenant << " on "
@@ -89,7 +98,12 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
     }
     const sim::FleetJobMeans all = sim::fleet_means(run);
     out << "  all jobs   " << waits(all) << "; " << fmt::integer(all.preemptions)
-        << (all.preemptions == 1 ? " preemption" : " preemptions") << "\n";
+        << (all.preemptions == 1 ? " preemption" : " preemptions") << ", "
+        << fmt::integer(all.failures) << (all.failures == 1 ? " failure" : " failures");
+    if (all.lost > Seconds{}) {
+        out << ", " << fmt::seconds(all.lost.seconds()) << " of work lost";
+    }
+    out << "\n";
     const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
     const auto share = [&](fleet::DomainUse u) {
         const Seconds t = r.pool.domain_time[static_cast<std::size_t>(u)];

@@ -96,15 +96,17 @@ inline SharedCluster shared_cluster(const YAML::Node& root, const std::string& f
 }
 
 /// The document of one entry of a list form, a single-workload scenario: the root's shared
-/// sections (all but `skip`, the cluster and the name), `name`, a cluster of `domains` of the
-/// shared cluster's unit (with its fabric), and the entry's workload and reliability sections.
+/// sections (all but `skip`, the cluster, the name, a workload and a reliability section),
+/// `name`, a cluster of `domains` of the shared cluster's unit (with its fabric), and the
+/// entry's workload and reliability sections.
 inline YAML::Node entry_document(const YAML::Node& root, const SharedCluster& cluster,
                                  const std::string& skip, const std::string& name,
                                  std::int64_t domains, const YAML::Node& entry) {
     YAML::Node doc(YAML::NodeType::Map);
     for (const auto& kv : root) {
         const std::string key = kv.first.Scalar();
-        if (key != skip && key != "cluster" && key != "name") {
+        if (key != skip && key != "cluster" && key != "name" && key != "workload" &&
+            key != "reliability") {
             doc[key] = kv.second;
         }
     }

@@ -9,6 +9,7 @@
 #include "trnsim/config/units.hpp"
 #include "trnsim/core/error.hpp"
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -54,7 +55,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                         const LoadOptions& options) {
     const YAML::Node& croot = root;
     known_keys(croot, "", file,
-               {"name", "seed", "hardware", "cluster", "simulation", "cost", "output", "fleet"});
+               {"name", "seed", "hardware", "cluster", "simulation", "cost", "output", "fleet",
+                "reliability"});
     const YAML::Node f = croot["fleet"];
     if (!is_map(f)) {
         throw InputError("fleet", "expected a mapping: the scheduler's policy, spares, quotas "
@@ -246,6 +248,36 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     }
     spec.fleet = std::move(fs);
     spec.sources.add("fleet", at(f, file));
+    // The fleet's failure process: its reliability section, read as a scenario's on the whole
+    // cluster (the first class's workload beside it), its locations the section's own.
+    spec.reliability = reliability::ReliabilitySpec{};
+    spec.sources.replace_section("reliability", SourceMap{});
+    std::string fleet_reliability_yaml;
+    if (const YAML::Node r = croot["reliability"]; r.IsDefined()) {
+        YAML::Node entry(YAML::NodeType::Map);
+        entry["workload"] = list[0]["workload"];
+        entry["reliability"] = r;
+        const ScenarioSpec probe =
+            load_root(entry_document(croot, cl, "fleet", spec.name, cl.domains, entry), file,
+                      base_dir, spec.name, {}, presets, options);
+        spec.reliability = probe.reliability;
+        spec.sources.replace_section("reliability", probe.sources);
+        for (const std::string& in : probe.input_files) {
+            if (std::find(spec.input_files.begin(), spec.input_files.end(), in) ==
+                spec.input_files.end()) {
+                spec.input_files.push_back(in);
+            }
+        }
+        if (spec.reliability.spares.count() > 0) {
+            throw InputError("reliability.spares",
+                             "a fleet's spares are fleet.spares: the pool keeps them for every "
+                             "job",
+                             spec.sources.find("reliability.spares"));
+        }
+        if (options.resolved_text) {
+            fleet_reliability_yaml = probe.resolved_yaml;
+        }
+    }
     if (options.resolved_text) {
         // The first class's resolved shared sections, the whole cluster, the fleet's settings
         // and each class's resolved workload and reliability sections.
@@ -285,6 +317,9 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
         fleet["jobs"] = jobs;
         resolved["fleet"] = fleet;
+        if (!fleet_reliability_yaml.empty()) {
+            resolved["reliability"] = YAML::Load(fleet_reliability_yaml)["reliability"];
+        }
         YAML::Emitter emitter;
         emitter << resolved;
         spec.resolved_yaml = std::string(emitter.c_str()) + "\n";

@@ -279,8 +279,9 @@ std::string schema_markdown() {
           "cluster of `gang` domains | |\n"
           "| `fleet.jobs[i].reliability` | its checkpoints (interval, mode, bandwidths) and "
           "`recovery.restart` (keys above) | no checkpoints, no start time |\n\n"
-          "The other sections are shared. `--set fleet.jobs.NAME.key.path=value` sets a "
-          "class's key.\n";
+          "The other sections are shared. A `reliability` section beside `fleet` (keys above, "
+          "without `spares`: the fleet's are `fleet.spares`) is the failure process of the "
+          "whole pool. `--set fleet.jobs.NAME.key.path=value` sets a class's key.\n";
     md += "\n## " + detail::model_schema().title() +
           " (`workload.model` mapping, or a file in `scenarios/models/`)\n\n";
     md += detail::model_schema().markdown();

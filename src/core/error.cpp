@@ -18,6 +18,20 @@ void SourceMap::add(const std::string& key_path, SourceLocation loc) {
     map_[key_path] = std::move(loc);
 }
 
+void SourceMap::replace_section(const std::string& section, const SourceMap& from) {
+    const auto inside = [&](const std::string& key) {
+        return key == section ||
+               (key.size() > section.size() && key.compare(0, section.size(), section) == 0 &&
+                (key[section.size()] == '.' || key[section.size()] == '['));
+    };
+    std::erase_if(map_, [&](const auto& kv) { return inside(kv.first); });
+    for (const auto& [key, loc] : from.map_) {
+        if (inside(key)) {
+            map_[key] = loc;
+        }
+    }
+}
+
 SourceLocation SourceMap::find(const std::string& key_path) const {
     std::string path = key_path;
     while (true) {

@@ -17,6 +17,7 @@ constexpr engine::EventType kUp = 1;
 constexpr engine::EventType kDown = 2;
 constexpr engine::EventType kSubmit = 3;
 constexpr engine::EntityId kScheduler = 0;
+constexpr std::uint16_t kDrawn = 1; ///< aux of a transition from the failure process
 
 std::uint64_t end_payload(const Start& s) {
     return static_cast<std::uint64_t>(s.job) | (std::uint64_t{s.epoch} << 32);
@@ -24,17 +25,24 @@ std::uint64_t end_payload(const Start& s) {
 
 class FleetModel {
 public:
-    explicit FleetModel(Scheduler& scheduler) : scheduler_(scheduler) {}
+    FleetModel(Scheduler& scheduler, OutageSource source, SimTime horizon)
+        : scheduler_(scheduler), source_(std::move(source)), horizon_(horizon) {}
 
     template <class Queue>
     void handle(engine::Context<Queue>& ctx, const engine::Event& e) {
         const SimTime t = e.at();
+        const bool outage = e.type == kUp || e.type == kDown;
+        if (outage && scheduler_.all_done()) {
+            return; // the run is over: failures after the last job change nothing
+        }
         last_ = t;
         std::vector<Start> starts;
         switch (e.type) {
         case kEnd:
-            (void)scheduler_.end(t, static_cast<std::int64_t>(e.payload & 0xffffffffu),
-                                 static_cast<std::uint32_t>(e.payload >> 32));
+            if (scheduler_.end(t, static_cast<std::int64_t>(e.payload & 0xffffffffu),
+                               static_cast<std::uint32_t>(e.payload >> 32))) {
+                last_end_ = t;
+            }
             break;
         case kUp:
             scheduler_.domain_up(t, static_cast<std::int64_t>(e.payload));
@@ -53,13 +61,35 @@ public:
         for (const Start& s : starts) {
             ctx.schedule_at(kScheduler, s.end, kEnd, end_payload(s), 0, kEnd);
         }
+        if (outage && e.aux == kDrawn) {
+            pull(ctx);
+        }
+    }
+
+    /// Schedules the failure process's next transition (one at a time, in its order).
+    template <class Sink>
+    void pull(Sink& sink) {
+        if (!source_) {
+            return;
+        }
+        const std::optional<DomainTransition> next = source_();
+        if (!next || next->at >= horizon_) {
+            return;
+        }
+        const engine::EventType type = next->up ? kUp : kDown;
+        sink.schedule_at(kScheduler, next->at, type, static_cast<std::uint64_t>(next->domain),
+                         kDrawn, type);
     }
 
     SimTime last() const { return last_; }
+    SimTime last_end() const { return last_end_; }
 
 private:
     Scheduler& scheduler_;
+    OutageSource source_;
+    SimTime horizon_;
     SimTime last_;
+    SimTime last_end_;
 };
 
 void check_outages(const FleetInput& in) {
@@ -80,17 +110,32 @@ void check_outages(const FleetInput& in) {
     }
 }
 
+/// The simulator's own initial events, as FleetModel::pull schedules them from a handler.
+template <class Sim>
+struct InitialSink {
+    Sim& sim;
+    void schedule_at(engine::EntityId target, SimTime at, engine::EventType type,
+                     std::uint64_t payload, std::uint16_t aux, std::uint32_t priority) {
+        sim.schedule(target, at, type, payload, aux, priority);
+    }
+};
+
 } // namespace
 
 FleetResult simulate_fleet(const FleetInput& in) {
     check_outages(in);
+    if (in.outage_source && !in.outages.empty()) {
+        throw std::invalid_argument("fleet: give outages or a failure process, not both");
+    }
     Pool pool(in.domains, in.chips_per_domain, in.groups, in.spares);
-    Scheduler scheduler(pool, in.jobs, in.scheduler);
-    FleetModel model(scheduler);
+    SchedulerSpec spec = in.scheduler;
+    spec.detection = in.detection;
+    Scheduler scheduler(pool, in.jobs, spec);
+    FleetModel model(scheduler, in.outage_source, in.horizon);
     const engine::PartitionMap map = engine::PartitionMap::blocks(1, 1);
     // One entity in one partition: the lookahead only sets how far a window reaches.
-    engine::Simulator<FleetModel, engine::QuaternaryHeap> sim(
-        model, map, Duration::from_seconds_ceil(units::kSecondsPerHour));
+    using Sim = engine::Simulator<FleetModel, engine::QuaternaryHeap>;
+    Sim sim(model, map, Duration::from_seconds_ceil(units::kSecondsPerHour));
     for (std::size_t j = 0; j < in.jobs.size(); ++j) {
         sim.schedule(kScheduler, in.jobs[j].submit, kSubmit, j, 0, kSubmit);
     }
@@ -99,9 +144,15 @@ FleetResult simulate_fleet(const FleetInput& in) {
         sim.schedule(kScheduler, o.down, kDown, d, 0, kDown);
         sim.schedule(kScheduler, o.up, kUp, d, 0, kUp);
     }
+    InitialSink<Sim> initial{sim};
+    model.pull(initial);
     const engine::RunStats stats = sim.run(in.horizon, 1);
     FleetResult out;
-    out.end = in.horizon == SimTime::max() ? model.last() : in.horizon;
+    if (in.horizon != SimTime::max()) {
+        out.end = in.horizon;
+    } else {
+        out.end = scheduler.all_done() ? model.last_end() : model.last();
+    }
     scheduler.close(out.end);
     out.pool = pool.close(out.end);
     out.jobs = scheduler.records();

@@ -102,6 +102,7 @@ bool Scheduler::end(SimTime t, std::int64_t job, std::uint32_t epoch) {
     r.overhead += held - j.step * run.segment.steps;
     r.steps_done = j.steps;
     r.end = t;
+    ++finished_;
     pool_.release(t, run.domains);
     run.active = false;
     run.domains.clear();
@@ -161,7 +162,8 @@ std::vector<Start> Scheduler::domain_down(SimTime t, std::int64_t domain) {
     ++r.starts;
     run.segment.granted = t;
     run.segment.steps = j.steps - r.steps_done;
-    run.segment.setup = j.launch + (r.steps_done > 0 ? j.restore : Duration::zero());
+    run.segment.setup =
+        spec_.detection + j.launch + (r.steps_done > 0 ? j.restore : Duration::zero());
     ++run.epoch;
     run.end = run.segment.end(j);
     ends_.insert({run.end, job});

@@ -6,6 +6,7 @@
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/parallel.hpp"
 #include "trnsim/reliability/expectation.hpp"
+#include "trnsim/reliability/outages.hpp"
 #include "trnsim/sim/analytic.hpp"
 #include "trnsim/sim/run.hpp"
 #include "trnsim/sim/workload_kinds.hpp"
@@ -51,6 +52,38 @@ FleetClassRun prepare_class(const config::FleetJobClass& c) {
     return r;
 }
 
+reliability::HardwareFacts hardware_facts(const compute::ChipSpec& chip) {
+    reliability::HardwareFacts hw;
+    hw.instance_torus = chip.instance.torus;
+    hw.efa_interfaces = chip.instance.efa_interfaces;
+    hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
+    hw.host_memory = chip.instance.host_memory;
+    return hw;
+}
+
+/// The fleet's failure process (its reliability section) over every domain of the pool, spares
+/// included: the reliability model's failures, blast radii, detection, restarts and repairs, as
+/// the serving fleet draws them (reliability::OutageSchedule, without spares of its own: the
+/// pool's replace failed domains). A domain is out of service from its failure until its unit
+/// comes back.
+fleet::OutageSource failure_process(const config::ScenarioSpec& spec,
+                                    const cluster::ClusterShape& shape) {
+    const reliability::ReliabilitySpec& rs = spec.reliability;
+    const reliability::FailureModel probe(rs.failures, rs.trace);
+    auto layout = std::make_shared<reliability::Layout>(
+        shape, hardware_facts(spec.hardware.chip), rs.fabric, 0, probe.present_classes());
+    auto schedule = std::make_shared<reliability::OutageSchedule>(rs, *layout, shape.domains(),
+                                                                  static_cast<std::uint64_t>(
+                                                                      spec.seed));
+    return [layout, schedule]() -> std::optional<fleet::DomainTransition> {
+        const std::optional<reliability::UnitTransition> t = schedule->next();
+        if (!t) {
+            return std::nullopt;
+        }
+        return fleet::DomainTransition{t->time, static_cast<std::int64_t>(t->unit), t->up};
+    };
+}
+
 std::vector<FleetClassRun> prepare(const config::ScenarioSpec& spec, int threads) {
     const auto& jobs = spec.fleet->jobs;
     std::vector<FleetClassRun> classes(jobs.size());
@@ -76,6 +109,8 @@ FleetJobMeans fleet_means(const FleetRun& run, std::int32_t cls) {
         const fleet::JobRecord& x = run.result.jobs[j];
         ++m.jobs;
         m.preemptions += x.preemptions;
+        m.failures += x.failures;
+        m.lost += Seconds::of(x.lost.seconds());
         if (x.first_start != SimTime::max()) {
             ++m.started;
             wait += (x.first_start - x.submit).seconds();
@@ -92,21 +127,39 @@ FleetJobMeans fleet_means(const FleetRun& run, std::int32_t cls) {
     return m;
 }
 
-void check_fleet(const config::ScenarioSpec& spec) {
+namespace {
+
+/// The checks of check_fleet beside the classes' plans: no step trace, the failure process's
+/// input.
+void check_fleet_inputs(const config::ScenarioSpec& spec) {
     if (!spec.output.trace.empty()) {
         throw InputError("output.trace",
                          "a fleet scenario writes no step timeline; run a job class's workload "
                          "as a scenario of its own with --trace",
                          spec.sources.find("output.trace"));
     }
+    if (spec.reliability.enabled) {
+        try {
+            const cluster::ClusterShape shape =
+                cluster::Hierarchy::shape_of(spec.hardware.chip, spec.cluster);
+            reliability::validate_fleet(spec.reliability, shape,
+                                        hardware_facts(spec.hardware.chip));
+        } catch (const InputError& e) {
+            throw e.located(spec.sources);
+        }
+    }
+}
+
+} // namespace
+
+void check_fleet(const config::ScenarioSpec& spec) {
+    check_fleet_inputs(spec);
     (void)prepare(spec, run_threads(spec));
 }
 
 FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     const config::FleetSpec& fs = *spec.fleet;
-    if (!spec.output.trace.empty()) {
-        check_fleet(spec); // refuses the trace
-    }
+    check_fleet_inputs(spec);
     FleetRun out;
     out.threads = run_threads(spec, threads);
     const auto t0 = std::chrono::steady_clock::now();
@@ -156,6 +209,10 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
             out.class_of_job.push_back(static_cast<std::int32_t>(i));
             out.index_in_class.push_back(k);
         }
+    }
+    if (spec.reliability.enabled) {
+        in.outage_source = failure_process(spec, shape);
+        in.detection = spec.reliability.recovery.detection;
     }
     out.result = fleet::simulate_fleet(in);
     const auto t2 = std::chrono::steady_clock::now();

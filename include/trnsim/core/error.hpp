@@ -36,6 +36,9 @@ public:
     /// Whether key_path itself was recorded (given in the file or on the command line).
     bool contains(const std::string& key_path) const { return map_.count(key_path) > 0; }
     bool empty() const { return map_.empty(); }
+    /// The locations of `section` and the keys below it (section.x, section[i]) become
+    /// those `from` records.
+    void replace_section(const std::string& section, const SourceMap& from);
 
 private:
     std::map<std::string, SourceLocation> map_;

@@ -12,6 +12,8 @@
 #include "trnsim/fleet/scheduler.hpp"
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <vector>
 
 namespace trnsim::fleet {
@@ -23,6 +25,17 @@ struct DomainOutage {
     SimTime up;
 };
 
+/// One change of a domain from a failure process: it goes down, or comes back.
+struct DomainTransition {
+    SimTime at;
+    std::int64_t domain = 0;
+    bool up = false;
+};
+
+/// A failure process drawn as the run goes: the next transition, in time order (each domain
+/// alternating down and up), or nothing when it has no more.
+using OutageSource = std::function<std::optional<DomainTransition>()>;
+
 struct FleetInput {
     std::int64_t domains = 0;
     std::int64_t chips_per_domain = 0;
@@ -32,14 +45,19 @@ struct FleetInput {
     SchedulerSpec scheduler;
     /// In any order; a domain's outages must not overlap.
     std::vector<DomainOutage> outages;
-    /// The run stops here (SimTime::max(): when every job has finished and every outage ended).
+    /// A failure process instead of (not beside) `outages`: drawn while jobs are left to run.
+    OutageSource outage_source;
+    /// Added to the restart of a job that a failed domain interrupted and a spare replaces:
+    /// the time to notice the failure.
+    Duration detection;
+    /// The run stops here (SimTime::max(): when every job has finished, the last job's end).
     SimTime horizon = SimTime::max();
 };
 
 struct FleetResult {
     std::vector<JobRecord> jobs;
     PoolAccount pool;
-    SimTime end;              ///< the last event handled, or the horizon
+    SimTime end;              ///< the last job's end, or the horizon
     std::uint64_t events = 0;
 };
 

@@ -15,8 +15,9 @@
 // front.
 //
 // Failures (domain_down). A busy domain that fails interrupts its job (Segment::cut): when the
-// spare pool has a domain, it takes the failed one's place and the job starts a new segment at
-// once (restore included); else the job releases its other domains and goes back to the queue.
+// spare pool has a domain, it takes the failed one's place and the job starts a new segment
+// after the detection time (restore included); else the job releases its other domains and
+// goes back to the queue.
 // A repaired domain refills the spare pool to its target, else becomes idle (Pool::repair).
 #pragma once
 
@@ -48,6 +49,8 @@ struct SchedulerSpec {
     Policy policy = Policy::fifo;
     /// Domains each tenant may hold at once (index: JobSpec::tenant; 0 or absent: no quota).
     std::vector<std::int64_t> quotas;
+    /// Added to the restart of a job that a failed domain interrupted and a spare replaces.
+    Duration detection;
 };
 
 /// A segment the scheduler started: the caller schedules its end at `end`, tagged `epoch`.
@@ -81,6 +84,8 @@ public:
     const std::vector<JobRecord>& records() const { return records_; }
     std::int64_t queued() const { return static_cast<std::int64_t>(queue_.size()); }
     std::int64_t running() const { return static_cast<std::int64_t>(active_.size()); }
+    /// Every job has finished.
+    bool all_done() const { return finished_ == jobs_.size(); }
     /// At the end of a run: accounts the segments still running at `t` as if cut there (their
     /// held time, overhead and durable steps; the rest is JobRecord::unsaved). They keep their
     /// domains; nothing may be scheduled after.
@@ -116,6 +121,7 @@ private:
     std::set<Key> queue_;
     std::set<std::int64_t> active_; ///< the running jobs, by index
     std::set<std::pair<SimTime, std::int64_t>> ends_; ///< their segments' ends
+    std::size_t finished_ = 0;
 };
 
 } // namespace trnsim::fleet

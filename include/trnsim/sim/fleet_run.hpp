@@ -51,7 +51,8 @@ struct FleetRun {
 /// and the means of first start - submission (over the started) and of end - submission (over
 /// the finished); NaN when there are none.
 struct FleetJobMeans {
-    std::int64_t jobs = 0, started = 0, finished = 0, preemptions = 0;
+    std::int64_t jobs = 0, started = 0, finished = 0, preemptions = 0, failures = 0;
+    Seconds lost; ///< total held time whose work was lost
     Seconds wait;
     Seconds completion;
 };

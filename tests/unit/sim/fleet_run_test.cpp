@@ -2,6 +2,8 @@
 // workload gives alone on a cluster of its gang; its jobs follow the queue by hand; the records
 // do not depend on the thread count; and what the loader and the checks refuse, with the key
 // path and the place in the file.
+#include "support/scratch.hpp"
+
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/reliability/expectation.hpp"
@@ -9,12 +11,16 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace trnsim::sim {
 namespace {
+
+namespace fs = std::filesystem;
 
 const std::string kFile = std::string(TRNSIM_SOURCE_DIR) + "/scenarios/fleet/shared-trn2.yaml";
 
@@ -124,6 +130,74 @@ TEST(Fleet, AClassSparesWarnThatTheFleetsAreShared) {
     ASSERT_EQ(spec.warnings.size(), 1u);
     EXPECT_EQ(spec.warnings[0].key_path, "fleet.jobs[0].reliability.spares");
     EXPECT_TRUE(spec.warnings[0].location.known());
+}
+
+TEST(Fleet, AFailureFromTheTraceLandsOnTheJobHoldingTheDomain) {
+    // Three UltraServers, one a spare; one job on the other two, without checkpoints. The
+    // fleet's failure process replays one chip failure on UltraServer 0 at 1 h (nothing
+    // else fails): the job loses its hour, and the spare takes the failed domain's place after
+    // the 5 min detection; the domain comes back from its 2 h repair to the spare pool.
+    const fs::path dir = test::scratch_path("trnsim-fleet-trace");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::ofstream(dir / "failures.csv") << "time,component,index\n1h,chip,0\n";
+    std::ofstream(dir / "fleet.yaml") << R"(name: traced
+hardware: {chip: trn2}
+cluster: {ultraservers: 3}
+reliability:
+  trace: failures.csv
+  recovery: {detection: 5min, restart: 10min}
+  repair: {auto: 2h, manual_fraction: 0}
+fleet:
+  spares: 1
+  jobs:
+    - name: one
+      gang: 2
+      workload: {type: training, model: llama3-8b, sequence_length: 8192, global_batch: 256, steps: 12000, precision: bf16, parallelism: {tp: 8, pp: 1, dp: auto}}
+)";
+    const FleetRun run = run_fleet(config::load_scenario((dir / "fleet.yaml").string()));
+    const fleet::JobRecord& j = run.result.jobs.at(0);
+    const Duration step = Duration::from_seconds_ceil(run.classes[0].step.seconds());
+    const Duration hour = Duration::from_seconds_ceil(3600.0);
+    EXPECT_EQ(j.failures, 1);
+    EXPECT_EQ(j.starts, 2);
+    EXPECT_EQ(j.lost, hour);
+    EXPECT_EQ(j.end, SimTime::zero() + hour + Duration::from_seconds_ceil(300.0) + step * 12000);
+    const auto& last = run.result.pool.timeline.back().domains;
+    EXPECT_EQ(last[static_cast<std::size_t>(fleet::DomainUse::spare)], 1);
+    EXPECT_EQ(last[static_cast<std::size_t>(fleet::DomainUse::idle)], 2); // the job is done
+    EXPECT_GE(run.result.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::down)]
+                  .seconds(),
+              2 * 3600.0);
+    fs::remove_all(dir);
+}
+
+TEST(Fleet, TheFailureProcessGivesTheSameRecordsOnOneAndTwoThreads) {
+    const std::vector<std::string> failing = {
+        "reliability.preset=llama3-16k-h100", "reliability.repair.auto=6h",
+        "fleet.jobs.pretrain-70b.workload.tokens=200B"};
+    const config::ScenarioSpec spec = config::load_scenario(kFile, failing);
+    const FleetRun one = run_fleet(spec, 1);
+    const FleetRun two = run_fleet(spec, 2);
+    std::int64_t failures = 0;
+    for (std::size_t j = 0; j < one.result.jobs.size(); ++j) {
+        const fleet::JobRecord& a = one.result.jobs[j];
+        EXPECT_EQ(a.end, two.result.jobs[j].end);
+        EXPECT_EQ(a.failures, two.result.jobs[j].failures);
+        failures += a.failures;
+        const Duration step =
+            Duration::from_seconds_ceil(one.classes[static_cast<std::size_t>(
+                one.class_of_job[j])].step.seconds());
+        EXPECT_EQ(a.held, step * a.steps_done + a.overhead + a.lost + a.unsaved);
+    }
+    EXPECT_GT(failures, 0) << "the 70B runs last ten days on 8 UltraServers";
+    // A fleet's spares are fleet.spares.
+    try {
+        (void)config::load_scenario(kFile, {"reliability.spares.ultraservers=1"});
+        ADD_FAILURE() << "loaded";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "reliability.spares") << e.what();
+    }
 }
 
 /// The queue scenario with one line replaced (`from` must occur in it).
