@@ -227,6 +227,15 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
 
     std::vector<ScenarioSpec> loaded;
     ScenarioSpec spec = load_entries(entries, file, base_dir, presets, options, loaded);
+    // A class's reliability section sets its checkpoints and start time; that it has no
+    // failure processes is the rule here, not a setting without effect (the fleet's own
+    // section draws the failures).
+    std::erase_if(spec.warnings, [](const Warning& w) {
+        return w.key_path.rfind("fleet.jobs[", 0) == 0 &&
+               w.key_path.size() > 12 &&
+               w.key_path.compare(w.key_path.size() - 12, 12, ".reliability") == 0 &&
+               w.message.find("no failure processes") != std::string::npos;
+    });
     const YAML::Node name = croot["name"];
     spec.name = is_scalar(name) ? name.Scalar() : default_name;
     spec.cluster = cluster::ClusterSpec::of_domains(cl.ultraservers, cl.domains);
