@@ -38,6 +38,7 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
     for (const config::FleetJobClass& c : f.jobs) {
         jobs += c.count;
     }
+    jobs += static_cast<std::int64_t>(f.trace.size());
     out << "trnsim: " << spec.name << " (" << spec.source_file << "): a fleet of "
         << fmt::integer(jobs) << (jobs == 1 ? " training job" : " training jobs") << " in "
         << f.jobs.size() << (f.jobs.size() == 1 ? " class" : " classes") << " on "
@@ -61,7 +62,17 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
             << ", spares included; detection " << fmt::duration(r.recovery.detection)
             << ", repair " << fmt::duration(r.repair.automatic) << " (automatic)\n";
     }
+    if (!f.trace_file.empty()) {
+        out << "  trace      " << fmt::integer(static_cast<std::int64_t>(f.trace.size()))
+            << (f.trace.size() == 1 ? " job" : " jobs") << " from " << f.trace_file << "\n";
+    }
     for (const config::FleetJobClass& c : f.jobs) {
+        if (c.count == 0) {
+            out << "  class      " << c.name << ": tenant " << c.tenant << ", "
+                << domains_text(spec, c.gang) << " a job, priority " << c.priority
+                << "; its jobs come from the trace\n";
+            continue;
+        }
         out << "  class      " << c.name << ": " << fmt::integer(c.count)
             << (c.count == 1 ? " job" : " jobs") << " of tenant " << c.tenant << " on "
             << domains_text(spec, c.gang) << " each, priority " << c.priority

@@ -8,10 +8,12 @@
 
 #include "trnsim/config/units.hpp"
 #include "trnsim/core/error.hpp"
+#include "trnsim/core/input_file.hpp"
 
 #include <algorithm>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace trnsim::config::detail {
 
@@ -33,6 +35,141 @@ Duration duration(const YAML::Node& n, const std::string& path, const std::strin
         throw InputError(path, "must not be negative", at(n, file));
     }
     return d;
+}
+
+/// The job trace: a header line naming the columns (submit and class required; steps and
+/// priority optional, in any order), then one job a line; `#` starts a comment. Every problem
+/// is located at its line and column in the trace file.
+std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::string& text,
+                                          const std::vector<FleetJobClass>& classes) {
+    const std::string key = "fleet.trace";
+    const std::string name = file.string();
+    const bool bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0;
+    std::istringstream in(bom ? text.substr(3) : text);
+    const auto trim = [](const std::string& t) {
+        const auto b = t.find_first_not_of(" \t\r");
+        return b == std::string::npos ? std::string()
+                                      : t.substr(b, t.find_last_not_of(" \t\r") - b + 1);
+    };
+    std::map<std::string, std::size_t> class_index;
+    std::string class_list;
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+        class_index[classes[c].name] = c;
+        class_list += (class_list.empty() ? "" : ", ") + classes[c].name;
+    }
+    enum Column { submit, job_class, steps, priority };
+    const std::map<std::string, Column> known = {
+        {"submit", submit}, {"class", job_class}, {"steps", steps}, {"priority", priority}};
+    std::vector<Column> columns;
+    std::vector<FleetTraceJob> jobs;
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+        ++number;
+        const std::string content = line.substr(0, line.find('#'));
+        if (trim(content).empty()) {
+            continue;
+        }
+        std::vector<std::pair<std::string, int>> fields; // text, 1-based column
+        for (std::size_t start = 0;;) {
+            const std::size_t comma = content.find(',', start);
+            const std::string raw = content.substr(start, comma - start);
+            const auto lead = raw.find_first_not_of(" \t");
+            fields.emplace_back(
+                trim(raw), static_cast<int>(start + (lead == std::string::npos ? 0 : lead)) + 1);
+            if (comma == std::string::npos) {
+                break;
+            }
+            start = comma + 1;
+        }
+        const auto at = [&](int column) { return SourceLocation{name, number, column}; };
+        if (columns.empty()) {
+            bool has_submit = false, has_class = false;
+            for (const auto& [field, column] : fields) {
+                const auto k = known.find(field);
+                if (k == known.end()) {
+                    throw InputError(key, "unknown column " + quote_visible(field) +
+                                              " (expected submit, class, steps, priority)",
+                                     at(column));
+                }
+                if (std::find(columns.begin(), columns.end(), k->second) != columns.end()) {
+                    throw InputError(key, "column " + field + " appears twice", at(column));
+                }
+                has_submit = has_submit || k->second == submit;
+                has_class = has_class || k->second == job_class;
+                columns.push_back(k->second);
+            }
+            if (!has_submit || !has_class) {
+                throw InputError(key, "the header line must name the submit and class columns",
+                                 at(1));
+            }
+            continue;
+        }
+        if (fields.size() != columns.size()) {
+            throw InputError(key, "expected " + std::to_string(columns.size()) +
+                                      " fields as the header names, got " +
+                                      std::to_string(fields.size()),
+                             at(1));
+        }
+        FleetTraceJob j;
+        for (std::size_t i = 0; i < fields.size(); ++i) {
+            const auto& [value, column] = fields[i];
+            try {
+                switch (columns[i]) {
+                case submit:
+                    j.submit = parse_duration(value);
+                    if (j.submit < Duration::zero()) {
+                        throw InputError(key, "a submission time cannot be negative",
+                                         at(column));
+                    }
+                    if (!jobs.empty() && j.submit < jobs.back().submit) {
+                        throw InputError(key, "submission times must not decrease (the line "
+                                              "before submits later)",
+                                         at(column));
+                    }
+                    break;
+                case job_class: {
+                    const auto c = class_index.find(value);
+                    if (c == class_index.end()) {
+                        throw InputError(key, quote_visible(value) + " is not a job class (" +
+                                                  class_list + ")",
+                                         at(column));
+                    }
+                    j.job_class = c->second;
+                    break;
+                }
+                case steps:
+                    if (!value.empty()) {
+                        j.steps = parse_count(value);
+                        if (j.steps < 1) {
+                            throw InputError(key, "a job runs at least 1 step", at(column));
+                        }
+                    }
+                    break;
+                case priority:
+                    if (!value.empty()) {
+                        const std::int64_t p = parse_count(value);
+                        if (p < 0 || p > kMaxPriority) {
+                            throw InputError(key, "a priority is 0 to " +
+                                                      std::to_string(kMaxPriority),
+                                             at(column));
+                        }
+                        j.priority = static_cast<int>(p);
+                    }
+                    break;
+                }
+            } catch (const UnitError& e) {
+                throw InputError(key, e.what(), at(column));
+            }
+        }
+        jobs.push_back(j);
+    }
+    if (columns.empty()) {
+        throw InputError(key, "the job trace has no header line (submit,class[,steps]"
+                              "[,priority])",
+                         SourceLocation{name, 1, 1});
+    }
+    return jobs;
 }
 
 fleet::Policy policy(const YAML::Node& n, const std::string& file) {
@@ -63,7 +200,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                                   "and the job classes (jobs)",
                          at(f, file));
     }
-    known_keys(f, "fleet", file, {"policy", "spares", "horizon", "quotas", "jobs"});
+    known_keys(f, "fleet", file, {"policy", "spares", "horizon", "quotas", "jobs", "trace"});
+    const bool traced = f["trace"].IsDefined();
     const SharedCluster cl = shared_cluster(croot, file, "a fleet scenario");
 
     FleetSpec fs;
@@ -175,9 +313,12 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
         if (n["count"].IsDefined()) {
             c.count = integer(n["count"], path + ".count", file);
-            if (c.count < 1 || c.count > kMaxJobsPerClass) {
+            const std::int64_t least = traced ? 0 : 1; // a trace may hold all of its jobs
+            if (c.count < least || c.count > kMaxJobsPerClass) {
                 throw InputError(path + ".count",
-                                 "1 to " + std::to_string(kMaxJobsPerClass) + " jobs a class",
+                                 std::to_string(least) + " to " +
+                                     std::to_string(kMaxJobsPerClass) + " jobs a class" +
+                                     (traced ? "" : " (0 with a fleet.trace)"),
                                  at(n["count"], file));
             }
         }
@@ -218,6 +359,22 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                            path + ".gang", "'s gang", at(n["gang"], file)});
         fs.jobs.push_back(std::move(c));
     }
+    if (traced) {
+        const YAML::Node t = f["trace"];
+        const std::string ref = is_scalar(t) ? t.Scalar() : std::string();
+        std::filesystem::path path(ref);
+        if (path.is_relative()) {
+            path = base_dir / path;
+        }
+        std::error_code ec;
+        if (ref.empty() || !std::filesystem::exists(path, ec)) {
+            throw InputError("fleet.trace", "job trace file '" + ref + "' not found",
+                             at(t, file));
+        }
+        const std::string text = read_input_file(path, "job trace", "fleet.trace", at(t, file));
+        fs.trace_file = path.string();
+        fs.trace = read_job_trace(path, text, fs.jobs);
+    }
     for (const auto& [tenant, quota] : fs.quotas) {
         if (tenants.count(tenant) == 0) {
             throw InputError("fleet.quotas." + tenant, "no job class belongs to this tenant",
@@ -227,6 +384,9 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
 
     std::vector<ScenarioSpec> loaded;
     ScenarioSpec spec = load_entries(entries, file, base_dir, presets, options, loaded);
+    if (!fs.trace_file.empty()) {
+        spec.input_files.push_back(fs.trace_file);
+    }
     // A class's reliability section sets its checkpoints and start time; that it has no
     // failure processes is the rule here, not a setting without effect (the fleet's own
     // section draws the failures).
@@ -303,6 +463,9 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         fleet["spares"] = spec.fleet->spares;
         if (spec.fleet->horizon > Duration::zero()) {
             fleet["horizon"] = std::to_string(spec.fleet->horizon.ns()) + "ns";
+        }
+        if (!spec.fleet->trace_file.empty()) {
+            fleet["trace"] = spec.fleet->trace_file;
         }
         for (const auto& [tenant, quota] : spec.fleet->quotas) {
             fleet["quotas"][tenant] = quota;

@@ -187,10 +187,11 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     for (const auto& [tenant, quota] : fs.quotas) {
         in.scheduler.quotas[static_cast<std::size_t>(tenant_index.at(tenant))] = quota;
     }
-    for (std::size_t i = 0; i < out.classes.size(); ++i) {
+    // A class's jobs as its plan runs them on its gang.
+    const auto job_of = [&](std::size_t i) {
         const FleetClassRun& c = out.classes[i];
-        const config::FleetJobClass& given = fs.jobs[i];
         fleet::JobSpec j;
+        j.name = c.name;
         j.tenant = tenant_index.at(c.tenant);
         j.domains = c.gang;
         j.steps = c.steps;
@@ -202,13 +203,27 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
         j.save = Duration::from_seconds_ceil(c.save.seconds());
         j.restore = Duration::from_seconds_ceil(c.restore.seconds());
         j.launch = Duration::from_seconds_ceil(c.launch.seconds());
-        for (std::int64_t k = 0; k < c.count; ++k) {
-            j.name = c.name;
-            j.submit = SimTime::zero() + given.submit + given.every * k;
-            in.jobs.push_back(j);
-            out.class_of_job.push_back(static_cast<std::int32_t>(i));
-            out.index_in_class.push_back(k);
+        return j;
+    };
+    std::vector<std::int64_t> next_index(out.classes.size(), 0);
+    const auto add = [&](std::size_t i, const fleet::JobSpec& j) {
+        in.jobs.push_back(j);
+        out.class_of_job.push_back(static_cast<std::int32_t>(i));
+        out.index_in_class.push_back(next_index[i]++);
+    };
+    for (std::size_t i = 0; i < out.classes.size(); ++i) {
+        fleet::JobSpec j = job_of(i);
+        for (std::int64_t k = 0; k < out.classes[i].count; ++k) {
+            j.submit = SimTime::zero() + fs.jobs[i].submit + fs.jobs[i].every * k;
+            add(i, j);
         }
+    }
+    for (const config::FleetTraceJob& t : fs.trace) {
+        fleet::JobSpec j = job_of(t.job_class);
+        j.submit = SimTime::zero() + t.submit;
+        j.steps = t.steps > 0 ? t.steps : j.steps;
+        j.priority = t.priority >= 0 ? t.priority : j.priority;
+        add(t.job_class, j);
     }
     if (spec.reliability.enabled) {
         in.outage_source = failure_process(spec, shape);

@@ -215,6 +215,14 @@ struct FleetJobClass {
     std::shared_ptr<const ScenarioSpec> scenario;
 };
 
+/// A job of a fleet's job trace (fleet.trace): one line of the CSV file.
+struct FleetTraceJob {
+    Duration submit;
+    std::size_t job_class = 0; ///< index in FleetSpec::jobs
+    std::int64_t steps = 0;    ///< 0: the class's plan's
+    int priority = -1;         ///< -1: the class's
+};
+
 /// The `fleet:` section: training jobs sharing the cluster's domains under one scheduler.
 struct FleetSpec {
     fleet::Policy policy = fleet::Policy::fifo;
@@ -223,6 +231,10 @@ struct FleetSpec {
     /// Domains each tenant may hold at once, by tenant name, in the order given.
     std::vector<std::pair<std::string, std::int64_t>> quotas;
     std::vector<FleetJobClass> jobs;
+    /// The job trace (fleet.trace, docs/fleet.md): jobs beside the classes' counts, in the
+    /// file's order (submissions non-decreasing).
+    std::string trace_file;
+    std::vector<FleetTraceJob> trace;
 };
 
 struct ScenarioSpec {

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -200,6 +201,66 @@ TEST(Fleet, TheFailureProcessGivesTheSameRecordsOnOneAndTwoThreads) {
     }
 }
 
+TEST(Fleet, AJobTraceAddsItsJobsAndRefusesWhatIsWrongAtItsLineAndColumn) {
+    const fs::path dir = test::scratch_path("trnsim-fleet-jobs");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    std::string scenario = kQueue;
+    scenario.replace(scenario.find("  policy: fifo\n"), 15,
+                     "  policy: priority\n  trace: jobs.csv\n");
+    std::ofstream(dir / "fleet.yaml") << scenario;
+    const auto load = [&](const std::string& csv) {
+        std::ofstream(dir / "jobs.csv") << csv;
+        return config::load_scenario((dir / "fleet.yaml").string());
+    };
+    // The classes' own jobs (one each), then the trace's: a small job at 30 min with 50 steps,
+    // one of priority 2 at 2 h.
+    const FleetRun run =
+        run_fleet(load("submit,class,steps,priority\n30min,small,50,\n2h,small,,2\n"));
+    ASSERT_EQ(run.result.jobs.size(), 4u);
+    EXPECT_EQ(run.class_of_job[2], 1);
+    EXPECT_EQ(run.index_in_class[3], 2); // the class's third job
+    EXPECT_EQ(run.input.jobs[2].steps, 50);
+    EXPECT_EQ(run.input.jobs[2].submit, SimTime::zero() + Duration::from_seconds_ceil(1800.0));
+    EXPECT_EQ(run.input.jobs[3].priority, 2);
+    EXPECT_EQ(run.result.jobs[0].preemptions, 1) << "the priority-2 job preempts the big one";
+    const std::vector<std::tuple<std::string, int, int, std::string>> bad = {
+        {"submit,class,size\n0h,big,3\n", 1, 14, "unknown column"},
+        {"submit,steps\n0h,3\n", 1, 1, "submit and class"},
+        {"class,class\n", 1, 7, "appears twice"},
+        {"submit,class\n0h,big,3\n", 2, 1, "expected 2 fields"},
+        {"submit,class\n-1h,big\n", 2, 1, "negative"},
+        {"submit,class\n2h,big\n1h,big\n", 3, 1, "must not decrease"},
+        {"submit,class\n1h, bigg\n", 2, 5, "not a job class"},
+        {"submit,class,steps\n1h,big,0\n", 2, 8, "at least 1 step"},
+        {"submit,class,steps\n1h,big,-4\n", 2, 8, ""},
+        {"submit,class,priority\n1h,big,2000000\n", 2, 8, "priority is 0 to"},
+        {"submit,class\nsoon,big\n", 2, 1, "duration"},
+        {"# nothing\n", 1, 1, "no header line"},
+    };
+    for (const auto& [csv, line, column, says] : bad) {
+        try {
+            (void)load(csv);
+            ADD_FAILURE() << "accepted:\n" << csv;
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), "fleet.trace") << e.what();
+            EXPECT_EQ(e.location().line, line) << e.what();
+            EXPECT_EQ(e.location().column, column) << e.what();
+            EXPECT_NE(std::string(e.what()).find("jobs.csv:"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+        }
+    }
+    fs::remove(dir / "jobs.csv");
+    try {
+        (void)config::load_scenario((dir / "fleet.yaml").string());
+        ADD_FAILURE() << "loaded without its trace";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "fleet.trace") << e.what();
+        EXPECT_NE(std::string(e.what()).find("not found"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
+}
+
 /// The queue scenario with one line replaced (`from` must occur in it).
 std::string with(const std::string& from, const std::string& to) {
     std::string s = kQueue;
@@ -244,7 +305,7 @@ TEST(Fleet, BadInputIsRefusedWithItsKeyAndPlace) {
         {with("name: small", "name: big"), "fleet.jobs[1].name", "another job class"},
         {with("      gang: 3\n", ""), "fleet.jobs[0].gang", "give the ultraservers"},
         {with("gang: 3", "gang: 5"), "fleet.jobs[0].gang", "1 to 4"},
-        {with("gang: 3", "gang: 3\n      count: 0"), "fleet.jobs[0].count", "1 to"},
+        {with("gang: 3", "gang: 3\n      count: 0"), "fleet.jobs[0].count", "0 with a fleet.trace"},
         {with("submit: 1h", "submit: -1h"), "fleet.jobs[1].submit", "negative"},
         {with("submit: 1h", "submit: 1h\n      count: 1000\n      every: 1y"),
          "fleet.jobs[1].every", "100 years"},
