@@ -4,6 +4,7 @@
 #include "trnsim/config/load.hpp"
 #include "trnsim/config/study.hpp"
 #include "trnsim/sim/run.hpp"
+#include "trnsim/sim/workload_kinds.hpp"
 
 #include <gtest/gtest.h>
 
@@ -103,6 +104,37 @@ TEST(Fuzz, MutatedScenariosFailCleanly) {
     EXPECT_GT(out.rejected, 500);
     RecordProperty("loaded", out.loaded);
     RecordProperty("rejected", out.rejected);
+}
+
+/// The list forms (tenants:, fleet:): each mutation loads and passes every check a run makes,
+/// or fails with an InputError that names a location; never another exception.
+void fuzz_checked(const std::string& base, int iterations, std::uint64_t seed, Outcome& out) {
+    std::mt19937_64 rng(seed);
+    for (int i = 0; i < iterations; ++i) {
+        const std::string text = mutate(base, rng);
+        try {
+            const ScenarioSpec s = load_scenario_text(text, "fuzz.yaml");
+            ++out.loaded;
+            sim::check_scenario(s);
+            ++out.planned;
+        } catch (const InputError& e) {
+            ++out.rejected;
+            EXPECT_TRUE(e.location().known()) << "no location for: " << e.what() << "\n--\n"
+                                              << text;
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "unexpected exception type: " << e.what() << "\n--\n" << text;
+        }
+    }
+}
+
+TEST(Fuzz, MutatedTenantsAndFleetScenariosFailCleanly) {
+    for (const char* file : {"scenarios/tenants/train-and-serve.yaml",
+                             "scenarios/fleet/shared-trn2.yaml"}) {
+        Outcome out;
+        fuzz_checked(read(file), 400, 20261203, out);
+        EXPECT_GT(out.planned, 10) << file;
+        EXPECT_GT(out.rejected, 100) << file;
+    }
 }
 
 TEST(Fuzz, MutatedInlineModelsFailCleanly) {
