@@ -90,10 +90,12 @@ def fail(message):
 
 
 def kind_of(path):
-    """'serving_plan', 'plan', 'batch' or 'run' from the datasets the file holds."""
+    """'serving_plan', 'plan', 'batch', 'fleet' or 'run' from the datasets the file holds."""
     import h5py
 
     with h5py.File(path, "r") as f:
+        if "fleet" in f and "jobs" in f["fleet"]:
+            return "fleet"
         if "plan" in f and "serving" in f["plan"]:
             return "serving_plan"
         if "plan" in f and "candidates" in f["plan"]:
@@ -1151,6 +1153,100 @@ def report_serving_run(path, row, directory):
     return "One serving run", "\n".join(parts), plots
 
 
+#: The /summary columns of a fleet run (docs/results-schema.md, "Fleet scenarios").
+FLEET_GROUPS = [
+    ("Pool", [("policy", "policy"), ("unit", "domains are"), ("domains", "domains"),
+              ("chips", "chips"), ("spares", "spares"), ("busy_fraction", "busy"),
+              ("idle_fraction", "idle"), ("spare_fraction", "spare"),
+              ("down_fraction", "down")]),
+    ("Jobs", [("classes", "classes"), ("jobs", "jobs"), ("jobs_started", "started"),
+              ("jobs_finished", "finished"), ("mean_wait_s", "first start after submission"),
+              ("mean_completion_s", "done after submission"), ("preemptions", "preemptions"),
+              ("failures", "interrupted by a failure"), ("lost_s", "work lost"),
+              ("end_s", "run's end")]),
+]
+
+
+def day_axis(seconds):
+    """Hours or days for a time axis, by the span: (scale, label)."""
+    span = float(seconds.max()) if len(seconds) else 0.0
+    return (86400.0, "days") if span > 2 * 86400 else (3600.0, "hours")
+
+
+def plot_fleet_pool(path, directory):
+    """The pool's domains in each use over time (/fleet/pool), stacked."""
+    pool = table_or_none(path, "/fleet/pool")
+    if pool is None or len(pool) < 2:
+        return None
+    scale, unit = day_axis(pool["time_s"])
+    x = pool["time_s"].to_numpy() / scale
+    fig, ax = plt.subplots(figsize=(8, 4))
+    bottom = np.zeros(len(pool))
+    for i, use in enumerate(["busy", "idle", "spare", "down"]):
+        top = bottom + pool[use].to_numpy()
+        ax.fill_between(x, bottom, top, step="post", color=SERIES_COLORS[i],
+                        label=use, linewidth=0)
+        bottom = top
+    ax.set_xlim(x[0], x[-1])
+    ax.set_ylim(0, bottom.max())
+    ax.set_xlabel(unit)
+    ax.set_ylabel("domains")
+    ax.legend(loc="lower right", fontsize=8)
+    ax.set_title("The pool: domains busy, idle, spare and down", fontsize=10)
+    fig.tight_layout()
+    return save(fig, directory, "pool.png"), ("The pool's domains in each use after every "
+                                              "change (/fleet/pool).")
+
+
+def plot_fleet_queue(path, directory):
+    """Jobs waiting for their first start and jobs started and not finished, over time, from
+    /fleet/jobs (a job sent back to the queue counts as started)."""
+    jobs = table_or_none(path, "/fleet/jobs")
+    if jobs is None or jobs.empty:
+        return None
+    end = float(trnsim_results.load_summary(path).iloc[0]["end_s"])
+    scale, unit = day_axis(pd.Series([end]))
+    times = np.linspace(0.0, end, 400)
+    submit = jobs["submit_s"].to_numpy()
+    start = jobs["first_start_s"].fillna(np.inf).to_numpy()
+    done = jobs["end_s"].fillna(np.inf).to_numpy()
+    waiting = [int(((submit <= t) & (start > t)).sum()) for t in times]
+    running = [int(((start <= t) & (done > t)).sum()) for t in times]
+    fig, ax = plt.subplots(figsize=(8, 4))
+    ax.plot(times / scale, waiting, color=SERIES_COLORS[1], label="waiting for a first start")
+    ax.plot(times / scale, running, color=SERIES_COLORS[0], label="started, not finished")
+    ax.set_xlabel(unit)
+    ax.set_ylabel("jobs")
+    ax.set_ylim(bottom=0)
+    ax.legend(fontsize=8)
+    ax.set_title("The queue", fontsize=10)
+    fig.tight_layout()
+    return save(fig, directory, "queue.png"), ("Jobs waiting for their first start and jobs "
+                                               "started and not yet finished (/fleet/jobs).")
+
+
+def report_fleet(path, directory):
+    """A fleet run: the pool's use, the jobs' waits, each class, the pool and queue over time."""
+    row = trnsim_results.load_summary(path).iloc[0]
+    parts = ["<div class='groups'>"]
+    for caption, items in FLEET_GROUPS:
+        parts.append(key_value_table(row, [(n, l) for n, l in items if n in row], caption))
+    parts.append("</div>")
+    classes = table_or_none(path, "/fleet/classes")
+    if classes is not None and not classes.empty:
+        parts.append("<h3>Job classes</h3>")
+        parts.append(html_table(
+            [r for _, r in classes.iterrows()],
+            [Column("class", left=True), Column("tenant", left=True), Column("gang"),
+             Column("count"), Column("priority"), Column("tp"), Column("pp"), Column("dp"),
+             Column("step_s", header="step time"), Column("steps"),
+             Column("checkpoint_steps", header="steps between checkpoints"),
+             Column("finished"), Column("mean_wait_s", header="first start after"),
+             Column("mean_completion_s", header="done after")]))
+    plots = [plot_fleet_pool(path, directory), plot_fleet_queue(path, directory)]
+    return "A fleet of training jobs", "\n".join(parts), plots
+
+
 def report_batch(path, directory):
     frame, keys, units, axes_of, kinds = batch_frame(path)
     axes = Axes(frame, keys, units, axes_of, kinds)
@@ -1528,7 +1624,7 @@ def write_report(path, directory):
         raise ReportError(f"{path}: {e}") from None
     os.makedirs(directory, exist_ok=True)
     builders = {"run": report_run, "batch": report_batch, "plan": report_plan,
-                "serving_plan": report_serving_plan}
+                "serving_plan": report_serving_plan, "fleet": report_fleet}
     heading, body, plots = builders[kind](path, directory)
     plots = [p for p in plots if p is not None]
     name = meta.get("name", os.path.basename(path))

@@ -159,7 +159,8 @@ def percent(fraction):
 #: Columns holding a fraction 0..1, shown as a percentage.
 FRACTIONS = frozenset({"mfu", "hfu", "mbu", "ettr", "est_ettr", "sim_ettr", "bubble_fraction",
                        "memory_fraction", "done", "min_ettr", "hbm_headroom", "slo_attainment",
-                       "kv_cache_peak_fraction", "kv_peak_fraction", "used_fraction"})
+                       "kv_cache_peak_fraction", "kv_peak_fraction", "used_fraction",
+                       "busy_fraction", "idle_fraction", "spare_fraction", "down_fraction"})
 #: Token rates (tokens per second), shown as a count with "tokens/s".
 TOKEN_RATES = frozenset({"tokens_per_s", "goodput", "sim_goodput", "est_goodput",
                          "output_tokens_per_s"})
