@@ -107,19 +107,19 @@ inline YAML::Node entry_document(const YAML::Node& root, const SharedCluster& cl
         const std::string key = kv.first.Scalar();
         if (key != skip && key != "cluster" && key != "name" && key != "workload" &&
             key != "reliability") {
-            doc[key] = kv.second;
+            doc[key] = YAML::Clone(kv.second); // a copy: loading may write into its nodes
         }
     }
     doc["name"] = name;
     YAML::Node c(YAML::NodeType::Map);
     c[cluster.unit] = domains;
     if (cluster.node["fabric"].IsDefined()) {
-        c["fabric"] = cluster.node["fabric"];
+        c["fabric"] = YAML::Clone(cluster.node["fabric"]);
     }
     doc["cluster"] = c;
-    doc["workload"] = entry["workload"];
+    doc["workload"] = YAML::Clone(entry["workload"]);
     if (entry["reliability"].IsDefined()) {
-        doc["reliability"] = entry["reliability"];
+        doc["reliability"] = YAML::Clone(entry["reliability"]);
     }
     return doc;
 }

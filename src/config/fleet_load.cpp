@@ -23,6 +23,7 @@ namespace {
 
 constexpr std::int64_t kMaxJobsPerClass = 1'000'000;
 constexpr std::int64_t kMaxPriority = 1'000'000;
+constexpr std::int64_t kMaxTraceSteps = std::int64_t{1} << 40; // as workload.steps
 
 Duration duration(const YAML::Node& n, const std::string& path, const std::string& file) {
     Duration d;
@@ -112,6 +113,7 @@ std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::strin
                              at(1));
         }
         FleetTraceJob j;
+        j.line = number;
         for (std::size_t i = 0; i < fields.size(); ++i) {
             const auto& [value, column] = fields[i];
             try {
@@ -141,8 +143,8 @@ std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::strin
                 case steps:
                     if (!value.empty()) {
                         j.steps = parse_count(value);
-                        if (j.steps < 1) {
-                            throw InputError(key, "a job runs at least 1 step", at(column));
+                        if (j.steps < 1 || j.steps > kMaxTraceSteps) {
+                            throw InputError(key, "a job runs 1 to 2^40 steps", at(column));
                         }
                     }
                     break;
@@ -388,14 +390,40 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         spec.input_files.push_back(fs.trace_file);
     }
     // A class's reliability section sets its checkpoints and start time; that it has no
-    // failure processes is the rule here, not a setting without effect (the fleet's own
-    // section draws the failures).
-    std::erase_if(spec.warnings, [](const Warning& w) {
-        return w.key_path.rfind("fleet.jobs[", 0) == 0 &&
-               w.key_path.size() > 12 &&
-               w.key_path.compare(w.key_path.size() - 12, 12, ".reliability") == 0 &&
-               w.message.find("no failure processes") != std::string::npos;
-    });
+    // failure processes is the rule here (the fleet's own section draws the failures), except
+    // that an auto interval then takes no checkpoint at all: say that instead.
+    for (Warning& w : spec.warnings) {
+        const bool ours = w.key_path.rfind("fleet.jobs[", 0) == 0 && w.key_path.size() > 12 &&
+                          w.key_path.compare(w.key_path.size() - 12, 12, ".reliability") == 0 &&
+                          w.message.find("no failure processes") != std::string::npos;
+        if (ours) {
+            w.message.clear(); // dropped below unless the interval is auto
+        }
+    }
+    for (std::size_t i = 0; i < loaded.size(); ++i) {
+        const reliability::ReliabilitySpec& r = loaded[i].reliability;
+        const std::string key = "fleet.jobs[" + std::to_string(i) + "].reliability";
+        if (!r.enabled) {
+            continue;
+        }
+        if (r.checkpoint.mode != reliability::CheckpointMode::sync) {
+            throw InputError(key + ".checkpoint.mode",
+                             "a fleet's jobs checkpoint synchronously (mode: sync): their "
+                             "background copies are not modelled",
+                             loaded[i].sources.find("reliability.checkpoint.mode"));
+        }
+        if (r.failures.empty() && r.trace.failures.empty() &&
+            r.checkpoint.interval == Duration::zero()) {
+            for (Warning& w : spec.warnings) {
+                if (w.key_path == key && w.message.empty()) {
+                    w.message = "no failure processes: its auto checkpoint interval takes no "
+                                "checkpoint (give checkpoint.interval, or failure rates for "
+                                "Daly's interval)";
+                }
+            }
+        }
+    }
+    std::erase_if(spec.warnings, [](const Warning& w) { return w.message.empty(); });
     const YAML::Node name = croot["name"];
     spec.name = is_scalar(name) ? name.Scalar() : default_name;
     spec.cluster = cluster::ClusterSpec::of_domains(cl.ultraservers, cl.domains);
@@ -406,11 +434,10 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     }
     for (std::size_t i = 0; i < loaded.size(); ++i) {
         if (loaded[i].reliability.enabled && loaded[i].reliability.spares.count() > 0) {
-            const YAML::Node& entry = list[i];
             spec.warnings.push_back(
                 {"fleet.jobs[" + std::to_string(i) + "].reliability.spares",
                  "no effect: the fleet's spares are fleet.spares, shared by every job",
-                 at(entry["reliability"]["spares"], file)});
+                 loaded[i].sources.find("reliability.spares")});
         }
         loaded[i].output.file = spec.output.file;
         fs.jobs[i].scenario = std::make_shared<ScenarioSpec>(std::move(loaded[i]));

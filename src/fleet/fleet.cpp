@@ -11,11 +11,12 @@ namespace trnsim::fleet {
 namespace {
 
 // Event kinds, also their priority classes: at one instant ends come first, then repairs, then
-// failures, then submissions.
+// failures, then submissions, and last the scheduler's one decision for the instant.
 constexpr engine::EventType kEnd = 0;
 constexpr engine::EventType kUp = 1;
 constexpr engine::EventType kDown = 2;
 constexpr engine::EventType kSubmit = 3;
+constexpr engine::EventType kSchedule = 4;
 constexpr engine::EntityId kScheduler = 0;
 constexpr std::uint16_t kDrawn = 1; ///< aux of a transition from the failure process
 
@@ -37,6 +38,12 @@ public:
         }
         last_ = t;
         std::vector<Start> starts;
+        if (e.type != kSchedule && !deciding_) {
+            // One decision an instant, after everything that happens at it (another one if
+            // something still happens at the instant after it).
+            ctx.schedule_at(kScheduler, t, kSchedule, 0, 0, kSchedule);
+            deciding_ = true;
+        }
         switch (e.type) {
         case kEnd:
             if (scheduler_.end(t, static_cast<std::int64_t>(e.payload & 0xffffffffu),
@@ -53,13 +60,17 @@ public:
         case kSubmit:
             scheduler_.submit(t, static_cast<std::int64_t>(e.payload));
             break;
+        case kSchedule:
+            deciding_ = false;
+            starts = scheduler_.schedule(t);
+            break;
         default:
             break;
         }
-        const std::vector<Start> more = scheduler_.schedule(t);
-        starts.insert(starts.end(), more.begin(), more.end());
         for (const Start& s : starts) {
-            ctx.schedule_at(kScheduler, s.end, kEnd, end_payload(s), 0, kEnd);
+            if (s.end < horizon_) { // a segment ending past the run (or never) has no event
+                ctx.schedule_at(kScheduler, s.end, kEnd, end_payload(s), 0, kEnd);
+            }
         }
         if (outage && e.aux == kDrawn) {
             pull(ctx);
@@ -90,6 +101,7 @@ private:
     SimTime horizon_;
     SimTime last_;
     SimTime last_end_;
+    bool deciding_ = false; ///< a decision is scheduled (at the current instant)
 };
 
 void check_outages(const FleetInput& in) {

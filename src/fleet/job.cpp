@@ -16,7 +16,16 @@ std::int64_t checkpoints(const JobSpec& j, std::int64_t steps) {
 } // namespace
 
 SimTime Segment::end(const JobSpec& j) const {
-    return granted + setup + j.step * steps + j.save * checkpoints(j, steps);
+    // Saturating: a segment that would end past the range of simulated time never ends.
+    std::int64_t run = 0, saving = 0, total = 0;
+    if (__builtin_mul_overflow(j.step.ns(), steps, &run) ||
+        __builtin_mul_overflow(j.save.ns(), checkpoints(j, steps), &saving) ||
+        __builtin_add_overflow(run, saving, &total) ||
+        __builtin_add_overflow(total, setup.ns(), &total) ||
+        __builtin_add_overflow(total, granted.ns(), &total)) {
+        return SimTime::max();
+    }
+    return SimTime::from_ns(total);
 }
 
 Segment::Cut Segment::cut(const JobSpec& j, SimTime t) const {

@@ -3,6 +3,7 @@
 #include "trnsim/core/assert.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -81,6 +82,10 @@ Start Scheduler::start(SimTime t, std::int64_t job, std::vector<std::int64_t> do
     run.segment.granted = t;
     run.segment.steps = j.steps - r.steps_done;
     run.segment.setup = j.launch + (r.steps_done > 0 ? j.restore : Duration::zero());
+    if (run.after_failure) { // the failure that sent it back is noticed first
+        run.segment.setup += spec_.detection;
+        run.after_failure = false;
+    }
     ++run.epoch;
     held_by_tenant_[ix(j.tenant)] += j.domains;
     active_.insert(job);
@@ -146,6 +151,7 @@ std::vector<Start> Scheduler::domain_down(SimTime t, std::int64_t domain) {
     if (spare < 0) {
         interrupt(t, job);
         pool_.fail(t, domain); // released to idle by interrupt, then down
+        run_[ix(job)].after_failure = true;
         enqueue(t, job);
         return out;
     }
@@ -213,6 +219,11 @@ std::pair<SimTime, std::int64_t> Scheduler::reservation(SimTime t, std::int64_t 
         free += jobs_[ix(it->second)].domains;
         at = it->first;
     }
+    if (free < need) {
+        // Running jobs' ends do not free enough (domains are down): no reservation can be
+        // made, and later jobs backfill freely until one can.
+        return {SimTime::max(), std::numeric_limits<std::int64_t>::max()};
+    }
     return {at, free - need};
 }
 
@@ -269,6 +280,13 @@ std::vector<Start> Scheduler::schedule(SimTime t) {
 }
 
 void Scheduler::close(SimTime t) {
+    for (const Key& k : queue_) { // still waiting at the end: their waits so far
+        const std::int64_t job = std::get<2>(k);
+        if (t > queued_since_[ix(job)]) {
+            records_[ix(job)].waiting += t - queued_since_[ix(job)];
+            queued_since_[ix(job)] = t;
+        }
+    }
     for (const std::int64_t job : active_) {
         const auto v = ix(job);
         Running& run = run_[v];

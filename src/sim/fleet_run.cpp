@@ -21,6 +21,9 @@ namespace trnsim::sim {
 
 namespace {
 
+/// The longest job a fleet runs: its segment ends stay far inside simulated time's range.
+const Seconds kLongestJob = Seconds::of(100.0 * units::kSecondsPerYear);
+
 /// An error of job class i's scenario, located in the file and keyed under fleet.jobs[i].
 InputError class_error(const InputError& e, const config::ScenarioSpec& c, std::size_t i) {
     return detail::entry_error(e, c, "fleet.jobs[" + std::to_string(i) + "]", "job class");
@@ -39,6 +42,14 @@ FleetClassRun prepare_class(const config::FleetJobClass& c) {
     const StepEstimate step = estimate_step(r.plan);
     r.step = step.step_time;
     r.steps = r.plan.steps;
+    if (r.step.seconds() * static_cast<double>(r.steps) > kLongestJob.seconds()) {
+        throw InputError(s.training.steps > 0 ? "workload.steps" : "workload.tokens",
+                         "a job of this class would run " +
+                             std::to_string(static_cast<long long>(
+                                 r.step.seconds() * static_cast<double>(r.steps) /
+                                 units::kSecondsPerYear)) +
+                             " years: at most 100");
+    }
     if (s.reliability.enabled) {
         const reliability::Expectation x = reliability::expect(reliability_input(s, r.plan, step));
         if (std::isfinite(x.facts.checkpoint_interval.seconds())) {
@@ -171,8 +182,10 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     fleet::FleetInput& in = out.input;
     in.domains = shape.domains();
     in.chips_per_domain = shape.chips_per_domain();
-    in.groups = cluster::domain_groups(shape, chip.instance.efa_interfaces,
-                                       reliability::FabricSpec{}.switch_radix);
+    // The Clos's radix: the failure layout's when the fleet draws failures, else the default.
+    const int radix = spec.reliability.enabled ? spec.reliability.fabric.switch_radix
+                                               : reliability::FabricSpec{}.switch_radix;
+    in.groups = cluster::domain_groups(shape, chip.instance.efa_interfaces, radix);
     in.spares = fs.spares;
     in.scheduler.policy = fs.policy;
     in.horizon =
@@ -220,6 +233,12 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     }
     for (const config::FleetTraceJob& t : fs.trace) {
         fleet::JobSpec j = job_of(t.job_class);
+        const double run_s =
+            out.classes[t.job_class].step.seconds() * static_cast<double>(t.steps);
+        if (run_s > kLongestJob.seconds()) {
+            throw InputError("fleet.trace", "this job would run for more than 100 years",
+                             SourceLocation{fs.trace_file, t.line, 1});
+        }
         j.submit = SimTime::zero() + t.submit;
         j.steps = t.steps > 0 ? t.steps : j.steps;
         j.priority = t.priority >= 0 ? t.priority : j.priority;

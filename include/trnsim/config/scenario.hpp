@@ -221,6 +221,7 @@ struct FleetTraceJob {
     std::size_t job_class = 0; ///< index in FleetSpec::jobs
     std::int64_t steps = 0;    ///< 0: the class's plan's
     int priority = -1;         ///< -1: the class's
+    int line = 0;              ///< in the trace file
 };
 
 /// The `fleet:` section: training jobs sharing the cluster's domains under one scheduler.

@@ -1,8 +1,9 @@
 // A fleet of training jobs on one pool, on the engine: submissions, segment ends, domain
-// failures and repairs are events of the scheduler's entity; after each, the scheduler decides
-// what starts (scheduler.hpp). Events at one instant are handled ends first, then repairs, then
-// failures, then submissions (each kind in job or domain order), so a domain freed at t is
-// granted at t.
+// failures and repairs are events of the scheduler's entity; once an instant, after all of
+// them, the scheduler decides what starts (scheduler.hpp). Events at one instant are handled
+// ends first, then repairs, then failures, then submissions (each kind in the engine's order of
+// its events: the order they were scheduled in), so a domain freed at t is granted at t and a
+// job ending at t is never preempted at t.
 //
 // Determinism: the result is a function of the input alone.
 #pragma once

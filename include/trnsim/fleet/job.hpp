@@ -44,7 +44,8 @@ struct Segment {
     SimTime granted;
     Duration setup;          ///< launch, plus restore when resuming
     std::int64_t steps = 0;  ///< the steps left at the grant
-    /// When the segment's last step ends (no interruption).
+    /// When the segment's last step ends (no interruption); SimTime::max() past the range of
+    /// simulated time (it never ends).
     SimTime end(const JobSpec& j) const;
     /// Cut short at `t` (granted <= t <= end). The time held, t - granted, is split three ways:
     /// the durable steps' running time, the overhead (the setup or the part of it paid, and the

@@ -6,7 +6,9 @@
 //   backfill  fifo, and EASY backfilling: the blocked head gets a reservation at the earliest
 //             time enough domains come free (running jobs ending when their segments end);
 //             a later job starts now if it fits and either ends by then or needs no more than
-//             the domains the head leaves over at that time (counts only, not places)
+//             the domains the head leaves over at that time (counts only, not places). When
+//             the running jobs' ends cannot free enough (domains are down), there is no
+//             reservation and later jobs that fit start
 //   priority  by priority (higher first), then submit time; the first job that does not fit
 //             preempts running jobs of lower priority (lowest priority first, then the most
 //             recently started) when freeing them makes it fit, else it blocks the rest
@@ -17,7 +19,7 @@
 // Failures (domain_down). A busy domain that fails interrupts its job (Segment::cut): when the
 // spare pool has a domain, it takes the failed one's place and the job starts a new segment
 // after the detection time (restore included); else the job releases its other domains and
-// goes back to the queue.
+// goes back to the queue (its next start pays the detection time too).
 // A repaired domain refills the spare pool to its target, else becomes idle (Pool::repair).
 #pragma once
 
@@ -99,6 +101,7 @@ private:
         std::vector<std::int64_t> domains;
         std::uint32_t epoch = 0;
         SimTime end; ///< the segment's end, uninterrupted
+        bool after_failure = false; ///< requeued by a failure: its next start pays detection
     };
 
     Key key(std::int64_t job) const;

@@ -6,7 +6,8 @@
 // A class with a reliability section checkpoints as its run simulation would on the same gang
 // (reliability::expect: the interval, auto or fixed, raised to whole steps; the stall; the
 // restore) and pays recovery.restart on every start; a class without one takes no checkpoint
-// and starts at once. Failures of the fleet's domains are not drawn yet (docs/fleet.md).
+// and starts at once. The scenario's own reliability section is the failure process of the
+// whole pool (reliability::OutageSchedule over every domain), drawn as the run goes.
 #pragma once
 
 #include "trnsim/config/scenario.hpp"

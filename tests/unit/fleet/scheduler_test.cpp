@@ -218,6 +218,63 @@ TEST(FleetScheduler, WithoutASpareTheJobWaitsForTheRepair) {
     EXPECT_EQ(j.lost, min(64));
 }
 
+TEST(FleetScheduler, ARequeuedJobPaysTheDetectionBeforeItsRestart) {
+    FleetInput in = failing(2, 0);
+    in.detection = min(5);
+    const FleetResult r = simulate_fleet(in);
+    EXPECT_EQ(r.jobs[0].end, at_min(300 + 5 + 30 + 480 + 18));
+    in = failing(3, 1); // on a spare: the same detection
+    in.detection = min(5);
+    EXPECT_EQ(simulate_fleet(in).jobs[0].end, at_min(200 + 5 + 30 + 480 + 18));
+}
+
+TEST(FleetScheduler, AJobEndingAtAnInstantIsNeverPreemptedAtIt) {
+    // A (priority 10) and B (priority 0) hold 4 domains each until 100 min; H (priority 5)
+    // needs all 8 from 10 min: preempting B alone would not make it fit. At 100 both end,
+    // and H starts on the 8 they free: B finished, nothing preempted.
+    FleetInput in;
+    in.domains = 8;
+    in.chips_per_domain = 64;
+    in.jobs = {job(0, 4, 1, 100, 10), job(0, 4, 1, 100, 0), job(10, 8, 1, 60, 5)};
+    in.scheduler.policy = Policy::priority;
+    const FleetResult r = simulate_fleet(in);
+    EXPECT_EQ(r.jobs[1].preemptions, 0);
+    EXPECT_EQ(r.jobs[1].end, at_min(100));
+    EXPECT_EQ(r.jobs[2].first_start, at_min(100));
+}
+
+TEST(FleetScheduler, AHorizonLeavesJobsWaitingOrRunningAsTheyAre) {
+    // One domain: the first job runs 0-100 min, the second waits; the run stops at 60 min.
+    FleetInput in;
+    in.domains = 1;
+    in.chips_per_domain = 64;
+    in.jobs = {job(0, 1, 10, 10), job(20, 1, 1, 10)};
+    in.jobs[0].checkpoint_steps = 2;
+    in.horizon = at_min(60);
+    const FleetResult r = simulate_fleet(in);
+    EXPECT_EQ(r.end, at_min(60));
+    EXPECT_FALSE(r.jobs[0].finished());
+    EXPECT_EQ(r.jobs[0].steps_done, 6);          // checkpoints after steps 2, 4 and 6
+    EXPECT_EQ(r.jobs[0].unsaved, min(60 - 60)); // step 6 ends at 60: nothing unsaved
+    EXPECT_EQ(r.jobs[0].held, min(60));
+    EXPECT_EQ(r.jobs[1].first_start, SimTime::max());
+    EXPECT_EQ(r.jobs[1].waiting, min(40)); // queued from 20 to the horizon
+}
+
+TEST(FleetScheduler, BackfillWithoutAReservationStartsWhatFits) {
+    // 4 domains, one down for 10 h: the head needs all 4 and no end frees them, so there is no
+    // reservation to keep and a 1-domain job behind it starts at once.
+    FleetInput in;
+    in.domains = 4;
+    in.chips_per_domain = 64;
+    in.jobs = {job(0, 4, 1, 60), job(1, 1, 1, 600)};
+    in.outages = {{3, at_min(0), at_min(600)}};
+    in.scheduler.policy = Policy::backfill;
+    const FleetResult r = simulate_fleet(in);
+    EXPECT_EQ(r.jobs[1].first_start, at_min(1));
+    EXPECT_EQ(r.jobs[0].first_start, at_min(601)); // after the small job's end
+}
+
 TEST(FleetScheduler, HeldTimeAndDomainsAreConservedInARandomFleet) {
     std::mt19937_64 rng(11);
     FleetInput in;
@@ -244,8 +301,12 @@ TEST(FleetScheduler, HeldTimeAndDomainsAreConservedInARandomFleet) {
     for (const Policy p : {Policy::fifo, Policy::backfill, Policy::priority}) {
         in.scheduler.policy = p;
         const FleetResult r = simulate_fleet(in);
+        double held_domain_s = 0.0; // the jobs' ledger of the pool's busy time
         for (std::size_t k = 0; k < r.jobs.size(); ++k) {
             const JobRecord& j = r.jobs[k];
+            held_domain_s += j.held.seconds() * static_cast<double>(in.jobs[k].domains);
+            EXPECT_GE(j.lost, Duration::zero());
+            EXPECT_GE(j.overhead, Duration::zero());
             ASSERT_TRUE(j.finished()) << to_string(p) << " job " << k;
             EXPECT_EQ(j.steps_done, in.jobs[k].steps);
             EXPECT_EQ(j.held, in.jobs[k].step * j.steps_done + j.overhead + j.lost + j.unsaved)
@@ -257,6 +318,8 @@ TEST(FleetScheduler, HeldTimeAndDomainsAreConservedInARandomFleet) {
             total += t.seconds();
         }
         EXPECT_NEAR(total, 24.0 * r.end.seconds(), 1e-9 * total);
+        const double busy = r.pool.domain_time[static_cast<std::size_t>(DomainUse::busy)].seconds();
+        EXPECT_NEAR(held_domain_s, busy, 1e-9 * busy) << to_string(p);
         for (const auto& point : r.pool.timeline) {
             std::int64_t sum = 0;
             for (const std::int64_t n : point.domains) {

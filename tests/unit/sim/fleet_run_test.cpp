@@ -232,7 +232,7 @@ TEST(Fleet, AJobTraceAddsItsJobsAndRefusesWhatIsWrongAtItsLineAndColumn) {
         {"submit,class\n-1h,big\n", 2, 1, "negative"},
         {"submit,class\n2h,big\n1h,big\n", 3, 1, "must not decrease"},
         {"submit,class\n1h, bigg\n", 2, 5, "not a job class"},
-        {"submit,class,steps\n1h,big,0\n", 2, 8, "at least 1 step"},
+        {"submit,class,steps\n1h,big,0\n", 2, 8, "1 to 2^40 steps"},
         {"submit,class,steps\n1h,big,-4\n", 2, 8, ""},
         {"submit,class,priority\n1h,big,2000000\n", 2, 8, "priority is 0 to"},
         {"submit,class\nsoon,big\n", 2, 1, "duration"},
@@ -328,6 +328,7 @@ TEST(Fleet, BadInputIsRefusedWithItsKeyAndPlace) {
             EXPECT_EQ(e.key_path(), b.key) << e.what();
             EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
             EXPECT_TRUE(e.location().known()) << e.what();
+            EXPECT_GT(e.location().line, 0) << e.what(); // at its place, not the file alone
         }
     }
     // A class's own plan, checked before anything runs: tp 3 does not divide the heads.
