@@ -125,6 +125,12 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         << ", down " << share(fleet::DomainUse::down) << " of "
         << domains_text(spec, run.input.domains) << " over " << fmt::seconds(r.end.seconds())
         << "\n";
+    const double hours = r.end.seconds() / 3600.0 * static_cast<double>(run.input.domains);
+    const double busy_hours =
+        r.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() / 3600.0;
+    out << "  cost       " << fmt::money(run.domain_hour * hours) << " for the pool ("
+        << fmt::money(run.domain_hour) << " a domain-hour, " << spec.cost.origin << "), "
+        << fmt::money(run.domain_hour * busy_hours) << " of it held by jobs\n";
     out << "  engine     " << fmt::integer(static_cast<std::int64_t>(r.events))
         << " events; the plans " << fmt::seconds(run.plans_wall.seconds()) << " on "
         << run.threads << (run.threads == 1 ? " thread" : " threads") << ", the scheduler "

@@ -46,6 +46,10 @@ std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
         {"spare_fraction", share(fleet::DomainUse::spare)},
         {"down_fraction", share(fleet::DomainUse::down)},
         {"engine_events", static_cast<std::int64_t>(r.events)},
+        {"cost_usd", pool_s / 3600.0 * run.domain_hour.usd()},
+        {"busy_cost_usd",
+         r.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() /
+             3600.0 * run.domain_hour.usd()},
     };
 }
 
@@ -64,6 +68,7 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     classes.add_string("tenant", 64);
     classes.add_int("gang");
     classes.add_int("count");
+    classes.add_int("jobs");
     classes.add_int("priority");
     classes.add_int("tp");
     classes.add_int("pp");
@@ -80,7 +85,7 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     for (std::size_t c = 0; c < run.classes.size(); ++c) {
         const sim::FleetClassRun& k = run.classes[c];
         const sim::FleetJobMeans m = sim::fleet_means(run, static_cast<std::int32_t>(c));
-        classes.add_row({k.name, k.tenant, k.gang, k.count, std::int64_t{k.priority},
+        classes.add_row({k.name, k.tenant, k.gang, k.count, m.jobs, std::int64_t{k.priority},
                          std::int64_t{k.plan.tp}, std::int64_t{k.plan.pp},
                          std::int64_t{k.plan.dp}, k.step.seconds(), k.steps, k.checkpoint_steps,
                          k.save.seconds(), k.restore.seconds(), k.launch.seconds(), m.finished,
@@ -106,6 +111,7 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     jobs.add_float("overhead_s");
     jobs.add_float("lost_s");
     jobs.add_float("unsaved_s");
+    jobs.add_float("cost_usd");
     for (std::size_t j = 0; j < r.jobs.size(); ++j) {
         const fleet::JobRecord& x = r.jobs[j];
         const sim::FleetClassRun& k = run.classes[static_cast<std::size_t>(run.class_of_job[j])];
@@ -113,7 +119,9 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
                       x.submit.seconds(), seconds_or_nan(x.first_start), seconds_or_nan(x.end),
                       x.waiting.seconds(), x.starts, x.preemptions, x.failures, x.steps_done,
                       x.held.seconds(), x.overhead.seconds(), x.lost.seconds(),
-                      x.unsaved.seconds()});
+                      x.unsaved.seconds(),
+                      x.held.seconds() / 3600.0 * static_cast<double>(k.gang) *
+                          run.domain_hour.usd()});
     }
     f.tables.emplace_back("/fleet/jobs", std::move(jobs));
 

@@ -182,6 +182,7 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     fleet::FleetInput& in = out.input;
     in.domains = shape.domains();
     in.chips_per_domain = shape.chips_per_domain();
+    out.domain_hour = spec.cost.instance_hour * static_cast<double>(shape.instances_per_domain());
     // The Clos's radix: the failure layout's when the fleet draws failures, else the default.
     const int radix = spec.reliability.enabled ? spec.reliability.fabric.switch_radix
                                                : reliability::FabricSpec{}.switch_radix;

@@ -325,6 +325,20 @@ TEST(Cli, AFleetScenarioWritesItsJobsClassesAndPool) {
     EXPECT_EQ(results::read_table(out.string(), "/fleet/classes").rows(), 3u);
     EXPECT_EQ(results::read_table(out.string(), "/fleet/jobs").rows(), 26u);
     EXPECT_GT(results::read_table(out.string(), "/fleet/pool").rows(), 2u);
+    // The jobs' costs add up to the pool's busy cost; the pool's is its domain-hours at the
+    // trn2 on-demand price of 4 instances.
+    const results::Table jobs = results::read_table(out.string(), "/fleet/jobs");
+    const results::Table sum = results::read_summary(out.string());
+    const auto value = [](const results::Table& t, const char* name, std::size_t row) {
+        return t.columns().at(static_cast<std::size_t>(t.find(name))).floats.at(row);
+    };
+    double job_cost = 0.0;
+    for (std::size_t i = 0; i < jobs.rows(); ++i) {
+        job_cost += value(jobs, "cost_usd", i);
+    }
+    EXPECT_NEAR(job_cost, value(sum, "busy_cost_usd", 0), 1e-9 * job_cost);
+    EXPECT_NEAR(value(sum, "cost_usd", 0), 32 * 4 * 35.76 * value(sum, "end_s", 0) / 3600.0,
+                1e-6);
     const CliResult j = run_cli({"run", file, "--json", "-o", out.string()});
     ASSERT_EQ(j.exit_code, 0) << j.err;
     EXPECT_NE(j.out.find("\"jobs_finished\":26"), std::string::npos) << j.out;

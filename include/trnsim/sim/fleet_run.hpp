@@ -43,6 +43,8 @@ struct FleetRun {
     std::vector<std::int64_t> index_in_class;  ///< its index among its class's jobs
     fleet::FleetInput input;                   ///< what the scheduler ran (without its jobs' names)
     fleet::FleetResult result;
+    /// USD per domain-hour: cost.instance_hour x the instances of a domain.
+    Money domain_hour;
     int threads = 1;       ///< threads of the plans' estimates
     Seconds plans_wall;    ///< host time of the plans' estimates
     Seconds fleet_wall;    ///< host time of the scheduler's run
