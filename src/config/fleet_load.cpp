@@ -470,6 +470,20 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                              "job",
                              spec.sources.find("reliability.spares"));
         }
+        // What the fleet's failure process does not use: each job class checkpoints as its
+        // own section says, and a fleet restarts whole jobs (its restart time is the
+        // outage's: a restart-only failure takes the domain out for detection + restart).
+        for (const char* key : {"reliability.checkpoint", "reliability.recovery.scope",
+                                "reliability.recovery.run_degraded"}) {
+            if (probe.sources.contains(key)) {
+                spec.warnings.push_back(
+                    {key,
+                     "no effect in a fleet's own reliability section: each job class's "
+                     "section sets its checkpoints (fleet.jobs[i].reliability), and a failure "
+                     "restarts the whole job",
+                     probe.sources.find(key)});
+            }
+        }
         if (options.resolved_text) {
             fleet_reliability_yaml = probe.resolved_yaml;
         }

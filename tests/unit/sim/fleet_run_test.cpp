@@ -125,6 +125,14 @@ TEST(Fleet, TheRecordsDoNotDependOnTheThreads) {
     EXPECT_GT(preemptions, 0) << "the shipped fleet shows a preemption";
 }
 
+TEST(Fleet, TheFleetsCheckpointSettingsWarnThatTheClassesHoldThem) {
+    const config::ScenarioSpec spec =
+        config::load_scenario(kFile, {"reliability.checkpoint.interval=1h"});
+    ASSERT_EQ(spec.warnings.size(), 1u);
+    EXPECT_EQ(spec.warnings[0].key_path, "reliability.checkpoint");
+    EXPECT_TRUE(config::load_scenario(kFile).warnings.empty());
+}
+
 TEST(Fleet, AClassSparesWarnThatTheFleetsAreShared) {
     const config::ScenarioSpec spec = config::load_scenario(
         kFile, {"fleet.jobs.pretrain-70b.reliability.spares.ultraservers=2"});
