@@ -63,15 +63,6 @@ FleetClassRun prepare_class(const config::FleetJobClass& c) {
     return r;
 }
 
-reliability::HardwareFacts hardware_facts(const compute::ChipSpec& chip) {
-    reliability::HardwareFacts hw;
-    hw.instance_torus = chip.instance.torus;
-    hw.efa_interfaces = chip.instance.efa_interfaces;
-    hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
-    hw.host_memory = chip.instance.host_memory;
-    return hw;
-}
-
 /// The fleet's failure process (its reliability section) over every domain of the pool, spares
 /// included: the reliability model's failures, blast radii, detection, restarts and repairs, as
 /// the serving fleet draws them (reliability::OutageSchedule, without spares of its own: the

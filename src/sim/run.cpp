@@ -20,16 +20,21 @@ Bytes checkpoint_bytes(const workload::Plan& plan) {
     return Bytes(plan.stats.total * per_parameter);
 }
 
+reliability::HardwareFacts hardware_facts(const compute::ChipSpec& chip) {
+    reliability::HardwareFacts hw;
+    hw.instance_torus = chip.instance.torus;
+    hw.efa_interfaces = chip.instance.efa_interfaces;
+    hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
+    hw.host_memory = chip.instance.host_memory;
+    return hw;
+}
+
 reliability::RunInput reliability_input(const config::ScenarioSpec& spec,
                                         const workload::Plan& plan, const StepEstimate& step) {
     reliability::RunInput in;
     in.spec = spec.reliability;
     in.cluster = plan.cluster.shape();
-    const auto& chip = spec.hardware.chip;
-    in.hardware.instance_torus = chip.instance.torus;
-    in.hardware.efa_interfaces = chip.instance.efa_interfaces;
-    in.hardware.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
-    in.hardware.host_memory = chip.instance.host_memory;
+    in.hardware = hardware_facts(spec.hardware.chip);
     reliability::JobModel& job = in.job;
     job.steps = plan.steps;
     job.step = step.step_time;

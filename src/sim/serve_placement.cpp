@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "trnsim/cluster/hierarchy.hpp"
+#include "trnsim/sim/run.hpp"
 #include "trnsim/core/error.hpp"
 
 #include "serve_layout.hpp"
@@ -18,12 +19,7 @@ cluster::ClusterShape fleet_shape(const ServeInput& in) {
 }
 
 reliability::HardwareFacts fleet_hardware(const ServeInput& in) {
-    reliability::HardwareFacts hw;
-    hw.instance_torus = in.chip.instance.torus;
-    hw.efa_interfaces = in.chip.instance.efa_interfaces;
-    hw.efa_bandwidth_per_instance = in.chip.instance.efa_bandwidth;
-    hw.host_memory = in.chip.instance.host_memory;
-    return hw;
+    return hardware_facts(in.chip);
 }
 
 namespace {

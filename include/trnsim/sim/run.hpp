@@ -41,6 +41,10 @@ StepSimOptions step_options(const config::ScenarioSpec& spec, const workload::Pl
 /// parameters x (weight bytes + 12) (4 bytes of FP32 master weights and 8 of Adam moments;
 /// FP32 training keeps no master copy: + 8), as in workload/plan.hpp's memory plan.
 Bytes checkpoint_bytes(const workload::Plan& plan);
+/// What the reliability model needs of the chip's instance: its NeuronLink torus, EFA
+/// interfaces and bandwidth, host memory (a training job's, a serving fleet's and a fleet's
+/// failure layout).
+reliability::HardwareFacts hardware_facts(const compute::ChipSpec& chip);
 
 /// The run simulation's input for a scenario and its plan (the step model re-plans the job on
 /// fewer domains or a slower fabric through workload::build_plan and estimate_step; it refers

@@ -12,6 +12,7 @@
 #include "trnsim/reliability/outages.hpp"
 #include "trnsim/serving/replica_sim.hpp"
 #include "trnsim/serving/trace.hpp"
+#include "trnsim/sim/run.hpp"
 #include "trnsim/sim/serve.hpp"
 
 #include <gtest/gtest.h>
@@ -399,12 +400,7 @@ reliability::ReliabilitySpec failing_hosts(double mtbf_s, double repair_s, doubl
 /// the tests to read the failures' times from.
 struct HostOutages {
     static reliability::HardwareFacts facts(const compute::ChipSpec& chip) {
-        reliability::HardwareFacts hw;
-        hw.instance_torus = chip.instance.torus;
-        hw.efa_interfaces = chip.instance.efa_interfaces;
-        hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
-        hw.host_memory = chip.instance.host_memory;
-        return hw;
+        return hardware_facts(chip);
     }
     static std::array<bool, reliability::kClassCount> hosts_only() {
         std::array<bool, reliability::kClassCount> present{};
