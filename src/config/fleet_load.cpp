@@ -3,6 +3,7 @@
 // document's shared sections with the class's workload and reliability sections, on a cluster
 // of its gang's domains (where its plan and step time are estimated). Its errors keep their
 // location in the file and name the class's key (fleet.jobs[1].workload.parallelism.tp).
+#include "csv_lines.hpp"
 #include "document.hpp"
 #include "load_root.hpp"
 
@@ -13,7 +14,6 @@
 #include <algorithm>
 #include <map>
 #include <set>
-#include <sstream>
 
 namespace trnsim::config::detail {
 
@@ -45,13 +45,6 @@ std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::strin
                                           const std::vector<FleetJobClass>& classes) {
     const std::string key = "fleet.trace";
     const std::string name = file.string();
-    const bool bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0;
-    std::istringstream in(bom ? text.substr(3) : text);
-    const auto trim = [](const std::string& t) {
-        const auto b = t.find_first_not_of(" \t\r");
-        return b == std::string::npos ? std::string()
-                                      : t.substr(b, t.find_last_not_of(" \t\r") - b + 1);
-    };
     std::map<std::string, std::size_t> class_index;
     std::string class_list;
     for (std::size_t c = 0; c < classes.size(); ++c) {
@@ -63,26 +56,9 @@ std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::strin
         {"submit", submit}, {"class", job_class}, {"steps", steps}, {"priority", priority}};
     std::vector<Column> columns;
     std::vector<FleetTraceJob> jobs;
-    std::string line;
-    int number = 0;
-    while (std::getline(in, line)) {
-        ++number;
-        const std::string content = line.substr(0, line.find('#'));
-        if (trim(content).empty()) {
-            continue;
-        }
-        std::vector<std::pair<std::string, int>> fields; // text, 1-based column
-        for (std::size_t start = 0;;) {
-            const std::size_t comma = content.find(',', start);
-            const std::string raw = content.substr(start, comma - start);
-            const auto lead = raw.find_first_not_of(" \t");
-            fields.emplace_back(
-                trim(raw), static_cast<int>(start + (lead == std::string::npos ? 0 : lead)) + 1);
-            if (comma == std::string::npos) {
-                break;
-            }
-            start = comma + 1;
-        }
+    for (const CsvLine& l : csv_lines(text)) {
+        const int number = l.number;
+        const auto& fields = l.fields;
         const auto at = [&](int column) { return SourceLocation{name, number, column}; };
         if (columns.empty()) {
             bool has_submit = false, has_class = false;

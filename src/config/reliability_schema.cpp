@@ -2,11 +2,11 @@
 // file reader and the preset merge (docs/reliability.md describes the models behind the keys).
 #include "trnsim/core/input_file.hpp"
 
+#include "csv_lines.hpp"
 #include "fields.hpp"
 #include "tables.hpp"
 
 #include <algorithm>
-#include <sstream>
 
 namespace trnsim::config::detail {
 
@@ -162,14 +162,6 @@ Schema<FailureSpec> build_failure() {
     return s;
 }
 
-std::string trim(const std::string& t) {
-    const auto b = t.find_first_not_of(" \t\r");
-    if (b == std::string::npos) {
-        return "";
-    }
-    return t.substr(b, t.find_last_not_of(" \t\r") - b + 1);
-}
-
 /// Reads a failure trace: one `time,component,index[,cause]` per line, `#` comments, an
 /// optional header line starting with `time`.
 reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
@@ -184,34 +176,12 @@ reliability::TraceSpec read_trace(const std::string& ref, const std::string& p,
     }
     const std::string text = read_input_file(file, "trace", p, loc);
     ctx.note_read(file, text);
-    // A UTF-8 byte order mark (spreadsheet exports write one) is skipped, as request traces do.
-    const bool bom = text.compare(0, 3, "\xEF\xBB\xBF") == 0;
-    std::istringstream in(bom ? text.substr(3) : text);
     reliability::TraceSpec trace;
     trace.file = file.string();
-    std::string line;
-    int number = 0;
     bool first = true;
-    while (std::getline(in, line)) {
-        ++number;
-        const std::string content = line.substr(0, line.find('#'));
-        if (trim(content).empty()) {
-            continue;
-        }
-        std::vector<std::pair<std::string, int>> fields; // text, 1-based column
-        std::size_t start = 0;
-        while (true) {
-            const std::size_t comma = content.find(',', start);
-            const std::string raw = content.substr(start, comma - start);
-            const auto lead = raw.find_first_not_of(" \t");
-            fields.emplace_back(trim(raw),
-                                static_cast<int>(start + (lead == std::string::npos ? 0 : lead)) +
-                                    1);
-            if (comma == std::string::npos) {
-                break;
-            }
-            start = comma + 1;
-        }
+    for (const CsvLine& l : csv_lines(text)) {
+        const int number = l.number;
+        const auto& fields = l.fields;
         const bool header = first && fields[0].first == "time";
         first = false;
         if (header) {
