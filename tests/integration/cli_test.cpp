@@ -256,6 +256,22 @@ TEST(Cli, JsonSummaryAndCompare) {
     fs::remove_all(dir);
 }
 
+/// `trnsim batch` of a sweep over the list-form scenario `file` exits 2 before anything runs,
+/// naming `form` (tenants, fleet), and writes nothing to `none`.
+void expect_batch_refuses(const fs::path& dir, const std::string& file, const fs::path& none,
+                          const std::string& form) {
+    const fs::path sweep = dir / "sweep.yaml";
+    std::ofstream(sweep) << "base: " << fs::absolute(file).string()
+                         << "\nsweep:\n  grid:\n    seed: [1, 2]\noutput: {file: "
+                         << none.string() << "}\n";
+    const CliResult batch = run_cli({"batch", sweep.string()});
+    EXPECT_EQ(batch.exit_code, 2);
+    EXPECT_NE(batch.err.find(form + ": trnsim batch runs single-workload scenarios"),
+              std::string::npos)
+        << batch.err;
+    EXPECT_FALSE(fs::exists(none));
+}
+
 TEST(Cli, ATenantsScenarioWritesEachTenantUnderItsName) {
     const fs::path dir = test::scratch_path("trnsim-cli-tenants");
     fs::remove_all(dir);
@@ -294,17 +310,7 @@ TEST(Cli, ATenantsScenarioWritesEachTenantUnderItsName) {
     EXPECT_NE(trace.err.find("output.trace"), std::string::npos) << trace.err;
     EXPECT_FALSE(fs::exists(none));
     EXPECT_FALSE(fs::exists(dir / "x.json"));
-    // Sweeps run single-workload scenarios.
-    const fs::path sweep = dir / "sweep.yaml";
-    std::ofstream(sweep) << "base: " << fs::absolute(file).string()
-                         << "\nsweep:\n  grid:\n    seed: [1, 2]\noutput: {file: "
-                         << none.string() << "}\n";
-    const CliResult batch = run_cli({"batch", sweep.string()});
-    EXPECT_EQ(batch.exit_code, 2);
-    EXPECT_NE(batch.err.find("tenants: trnsim batch runs single-workload scenarios"),
-              std::string::npos)
-        << batch.err;
-    EXPECT_FALSE(fs::exists(none));
+    expect_batch_refuses(dir, file, none, "tenants");
     fs::remove_all(dir);
 }
 
@@ -362,17 +368,7 @@ TEST(Cli, AFleetScenarioWritesItsJobsClassesAndPool) {
     EXPECT_NE(valid.out.find("class      finetune-8b: 16 jobs of tenant research"),
               std::string::npos)
         << valid.out;
-    // Sweeps run single-workload scenarios.
-    const fs::path sweep = dir / "sweep.yaml";
-    std::ofstream(sweep) << "base: " << fs::absolute(file).string()
-                         << "\nsweep:\n  grid:\n    seed: [1, 2]\noutput: {file: "
-                         << none.string() << "}\n";
-    const CliResult batch = run_cli({"batch", sweep.string()});
-    EXPECT_EQ(batch.exit_code, 2);
-    EXPECT_NE(batch.err.find("fleet: trnsim batch runs single-workload scenarios"),
-              std::string::npos)
-        << batch.err;
-    EXPECT_FALSE(fs::exists(none));
+    expect_batch_refuses(dir, file, none, "fleet");
     fs::remove_all(dir);
 }
 

@@ -67,7 +67,19 @@ struct Outcome {
     int rejected = 0;
 };
 
-void fuzz(const std::string& base, int iterations, std::uint64_t seed, Outcome& out) {
+/// A single-workload scenario's plan and, with a reliability section, its run's input.
+void plan_and_validate(const ScenarioSpec& s) {
+    const workload::Plan plan = sim::make_plan(s);
+    if (s.reliability.enabled) {
+        reliability::validate(sim::reliability_input(s, plan, {}));
+    }
+}
+
+/// Mutations of `base`: each loads and passes `check`, or fails with an InputError that names
+/// a location (loading) or a key path the source map locates (`check`); never another
+/// exception.
+void fuzz(const std::string& base, int iterations, std::uint64_t seed, Outcome& out,
+          void (*check)(const ScenarioSpec&) = plan_and_validate) {
     std::mt19937_64 rng(seed);
     for (int i = 0; i < iterations; ++i) {
         const std::string text = mutate(base, rng);
@@ -75,10 +87,7 @@ void fuzz(const std::string& base, int iterations, std::uint64_t seed, Outcome& 
             const ScenarioSpec s = load_scenario_text(text, "fuzz.yaml");
             ++out.loaded;
             try {
-                const workload::Plan plan = sim::make_plan(s);
-                if (s.reliability.enabled) {
-                    reliability::validate(sim::reliability_input(s, plan, {}));
-                }
+                check(s);
                 ++out.planned;
             } catch (const InputError& e) {
                 // Semantic errors carry a key path that the source map can locate.
@@ -106,32 +115,11 @@ TEST(Fuzz, MutatedScenariosFailCleanly) {
     RecordProperty("rejected", out.rejected);
 }
 
-/// The list forms (tenants:, fleet:): each mutation loads and passes every check a run makes,
-/// or fails with an InputError that names a location; never another exception.
-void fuzz_checked(const std::string& base, int iterations, std::uint64_t seed, Outcome& out) {
-    std::mt19937_64 rng(seed);
-    for (int i = 0; i < iterations; ++i) {
-        const std::string text = mutate(base, rng);
-        try {
-            const ScenarioSpec s = load_scenario_text(text, "fuzz.yaml");
-            ++out.loaded;
-            sim::check_scenario(s);
-            ++out.planned;
-        } catch (const InputError& e) {
-            ++out.rejected;
-            EXPECT_TRUE(e.location().known()) << "no location for: " << e.what() << "\n--\n"
-                                              << text;
-        } catch (const std::exception& e) {
-            ADD_FAILURE() << "unexpected exception type: " << e.what() << "\n--\n" << text;
-        }
-    }
-}
-
 TEST(Fuzz, MutatedTenantsAndFleetScenariosFailCleanly) {
     for (const char* file : {"scenarios/tenants/train-and-serve.yaml",
                              "scenarios/fleet/shared-trn2.yaml"}) {
         Outcome out;
-        fuzz_checked(read(file), 400, 20261203, out);
+        fuzz(read(file), 400, 20261203, out, sim::check_scenario);
         EXPECT_GT(out.planned, 10) << file;
         EXPECT_GT(out.rejected, 100) << file;
     }
