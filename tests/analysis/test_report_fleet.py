@@ -16,7 +16,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from report_cases import Tables, cli_line, run_report, trnsim  # noqa: E402
+from report_cases import cli_line, run_report, trnsim  # noqa: E402
 from test_report import check_cells, png_size, series_pixels  # noqa: E402
 
 
@@ -74,9 +74,6 @@ class FleetReportTest(unittest.TestCase):
         for name in ("pool.png", "queue.png"):
             self.assertGreater(png_size(directory / name)[0], 100)
             self.assertGreater(series_pixels(directory / name), 2000, name)
-
-    def test_tables_parse(self):
-        self.assertTrue(Tables("<table><tr><td>a</td></tr></table>").tables)
 
 
 if __name__ == "__main__":
