@@ -10,13 +10,18 @@ namespace trnsim::fleet {
 
 namespace {
 
-// Event kinds, also their priority classes: at one instant ends come first, then repairs, then
-// failures, then submissions, and last the scheduler's one decision for the instant.
+// Event kinds, also their priority classes: at one instant ends (and services' drained
+// domains) come first, then repairs, then failures, then domains becoming ready, then
+// submissions, then the services' decisions, and last the scheduler's one decision for the
+// instant.
 constexpr engine::EventType kEnd = 0;
-constexpr engine::EventType kUp = 1;
-constexpr engine::EventType kDown = 2;
-constexpr engine::EventType kSubmit = 3;
-constexpr engine::EventType kSchedule = 4;
+constexpr engine::EventType kDrained = 1;
+constexpr engine::EventType kUp = 2;
+constexpr engine::EventType kDown = 3;
+constexpr engine::EventType kReady = 4;
+constexpr engine::EventType kSubmit = 5;
+constexpr engine::EventType kTick = 6;
+constexpr engine::EventType kSchedule = 7;
 constexpr engine::EntityId kScheduler = 0;
 constexpr std::uint16_t kDrawn = 1; ///< aux of a transition from the failure process
 
@@ -24,16 +29,24 @@ std::uint64_t end_payload(const Start& s) {
     return static_cast<std::uint64_t>(s.job) | (std::uint64_t{s.epoch} << 32);
 }
 
+std::uint64_t pair_payload(std::int64_t service, std::int64_t domain) {
+    return static_cast<std::uint64_t>(domain) | (static_cast<std::uint64_t>(service) << 32);
+}
+std::int64_t low(std::uint64_t p) { return static_cast<std::int64_t>(p & 0xffffffffu); }
+std::int64_t high(std::uint64_t p) { return static_cast<std::int64_t>(p >> 32); }
+
 class FleetModel {
 public:
-    FleetModel(Scheduler& scheduler, OutageSource source, SimTime horizon)
-        : scheduler_(scheduler), source_(std::move(source)), horizon_(horizon) {}
+    FleetModel(Scheduler& scheduler, std::vector<Service>& services, OutageSource source,
+               SimTime horizon, Duration detection)
+        : scheduler_(scheduler), services_(services), source_(std::move(source)),
+          horizon_(horizon), detection_(detection) {}
 
     template <class Queue>
     void handle(engine::Context<Queue>& ctx, const engine::Event& e) {
         const SimTime t = e.at();
         const bool outage = e.type == kUp || e.type == kDown;
-        if (outage && scheduler_.all_done()) {
+        if (outage && scheduler_.all_done() && services_.empty()) {
             return; // the run is over: failures after the last job change nothing
         }
         last_ = t;
@@ -54,8 +67,36 @@ public:
         case kUp:
             scheduler_.domain_up(t, static_cast<std::int64_t>(e.payload));
             break;
-        case kDown:
-            starts = scheduler_.domain_down(t, static_cast<std::int64_t>(e.payload));
+        case kDown: {
+            Scheduler::Down down = scheduler_.domain_down(t, static_cast<std::int64_t>(e.payload));
+            starts = std::move(down.starts);
+            if (down.service >= 0) {
+                Service& s = services_[static_cast<std::size_t>(down.service)];
+                s.advance(t);
+                s.lost(t, static_cast<std::int64_t>(e.payload));
+                if (down.replacement >= 0) { // noticed, then provisioned and loaded
+                    ready_at(ctx, down.service, down.replacement,
+                             s.grant(t, down.replacement, detection_));
+                }
+            }
+            break;
+        }
+        case kReady: {
+            Service& s = services_[static_cast<std::size_t>(high(e.payload))];
+            s.advance(t);
+            (void)s.ready(t, low(e.payload));
+            break;
+        }
+        case kDrained: {
+            Service& s = services_[static_cast<std::size_t>(high(e.payload))];
+            s.advance(t);
+            if (s.drained(t, low(e.payload))) {
+                scheduler_.release(t, high(e.payload), {low(e.payload)});
+            }
+            break;
+        }
+        case kTick:
+            tick(ctx, t, static_cast<std::int64_t>(e.payload));
             break;
         case kSubmit:
             scheduler_.submit(t, static_cast<std::int64_t>(e.payload));
@@ -92,13 +133,54 @@ public:
                          kDrawn, type);
     }
 
+    /// Service `s`'s autoscaler decides at `t` and schedules its next decision.
+    template <class Sink>
+    void tick(Sink& ctx, SimTime t, std::int64_t index) {
+        Service& s = services_[static_cast<std::size_t>(index)];
+        s.advance(t);
+        const std::int64_t want = s.decide(t);
+        const std::int64_t have = s.active();
+        if (want > have) {
+            for (const std::int64_t d : scheduler_.acquire(t, index, want - have)) {
+                const SimTime at = s.grant(t, d);
+                if (t == SimTime::zero()) {
+                    (void)s.ready(t, d); // deployed before the run
+                } else {
+                    ready_at(ctx, index, d, at);
+                }
+            }
+        } else if (want < have) {
+            const Service::Shrink out = s.shrink(t, have - want);
+            scheduler_.release(t, index, out.now);
+            for (const std::int64_t d : out.draining) {
+                if (out.drain_end < horizon_) {
+                    ctx.schedule_at(kScheduler, out.drain_end, kDrained, pair_payload(index, d), 0,
+                                    kDrained);
+                }
+            }
+        }
+        const SimTime next = t + s.spec().scale.interval;
+        if (next < horizon_) {
+            ctx.schedule_at(kScheduler, next, kTick, static_cast<std::uint64_t>(index), 0, kTick);
+        }
+    }
+
+    template <class Sink>
+    void ready_at(Sink& ctx, std::int64_t service, std::int64_t domain, SimTime at) {
+        if (at < horizon_) {
+            ctx.schedule_at(kScheduler, at, kReady, pair_payload(service, domain), 0, kReady);
+        }
+    }
+
     SimTime last() const { return last_; }
     SimTime last_end() const { return last_end_; }
 
 private:
     Scheduler& scheduler_;
+    std::vector<Service>& services_;
     OutageSource source_;
     SimTime horizon_;
+    Duration detection_;
     SimTime last_;
     SimTime last_end_;
     bool deciding_ = false; ///< a decision is scheduled (at the current instant)
@@ -139,11 +221,20 @@ FleetResult simulate_fleet(const FleetInput& in) {
     if (in.outage_source && !in.outages.empty()) {
         throw std::invalid_argument("fleet: give outages or a failure process, not both");
     }
+    if (!in.services.empty() && in.horizon == SimTime::max()) {
+        throw std::invalid_argument("fleet: a fleet with services needs a horizon");
+    }
     Pool pool(in.domains, in.chips_per_domain, in.groups, in.spares);
     SchedulerSpec spec = in.scheduler;
     spec.detection = in.detection;
+    spec.services.clear();
+    std::vector<Service> services;
+    for (const ServiceSpec& s : in.services) {
+        spec.services.push_back({s.tenant, s.priority, s.borrow});
+        services.emplace_back(s);
+    }
     Scheduler scheduler(pool, in.jobs, spec);
-    FleetModel model(scheduler, in.outage_source, in.horizon);
+    FleetModel model(scheduler, services, in.outage_source, in.horizon, in.detection);
     const engine::PartitionMap map = engine::PartitionMap::blocks(1, 1);
     // One entity in one partition: the lookahead only sets how far a window reaches.
     using Sim = engine::Simulator<FleetModel, engine::QuaternaryHeap>;
@@ -155,6 +246,9 @@ FleetResult simulate_fleet(const FleetInput& in) {
         const auto d = static_cast<std::uint64_t>(o.domain);
         sim.schedule(kScheduler, o.down, kDown, d, 0, kDown);
         sim.schedule(kScheduler, o.up, kUp, d, 0, kUp);
+    }
+    for (std::size_t s = 0; s < services.size(); ++s) {
+        sim.schedule(kScheduler, SimTime::zero(), kTick, s, 0, kTick);
     }
     InitialSink<Sim> initial{sim};
     model.pull(initial);
@@ -168,6 +262,11 @@ FleetResult simulate_fleet(const FleetInput& in) {
     scheduler.close(out.end);
     out.pool = pool.close(out.end);
     out.jobs = scheduler.records();
+    for (Service& s : services) {
+        s.close(out.end);
+        out.services.push_back(s.record());
+        out.service_samples.push_back(s.samples());
+    }
     out.events = stats.events;
     return out;
 }

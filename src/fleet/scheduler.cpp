@@ -38,6 +38,12 @@ Scheduler::Scheduler(Pool& pool, std::vector<JobSpec> jobs, SchedulerSpec spec)
         }
         tenants = std::max(tenants, job.tenant + 1);
     }
+    for (const ServiceClaim& c : spec_.services) {
+        if (c.tenant < 0) {
+            throw std::invalid_argument("fleet: a service needs a tenant >= 0");
+        }
+        tenants = std::max(tenants, c.tenant + 1);
+    }
     records_.resize(jobs_.size());
     for (std::size_t j = 0; j < jobs_.size(); ++j) {
         records_[j].submit = jobs_[j].submit;
@@ -139,15 +145,30 @@ void Scheduler::interrupt(SimTime t, std::int64_t job, bool release) {
     active_.erase(job);
 }
 
-std::vector<Start> Scheduler::domain_down(SimTime t, std::int64_t domain) {
-    std::vector<Start> out;
-    const std::int64_t job = pool_.use(domain) == DomainUse::busy ? pool_.holder(domain) : -1;
-    if (job < 0) {
+Scheduler::Down Scheduler::domain_down(SimTime t, std::int64_t domain) {
+    Down out;
+    const std::int64_t holder = pool_.use(domain) == DomainUse::busy ? pool_.holder(domain) : -1;
+    const auto jobs = static_cast<std::int64_t>(jobs_.size());
+    if (holder < 0) {
         pool_.fail(t, domain);
         return out;
     }
-    ++records_[ix(job)].failures;
     const std::int64_t spare = pool_.first_spare();
+    if (holder >= jobs) { // a service's: replaced from the spare pool when it can be
+        out.service = holder - jobs;
+        const std::int64_t tenant = spec_.services[ix(out.service)].tenant;
+        pool_.release(t, {domain});
+        pool_.fail(t, domain);
+        if (spare >= 0) {
+            pool_.grant(t, {spare}, holder);
+            out.replacement = spare;
+        } else {
+            --held_by_tenant_[ix(tenant)];
+        }
+        return out;
+    }
+    const std::int64_t job = holder;
+    ++records_[ix(job)].failures;
     if (spare < 0) {
         interrupt(t, job);
         pool_.fail(t, domain); // released to idle by interrupt, then down
@@ -173,17 +194,52 @@ std::vector<Start> Scheduler::domain_down(SimTime t, std::int64_t domain) {
     ++run.epoch;
     run.end = run.segment.end(j);
     ends_.insert({run.end, job});
-    out.push_back({job, run.end, run.epoch});
+    out.starts.push_back({job, run.end, run.epoch});
     return out;
+}
+
+std::int64_t Scheduler::quota_room(std::int64_t tenant) const {
+    if (ix(tenant) >= spec_.quotas.size() || spec_.quotas[ix(tenant)] <= 0) {
+        return std::numeric_limits<std::int64_t>::max();
+    }
+    return std::max<std::int64_t>(0, spec_.quotas[ix(tenant)] - held_by_tenant_[ix(tenant)]);
+}
+
+std::vector<std::int64_t> Scheduler::acquire(SimTime t, std::int64_t s, std::int64_t n) {
+    const ServiceClaim& c = spec_.services[ix(s)];
+    n = std::min(n, quota_room(c.tenant));
+    if (n <= 0) {
+        return {};
+    }
+    if (c.borrow && pool_.count(DomainUse::idle) < n) {
+        preempt(t, c.priority, n, true);
+    }
+    n = std::min(n, pool_.count(DomainUse::idle));
+    if (n <= 0) {
+        return {};
+    }
+    std::optional<std::vector<std::int64_t>> place = pool_.place(n);
+    TRNSIM_CHECK(place.has_value(), "fleet: enough idle domains but no placement");
+    pool_.grant(t, *place, static_cast<std::int64_t>(jobs_.size()) + s);
+    held_by_tenant_[ix(c.tenant)] += n;
+    return std::move(*place);
+}
+
+void Scheduler::release(SimTime t, std::int64_t s, const std::vector<std::int64_t>& domains) {
+    if (domains.empty()) {
+        return;
+    }
+    pool_.release(t, domains);
+    held_by_tenant_[ix(spec_.services[ix(s)].tenant)] -=
+        static_cast<std::int64_t>(domains.size());
 }
 
 void Scheduler::domain_up(SimTime t, std::int64_t domain) { (void)pool_.repair(t, domain); }
 
-bool Scheduler::preempt_for(SimTime t, std::int64_t job) {
-    const JobSpec& head = jobs_[ix(job)];
+void Scheduler::preempt(SimTime t, int priority, std::int64_t need, bool partial) {
     std::vector<std::int64_t> victims;
     for (const std::int64_t v : active_) {
-        if (jobs_[ix(v)].priority < head.priority) {
+        if (jobs_[ix(v)].priority < priority) {
             victims.push_back(v);
         }
     }
@@ -196,19 +252,24 @@ bool Scheduler::preempt_for(SimTime t, std::int64_t job) {
     });
     std::int64_t freed = pool_.count(DomainUse::idle);
     std::size_t needed = 0;
-    while (freed < head.domains && needed < victims.size()) {
+    while (freed < need && needed < victims.size()) {
         freed += jobs_[ix(victims[needed])].domains;
         ++needed;
     }
-    if (freed < head.domains) {
-        return false;
+    if (freed < need && !partial) {
+        return;
     }
     for (std::size_t i = 0; i < needed; ++i) {
         ++records_[ix(victims[i])].preemptions;
         interrupt(t, victims[i]);
         enqueue(t, victims[i]);
     }
-    return true;
+}
+
+bool Scheduler::preempt_for(SimTime t, std::int64_t job) {
+    const JobSpec& head = jobs_[ix(job)];
+    preempt(t, head.priority, head.domains, false);
+    return pool_.count(DomainUse::idle) >= head.domains;
 }
 
 std::pair<SimTime, std::int64_t> Scheduler::reservation(SimTime t, std::int64_t head) const {

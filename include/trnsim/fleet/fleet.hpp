@@ -5,12 +5,20 @@
 // its events: the order they were scheduled in), so a domain freed at t is granted at t and a
 // job ending at t is never preempted at t.
 //
+// Services (service.hpp) have events of their own on the same entity: every autoscaler
+// interval a decision (after the instant's ends, repairs, failures and submissions, before the
+// scheduler's decision, so a service gets idle domains before the queue does), a domain
+// becoming ready, a draining domain given back (with the ends). Their domains at time zero are
+// ready at once (the service was deployed before the run). A fleet with services runs to its
+// horizon.
+//
 // Determinism: the result is a function of the input alone.
 #pragma once
 
 #include "trnsim/fleet/job.hpp"
 #include "trnsim/fleet/pool.hpp"
 #include "trnsim/fleet/scheduler.hpp"
+#include "trnsim/fleet/service.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -43,7 +51,8 @@ struct FleetInput {
     cluster::DomainGroups groups;
     std::int64_t spares = 0;
     std::vector<JobSpec> jobs;
-    SchedulerSpec scheduler;
+    std::vector<ServiceSpec> services;
+    SchedulerSpec scheduler; ///< its `services` are filled from `services`
     /// In any order; a domain's outages must not overlap.
     std::vector<DomainOutage> outages;
     /// A failure process instead of (not beside) `outages`: drawn while jobs are left to run.
@@ -57,6 +66,8 @@ struct FleetInput {
 
 struct FleetResult {
     std::vector<JobRecord> jobs;
+    std::vector<ServiceRecord> services;
+    std::vector<std::vector<ServiceSample>> service_samples;
     PoolAccount pool;
     SimTime end;              ///< the last job's end, or the horizon
     std::uint64_t events = 0;

@@ -21,6 +21,13 @@
 // after the detection time (restore included); else the job releases its other domains and
 // goes back to the queue (its next start pays the detection time too).
 // A repaired domain refills the spare pool to its target, else becomes idle (Pool::repair).
+//
+// Services (service.hpp) hold domains one by one, outside the queue: acquire() grants idle
+// domains at once (placed as a gang of that many would be), within the tenant's quota; a
+// service that may borrow also preempts running jobs of lower priority (as the priority policy
+// picks victims) for the rest. Their domains count against their tenant's quota. A failed
+// service domain is replaced from the spare pool when it has one (the service provisions it).
+// In the pool a service's domains are held by holder `jobs + service`.
 #pragma once
 
 #include "trnsim/core/enum_names.hpp"
@@ -47,8 +54,16 @@ constexpr std::array<EnumName<Policy>, 3> enum_names(Policy) {
 }
 inline const char* to_string(Policy v) { return enum_name(v); }
 
+/// A service's claim on domains.
+struct ServiceClaim {
+    std::int64_t tenant = 0;
+    int priority = 0;
+    bool borrow = false; ///< may preempt jobs of lower priority
+};
+
 struct SchedulerSpec {
     Policy policy = Policy::fifo;
+    std::vector<ServiceClaim> services;
     /// Domains each tenant may hold at once (index: JobSpec::tenant; 0 or absent: no quota).
     std::vector<std::int64_t> quotas;
     /// Added to the restart of a job that a failed domain interrupted and a spare replaces.
@@ -74,9 +89,18 @@ public:
     /// The end of `job`'s segment `epoch` at `t`: the job finishes and releases its domains.
     /// False (nothing changes) when the segment was cut short since.
     bool end(SimTime t, std::int64_t job, std::uint32_t epoch);
-    /// A domain fails at `t` (see the header comment). The segment it returns, if any, is the
-    /// interrupted job's restart on a spare.
-    std::vector<Start> domain_down(SimTime t, std::int64_t domain);
+    /// A domain fails at `t` (see the header comment): the interrupted job's restart on a
+    /// spare, if any; or the service that held it and the spare that replaces it, if any.
+    struct Down {
+        std::vector<Start> starts;
+        std::int64_t service = -1;
+        std::int64_t replacement = -1;
+    };
+    Down domain_down(SimTime t, std::int64_t domain);
+    /// Up to `n` domains for service `s` at `t` (see the header comment).
+    std::vector<std::int64_t> acquire(SimTime t, std::int64_t s, std::int64_t n);
+    /// Service `s` gives domains back at `t`.
+    void release(SimTime t, std::int64_t s, const std::vector<std::int64_t>& domains);
     /// A failed domain is repaired at `t`.
     void domain_up(SimTime t, std::int64_t domain);
     /// Starts what the policy lets start at `t` (preempting under the priority policy).
@@ -111,6 +135,10 @@ private:
     /// Cuts `job`'s segment at `t`; with `release`, gives its domains back and stops it.
     void interrupt(SimTime t, std::int64_t job, bool release = true);
     bool preempt_for(SimTime t, std::int64_t job);
+    /// Preempts running jobs below `priority` (lowest first, then the most recently started)
+    /// until `need` domains are idle; with `partial`, as many as it can, else none unless all.
+    void preempt(SimTime t, int priority, std::int64_t need, bool partial);
+    std::int64_t quota_room(std::int64_t tenant) const;
     /// EASY: the head's reservation time and the domains it leaves over then.
     std::pair<SimTime, std::int64_t> reservation(SimTime t, std::int64_t head) const;
 
