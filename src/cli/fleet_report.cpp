@@ -39,11 +39,17 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
         jobs += c.count;
     }
     jobs += static_cast<std::int64_t>(f.trace.size());
-    out << "trnsim: " << spec.name << " (" << spec.source_file << "): a fleet of "
-        << fmt::integer(jobs) << (jobs == 1 ? " training job" : " training jobs") << " in "
-        << f.jobs.size() << (f.jobs.size() == 1 ? " class" : " classes") << " on "
-        << domains_text(spec, spec.cluster.domains()) << " of " << spec.hardware.chip.name
-        << "\n";
+    out << "trnsim: " << spec.name << " (" << spec.source_file << "): a fleet of ";
+    if (!f.jobs.empty()) {
+        out << fmt::integer(jobs) << (jobs == 1 ? " training job" : " training jobs") << " in "
+            << f.jobs.size() << (f.jobs.size() == 1 ? " class" : " classes");
+    }
+    if (!f.services.empty()) {
+        out << (f.jobs.empty() ? "" : " and ") << f.services.size()
+            << (f.services.size() == 1 ? " service" : " services");
+    }
+    out << " on " << domains_text(spec, spec.cluster.domains()) << " of "
+        << spec.hardware.chip.name << "\n";
     out << "  scheduler  " << fleet::to_string(f.policy) << "; "
         << fmt::integer(f.spares) << (f.spares == 1 ? " spare" : " spares");
     for (const auto& [tenant, quota] : f.quotas) {
@@ -84,6 +90,22 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
         }
         out << "\n";
     }
+    for (const config::FleetService& v : f.services) {
+        const fleet::AutoscalerSpec& a = v.autoscale;
+        out << "  service    " << v.name << ": tenant " << v.tenant << ", priority " << v.priority
+            << (v.borrow ? " (borrows from jobs below it)" : "") << "; " << fmt::fixed(v.load.rate, 1)
+            << " requests/s at the low";
+        if (v.load.peak > 1.0) {
+            out << ", " << fmt::fixed(v.load.peak, 1) << "x at " << fmt::duration(v.load.peak_at)
+                << " every " << fmt::duration(v.load.period);
+        }
+        out << "; autoscaled on " << fleet::to_string(a.signal) << " ("
+            << (a.signal == fleet::Signal::queue ? fmt::seconds(a.target) + " of backlog"
+                                                 : fmt::percent(a.target))
+            << "), " << fmt::integer(a.min) << " to " << domains_text(spec, a.max) << ", every "
+            << fmt::duration(a.interval) << ", lag " << fmt::duration(a.lag) << ", provisioning "
+            << fmt::duration(a.provisioning) << "\n";
+    }
 }
 
 void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim::FleetRun& run) {
@@ -107,7 +129,41 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         out << "  jobs       " << k.name << ": "
             << waits(sim::fleet_means(run, static_cast<std::int32_t>(c))) << "\n";
     }
+    const double domain_hour = run.domain_hour.usd();
+    double services_held_s = 0.0;
+    for (std::size_t i = 0; i < run.services.size(); ++i) {
+        const sim::FleetServiceRun& v = run.services[i];
+        const fleet::ServiceRecord& x = r.services[i];
+        out << "  capacity   " << v.name << ": " << fmt::integer(v.replicas_per_domain)
+            << (v.replicas_per_domain == 1 ? " replica" : " replicas") << " of tp " << v.tp
+            << " a domain serve " << fmt::fixed(v.capacity, 2)
+            << " requests/s within the SLO, " << fmt::fixed(v.throughput, 2)
+            << " at most; slack " << fmt::seconds(v.slack.seconds())
+            << ", model load " << fmt::seconds(v.model_load.seconds()) << " at "
+            << fmt::bandwidth(v.load_bandwidth) << " an instance (";
+        if (v.shares_with >= 0) {
+            out << "measured for " << run.services[static_cast<std::size_t>(v.shares_with)].name;
+        } else {
+            out << v.simulations << " request-level runs";
+        }
+        out << ")\n";
+        services_held_s += x.held.seconds();
+        const double cost = x.held.seconds() / 3600.0 * domain_hour;
+        const double tokens = x.served * v.output_tokens;
+        double mean_ready = 0.0;
+        if (r.end > SimTime::zero()) {
+            mean_ready = x.ready.seconds() / r.end.seconds();
+        }
+        out << "  served     " << v.name << ": " << fmt::count(x.arrived) << " requests, "
+            << fmt::percent(x.attainment()) << " within the SLO; " << fmt::fixed(mean_ready, 1)
+            << " domains ready on average, at most " << fmt::integer(x.peak_domains) << "; "
+            << fmt::integer(x.failures) << (x.failures == 1 ? " failure" : " failures") << "; "
+            << fmt::money(Money::usd(cost)) << ", "
+            << fmt::money(Money::usd(tokens > 0.0 ? cost / tokens * 1e6 : 0.0))
+            << " per million output tokens\n";
+    }
     const sim::FleetJobMeans all = sim::fleet_means(run);
+    if (!run.classes.empty()) {
     out << "  all jobs   " << waits(all) << "; " << fmt::integer(all.preemptions)
         << (all.preemptions == 1 ? " preemption" : " preemptions") << ", "
         << fmt::integer(all.failures) << (all.failures == 1 ? " failure" : " failures");
@@ -115,6 +171,7 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         out << ", " << fmt::seconds(all.lost.seconds()) << " of work lost";
     }
     out << "\n";
+    }
     const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
     const auto share = [&](fleet::DomainUse u) {
         const Seconds t = r.pool.domain_time[static_cast<std::size_t>(u)];
@@ -130,7 +187,13 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         r.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() / 3600.0;
     out << "  cost       " << fmt::money(run.domain_hour * hours) << " for the pool ("
         << fmt::money(run.domain_hour) << " a domain-hour, " << spec.cost.origin << "), "
-        << fmt::money(run.domain_hour * busy_hours) << " of it held by jobs\n";
+        << fmt::money(run.domain_hour * (busy_hours - services_held_s / 3600.0))
+        << " of it held by jobs";
+    if (!run.services.empty()) {
+        out << ", " << fmt::money(run.domain_hour * (services_held_s / 3600.0))
+            << " by services";
+    }
+    out << "\n";
     out << "  engine     " << fmt::integer(static_cast<std::int64_t>(r.events))
         << " events; the plans " << fmt::seconds(run.plans_wall.seconds()) << " on "
         << run.threads << (run.threads == 1 ? " thread" : " threads") << ", the scheduler "

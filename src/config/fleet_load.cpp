@@ -12,6 +12,7 @@
 #include "trnsim/core/input_file.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -150,6 +151,218 @@ std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::strin
     return jobs;
 }
 
+double real(const YAML::Node& n, const std::string& path, const std::string& file) {
+    try {
+        const double v = parse_real(is_scalar(n) ? n.Scalar() : std::string());
+        if (!std::isfinite(v)) {
+            throw UnitError("expected a finite number");
+        }
+        return v;
+    } catch (const UnitError& e) {
+        throw InputError(path, e.what(), at(n, file));
+    }
+}
+
+fleet::Signal signal(const YAML::Node& n, const std::string& path, const std::string& file) {
+    const std::string text = is_scalar(n) ? n.Scalar() : std::string();
+    std::string names;
+    for (const auto& [value, name] : enum_names(fleet::Signal{})) {
+        if (text == name) {
+            return value;
+        }
+        names += (names.empty() ? "" : ", ") + std::string(name);
+    }
+    throw InputError(path, "expected one of " + names + ", got '" + text + "'", at(n, file));
+}
+
+/// fleet.services[i] without its scenario (the caller loads its workload on one domain).
+FleetService read_service(const YAML::Node& n, const std::string& path, const std::string& file,
+                          std::int64_t grantable, const char* unit,
+                          const std::map<std::string, std::int64_t>& quota_of) {
+    known_keys(n, path, file,
+               {"name", "tenant", "priority", "borrow", "attainment", "workload", "load",
+                "autoscale"});
+    FleetService v;
+    const YAML::Node name = n["name"];
+    v.name = is_scalar(name) ? name.Scalar() : std::string();
+    if (!valid_name(v.name)) {
+        throw InputError(path + ".name",
+                         "a service's name is 1 to 64 letters, digits, '_', '-' or '.'",
+                         name.IsDefined() ? at(name, file) : at(n, file));
+    }
+    v.tenant = v.name;
+    if (const YAML::Node t = n["tenant"]; t.IsDefined()) {
+        v.tenant = is_scalar(t) ? t.Scalar() : std::string();
+        if (!valid_name(v.tenant)) {
+            throw InputError(path + ".tenant",
+                             "a tenant's name is 1 to 64 letters, digits, '_', '-' or '.'",
+                             at(t, file));
+        }
+    }
+    if (n["priority"].IsDefined()) {
+        const std::int64_t p = integer(n["priority"], path + ".priority", file);
+        if (p > kMaxPriority) {
+            throw InputError(path + ".priority", "at most " + std::to_string(kMaxPriority),
+                             at(n["priority"], file));
+        }
+        v.priority = static_cast<int>(p);
+    }
+    if (const YAML::Node b = n["borrow"]; b.IsDefined()) {
+        try {
+            v.borrow = parse_bool(is_scalar(b) ? b.Scalar() : std::string());
+        } catch (const UnitError& e) {
+            throw InputError(path + ".borrow", e.what(), at(b, file));
+        }
+    }
+    if (const YAML::Node a = n["attainment"]; a.IsDefined()) {
+        v.attainment = real(a, path + ".attainment", file);
+        if (!(v.attainment > 0.0 && v.attainment < 1.0)) {
+            throw InputError(path + ".attainment", "a fraction between 0 and 1 (exclusive)",
+                             at(a, file));
+        }
+    }
+    if (!is_map(n["workload"])) {
+        throw InputError(path + ".workload",
+                         "each service needs its replicas' inference workload",
+                         n["workload"].IsDefined() ? at(n["workload"], file) : at(n, file));
+    }
+    const YAML::Node type = n["workload"]["type"];
+    if (!(is_scalar(type) && type.Scalar() == "inference")) {
+        throw InputError(path + ".workload.type",
+                         "a service serves an inference workload (workload.type: inference)",
+                         type.IsDefined() ? at(type, file) : at(n["workload"], file));
+    }
+    // The load.
+    const YAML::Node l = n["load"];
+    if (!is_map(l)) {
+        throw InputError(path + ".load",
+                         "expected a mapping: rate (requests per second at the daily low), "
+                         "peak, peak_at, period, step",
+                         l.IsDefined() ? at(l, file) : at(n, file));
+    }
+    known_keys(l, path + ".load", file, {"rate", "peak", "peak_at", "period", "step"});
+    if (!l["rate"].IsDefined()) {
+        throw InputError(path + ".load.rate", "give the requests per second (at the daily low)",
+                         at(l, file));
+    }
+    try {
+        v.load.rate = parse_request_rate(is_scalar(l["rate"]) ? l["rate"].Scalar() : "");
+    } catch (const UnitError& e) {
+        throw InputError(path + ".load.rate", e.what(), at(l["rate"], file));
+    }
+    if (l["peak"].IsDefined()) {
+        v.load.peak = real(l["peak"], path + ".load.peak", file);
+        if (!(v.load.peak >= 1.0) || v.load.peak > 1000.0) {
+            throw InputError(path + ".load.peak",
+                             "the peak is 1 to 1,000 times the low rate", at(l["peak"], file));
+        }
+    }
+    v.load.period = Duration::from_seconds_ceil(24.0 * 3600.0);
+    v.load.step = Duration::from_seconds_ceil(300.0);
+    if (l["period"].IsDefined()) {
+        v.load.period = duration(l["period"], path + ".load.period", file);
+    }
+    if (l["step"].IsDefined()) {
+        v.load.step = duration(l["step"], path + ".load.step", file);
+    }
+    if (v.load.step < Duration::from_seconds_ceil(1.0) || v.load.step > v.load.period) {
+        throw InputError(path + ".load.step", "at least 1 s and at most the period",
+                         at(l["step"].IsDefined() ? l["step"] : l, file));
+    }
+    if (l["peak_at"].IsDefined()) {
+        v.load.peak_at = duration(l["peak_at"], path + ".load.peak_at", file);
+        if (v.load.peak_at >= v.load.period) {
+            throw InputError(path + ".load.peak_at", "must fall within the period",
+                             at(l["peak_at"], file));
+        }
+    }
+    // The autoscaler.
+    const YAML::Node a = n["autoscale"];
+    if (!is_map(a)) {
+        throw InputError(path + ".autoscale",
+                         "expected a mapping: signal, target, min, max, interval, lag, "
+                         "provisioning, drain, load_bandwidth",
+                         a.IsDefined() ? at(a, file) : at(n, file));
+    }
+    known_keys(a, path + ".autoscale", file,
+               {"signal", "target", "min", "max", "interval", "lag", "provisioning", "drain",
+                "load_bandwidth"});
+    fleet::AutoscalerSpec& x = v.autoscale;
+    const std::string ap = path + ".autoscale";
+    if (a["signal"].IsDefined()) {
+        x.signal = signal(a["signal"], ap + ".signal", file);
+    }
+    x.target = x.signal == fleet::Signal::queue ? 30.0 : x.signal == fleet::Signal::slo ? 0.99 : 0.7;
+    if (a["target"].IsDefined()) {
+        x.target = real(a["target"], ap + ".target", file);
+        const bool fraction = x.signal != fleet::Signal::queue;
+        if (!(x.target > 0.0) || (fraction && x.target > 1.0) || x.target > 1e6) {
+            throw InputError(ap + ".target",
+                             fraction ? "a fraction above 0 and at most 1"
+                                      : "seconds of backlog, above 0",
+                             at(a["target"], file));
+        }
+    }
+    for (const char* key : {"min", "max"}) {
+        if (!a[key].IsDefined()) {
+            throw InputError(ap + "." + key,
+                             std::string("give the ") + key + "imum " + unit +
+                                 " the service holds",
+                             at(a, file));
+        }
+    }
+    x.min = integer(a["min"], ap + ".min", file);
+    x.max = integer(a["max"], ap + ".max", file);
+    if (x.max < 1 || x.max > grantable) {
+        throw InputError(ap + ".max",
+                         "a service holds at most 1 to " + std::to_string(grantable) + " " +
+                             unit + " (the cluster's less its spares)",
+                         at(a["max"], file));
+    }
+    if (x.min < 0 || x.min > x.max) {
+        throw InputError(ap + ".min",
+                         "the minimum (" + std::to_string(x.min) + ") must be 0 to the maximum (" +
+                             std::to_string(x.max) + ")",
+                         at(a["min"], file));
+    }
+    if (const auto q = quota_of.find(v.tenant); q != quota_of.end() && x.min > q->second) {
+        throw InputError(ap + ".min",
+                         std::to_string(x.min) + " " + unit + " exceed tenant " + v.tenant +
+                             "'s quota of " + std::to_string(q->second),
+                         at(a["min"], file));
+    }
+    x.interval = Duration::from_seconds_ceil(60.0);
+    x.lag = Duration::from_seconds_ceil(60.0);
+    x.provisioning = Duration::from_seconds_ceil(300.0);
+    x.drain = Duration::from_seconds_ceil(60.0);
+    if (a["interval"].IsDefined()) {
+        x.interval = duration(a["interval"], ap + ".interval", file);
+        if (x.interval < Duration::from_seconds_ceil(1.0)) {
+            throw InputError(ap + ".interval", "at least 1 s", at(a["interval"], file));
+        }
+    }
+    if (a["lag"].IsDefined()) {
+        x.lag = duration(a["lag"], ap + ".lag", file);
+    }
+    if (a["provisioning"].IsDefined()) {
+        x.provisioning = duration(a["provisioning"], ap + ".provisioning", file);
+    }
+    if (a["drain"].IsDefined()) {
+        x.drain = duration(a["drain"], ap + ".drain", file);
+    }
+    if (const YAML::Node b = a["load_bandwidth"]; b.IsDefined()) {
+        try {
+            v.load_bandwidth = parse_bandwidth(is_scalar(b) ? b.Scalar() : std::string());
+        } catch (const UnitError& e) {
+            throw InputError(ap + ".load_bandwidth", e.what(), at(b, file));
+        }
+        if (!(v.load_bandwidth.bytes_per_s() > 0.0)) {
+            throw InputError(ap + ".load_bandwidth", "must be positive", at(b, file));
+        }
+    }
+    return v;
+}
+
 fleet::Policy policy(const YAML::Node& n, const std::string& file) {
     const std::string text = is_scalar(n) ? n.Scalar() : std::string();
     std::string names;
@@ -178,7 +391,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                                   "and the job classes (jobs)",
                          at(f, file));
     }
-    known_keys(f, "fleet", file, {"policy", "spares", "horizon", "quotas", "jobs", "trace"});
+    known_keys(f, "fleet", file,
+               {"policy", "spares", "horizon", "quotas", "jobs", "services", "trace"});
     const bool traced = f["trace"].IsDefined();
     const SharedCluster cl = shared_cluster(croot, file, "a fleet scenario");
 
@@ -229,14 +443,26 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     }
 
     const YAML::Node list = f["jobs"];
-    if (!is_sequence(list) || list.size() == 0) {
+    const YAML::Node service_list = f["services"];
+    if (service_list.IsDefined() && (!is_sequence(service_list) || service_list.size() == 0)) {
+        throw InputError("fleet.services", "expected a list of services, each with a name, an "
+                                           "inference workload, a load and an autoscaler",
+                         at(service_list, file));
+    }
+    const bool has_services = service_list.IsDefined();
+    if ((list.IsDefined() || !has_services) && (!is_sequence(list) || list.size() == 0)) {
         throw InputError("fleet.jobs", "expected a list of job classes, each with a name, a "
                                        "gang and a training workload",
                          list.IsDefined() ? at(list, file) : at(f, file));
     }
+    if (has_services && !f["horizon"].IsDefined()) {
+        throw InputError("fleet.horizon",
+                         "a fleet with services runs for a given time: give fleet.horizon",
+                         at(f, file));
+    }
     std::vector<ListEntry> entries;
     std::set<std::string> names, tenants;
-    for (std::size_t i = 0; i < list.size(); ++i) {
+    for (std::size_t i = 0; list.IsDefined() && i < list.size(); ++i) {
         const YAML::Node n = list[i];
         const std::string path = "fleet.jobs[" + std::to_string(i) + "]";
         if (!is_map(n)) {
@@ -337,6 +563,33 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                            path + ".gang", "'s gang", at(n["gang"], file)});
         fs.jobs.push_back(std::move(c));
     }
+    for (std::size_t i = 0; has_services && i < service_list.size(); ++i) {
+        const YAML::Node n = service_list[i];
+        const std::string path = "fleet.services[" + std::to_string(i) + "]";
+        if (!is_map(n)) {
+            throw InputError(path, "a service is a mapping with name, workload, load and "
+                                   "autoscale",
+                             at(n, file));
+        }
+        FleetService v = read_service(n, path, file, cl.domains - fs.spares, cl.unit, quota_of);
+        if (!names.insert(v.name).second) {
+            throw InputError(path + ".name",
+                             "another job class or service is named " + v.name,
+                             at(n["name"], file));
+        }
+        tenants.insert(v.tenant);
+        YAML::Emitter text;
+        text << n["workload"];
+        v.workload_text = text.c_str();
+        entries.push_back({v.name, path, "service",
+                           entry_document(croot, cl, "fleet", v.name, 1, n),
+                           path + ".workload", " on one of the cluster's domains", at(n, file)});
+        fs.services.push_back(std::move(v));
+    }
+    if (traced && fs.jobs.empty()) {
+        throw InputError("fleet.trace", "a job trace needs the job classes it names (fleet.jobs)",
+                         at(f["trace"], file));
+    }
     if (traced) {
         const YAML::Node t = f["trace"];
         const std::string ref = is_scalar(t) ? t.Scalar() : std::string();
@@ -355,7 +608,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     }
     for (const auto& [tenant, quota] : fs.quotas) {
         if (tenants.count(tenant) == 0) {
-            throw InputError("fleet.quotas." + tenant, "no job class belongs to this tenant",
+            throw InputError("fleet.quotas." + tenant,
+                             "no job class or service belongs to this tenant",
                              at(f["quotas"], file));
         }
     }
@@ -376,7 +630,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             w.message.clear(); // dropped below unless the interval is auto
         }
     }
-    for (std::size_t i = 0; i < loaded.size(); ++i) {
+    const std::size_t classes = fs.jobs.size();
+    for (std::size_t i = 0; i < classes; ++i) {
         const reliability::ReliabilitySpec& r = loaded[i].reliability;
         const std::string key = "fleet.jobs[" + std::to_string(i) + "].reliability";
         if (!r.enabled) {
@@ -408,7 +663,11 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     if (!(is_map(out) && out["file"].IsDefined())) {
         spec.output.file = "results/" + spec.name + ".h5";
     }
-    for (std::size_t i = 0; i < loaded.size(); ++i) {
+    for (std::size_t i = classes; i < loaded.size(); ++i) {
+        loaded[i].output.file = spec.output.file;
+        fs.services[i - classes].scenario = std::make_shared<ScenarioSpec>(std::move(loaded[i]));
+    }
+    for (std::size_t i = 0; i < classes; ++i) {
         if (loaded[i].reliability.enabled && loaded[i].reliability.spares.count() > 0) {
             spec.warnings.push_back(
                 {"fleet.jobs[" + std::to_string(i) + "].reliability.spares",
@@ -427,7 +686,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     std::string fleet_reliability_yaml;
     if (const YAML::Node r = croot["reliability"]; r.IsDefined()) {
         YAML::Node entry(YAML::NodeType::Map);
-        entry["workload"] = list[0]["workload"];
+        entry["workload"] = (classes > 0 ? list[0] : service_list[0])["workload"];
         entry["reliability"] = r;
         const ScenarioSpec probe =
             load_root(entry_document(croot, cl, "fleet", spec.name, cl.domains, entry), file,
@@ -467,7 +726,9 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     if (options.resolved_text) {
         // The first class's resolved shared sections, the whole cluster, the fleet's settings
         // and each class's resolved workload and reliability sections.
-        YAML::Node resolved = YAML::Load(spec.fleet->jobs.front().scenario->resolved_yaml);
+        const FleetSpec& fl = *spec.fleet;
+        YAML::Node resolved = YAML::Load(classes > 0 ? fl.jobs.front().scenario->resolved_yaml
+                                                     : fl.services.front().scenario->resolved_yaml);
         resolved["name"] = spec.name;
         resolved.remove("workload");
         resolved.remove("reliability");
@@ -504,7 +765,45 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             }
             jobs.push_back(n);
         }
-        fleet["jobs"] = jobs;
+        if (classes > 0) {
+            fleet["jobs"] = jobs;
+        }
+        YAML::Node services(YAML::NodeType::Sequence);
+        for (const FleetService& v : fl.services) {
+            const YAML::Node mine = YAML::Load(v.scenario->resolved_yaml);
+            YAML::Node n(YAML::NodeType::Map);
+            n["name"] = v.name;
+            n["tenant"] = v.tenant;
+            n["priority"] = v.priority;
+            n["borrow"] = v.borrow;
+            n["attainment"] = v.attainment;
+            n["workload"] = mine["workload"];
+            YAML::Node l(YAML::NodeType::Map);
+            l["rate"] = v.load.rate;
+            l["peak"] = v.load.peak;
+            l["peak_at"] = std::to_string(v.load.peak_at.ns()) + "ns";
+            l["period"] = std::to_string(v.load.period.ns()) + "ns";
+            l["step"] = std::to_string(v.load.step.ns()) + "ns";
+            n["load"] = l;
+            const fleet::AutoscalerSpec& x = v.autoscale;
+            YAML::Node a(YAML::NodeType::Map);
+            a["signal"] = to_string(x.signal);
+            a["target"] = x.target;
+            a["min"] = x.min;
+            a["max"] = x.max;
+            a["interval"] = std::to_string(x.interval.ns()) + "ns";
+            a["lag"] = std::to_string(x.lag.ns()) + "ns";
+            a["provisioning"] = std::to_string(x.provisioning.ns()) + "ns";
+            a["drain"] = std::to_string(x.drain.ns()) + "ns";
+            if (v.load_bandwidth.bytes_per_s() > 0.0) {
+                a["load_bandwidth"] = std::to_string(v.load_bandwidth.bytes_per_s()) + "B/s";
+            }
+            n["autoscale"] = a;
+            services.push_back(n);
+        }
+        if (!fl.services.empty()) {
+            fleet["services"] = services;
+        }
         resolved["fleet"] = fleet;
         if (!fleet_reliability_yaml.empty()) {
             resolved["reliability"] = YAML::Load(fleet_reliability_yaml)["reliability"];

@@ -219,44 +219,11 @@ double parse_rate_per_s(const YAML::Node& n, const std::string& p, const SourceL
                         const Context& ctx) {
     const SourceLocation where = at(n, p, loc, ctx);
     const std::string text = scalar_text(n, p, where);
-    const auto slash = text.find('/');
-    if (slash == std::string::npos) {
-        throw InputError(p, "a rate needs a unit: '" + text + "/s', /min or /h (as durations need "
-                            "theirs)",
-                         where);
-    }
-    if (text.find('%') != std::string::npos) {
-        throw InputError(p, "'" + text + "' is not a rate: give requests per unit of time "
-                            "(20/s, 1200/min), not a percentage",
-                         where);
-    }
-    double per = 1.0;
-    std::string number = text;
-    {
-        const std::string unit = text.substr(slash + 1);
-        number = text.substr(0, slash);
-        if (unit == "s") {
-            per = 1.0;
-        } else if (unit == "min") {
-            per = 60.0;
-        } else if (unit == "h") {
-            per = 3600.0;
-        } else {
-            throw InputError(p, "unknown rate unit '/" + unit + "': use /s, /min or /h", where);
-        }
-    }
-    double v = 0.0;
     try {
-        v = parse_real(number);
+        return parse_request_rate(text);
     } catch (const UnitError& err) {
-        throw InputError(p, std::string(err.what()) + " (a rate such as 20/s)", where);
+        throw InputError(p, err.what(), where);
     }
-    const double rate = v / per;
-    if (!(rate > 0.0) || !std::isfinite(rate) || rate > 1e9) {
-        throw InputError(p, "out of range: must be > 0 and at most 1e9/s; got '" + text + "'",
-                         where);
-    }
-    return rate;
 }
 
 /// {closed_loop: {concurrency: N}} | {poisson: {rate: R}} | {gamma: {rate: R, cv: C}} |

@@ -427,3 +427,40 @@ std::vector<double> parse_size_list(std::string_view raw) {
 }
 
 } // namespace trnsim::config
+
+namespace trnsim::config {
+
+double parse_request_rate(std::string_view view) {
+    const std::string text(view);
+    const auto slash = text.find('/');
+    if (slash == std::string::npos) {
+        throw UnitError("a rate needs a unit: '" + text + "/s', /min or /h (as durations need "
+                        "theirs)");
+    }
+    if (text.find('%') != std::string::npos) {
+        throw UnitError("'" + text + "' is not a rate: give requests per unit of time "
+                        "(20/s, 1200/min), not a percentage");
+    }
+    const std::string unit = text.substr(slash + 1);
+    double per = 1.0;
+    if (unit == "min") {
+        per = 60.0;
+    } else if (unit == "h") {
+        per = 3600.0;
+    } else if (unit != "s") {
+        throw UnitError("unknown rate unit '/" + unit + "': use /s, /min or /h");
+    }
+    double v = 0.0;
+    try {
+        v = parse_real(text.substr(0, slash));
+    } catch (const UnitError& err) {
+        throw UnitError(std::string(err.what()) + " (a rate such as 20/s)");
+    }
+    const double rate = v / per;
+    if (!(rate > 0.0) || !std::isfinite(rate) || rate > 1e9) {
+        throw UnitError("out of range: must be > 0 and at most 1e9/s; got '" + text + "'");
+    }
+    return rate;
+}
+
+} // namespace trnsim::config

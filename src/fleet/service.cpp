@@ -13,6 +13,26 @@ double LoadProfile::at_time(SimTime t) const {
     return it == at.begin() ? 0.0 : rate[static_cast<std::size_t>(it - at.begin() - 1)];
 }
 
+LoadProfile diurnal(double low, double peak, Duration peak_at, Duration period, Duration step,
+                    SimTime end) {
+    LoadProfile p;
+    const double w = 2.0 * 3.14159265358979323846 / period.seconds();
+    const double amp = low * (peak - 1.0) / 2.0;
+    for (SimTime t = SimTime::zero(); t < end; t = t + step) {
+        const double a = (t - SimTime::zero()).seconds() - peak_at.seconds();
+        const double b = a + step.seconds();
+        // The mean of cos(w u) over [a, b]: (sin(w b) - sin(w a)) / (w (b - a)).
+        const double mean_cos = (std::sin(w * b) - std::sin(w * a)) / (w * (b - a));
+        p.at.push_back(t);
+        p.rate.push_back(low + amp * (1.0 + mean_cos));
+    }
+    if (p.at.empty()) {
+        p.at.push_back(SimTime::zero());
+        p.rate.push_back(low * peak);
+    }
+    return p;
+}
+
 FluidStep fluid_step(double load, double capacity, double backlog, double slack, double span) {
     FluidStep s;
     s.arrived = load * span;
@@ -56,7 +76,12 @@ Service::Service(ServiceSpec spec) : spec_(std::move(spec)) {
                                         "': a load is finite and not negative");
         }
     }
-    if (!(spec_.capacity > 0.0) || a.min < 0 || a.max < std::max<std::int64_t>(a.min, 1) ||
+    if (spec_.curve_rate.size() != spec_.curve_attainment.size() ||
+        !std::is_sorted(spec_.curve_rate.begin(), spec_.curve_rate.end())) {
+        throw std::invalid_argument("fleet: service '" + spec_.name +
+                                    "': an attainment curve by increasing rates");
+    }
+    if (!(spec_.capacity > 0.0) || !(spec_.throughput >= 0.0) || a.min < 0 || a.max < std::max<std::int64_t>(a.min, 1) ||
         a.interval <= Duration::zero() || a.lag < Duration::zero() || !(a.target > 0.0) ||
         (a.signal != Signal::queue && a.target > 1.0) || spec_.slack < Duration::zero()) {
         throw std::invalid_argument("fleet: service '" + spec_.name +
@@ -65,10 +90,28 @@ Service::Service(ServiceSpec spec) : spec_(std::move(spec)) {
     }
 }
 
+double Service::curve(double rate) const {
+    const std::vector<double>& x = spec_.curve_rate;
+    const std::vector<double>& y = spec_.curve_attainment;
+    if (x.empty()) {
+        return 1.0;
+    }
+    if (rate <= x.front()) {
+        return y.front();
+    }
+    if (rate >= x.back()) {
+        return y.back();
+    }
+    const auto i = static_cast<std::size_t>(std::upper_bound(x.begin(), x.end(), rate) - x.begin());
+    const double f = (rate - x[i - 1]) / (x[i] - x[i - 1]);
+    return y[i - 1] + f * (y[i] - y[i - 1]);
+}
+
 void Service::advance(SimTime t) {
     TRNSIM_CHECK(t >= last_, "fleet: a service went back in time");
     const double slack = spec_.slack.seconds();
-    const double capacity = static_cast<double>(ready_.size()) * spec_.capacity;
+    const double per_domain_max = spec_.throughput > 0.0 ? spec_.throughput : spec_.capacity;
+    const double capacity = static_cast<double>(ready_.size()) * per_domain_max;
     const LoadProfile& l = spec_.load;
     while (last_ < t) {
         while (load_index_ + 1 < l.at.size() && l.at[load_index_ + 1] <= last_) {
@@ -77,13 +120,17 @@ void Service::advance(SimTime t) {
         const SimTime to =
             load_index_ + 1 < l.at.size() ? std::min(t, l.at[load_index_ + 1]) : t;
         const double span = (to - last_).seconds();
-        const FluidStep s = fluid_step(l.rate[load_index_], capacity, backlog_, slack, span);
+        const double load = l.rate[load_index_];
+        const FluidStep s = fluid_step(load, capacity, backlog_, slack, span);
+        const double per_domain = backlog_ > 0.0 || load >= capacity
+                                      ? per_domain_max
+                                      : load / static_cast<double>(ready_.size());
         record_.arrived += s.arrived;
-        record_.met += s.met;
+        record_.met += s.met * (capacity > 0.0 ? curve(per_domain) : 1.0);
         record_.served += s.served;
         backlog_ = s.backlog;
         record_.held += Seconds::of(static_cast<double>(held()) * span);
-        record_.ready += Seconds::of(capacity / spec_.capacity * span);
+        record_.ready += Seconds::of(static_cast<double>(ready_.size()) * span);
         last_ = to;
     }
 }

@@ -16,6 +16,7 @@
 #include "trnsim/serving/trace.hpp"
 #include "trnsim/cluster/shape.hpp"
 #include "trnsim/fleet/scheduler.hpp"
+#include "trnsim/fleet/service.hpp"
 #include "trnsim/workload/training_spec.hpp"
 
 #include <array>
@@ -224,7 +225,36 @@ struct FleetTraceJob {
     int line = 0;              ///< in the trace file
 };
 
-/// The `fleet:` section: training jobs sharing the cluster's domains under one scheduler.
+/// A service's load (fleet.services[i].load): `rate` requests per second at the daily trough,
+/// `peak` times that at `peak_at` (from the start of each `period`), a raised cosine between,
+/// held constant over each `step` at the curve's mean over it.
+struct FleetServiceLoad {
+    double rate = 0.0;
+    double peak = 1.0;
+    Duration peak_at;
+    Duration period;
+    Duration step;
+};
+
+/// A serving service of a fleet (fleet.services[i]): its replicas' workload (loaded as a
+/// scenario on one domain, where its capacity is measured), its load and its autoscaler.
+struct FleetService {
+    std::string name;
+    std::string tenant;
+    int priority = 0;
+    bool borrow = false;
+    double attainment = 0.9; ///< the SLO attainment one domain's capacity is measured at
+    FleetServiceLoad load;
+    fleet::AutoscalerSpec autoscale; ///< its `load` is computed (model load time)
+    /// Per instance, reading the model into HBM; zero: the default (docs/fleet.md).
+    Bandwidth load_bandwidth;
+    /// Its workload section as written (services with the same one share a measurement).
+    std::string workload_text;
+    std::shared_ptr<const ScenarioSpec> scenario;
+};
+
+/// The `fleet:` section: training jobs and serving services sharing the cluster's domains
+/// under one scheduler.
 struct FleetSpec {
     fleet::Policy policy = fleet::Policy::fifo;
     std::int64_t spares = 0;            ///< domains kept as spares
@@ -232,6 +262,7 @@ struct FleetSpec {
     /// Domains each tenant may hold at once, by tenant name, in the order given.
     std::vector<std::pair<std::string, std::int64_t>> quotas;
     std::vector<FleetJobClass> jobs;
+    std::vector<FleetService> services;
     /// The job trace (fleet.trace, docs/fleet.md): jobs beside the classes' counts, in the
     /// file's order (submissions non-decreasing).
     std::string trace_file;

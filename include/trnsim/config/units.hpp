@@ -45,6 +45,9 @@ Frequency parse_frequency(std::string_view text);
 Money parse_money(std::string_view text);
 std::int64_t parse_count(std::string_view text);
 double parse_real(std::string_view text);
+/// Requests per second from "20/s", "1200/min" or "3/h": a rate needs its unit, as a duration
+/// does, is not a percentage, and lies in (0, 1e9/s].
+double parse_request_rate(std::string_view text);
 bool parse_bool(std::string_view text);
 
 /// Message sizes: "1KiB:1GiB" (the first size doubled up to the last, and the last itself

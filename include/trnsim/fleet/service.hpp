@@ -2,21 +2,26 @@
 // constant over time), the domains it holds, and an autoscaler that asks the scheduler for more
 // or gives some back.
 //
-// Capacity. One ready domain serves `capacity` requests per second within the SLO (the caller
-// measures it once with the request-level simulation, sim/fleet_run.hpp). A domain the
+// Capacity. One ready domain serves `capacity` requests per second within the SLO, and at most
+// `throughput` requests per second at all (the caller measures both once with the
+// request-level simulation, sim/fleet_run.hpp); the autoscaler sizes by the first, the queue
+// drains at the second. A domain the
 // autoscaler obtains is not ready at once: it is provisioned (`provisioning`) and the model is
 // loaded into its HBM (`load`: compiled graphs and weights from storage) first. A domain taken
 // away by a scale-in stops taking new requests at once and is given back after `drain` (its
 // requests in flight finish).
 //
-// The fluid queue. Between two changes the load L and the capacity C = ready x capacity are
+// The fluid queue. Between two changes the load L and the capacity C = ready x throughput are
 // constant, and the backlog B (requests waiting) moves as dB/dt = L - C while it is positive:
 //   B(u) = max(0, B0 + (L - C) u).
 // A request arriving at u waits B(u) / C before its service starts, and meets the SLO when
 // that wait is at most the SLO's `slack` (the time left of its TTFT bound at capacity; with no
 // ready domain, no request meets it). The requests arriving in the interval, those meeting the
 // SLO (L times the part of the interval where B(u) <= slack C: B is linear, so it is one
-// interval) and those served (arrivals + B0 - B(end)) are counted in closed form.
+// interval) and those served (arrivals + B0 - B(end)) are counted in closed form. Of the
+// arrivals the queue lets through, the measured share meets the SLO: the attainment curve at
+// the load per ready domain (at the throughput when the queue is not empty or the load above
+// it).
 //
 // The autoscaler. Every `interval` (from time 0) it reads its signal as the service's metrics
 // showed it `lag` earlier (the last sample at or before t - lag; samples are taken at every
@@ -82,11 +87,23 @@ struct ServiceSpec {
     /// With `borrow`, the service may preempt training jobs of lower priority for domains.
     int priority = 0;
     bool borrow = false;
-    double capacity = 1.0;             ///< requests per second one ready domain serves
+    double capacity = 1.0;             ///< requests per second one ready domain serves in the SLO
+    double throughput = 0.0;           ///< requests per second it serves at most (0: capacity)
     Duration slack;                    ///< the wait a request may take and still meet the SLO
+    /// The attainment of a domain's requests at a rate per domain (measured; increasing
+    /// rates; empty: 1), linear between the points, the end points' values beyond.
+    std::vector<double> curve_rate;
+    std::vector<double> curve_attainment;
     LoadProfile load;
     AutoscalerSpec scale;
 };
+
+/// A daily load: `low` requests per second at the trough, `peak` times that at `peak_at` into
+/// each `period`, a raised cosine between,
+///   rate(t) = low (1 + (peak - 1) (1 + cos(2 pi (t - peak_at) / period)) / 2),
+/// held over each `step` from 0 to `end` at its exact mean over the step.
+LoadProfile diurnal(double low, double peak, Duration peak_at, Duration period, Duration step,
+                    SimTime end);
 
 /// One sample of a service's state (at every autoscaler decision, and at the end).
 struct ServiceSample {
@@ -165,6 +182,8 @@ public:
 
 private:
     void sample(SimTime t, std::int64_t wanted);
+    /// The measured attainment at `rate` requests per second per domain.
+    double curve(double rate) const;
 
     ServiceSpec spec_;
     std::vector<std::int64_t> ready_;    ///< in the order they became ready

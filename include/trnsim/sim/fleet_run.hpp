@@ -36,8 +36,37 @@ struct FleetClassRun {
     Seconds launch;                  ///< recovery.restart with a reliability section, else 0
 };
 
+/// A service as the fleet runs it: one domain's capacity at the SLO, measured with the
+/// request-level simulation of its workload on one domain (docs/fleet.md, "Services").
+struct FleetServiceRun {
+    std::string name;
+    std::string tenant;
+    int priority = 0;
+    bool borrow = false;
+    int tp = 1;
+    std::int64_t replicas_per_domain = 0;
+    double capacity = 0.0;        ///< requests per second one domain serves at the SLO
+    /// Requests per second one domain serves at most: the highest rate of finishes over the
+    /// second half of a run's arrivals (a saturated run's is its service rate).
+    double throughput = 0.0;
+    Seconds slack;                ///< slo.ttft - the median TTFT at capacity (at least 0)
+    Seconds model_load;           ///< a domain's weights into HBM at the load bandwidth
+    Bandwidth load_bandwidth;     ///< per instance
+    double output_tokens = 0.0;   ///< per request, at capacity
+    /// The measurements below the throughput: rate per domain, its SLO attainment and median
+    /// TTFT (by rate).
+    struct Point {
+        double rate = 0.0, attainment = 0.0;
+        Seconds ttft_p50;
+    };
+    std::vector<Point> points;
+    int simulations = 0;          ///< request-level runs behind the figures (0: shared)
+    std::int64_t shares_with = -1; ///< the service whose measurement this one reuses
+};
+
 struct FleetRun {
     std::vector<FleetClassRun> classes;
+    std::vector<FleetServiceRun> services;
     std::vector<std::string> tenants;          ///< names, in order of first appearance
     std::vector<std::int32_t> class_of_job;    ///< for each job of result.jobs
     std::vector<std::int64_t> index_in_class;  ///< its index among its class's jobs
