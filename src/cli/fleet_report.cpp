@@ -195,7 +195,7 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
     }
     out << "\n";
     out << "  engine     " << fmt::integer(static_cast<std::int64_t>(r.events))
-        << " events; the plans " << fmt::seconds(run.plans_wall.seconds()) << " on "
+        << " events; the plans" << (run.services.empty() ? "" : " and the services' capacities") << " " << fmt::seconds(run.plans_wall.seconds()) << " on "
         << run.threads << (run.threads == 1 ? " thread" : " threads") << ", the scheduler "
         << fmt::seconds(run.fleet_wall.seconds()) << "\n";
 }

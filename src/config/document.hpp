@@ -124,4 +124,40 @@ inline YAML::Node entry_document(const YAML::Node& root, const SharedCluster& cl
     return doc;
 }
 
+/// Records where every key under `n` (maps' keys, sequences' items) is in the file, under
+/// `prefix`; nodes without a place (made by an override) are left out.
+inline void record_places(const YAML::Node& n, const std::string& prefix, const std::string& file,
+                          SourceMap& out) {
+    if (n.Mark().line >= 0 && !prefix.empty()) {
+        out.add(prefix, at(n, file));
+    }
+    if (n.IsMap()) {
+        for (const auto& kv : n) {
+            const std::string key = kv.first.Scalar();
+            record_places(kv.second, prefix.empty() ? key : prefix + "." + key, file, out);
+        }
+    } else if (n.IsSequence()) {
+        for (std::size_t i = 0; i < n.size(); ++i) {
+            record_places(n[i], prefix + "[" + std::to_string(i) + "]", file, out);
+        }
+    }
+}
+
+/// Records the places in the file of the keys entry_document copies (its copies have none).
+inline void entry_places(const YAML::Node& root, const std::string& skip,
+                         const YAML::Node& entry, const std::string& file, SourceMap& out) {
+    for (const auto& kv : root) {
+        const std::string key = kv.first.Scalar();
+        if (key != skip && key != "cluster" && key != "name" && key != "workload" &&
+            key != "reliability") {
+            record_places(kv.second, key, file, out);
+        }
+    }
+    for (const char* key : {"workload", "reliability"}) {
+        if (entry[key].IsDefined()) {
+            record_places(entry[key], key, file, out);
+        }
+    }
+}
+
 } // namespace trnsim::config::detail

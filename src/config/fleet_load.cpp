@@ -560,7 +560,10 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
         entries.push_back({c.name, path, "job class", entry_document(croot, cl, "fleet", c.name,
                                                                       c.gang, n),
-                           path + ".gang", "'s gang", at(n["gang"], file)});
+                           path + ".gang", "'s gang", at(n["gang"], file),
+                           [croot, n, file](SourceMap& m) {
+                               entry_places(croot, "fleet", n, file, m);
+                           }});
         fs.jobs.push_back(std::move(c));
     }
     for (std::size_t i = 0; has_services && i < service_list.size(); ++i) {
@@ -583,7 +586,10 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         v.workload_text = text.c_str();
         entries.push_back({v.name, path, "service",
                            entry_document(croot, cl, "fleet", v.name, 1, n),
-                           path + ".workload", " on one of the cluster's domains", at(n, file)});
+                           path + ".workload", " on one of the cluster's domains", at(n, file),
+                           [croot, n, file](SourceMap& m) {
+                               entry_places(croot, "fleet", n, file, m);
+                           }});
         fs.services.push_back(std::move(v));
     }
     if (traced && fs.jobs.empty()) {

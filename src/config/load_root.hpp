@@ -8,6 +8,7 @@
 #include "tables.hpp"
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,9 @@ struct ListEntry {
     std::string cluster_key;
     std::string cluster_note;
     SourceLocation cluster_at;
+    /// Records where the document's keys are in the file (entry_places): its copied nodes
+    /// have no place of their own.
+    std::function<void(SourceMap&)> places;
 };
 
 /// Loads every entry (into `loaded`, in order) and returns the shared part: the first entry's

@@ -53,8 +53,19 @@ ScenarioSpec load_entries(const std::vector<ListEntry>& entries, const std::stri
         ScenarioSpec one;
         try {
             one = load_root(e.document, file, base_dir, e.name, {}, presets, options);
-        } catch (const InputError& err) {
+            if (e.places) {
+                e.places(one.sources);
+            }
+        } catch (const InputError& caught) {
             // The entry's own keys under its prefix; its cluster's at the key that sizes it.
+            InputError err = caught;
+            if (e.places && err.location().file == file && err.location().line <= 1) {
+                SourceMap places; // a copied node has no place: the original's
+                e.places(places);
+                if (const SourceLocation p = places.find(err.key_path()); p.known()) {
+                    err = InputError(err.key_path(), err.message(), p);
+                }
+            }
             const std::string& key = err.key_path();
             if (tenant_owns_key(key)) {
                 throw InputError(e.prefix + "." + key, err.message(), err.location());
@@ -191,7 +202,10 @@ ScenarioSpec load_tenants(YAML::Node root, const std::string& file, const fs::pa
         list_entries.push_back(
             {e.name, "tenants[" + std::to_string(i) + "]", "tenant",
              entry_document(croot, cl, "tenants", e.name, e.allocation.domains, e.node),
-             "tenants[" + std::to_string(i) + "].allocation", "'s allocation", e.allocation_at});
+             "tenants[" + std::to_string(i) + "].allocation", "'s allocation", e.allocation_at,
+             [croot, node = e.node, file](SourceMap& m) {
+                 entry_places(croot, "tenants", node, file, m);
+             }});
     }
     std::vector<ScenarioSpec> loaded;
     ScenarioSpec spec = load_entries(list_entries, file, base_dir, presets, options, loaded);

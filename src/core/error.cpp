@@ -33,6 +33,25 @@ void SourceMap::replace_section(const std::string& section, const SourceMap& fro
 }
 
 SourceLocation SourceMap::find(const std::string& key_path) const {
+    if (auto it = map_.find(key_path); it != map_.end()) {
+        return it->second;
+    }
+    // A mapping whose own place was not recorded (only its keys were): its first key's line.
+    if (!key_path.empty()) {
+        const SourceLocation* first = nullptr;
+        for (auto it = map_.lower_bound(key_path + "."); it != map_.end() &&
+                                                          it->first.rfind(key_path + ".", 0) == 0;
+             ++it) {
+            if (it->second.known() &&
+                (first == nullptr || it->second.line < first->line ||
+                 (it->second.line == first->line && it->second.column < first->column))) {
+                first = &it->second;
+            }
+        }
+        if (first != nullptr) {
+            return *first;
+        }
+    }
     std::string path = key_path;
     while (true) {
         if (auto it = map_.find(path); it != map_.end()) {

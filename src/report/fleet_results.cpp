@@ -1,6 +1,7 @@
 // The results file of a `fleet:` scenario (docs/results-schema.md, "Fleet"): /summary (one
-// row), /fleet/classes (one row per job class), /fleet/jobs (one row per job) and /fleet/pool
-// (the domains in each use after every change).
+// row), /fleet/classes (one row per job class), /fleet/jobs (one row per job), /fleet/pool
+// (the domains in each use after every change), /fleet/services (one row per service) and
+// /fleet/service_samples (each service's state at every autoscaler decision).
 #include "trnsim/fleet/fleet.hpp"
 #include "trnsim/report/run_results.hpp"
 
@@ -16,11 +17,20 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double seconds_or_nan(SimTime t) { return t == SimTime::max() ? kNaN : t.seconds(); }
 
+/// Service i's cost: the domain time it held.
+double service_cost(const sim::FleetRun& run, std::size_t i) {
+    return run.result.services[i].held.seconds() / 3600.0 * run.domain_hour.usd();
+}
+
 std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
                                                const sim::FleetRun& run) {
     const fleet::FleetResult& r = run.result;
     const sim::FleetJobMeans m = sim::fleet_means(run);
     const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
+    double services_cost = 0.0;
+    for (std::size_t i = 0; i < run.services.size(); ++i) {
+        services_cost += service_cost(run, i);
+    }
     const auto share = [&](fleet::DomainUse u) {
         return pool_s > 0.0 ? r.pool.domain_time[static_cast<std::size_t>(u)].seconds() / pool_s
                             : kNaN;
@@ -50,6 +60,8 @@ std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
         {"busy_cost_usd",
          r.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() /
              3600.0 * run.domain_hour.usd()},
+        {"services", static_cast<std::int64_t>(run.services.size())},
+        {"services_cost_usd", services_cost},
     };
 }
 
@@ -135,6 +147,67 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
         pool.add_row({p.at.seconds(), p.domains[0], p.domains[1], p.domains[2], p.domains[3]});
     }
     f.tables.emplace_back("/fleet/pool", std::move(pool));
+    if (run.services.empty()) {
+        return f;
+    }
+
+    results::Table services;
+    services.add_string("service", 64);
+    services.add_string("tenant", 64);
+    services.add_int("priority");
+    services.add_int("borrow");
+    services.add_int("tp");
+    services.add_int("replicas_per_domain");
+    services.add_float("capacity_per_s");
+    services.add_float("throughput_per_s");
+    services.add_float("slack_s");
+    services.add_float("model_load_s");
+    services.add_int("simulations");
+    services.add_float("requests");
+    services.add_float("met_slo");
+    services.add_float("slo_attainment");
+    services.add_float("served");
+    services.add_float("backlog_end");
+    services.add_float("held_s");
+    services.add_float("ready_s");
+    services.add_int("grants");
+    services.add_int("releases");
+    services.add_int("failures");
+    services.add_int("peak_domains");
+    services.add_float("cost_usd");
+    services.add_float("cost_per_million_output_tokens_usd");
+    for (std::size_t i = 0; i < run.services.size(); ++i) {
+        const sim::FleetServiceRun& v = run.services[i];
+        const fleet::ServiceRecord& x = r.services[i];
+        const double cost = service_cost(run, i);
+        const double tokens = x.served * v.output_tokens;
+        services.add_row({v.name, v.tenant, std::int64_t{v.priority}, std::int64_t{v.borrow},
+                          std::int64_t{v.tp}, v.replicas_per_domain, v.capacity, v.throughput,
+                          v.slack.seconds(), v.model_load.seconds(),
+                          std::int64_t{v.simulations}, x.arrived, x.met, x.attainment(),
+                          x.served, x.backlog_end, x.held.seconds(), x.ready.seconds(),
+                          x.grants, x.releases, x.failures, x.peak_domains, cost,
+                          tokens > 0.0 ? cost / tokens * 1e6 : kNaN});
+    }
+    f.tables.emplace_back("/fleet/services", std::move(services));
+
+    results::Table samples;
+    samples.add_string("service", 64);
+    samples.add_float("time_s");
+    samples.add_float("load_per_s");
+    samples.add_int("ready");
+    samples.add_int("pending");
+    samples.add_int("draining");
+    samples.add_int("wanted");
+    samples.add_float("backlog");
+    samples.add_float("attainment");
+    for (std::size_t i = 0; i < run.services.size(); ++i) {
+        for (const fleet::ServiceSample& p : r.service_samples[i]) {
+            samples.add_row({run.services[i].name, p.at.seconds(), p.load, p.ready, p.pending,
+                             p.draining, p.wanted, p.backlog, p.attainment});
+        }
+    }
+    f.tables.emplace_back("/fleet/service_samples", std::move(samples));
     return f;
 }
 

@@ -27,11 +27,13 @@ struct SourceLocation {
 
 /// Maps dotted key paths ("workload.parallelism.tp") to the location of their value, so modules
 /// that validate meaning (a plan that does not divide the ranks) can report a key path and the
-/// CLI can still point at the line. Lookup falls back to the longest known prefix.
+/// CLI can still point at the line. Lookup falls back to the earliest of the key's own keys (a
+/// mapping whose place was not recorded), else to the longest known prefix.
 class SourceMap {
 public:
     void add(const std::string& key_path, SourceLocation loc);
-    /// Location of key_path, else of its nearest ancestor, else unknown.
+    /// Location of key_path, else the earliest of its keys', else of its nearest ancestor, else
+    /// unknown.
     SourceLocation find(const std::string& key_path) const;
     /// Whether key_path itself was recorded (given in the file or on the command line).
     bool contains(const std::string& key_path) const { return map_.count(key_path) > 0; }

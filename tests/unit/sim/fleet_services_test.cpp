@@ -6,11 +6,13 @@
 #include "trnsim/core/error.hpp"
 #include "trnsim/sim/fleet_run.hpp"
 #include "trnsim/sim/serve_scenario.hpp"
+#include "trnsim/sim/workload_kinds.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 namespace trnsim::sim {
 namespace {
@@ -64,6 +66,93 @@ TEST(FleetServices, RateLevelAgreesWithRequestLevelAtLoadsItDidNotMeasure) {
         std::printf("load %.2f x capacity (%.2f/s): request level %.3f, rate level %.3f\n", f,
                     rate, request_level, rate_level);
         EXPECT_NEAR(rate_level, request_level, 0.05) << "at " << f << " x capacity";
+    }
+}
+
+/// `s` with `from` replaced by `to` (kService by default).
+std::string with(const std::string& from, const std::string& to,
+                 std::string s = std::string(kService)) {
+    const auto at = s.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    if (at != std::string::npos) {
+        s.replace(at, from.size(), to);
+    }
+    return s;
+}
+
+struct Bad {
+    std::string text;
+    std::string key;
+    std::string says;
+};
+
+TEST(FleetServices, BadInputIsRefusedWithItsKeyAndPlace) {
+    const std::string s0 = "fleet.services[0]";
+    const std::string job = "  jobs:\n    - name: train\n      gang: 1\n      workload: {type: "
+                            "training, model: llama3-8b, sequence_length: 8192, global_batch: "
+                            "64, steps: 10, parallelism: {tp: 8, pp: 1, dp: auto}}\n";
+    const std::vector<Bad> cases = {
+        {with("  horizon: 10min\n", ""), "fleet.horizon", "runs for a given time"},
+        {"name: q\nhardware: {chip: trn2}\ncluster: {ultraservers: 2}\n"
+         "fleet: {horizon: 1h, services: []}\n",
+         "fleet.services", "list of services"},
+        {with("      load: {rate: 1/s}", "      load: {rate: 1/s}\n      bogus: 1"),
+         s0 + ".bogus", "unknown key"},
+        {with("load: {rate: 1/s}", "load: {peak: 2}"), s0 + ".load.rate", "requests per second"},
+        {with("load: {rate: 1/s}", "load: {rate: 1}"), s0 + ".load.rate", "needs a unit"},
+        {with("load: {rate: 1/s}", "load: {rate: 0/s}"), s0 + ".load.rate", "out of range"},
+        {with("load: {rate: 1/s}", "load: {rate: 1/s, peak: 0.5}"), s0 + ".load.peak",
+         "1 to 1,000"},
+        {with("load: {rate: 1/s}", "load: {rate: 1/s, peak_at: 25h}"), s0 + ".load.peak_at",
+         "within the period"},
+        {with("load: {rate: 1/s}", "load: {rate: 1/s, step: 0s}"), s0 + ".load.step",
+         "at least 1 s"},
+        {with("load: {rate: 1/s}", "load: 3"), s0 + ".load", "expected a mapping"},
+        {with("autoscale: {min: 1, max: 1}", "autoscale: {min: 2, max: 1}"),
+         s0 + ".autoscale.min", "must be 0 to the maximum"},
+        {with("autoscale: {min: 1, max: 1}", "autoscale: {min: 1, max: 3}"),
+         s0 + ".autoscale.max", "1 to 2"},
+        {with("autoscale: {min: 1, max: 1}", "autoscale: {min: 1}"), s0 + ".autoscale.max",
+         "give the maximum"},
+        {with("autoscale: {min: 1, max: 1}", "autoscale: {min: 1, max: 1, signal: cpu}"),
+         s0 + ".autoscale.signal", "expected one of utilisation"},
+        {with("autoscale: {min: 1, max: 1}", "autoscale: {min: 1, max: 1, target: 1.5}"),
+         s0 + ".autoscale.target", "at most 1"},
+        {with("autoscale: {min: 1, max: 1}", "autoscale: {min: 1, max: 1, interval: 0s}"),
+         s0 + ".autoscale.interval", "at least 1 s"},
+        {with("autoscale: {min: 1, max: 1}", "autoscale: {min: 1, max: 1, drain: -1min}"),
+         s0 + ".autoscale.drain", "negative"},
+        {with("autoscale: {min: 1, max: 1}",
+              "autoscale: {min: 1, max: 1, load_bandwidth: fast}"),
+         s0 + ".autoscale.load_bandwidth", ""},
+        {with("{min: 1, max: 1}", "{min: 2, max: 2}",
+              with("  horizon: 10min\n", "  horizon: 10min\n  quotas: {chat: 1}\n")),
+         s0 + ".autoscale.min", "quota"},
+        {with("        type: inference", "        type: training"), s0 + ".workload.type",
+         "inference workload"},
+        {with("      load:", "      attainment: 1.5\n      load:"), s0 + ".attainment",
+         "between 0 and 1"},
+        {with("      load:", "      borrow: maybe\n      load:"), s0 + ".borrow", ""},
+        {with("name: chat", "name: train", with("  services:\n", job + "  services:\n")),
+         s0 + ".name", "another job class or service"},
+        {with("  horizon: 10min\n", "  horizon: 10min\n  trace: jobs.csv\n"), "fleet.trace",
+         "needs the job classes"},
+        // Checked before anything runs, located in the file:
+        {with("arrival: {poisson: {rate: 2/s}}", "arrival: {closed_loop: {concurrency: 4}}"),
+         s0 + ".workload.requests.arrival", "open loop"},
+        {with("tp: 64", "tp: 4"), s0 + ".workload.serving", "HBM"},
+    };
+    for (const Bad& b : cases) {
+        SCOPED_TRACE(b.key);
+        try {
+            (void)check_scenario(config::load_scenario_text(b.text, "bad"));
+            ADD_FAILURE() << "accepted: " << b.key << "\n" << b.text;
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), b.key) << e.what();
+            EXPECT_NE(std::string(e.what()).find(b.says), std::string::npos) << e.what();
+            EXPECT_TRUE(e.location().known()) << e.what();
+            EXPECT_GT(e.location().line, 1) << e.what(); // at its place, not the first line
+        }
     }
 }
 
