@@ -2,6 +2,7 @@
 
 #include "trnsim/core/format.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -187,7 +188,7 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         r.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() / 3600.0;
     out << "  cost       " << fmt::money(run.domain_hour * hours) << " for the pool ("
         << fmt::money(run.domain_hour) << " a domain-hour, " << spec.cost.origin << "), "
-        << fmt::money(run.domain_hour * (busy_hours - services_held_s / 3600.0))
+        << fmt::money(run.domain_hour * std::max(0.0, busy_hours - services_held_s / 3600.0))
         << " of it held by jobs";
     if (!run.services.empty()) {
         out << ", " << fmt::money(run.domain_hour * (services_held_s / 3600.0))
