@@ -1225,6 +1225,41 @@ def plot_fleet_queue(path, directory):
                                                "started and not yet finished (/fleet/jobs).")
 
 
+#: Services whose load and capacity the report draws (the first ones; the table lists all).
+FLEET_SERVICE_PLOTS = 6
+
+
+def plot_fleet_services(path, directory):
+    """Each service's load against its ready domains' capacity within the SLO over time
+    (/fleet/service_samples, /fleet/services), one panel per service."""
+    services = table_or_none(path, "/fleet/services")
+    samples = table_or_none(path, "/fleet/service_samples")
+    if services is None or samples is None or services.empty:
+        return None
+    shown = services.head(FLEET_SERVICE_PLOTS)
+    scale, unit = day_axis(samples["time_s"])
+    fig, axes = plt.subplots(len(shown), 1, figsize=(8, 2.6 * len(shown)), squeeze=False)
+    for ax, (_, svc) in zip(axes[:, 0], shown.iterrows()):
+        mine = samples[samples["service"] == svc["service"]]
+        x = mine["time_s"].to_numpy() / scale
+        ax.step(x, mine["load_per_s"], where="pre", color=SERIES_COLORS[1],
+                label="load (mean over each interval)")
+        ax.step(x, mine["ready"] * svc["capacity_per_s"], where="post", color=SERIES_COLORS[0],
+                label="ready domains x capacity within the SLO")
+        ax.set_ylabel("requests/s")
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{svc['service']}: SLO met by {100 * svc['slo_attainment']:.1f}%",
+                     fontsize=9)
+        ax.legend(fontsize=7, loc="upper left")
+    axes[-1, 0].set_xlabel(unit)
+    fig.tight_layout()
+    more = len(services) - len(shown)
+    caption = ("Each service's load and what its ready domains serve within the SLO "
+               "(/fleet/service_samples)")
+    caption += f"; the first {len(shown)} of {len(services)} services." if more else "."
+    return save(fig, directory, "services.png"), caption
+
+
 def report_fleet(path, directory):
     """A fleet run: the pool's use, the jobs' waits, each class, the pool and queue over time."""
     row = trnsim_results.load_summary(path).iloc[0]
@@ -1243,8 +1278,26 @@ def report_fleet(path, directory):
              Column("checkpoint_steps", header="steps between checkpoints"),
              Column("finished"), Column("mean_wait_s", header="first start after"),
              Column("mean_completion_s", header="done after")]))
-    plots = [plot_fleet_pool(path, directory), plot_fleet_queue(path, directory)]
-    return "A fleet of training jobs", "\n".join(parts), plots
+    services = table_or_none(path, "/fleet/services")
+    if services is not None and not services.empty:
+        parts.append("<h3>Services</h3>")
+        parts.append(html_table(
+            [r for _, r in services.iterrows()],
+            [Column("service", left=True), Column("tenant", left=True), Column("priority"),
+             Column("replicas_per_domain", header="replicas a domain"),
+             Column("capacity_per_s", header="capacity within the SLO (1/s)"),
+             Column("throughput_per_s", header="at most (1/s)"),
+             Column("model_load_s", header="model load"),
+             Column("requests"), Column("slo_attainment", header="SLO met"),
+             Column("peak_domains", header="most domains"), Column("failures"),
+             Column("cost_usd", header="cost"),
+             Column("cost_per_million_output_tokens_usd",
+                    header="per million output tokens")]))
+    plots = [plot_fleet_pool(path, directory), plot_fleet_queue(path, directory),
+             plot_fleet_services(path, directory)]
+    title = "A fleet of training jobs" if services is None or services.empty else \
+        "A fleet of training jobs and services"
+    return title, "\n".join(parts), plots
 
 
 def report_batch(path, directory):

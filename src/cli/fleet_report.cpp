@@ -187,12 +187,15 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
     const double busy_hours =
         r.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() / 3600.0;
     out << "  cost       " << fmt::money(run.domain_hour * hours) << " for the pool ("
-        << fmt::money(run.domain_hour) << " a domain-hour, " << spec.cost.origin << "), "
-        << fmt::money(run.domain_hour * std::max(0.0, busy_hours - services_held_s / 3600.0))
-        << " of it held by jobs";
+        << fmt::money(run.domain_hour) << " a domain-hour, " << spec.cost.origin << "), ";
+    const double jobs_hours = std::max(0.0, busy_hours - services_held_s / 3600.0);
+    if (!run.classes.empty()) {
+        out << fmt::money(run.domain_hour * jobs_hours) << " of it held by jobs";
+    }
     if (!run.services.empty()) {
-        out << ", " << fmt::money(run.domain_hour * (services_held_s / 3600.0))
-            << " by services";
+        out << (run.classes.empty() ? "" : ", ")
+            << fmt::money(run.domain_hour * (services_held_s / 3600.0))
+            << (run.classes.empty() ? " of it held by services" : " by services");
     }
     out << "\n";
     out << "  engine     " << fmt::integer(static_cast<std::int64_t>(r.events))

@@ -159,7 +159,9 @@ std::int64_t Service::decide(SimTime t) {
     sample(t, have);
     // What the metrics showed `lag` ago: the last sample at or before then.
     const ServiceSample* seen = nullptr;
-    if (t - SimTime::zero() >= a.lag) {
+    if (t == SimTime::zero()) {
+        seen = &samples_.back(); // deployed before the run, for the load it starts with
+    } else if (t - SimTime::zero() >= a.lag) {
         const SimTime when = t - a.lag;
         const auto it = std::upper_bound(
             samples_.begin(), samples_.end(), when,

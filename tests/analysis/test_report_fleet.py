@@ -1,6 +1,7 @@
 """Tests of analysis/report.py on a fleet's results (`fleet:` scenarios, docs/fleet.md): the
 page shows the figures as the command line prints them, a table of the job classes, and two
-plots that hold data (the pool's uses over time, the queue).
+plots that hold data (the pool's uses over time, the queue); with services, their table as the
+command line prints it and the plot of their load against their capacity.
 
 Run from the repository root:
     /usr/bin/python3 -m unittest discover -s tests/analysis -p test_report_fleet.py -v
@@ -74,6 +75,30 @@ class FleetReportTest(unittest.TestCase):
         for name in ("pool.png", "queue.png"):
             self.assertGreater(png_size(directory / name)[0], 100)
             self.assertGreater(series_pixels(directory / name), 2000, name)
+
+
+class FleetServicesReportTest(unittest.TestCase):
+    def test_services_are_tabled_and_drawn_against_their_load(self):
+        with tempfile.TemporaryDirectory() as name:
+            tmp = Path(name)
+            results = tmp / "fleet.h5"
+            out = trnsim("run", "scenarios/fleet/train-and-serve.yaml", "-o", str(results))
+            directory = tmp / "report"
+            done = run_report(results, directory)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            page = (directory / "index.html").read_text()
+            self.assertIn("A fleet of training jobs and services", page)
+            self.assertIn("<h3>Services</h3>", page)
+            tables = check_cells(self, page)
+            services = next(t for t in tables.tables if t and t[0][0] == "service")
+            row = dict(zip(services[0], services[1]))
+            # "served     chat-70b: 7.60M requests, 99.6% within the SLO; ..."
+            served = re.match(r"chat-70b: \S+ requests, (\S+%) within the SLO",
+                              cli_line(out, "served")).group(1)
+            self.assertEqual(row["service"], "chat-70b")
+            self.assertEqual(row["SLO met"], served)
+            self.assertGreater(png_size(directory / "services.png")[0], 100)
+            self.assertGreater(series_pixels(directory / "services.png"), 2000)
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@
 // interval a decision (after the instant's ends, repairs, failures and submissions, before the
 // scheduler's decision, so a service gets idle domains before the queue does), a domain
 // becoming ready, a draining domain given back (with the ends). Their domains at time zero are
-// ready at once (the service was deployed before the run). A fleet with services runs to its
-// horizon.
+// ready at once (deployed before the run, for the load at time zero). A fleet with services
+// runs to its horizon.
 //
 // Determinism: the result is a function of the input alone.
 #pragma once

@@ -25,7 +25,8 @@
 //
 // The autoscaler. Every `interval` (from time 0) it reads its signal as the service's metrics
 // showed it `lag` earlier (the last sample at or before t - lag; samples are taken at every
-// decision) and sets the domains it wants, within [min, max]:
+// decision; at time 0, the load then: the service was deployed before the run for the load it
+// starts with) and sets the domains it wants, within [min, max]:
 //   utilisation  ceil(L_obs / (target x capacity)): L_obs the mean load over the sample's
 //                interval, `target` the utilisation to hold
 //   queue        ceil((L_obs + B_obs / target) / capacity): enough to serve the load and clear

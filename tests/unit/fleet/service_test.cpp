@@ -94,7 +94,7 @@ TEST(FleetAutoscaler, StepResponseIsLagThenProvisioningThenModelLoad) {
     in.horizon = at_s(3600);
     const FleetResult r = simulate_fleet(in);
     const auto& v = r.service_samples[0];
-    EXPECT_EQ(sample_at(v, SimTime::zero()).wanted, 1); // min: nothing read yet
+    EXPECT_EQ(sample_at(v, SimTime::zero()).wanted, 1); // 5/s at 0 s: one domain
     EXPECT_EQ(sample_at(v, at_s(60)).ready, 1);         // deployed before the run
     EXPECT_EQ(sample_at(v, at_s(720)).wanted, 1);      // reads the sample of 600 s
     EXPECT_DOUBLE_EQ(sample_at(v, at_s(660)).load, 40.0);
@@ -116,8 +116,8 @@ TEST(FleetAutoscaler, StepResponseIsLagThenProvisioningThenModelLoad) {
 }
 
 TEST(FleetAutoscaler, ScaleInDrainsThenGivesTheDomainBack) {
-    // 40/s, then 5/s from 600 s; with no lag the first decision reads the load at 0 s and
-    // starts with 8 domains.
+    // 40/s, then 5/s from 600 s; the first decision reads the load at 0 s and starts with 8
+    // domains (deployed before the run).
     ServiceSpec s = stepped(40.0, 5.0, 600);
     s.scale.lag = Duration::zero();
     s.scale.drain = sec(30);
