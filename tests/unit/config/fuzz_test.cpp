@@ -117,7 +117,8 @@ TEST(Fuzz, MutatedScenariosFailCleanly) {
 
 TEST(Fuzz, MutatedTenantsAndFleetScenariosFailCleanly) {
     for (const char* file : {"scenarios/tenants/train-and-serve.yaml",
-                             "scenarios/fleet/shared-trn2.yaml"}) {
+                             "scenarios/fleet/shared-trn2.yaml",
+                             "scenarios/fleet/train-and-serve.yaml"}) {
         Outcome out;
         fuzz(read(file), 400, 20261203, out, sim::check_scenario);
         EXPECT_GT(out.planned, 10) << file;
