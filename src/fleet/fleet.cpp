@@ -51,11 +51,12 @@ public:
         }
         last_ = t;
         std::vector<Start> starts;
-        if (e.type != kSchedule && !deciding_) {
-            // One decision an instant, after everything that happens at it (another one if
-            // something still happens at the instant after it).
-            ctx.schedule_at(kScheduler, t, kSchedule, 0, 0, kSchedule);
-            deciding_ = true;
+        // A domain becoming ready, and a service's decision that changes no domain's holder,
+        // change nothing the queue waits for (Scheduler::version): no job could start that
+        // could not before.
+        const std::uint64_t version = scheduler_.version();
+        if (e.type != kSchedule && e.type != kReady && e.type != kTick) {
+            decide_at(ctx, t);
         }
         switch (e.type) {
         case kEnd:
@@ -97,6 +98,9 @@ public:
         }
         case kTick:
             tick(ctx, t, static_cast<std::int64_t>(e.payload));
+            if (scheduler_.version() != version) {
+                decide_at(ctx, t);
+            }
             break;
         case kSubmit:
             scheduler_.submit(t, static_cast<std::int64_t>(e.payload));
@@ -162,6 +166,16 @@ public:
         const SimTime next = t + s.spec().scale.interval;
         if (next < horizon_) {
             ctx.schedule_at(kScheduler, next, kTick, static_cast<std::uint64_t>(index), 0, kTick);
+        }
+    }
+
+    /// One decision an instant, after everything that happens at it (another one if something
+    /// still happens at the instant after it).
+    template <class Sink>
+    void decide_at(Sink& ctx, SimTime t) {
+        if (!deciding_) {
+            ctx.schedule_at(kScheduler, t, kSchedule, 0, 0, kSchedule);
+            deciding_ = true;
         }
     }
 

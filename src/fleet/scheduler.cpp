@@ -60,6 +60,7 @@ Scheduler::Key Scheduler::key(std::int64_t job) const {
 }
 
 void Scheduler::enqueue(SimTime t, std::int64_t job) {
+    ++version_;
     queued_since_[ix(job)] = t;
     queue_.insert(key(job));
 }
@@ -115,6 +116,7 @@ bool Scheduler::end(SimTime t, std::int64_t job, std::uint32_t epoch) {
     r.end = t;
     ++finished_;
     pool_.release(t, run.domains);
+    ++version_;
     run.active = false;
     run.domains.clear();
     held_by_tenant_[ix(j.tenant)] -= j.domains;
@@ -139,6 +141,7 @@ void Scheduler::interrupt(SimTime t, std::int64_t job, bool release) {
         return; // the caller restarts it on the same domains but one
     }
     pool_.release(t, run.domains);
+    ++version_;
     run.active = false;
     run.domains.clear();
     held_by_tenant_[ix(j.tenant)] -= j.domains;
@@ -221,6 +224,7 @@ std::vector<std::int64_t> Scheduler::acquire(SimTime t, std::int64_t s, std::int
     std::optional<std::vector<std::int64_t>> place = pool_.place(n);
     TRNSIM_CHECK(place.has_value(), "fleet: enough idle domains but no placement");
     pool_.grant(t, *place, static_cast<std::int64_t>(jobs_.size()) + s);
+    ++version_; // fewer idle domains can move EASY's reservation later, and let a job backfill
     held_by_tenant_[ix(c.tenant)] += n;
     return std::move(*place);
 }
@@ -230,6 +234,7 @@ void Scheduler::release(SimTime t, std::int64_t s, const std::vector<std::int64_
         return;
     }
     pool_.release(t, domains);
+    ++version_;
     held_by_tenant_[ix(spec_.services[ix(s)].tenant)] -=
         static_cast<std::int64_t>(domains.size());
 }

@@ -106,6 +106,11 @@ public:
     /// Starts what the policy lets start at `t` (preempting under the priority policy).
     std::vector<Start> schedule(SimTime t);
 
+    /// Counts the changes that may let a queued job start (a job queued, domains given back,
+    /// domains granted to a service, which can move EASY's reservation later): a decision
+    /// after none of them starts nothing.
+    std::uint64_t version() const { return version_; }
+
     const std::vector<JobSpec>& jobs() const { return jobs_; }
     const std::vector<JobRecord>& records() const { return records_; }
     std::int64_t queued() const { return static_cast<std::int64_t>(queue_.size()); }
@@ -153,6 +158,7 @@ private:
     std::set<std::int64_t> active_; ///< the running jobs, by index
     std::set<std::pair<SimTime, std::int64_t>> ends_; ///< their segments' ends
     std::size_t finished_ = 0;
+    std::uint64_t version_ = 0;
 };
 
 } // namespace trnsim::fleet
