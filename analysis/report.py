@@ -90,12 +90,15 @@ def fail(message):
 
 
 def kind_of(path):
-    """'serving_plan', 'plan', 'batch', 'fleet' or 'run' from the datasets the file holds."""
+    """'serving_plan', 'fleet_plan', 'plan', 'batch', 'fleet' or 'run' from the datasets the
+    file holds."""
     import h5py
 
     with h5py.File(path, "r") as f:
         if "fleet" in f and "jobs" in f["fleet"]:
             return "fleet"
+        if "plan" in f and "fleet" in f["plan"]:
+            return "fleet_plan"
         if "plan" in f and "serving" in f["plan"]:
             return "serving_plan"
         if "plan" in f and "candidates" in f["plan"]:
@@ -1157,8 +1160,8 @@ def report_serving_run(path, row, directory):
 FLEET_GROUPS = [
     ("Pool", [("policy", "policy"), ("unit", "domains are"), ("domains", "domains"),
               ("chips", "chips"), ("spares", "spares"), ("busy_fraction", "busy"),
-              ("idle_fraction", "idle"), ("spare_fraction", "spare"),
-              ("down_fraction", "down")]),
+              ("idle_fraction", "idle"), ("fragmented_fraction", "of it fragmented"),
+              ("spare_fraction", "spare"), ("down_fraction", "down")]),
     ("Jobs", [("classes", "classes"), ("jobs", "jobs"), ("jobs_started", "started"),
               ("jobs_finished", "finished"), ("mean_wait_s", "first start after submission"),
               ("mean_completion_s", "done after submission"), ("preemptions", "preemptions"),
@@ -1186,6 +1189,11 @@ def plot_fleet_pool(path, directory):
         top = bottom + pool[use].to_numpy()
         ax.fill_between(x, bottom, top, step="post", color=SERIES_COLORS[i],
                         label=use, linewidth=0)
+        if use == "idle" and "fragmented" in pool:
+            # The fragmented part of the idle band: too few for any waiting job.
+            ax.fill_between(x, bottom, bottom + pool["fragmented"].to_numpy(), step="post",
+                            facecolor="none", edgecolor="black", hatch="///", linewidth=0,
+                            label="idle, fragmented")
         bottom = top
     ax.set_xlim(x[0], x[-1])
     ax.set_ylim(0, bottom.max())
@@ -1638,6 +1646,71 @@ def report_serving_plan(path, directory):
             [plot_serving_plan_pareto(cands, directory)])
 
 
+def plot_fleet_plan(cands, unit, directory):
+    """Each fleet run's missed deadlines and lowest SLO attainment against the pool's size."""
+    ran = cands[np.isfinite(cands["end_s"])]
+    if ran.empty:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4))
+    twin = ax.twinx()
+    for i, (spares, group) in enumerate(ran.groupby("spares")):
+        group = group.sort_values(unit)
+        color = SERIES_COLORS[i % len(SERIES_COLORS)]
+        name = f"{int(spares)} spare{'' if int(spares) == 1 else 's'}"
+        ax.plot(group[unit], group["deadlines_missed"], "o-", color=color,
+                label=f"{name}: jobs late")
+        if np.isfinite(group["worst_slo_attainment"]).any():
+            twin.plot(group[unit], 100 * group["worst_slo_attainment"], "s--", color=color,
+                      alpha=0.6, label=f"{name}: lowest SLO attainment")
+    ax.set_xlabel(unit)
+    ax.set_ylabel("jobs that missed their deadline")
+    twin.set_ylabel("lowest service SLO attainment (%)")
+    lines = ax.get_legend_handles_labels()
+    more = twin.get_legend_handles_labels()
+    ax.legend(lines[0] + more[0], lines[1] + more[1], fontsize=8, loc="upper right")
+    ax.set_title("Fleet plan: what each pool size misses", fontsize=10)
+    fig.tight_layout()
+    return save(fig, directory, "fleet_plan.png"), (
+        "Every fleet run of the plan (/plan/fleet): the jobs that missed their deadline and the "
+        "lowest SLO attainment among the services, against the pool's size, a line per spares "
+        "value.")
+
+
+def report_fleet_plan(path, directory):
+    cands = trnsim_results.load_table(path, "/plan/fleet")
+    unit = "ultraservers" if "ultraservers" in cands else "instances"
+    shown = "UltraServers" if unit == "ultraservers" else "instances"
+    fewest = table_or_none(path, "/plan/fewest")
+    parts = [f"<p>{fmt.integer(len(cands))} fleets run ({fmt.integer(int(cands['bisection'].sum()))}"
+             f" by bisection); each is feasible when every job ends within its deadline and "
+             f"every service meets its SLO attainment.</p>"]
+    if fewest is not None and len(fewest):
+        items = []
+        for _, w in fewest.iterrows():
+            d = int(w[unit])
+            n = int(w["spares"])
+            items.append(f"{n} spare{'' if n == 1 else 's'}: " + ("none in the range" if d < 0 else
+                         ("at most " if int(w["at_low_end"]) else "") + f"{fmt.integer(d)} {shown}"))
+        parts.append("<p class='key'>Fewest: " + esc("; ".join(items)) + ".</p>")
+    cols = [Column("rank", text=lambda r: str(int(r["rank"])) if r["rank"] > 0 else "-"),
+            Column("spares"), Column(unit, header=shown), Column("chips"),
+            Column("verdict", text=lambda r: str(r["verdict"]), left=True),
+            Column("cost_per_hour_usd", header="$/hour"),
+            Column("jobs_finished", header="jobs done"), Column("jobs"),
+            Column("deadlines_missed", header="late"),
+            Column("mean_wait_s", header="wait (mean)"),
+            Column("worst_slo_attainment", header="lowest SLO attainment"),
+            Column("busy_fraction", header="busy"),
+            Column("fragmented_fraction", header="fragmented"),
+            Column("bisection", text=lambda r: "bisection" if int(r["bisection"]) else "",
+                   left=True),
+            Column("reason", text=lambda r: str(r["reason"]), left=True)]
+    rows = cands.sort_values(["spares", unit], kind="stable")
+    parts.append(html_table([r for _, r in rows.iterrows()], cols))
+    return ("Fleet plan: the fewest " + shown, "\n".join(parts),
+            [plot_fleet_plan(cands, unit, directory)])
+
+
 STYLE = """
 body{font-family:sans-serif;margin:1.5em auto;max-width:1400px;padding:0 1em;color:#222}
 h2{margin-top:1.2em}
@@ -1677,7 +1750,8 @@ def write_report(path, directory):
         raise ReportError(f"{path}: {e}") from None
     os.makedirs(directory, exist_ok=True)
     builders = {"run": report_run, "batch": report_batch, "plan": report_plan,
-                "serving_plan": report_serving_plan, "fleet": report_fleet}
+                "serving_plan": report_serving_plan, "fleet": report_fleet,
+                "fleet_plan": report_fleet_plan}
     heading, body, plots = builders[kind](path, directory)
     plots = [p for p in plots if p is not None]
     name = meta.get("name", os.path.basename(path))

@@ -31,6 +31,12 @@ std::string waits(const sim::FleetJobMeans& m) {
     return s;
 }
 
+/// ", N missed the deadline of D" for a class with one (`deadline`: its text; "" for all jobs).
+std::string misses(const sim::FleetJobMeans& m, const std::string& deadline) {
+    return "; " + fmt::integer(m.deadlines_missed) +
+           (deadline.empty() ? " missed their deadlines" : " missed the deadline of " + deadline);
+}
+
 } // namespace
 
 void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
@@ -127,8 +133,12 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
             out << "; " << fmt::seconds(k.launch.seconds()) << " to start";
         }
         out << "\n";
-        out << "  jobs       " << k.name << ": "
-            << waits(sim::fleet_means(run, static_cast<std::int32_t>(c))) << "\n";
+        const sim::FleetJobMeans m = sim::fleet_means(run, static_cast<std::int32_t>(c));
+        out << "  jobs       " << k.name << ": " << waits(m);
+        if (k.deadline > Duration::zero()) {
+            out << misses(m, fmt::seconds(k.deadline.seconds()));
+        }
+        out << "\n";
     }
     const double domain_hour = run.domain_hour.usd();
     double services_held_s = 0.0;
@@ -171,6 +181,10 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
     if (all.lost > Seconds{}) {
         out << ", " << fmt::seconds(all.lost.seconds()) << " of work lost";
     }
+    if (std::any_of(run.classes.begin(), run.classes.end(),
+                    [](const sim::FleetClassRun& k) { return k.deadline > Duration::zero(); })) {
+        out << misses(all, "");
+    }
     out << "\n";
     }
     const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
@@ -179,7 +193,9 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         return fmt::percent(pool_s > 0.0 ? t.seconds() / pool_s : 0.0);
     };
     out << "  pool       busy " << share(fleet::DomainUse::busy) << ", idle "
-        << share(fleet::DomainUse::idle) << ", spare " << share(fleet::DomainUse::spare)
+        << share(fleet::DomainUse::idle) << " ("
+        << fmt::percent(pool_s > 0.0 ? r.pool.fragmented_time.seconds() / pool_s : 0.0)
+        << " fragmented), spare " << share(fleet::DomainUse::spare)
         << ", down " << share(fleet::DomainUse::down) << " of "
         << domains_text(spec, run.input.domains) << " over " << fmt::seconds(r.end.seconds())
         << "\n";

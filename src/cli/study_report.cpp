@@ -289,12 +289,120 @@ void print_serving_plan(std::ostream& out, const config::PlanSpec& plan,
                      " per million output tokens");
 }
 
+void print_fleet_plan(std::ostream& out, const config::PlanSpec& plan,
+                      const config::ScenarioSpec& base, const std::string& unit,
+                      const study::FleetPlanResult& r) {
+    const auto line = [&](const std::string& label, const std::string& text) {
+        out << "  " << pad(label, 11) << text << "\n";
+    };
+    const config::FleetSpec& f = *base.fleet;
+    std::int64_t jobs = static_cast<std::int64_t>(f.trace.size());
+    for (const config::FleetJobClass& c : f.jobs) {
+        jobs += c.count;
+    }
+    out << "trnsim plan: " << plan.name << " (" << plan.file << ")\n";
+    line("objective",
+         "min_cost: the fewest " + unit + " on which every job ends within its deadline" +
+             (plan.deadline ? " (" + fmt::duration(*plan.deadline) + " unless its class sets one)"
+                            : std::string()) +
+             (f.services.empty() ? std::string()
+                                 : " and every service meets its SLO attainment") +
+             (plan.max_chips ? "; at most " + fmt::integer(*plan.max_chips) + " chips" : ""));
+    line("base", base.name + " (" + plan.base + "): " + fmt::integer(jobs) +
+                     (jobs == 1 ? " job of " : " jobs of ") +
+                     fmt::integer(static_cast<std::int64_t>(f.jobs.size())) +
+                     (f.jobs.size() == 1 ? " class, " : " classes, ") +
+                     fmt::integer(static_cast<std::int64_t>(f.services.size())) +
+                     (f.services.size() == 1 ? " service" : " services"));
+    std::int64_t refined = 0;
+    for (const study::FleetCandidate& c : r.candidates) {
+        refined += c.refined ? 1 : 0;
+    }
+    line("search", fmt::integer(static_cast<std::int64_t>(r.candidates.size())) + " fleets (" +
+                       fmt::integer(static_cast<std::int64_t>(r.candidates.size()) - refined) +
+                       " searched, " + fmt::integer(refined) + " by bisection) in " +
+                       fmt::seconds(r.seconds) + ", after the classes' plans and the services' " +
+                       "capacities in " + fmt::seconds(r.prepare_seconds));
+    std::vector<std::size_t> order(r.candidates.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+        order[i] = i;
+    }
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+        const study::FleetCandidate& x = r.candidates[a];
+        const study::FleetCandidate& y = r.candidates[b];
+        return x.spares != y.spares ? x.spares < y.spares : x.domains < y.domains;
+    });
+    char buf[400];
+    std::snprintf(buf, sizeof buf, "  %6s %7s %-8s %10s %11s %7s %10s %9s %6s %6s  %s\n",
+                  "spares", unit == "UltraServers" ? "US" : "inst", "verdict", "$/hour",
+                  "jobs done", "missed", "wait mean", "worst SLO", "busy", "frag", "notes");
+    out << buf;
+    for (const std::size_t i : order) {
+        const study::FleetCandidate& c = r.candidates[i];
+        const study::FleetEvaluation& x = r.evaluations[i];
+        const bool ran = std::isfinite(x.end.seconds());
+        std::string notes = c.refined ? "bisection" : "";
+        // A deadline's misses are counted in their column; the first is in the results file.
+        if (!x.reason.empty() && x.verdict != study::Verdict::deadline) {
+            notes += (notes.empty() ? "" : "; ") + x.reason.substr(0, 110) +
+                     (x.reason.size() > 110 ? "..." : "");
+        }
+        std::snprintf(
+            buf, sizeof buf, "  %6lld %7lld %-8s %10s %11s %7s %10s %9s %6s %6s  %s\n",
+            static_cast<long long>(c.spares), static_cast<long long>(c.domains),
+            to_string(x.verdict), fmt::money(Money::usd(x.cost_per_hour_usd)).c_str(),
+            ran ? (fmt::integer(x.finished) + "/" + fmt::integer(x.jobs)).c_str() : "-",
+            ran ? fmt::integer(x.deadlines_missed).c_str() : "-",
+            ran ? fmt::seconds(x.mean_wait.seconds()).c_str() : "-",
+            std::isfinite(x.worst_attainment) ? fmt::percent(x.worst_attainment).c_str() : "-",
+            ran ? fmt::percent(x.busy_fraction).c_str() : "-",
+            ran ? fmt::percent(x.fragmented_fraction).c_str() : "-", notes.c_str());
+        std::string text = buf;
+        while (text.size() > 1 && text[text.size() - 2] == ' ') {
+            text.erase(text.size() - 2, 1); // no trailing blanks before the newline
+        }
+        out << text;
+    }
+    std::string fewest;
+    for (const study::FleetPlanResult::Fewest& w : r.fewest) {
+        fewest += (fewest.empty() ? "" : "; ") + fmt::integer(w.spares) +
+                  (w.spares == 1 ? " spare: " : " spares: ") +
+                  (w.domains < 0 ? "none in the range"
+                                 : (w.at_low_end ? "at most " : "") + fmt::integer(w.domains));
+    }
+    line("fewest", fewest);
+    if (r.ranking.empty()) {
+        line("result", "no pool in the range meets every deadline and SLO: search larger sizes");
+        return;
+    }
+    const std::size_t b = static_cast<std::size_t>(r.ranking.front());
+    const study::FleetCandidate& c = r.candidates[b];
+    const study::FleetEvaluation& x = r.evaluations[b];
+    line("best", fmt::integer(c.domains) + " " + unit + " (" + fmt::integer(x.chips) +
+                     " chips) with " + fmt::integer(c.spares) +
+                     (c.spares == 1 ? " spare" : " spares") + ": " +
+                     fmt::money(Money::usd(x.cost_per_hour_usd)) + " an hour; " +
+                     fmt::integer(x.finished) + " of " + fmt::integer(x.jobs) +
+                     " jobs done, none late" +
+                     (std::isfinite(x.worst_attainment)
+                          ? "; the lowest SLO attainment " + fmt::percent(x.worst_attainment) +
+                                " (" + x.worst_service + ")"
+                          : std::string()) +
+                     (r.fewest.size() == 1 && r.fewest.front().at_low_end
+                          ? "; the range's smallest size: fewer may do"
+                          : std::string()));
+}
+
 } // namespace
 
 void print_plan_result(std::ostream& out, const config::PlanSpec& plan,
                        const config::ScenarioSpec& base, const study::PlanResult& r) {
     if (r.serving) {
         print_serving_plan(out, plan, base, *r.serving);
+        return;
+    }
+    if (r.fleet) {
+        print_fleet_plan(out, plan, base, r.domain_name, *r.fleet);
         return;
     }
     const auto line = [&](const std::string& label, const std::string& text) {

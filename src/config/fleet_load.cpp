@@ -39,9 +39,9 @@ Duration duration(const YAML::Node& n, const std::string& path, const std::strin
     return d;
 }
 
-/// The job trace: a header line naming the columns (submit and class required; steps and
-/// priority optional, in any order), then one job a line; `#` starts a comment. Every problem
-/// is located at its line and column in the trace file.
+/// The job trace: a header line naming the columns (submit and class required; steps, duration
+/// and priority optional, in any order), then one job a line; `#` starts a comment. Every
+/// problem is located at its line and column in the trace file.
 std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::string& text,
                                           const std::vector<FleetJobClass>& classes) {
     const std::string key = "fleet.trace";
@@ -52,9 +52,12 @@ std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::strin
         class_index[classes[c].name] = c;
         class_list += (class_list.empty() ? "" : ", ") + classes[c].name;
     }
-    enum Column { submit, job_class, steps, priority };
-    const std::map<std::string, Column> known = {
-        {"submit", submit}, {"class", job_class}, {"steps", steps}, {"priority", priority}};
+    enum Column { submit, job_class, steps, duration, priority };
+    const std::map<std::string, Column> known = {{"submit", submit},
+                                                 {"class", job_class},
+                                                 {"steps", steps},
+                                                 {"duration", duration},
+                                                 {"priority", priority}};
     std::vector<Column> columns;
     std::vector<FleetTraceJob> jobs;
     for (const CsvLine& l : csv_lines(text)) {
@@ -67,7 +70,7 @@ std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::strin
                 const auto k = known.find(field);
                 if (k == known.end()) {
                     throw InputError(key, "unknown column " + quote_visible(field) +
-                                              " (expected submit, class, steps, priority)",
+                                              " (expected submit, class, steps, duration, priority)",
                                      at(column));
                 }
                 if (std::find(columns.begin(), columns.end(), k->second) != columns.end()) {
@@ -125,6 +128,15 @@ std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::strin
                         }
                     }
                     break;
+                case duration:
+                    if (!value.empty()) {
+                        j.duration = parse_duration(value);
+                        if (j.duration <= Duration::zero()) {
+                            throw InputError(key, "a job's duration must be positive",
+                                             at(column));
+                        }
+                    }
+                    break;
                 case priority:
                     if (!value.empty()) {
                         const std::int64_t p = parse_count(value);
@@ -141,11 +153,15 @@ std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::strin
                 throw InputError(key, e.what(), at(column));
             }
         }
+        if (j.steps > 0 && j.duration > Duration::zero()) {
+            throw InputError(key, "a job's length is its steps or its duration, not both",
+                             at(1));
+        }
         jobs.push_back(j);
     }
     if (columns.empty()) {
         throw InputError(key, "the job trace has no header line (submit,class[,steps]"
-                              "[,priority])",
+                              "[,duration][,priority])",
                          SourceLocation{name, 1, 1});
     }
     return jobs;
@@ -470,8 +486,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                              at(n, file));
         }
         known_keys(n, path, file,
-                   {"name", "tenant", "gang", "count", "submit", "every", "priority", "workload",
-                    "reliability"});
+                   {"name", "tenant", "gang", "count", "submit", "every", "priority", "deadline",
+                    "workload", "reliability"});
         FleetJobClass c;
         const YAML::Node name = n["name"];
         c.name = is_scalar(name) ? name.Scalar() : std::string();
@@ -531,6 +547,14 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
         if (n["every"].IsDefined()) {
             c.every = duration(n["every"], path + ".every", file);
+        }
+        if (n["deadline"].IsDefined()) {
+            c.deadline = duration(n["deadline"], path + ".deadline", file);
+            if (c.deadline <= Duration::zero()) {
+                throw InputError(path + ".deadline",
+                                 "a deadline is a positive duration from a job's submission",
+                                 at(n["deadline"], file));
+            }
         }
         // The last submission within a century (and within the range of simulated time).
         const double last_s =
@@ -765,6 +789,9 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             n["submit"] = std::to_string(c.submit.ns()) + "ns";
             n["every"] = std::to_string(c.every.ns()) + "ns";
             n["priority"] = c.priority;
+            if (c.deadline > Duration::zero()) {
+                n["deadline"] = std::to_string(c.deadline.ns()) + "ns";
+            }
             n["workload"] = mine["workload"];
             if (mine["reliability"].IsDefined()) {
                 n["reliability"] = mine["reliability"];

@@ -282,7 +282,9 @@ Schema<PL> build_plan() {
     s.field(optional_limit<Duration>("constraints.deadline", &PL::deadline, parse_duration,
                                      "duration",
                                      "Expected time to train (with failures when the base "
-                                     "scenario has a reliability section) at most."));
+                                     "scenario has a reliability section) at most. A fleet "
+                                     "plan: each job's time from its submission to its end, "
+                                     "for the classes without a deadline of their own."));
     s.field(optional_limit<Money>("constraints.budget", &PL::budget, parse_money, "money",
                                   "Expected cost (job and spare instances) at most."));
     {
@@ -370,7 +372,7 @@ Schema<PL> build_plan() {
         "spares", "reliability.spares.ultraservers", &PL::spares,
         [](const ScenarioSpec& x) { return x.reliability.spares.ultraservers; }, true,
         "Spare domains (UltraServers or instances, as the cluster counts); needs a reliability "
-        "section in the base scenario."));
+        "section in the base scenario. A fleet plan: fleet.spares, part of the pool."));
     s.field(search_entry<std::string>(
         "chip", "hardware.chip", &PL::chip,
         [](const ScenarioSpec& x) { return x.hardware.chip_ref; }, false,

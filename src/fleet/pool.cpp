@@ -125,7 +125,23 @@ void Pool::accrue(SimTime t) {
     for (std::size_t k = 0; k < kDomainUses; ++k) {
         account_.domain_time[k] += Seconds::of(dt * static_cast<double>(counts_[k]));
     }
+    account_.fragmented_time += Seconds::of(dt * static_cast<double>(fragmented()));
     last_ = t;
+}
+
+void Pool::set_smallest_wait(SimTime t, std::int64_t domains) {
+    TRNSIM_CHECK(t >= last_, "fleet: the pool's time went backwards");
+    if (domains == smallest_wait_) {
+        return;
+    }
+    if (t > last_) {
+        accrue(t);
+    }
+    const std::int64_t was = fragmented();
+    smallest_wait_ = domains;
+    if (fragmented() != was) {
+        note(t);
+    }
 }
 
 void Pool::note(SimTime t) {
@@ -136,8 +152,9 @@ void Pool::note(SimTime t) {
     TRNSIM_CHECK(sum == domains(), "fleet: busy + idle + spare + down differs from the pool");
     if (!account_.timeline.empty() && account_.timeline.back().at == t) {
         account_.timeline.back().domains = counts_;
+        account_.timeline.back().fragmented = fragmented();
     } else {
-        account_.timeline.push_back({t, counts_});
+        account_.timeline.push_back({t, counts_, fragmented()});
     }
 }
 

@@ -63,6 +63,8 @@ void Scheduler::enqueue(SimTime t, std::int64_t job) {
     ++version_;
     queued_since_[ix(job)] = t;
     queue_.insert(key(job));
+    waiting_gangs_.insert(jobs_[ix(job)].domains);
+    pool_.set_smallest_wait(t, *waiting_gangs_.begin());
 }
 
 void Scheduler::submit(SimTime t, std::int64_t job) { enqueue(t, job); }
@@ -330,6 +332,8 @@ std::vector<Start> Scheduler::schedule(SimTime t) {
             std::optional<std::vector<std::int64_t>> place = pool_.place(j.domains);
             TRNSIM_CHECK(place.has_value(), "fleet: enough idle domains but no placement");
             it = queue_.erase(it);
+            waiting_gangs_.erase(waiting_gangs_.find(j.domains));
+            pool_.set_smallest_wait(t, waiting_gangs_.empty() ? 0 : *waiting_gangs_.begin());
             out.push_back(start(t, job, std::move(*place)));
             continue;
         }

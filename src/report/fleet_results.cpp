@@ -49,10 +49,12 @@ std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
         {"mean_wait_s", m.wait.seconds()},
         {"mean_completion_s", m.completion.seconds()},
         {"preemptions", m.preemptions},
+        {"deadlines_missed", m.deadlines_missed},
         {"failures", m.failures},
         {"lost_s", m.lost.seconds()},
         {"busy_fraction", share(fleet::DomainUse::busy)},
         {"idle_fraction", share(fleet::DomainUse::idle)},
+        {"fragmented_fraction", pool_s > 0.0 ? r.pool.fragmented_time.seconds() / pool_s : kNaN},
         {"spare_fraction", share(fleet::DomainUse::spare)},
         {"down_fraction", share(fleet::DomainUse::down)},
         {"engine_events", static_cast<std::int64_t>(r.events)},
@@ -94,6 +96,8 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     classes.add_int("finished");
     classes.add_float("mean_wait_s");
     classes.add_float("mean_completion_s");
+    classes.add_float("deadline_s");
+    classes.add_int("deadlines_missed");
     for (std::size_t c = 0; c < run.classes.size(); ++c) {
         const sim::FleetClassRun& k = run.classes[c];
         const sim::FleetJobMeans m = sim::fleet_means(run, static_cast<std::int32_t>(c));
@@ -101,7 +105,9 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
                          std::int64_t{k.plan.tp}, std::int64_t{k.plan.pp},
                          std::int64_t{k.plan.dp}, k.step.seconds(), k.steps, k.checkpoint_steps,
                          k.save.seconds(), k.restore.seconds(), k.launch.seconds(), m.finished,
-                         m.wait.seconds(), m.completion.seconds()});
+                         m.wait.seconds(), m.completion.seconds(),
+                         k.deadline > Duration::zero() ? k.deadline.seconds() : kNaN,
+                         m.deadlines_missed});
     }
     f.tables.emplace_back("/fleet/classes", std::move(classes));
 
@@ -143,8 +149,10 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     pool.add_int("idle");
     pool.add_int("spare");
     pool.add_int("down");
+    pool.add_int("fragmented");
     for (const fleet::PoolAccount::Point& p : r.pool.timeline) {
-        pool.add_row({p.at.seconds(), p.domains[0], p.domains[1], p.domains[2], p.domains[3]});
+        pool.add_row(
+            {p.at.seconds(), p.domains[0], p.domains[1], p.domains[2], p.domains[3], p.fragmented});
     }
     f.tables.emplace_back("/fleet/pool", std::move(pool));
     if (run.services.empty()) {

@@ -375,12 +375,80 @@ results::ResultsFile serving_plan_results(const config::PlanSpec& plan,
     return f;
 }
 
+/// A fleet plan's file: /summary (the pools that meet everything, fewest domains first),
+/// /plan/fleet (every candidate, in evaluation order), /plan/fewest, /plan/verdicts and
+/// /plan/file.
+results::ResultsFile fleet_plan_results(const config::PlanSpec& plan,
+                                        const config::ScenarioSpec& base,
+                                        const study::FleetPlanResult& r, const Writer& writer) {
+    results::ResultsFile f;
+    f.meta = meta(base, writer);
+    f.meta.name = plan.name;
+    const std::string unit = base.cluster.domain_name();
+    const auto values = [&](std::size_t i) {
+        const auto& c = r.candidates[i];
+        const auto& x = r.evaluations[i];
+        return std::vector<results::NamedValue>{
+            {"candidate", static_cast<std::int64_t>(i)},
+            {unit, c.domains},
+            {"spares", c.spares},
+            {"chips", x.chips},
+            {"bisection", std::int64_t{c.refined ? 1 : 0}},
+            {"verdict", std::string(study::to_string(x.verdict))},
+            {"cost_per_hour_usd", x.cost_per_hour_usd},
+            {"jobs", x.jobs},
+            {"jobs_finished", x.finished},
+            {"deadlines_missed", x.deadlines_missed},
+            {"mean_wait_s", x.mean_wait.seconds()},
+            {"end_s", x.end.seconds()},
+            {"worst_slo_attainment", x.worst_attainment},
+            {"worst_service", x.worst_service},
+            {"services_below_slo", x.slo_missed},
+            {"busy_fraction", x.busy_fraction},
+            {"fragmented_fraction", x.fragmented_fraction},
+            {"rank", std::int64_t{x.rank}},
+        };
+    };
+    std::vector<std::vector<results::NamedValue>> ranked;
+    for (const std::int64_t i : r.ranking) {
+        auto row = values(static_cast<std::size_t>(i));
+        row.insert(row.begin(),
+                   {"rank", std::int64_t{static_cast<std::int64_t>(ranked.size()) + 1}});
+        row.pop_back(); // the rank column once
+        ranked.push_back(std::move(row));
+    }
+    f.summary = results::table_from_rows(ranked);
+    if (ranked.empty()) {
+        f.summary.add_int("rank");
+    }
+    std::vector<std::vector<results::NamedValue>> all;
+    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
+        all.push_back(values(i));
+        all.back().push_back({"reason", r.evaluations[i].reason});
+    }
+    f.tables.emplace_back("/plan/fleet", results::table_from_rows(all));
+    Table fewest;
+    fewest.add_int("spares");
+    fewest.add_int(unit);
+    fewest.add_int("at_low_end");
+    for (const auto& w : r.fewest) {
+        fewest.add_row({w.spares, w.domains, std::int64_t{w.at_low_end ? 1 : 0}});
+    }
+    f.tables.emplace_back("/plan/fewest", std::move(fewest));
+    f.tables.emplace_back("/plan/verdicts", verdict_table(r.evaluations));
+    f.texts.emplace_back("/plan/file", plan.text);
+    return f;
+}
+
 } // namespace
 
 results::ResultsFile plan_results(const config::PlanSpec& plan, const config::ScenarioSpec& base,
                                   const study::PlanResult& result, const Writer& writer) {
     if (result.serving) {
         return serving_plan_results(plan, base, *result.serving, writer);
+    }
+    if (result.fleet) {
+        return fleet_plan_results(plan, base, *result.fleet, writer);
     }
     results::ResultsFile f;
     if (!result.finalists.empty()) {

@@ -3,6 +3,7 @@
 #include "entry_error.hpp"
 
 #include "trnsim/cluster/hierarchy.hpp"
+#include "trnsim/core/assert.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/parallel.hpp"
 #include "trnsim/reliability/expectation.hpp"
@@ -40,6 +41,7 @@ FleetClassRun prepare_class(const config::FleetJobClass& c) {
     r.gang = c.gang;
     r.count = c.count;
     r.priority = c.priority;
+    r.deadline = c.deadline;
     r.plan = check_training(s);
     const StepEstimate step = estimate_step(r.plan);
     r.step = step.step_time;
@@ -350,6 +352,24 @@ std::vector<FleetClassRun> prepare(const config::ScenarioSpec& spec, int threads
 
 } // namespace
 
+bool missed_deadline(const FleetRun& run, std::size_t job) {
+    const Duration deadline =
+        run.classes[static_cast<std::size_t>(run.class_of_job[job])].deadline;
+    if (deadline <= Duration::zero()) {
+        return false;
+    }
+    const fleet::JobRecord& x = run.result.jobs[job];
+    const SimTime due = x.submit + deadline;
+    if (x.finished()) {
+        return x.end > due;
+    }
+    // Not ended: late if even running from the run's end without a stop it could not make it
+    // (the steps it has not made durable, less the work since its last checkpoint).
+    const fleet::JobSpec& j = run.input.jobs[job];
+    const Duration left = j.step * (j.steps - x.steps_done) - x.unsaved;
+    return run.result.end + std::max(left, Duration::zero()) > due;
+}
+
 FleetJobMeans fleet_means(const FleetRun& run, std::int32_t cls) {
     FleetJobMeans m;
     double wait = 0.0, completion = 0.0;
@@ -370,6 +390,7 @@ FleetJobMeans fleet_means(const FleetRun& run, std::int32_t cls) {
             ++m.finished;
             completion += (x.end - x.submit).seconds();
         }
+        m.deadlines_missed += missed_deadline(run, j) ? 1 : 0;
     }
     const double nan = std::numeric_limits<double>::quiet_NaN();
     m.wait = Seconds::of(m.started > 0 ? wait / static_cast<double>(m.started) : nan);
@@ -416,14 +437,24 @@ void check_fleet(const config::ScenarioSpec& spec) {
     }
 }
 
-FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
-    const config::FleetSpec& fs = *spec.fleet;
+FleetRun prepare_fleet(const config::ScenarioSpec& spec, int threads) {
     check_fleet_inputs(spec);
     FleetRun out;
     out.threads = run_threads(spec, threads);
     const auto t0 = std::chrono::steady_clock::now();
     out.classes = prepare(spec, out.threads);
     out.services = prepare_services(spec, out.threads);
+    out.plans_wall = Seconds::of(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    return out;
+}
+
+namespace {
+
+/// The pool of `spec`, its jobs and services (from the prepared classes and services of
+/// `out`) and the scheduler's run.
+void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out) {
+    const config::FleetSpec& fs = *spec.fleet;
     const auto t1 = std::chrono::steady_clock::now();
 
     const compute::ChipSpec& chip = spec.hardware.chip;
@@ -489,14 +520,20 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     }
     for (const config::FleetTraceJob& t : fs.trace) {
         fleet::JobSpec j = job_of(t.job_class);
-        const double run_s =
-            out.classes[t.job_class].step.seconds() * static_cast<double>(t.steps);
-        if (run_s > kLongestJob.seconds()) {
+        const double step_s = out.classes[t.job_class].step.seconds();
+        // A duration is the job's running time without interruptions: the steps that fill it
+        // at its class's step time, at least one.
+        const std::int64_t steps =
+            t.duration > Duration::zero()
+                ? std::max<std::int64_t>(
+                      1, static_cast<std::int64_t>(std::ceil(t.duration.seconds() / step_s)))
+                : t.steps;
+        if (step_s * static_cast<double>(steps) > kLongestJob.seconds()) {
             throw InputError("fleet.trace", "this job would run for more than 100 years",
                              SourceLocation{fs.trace_file, t.line, 1});
         }
         j.submit = SimTime::zero() + t.submit;
-        j.steps = t.steps > 0 ? t.steps : j.steps;
+        j.steps = steps > 0 ? steps : j.steps;
         j.priority = t.priority >= 0 ? t.priority : j.priority;
         add(t.job_class, j);
     }
@@ -527,8 +564,30 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     }
     out.result = fleet::simulate_fleet(in);
     const auto t2 = std::chrono::steady_clock::now();
-    out.plans_wall = Seconds::of(std::chrono::duration<double>(t1 - t0).count());
     out.fleet_wall = Seconds::of(std::chrono::duration<double>(t2 - t1).count());
+}
+
+} // namespace
+
+FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
+    FleetRun out = prepare_fleet(spec, threads);
+    simulate_prepared(spec, out);
+    return out;
+}
+
+FleetRun run_fleet(const config::ScenarioSpec& spec, const FleetRun& prepared) {
+    check_fleet_inputs(spec);
+    TRNSIM_CHECK(prepared.classes.size() == spec.fleet->jobs.size() &&
+                     prepared.services.size() == spec.fleet->services.size(),
+                 "fleet: prepared classes and services of another fleet");
+    FleetRun out;
+    out.threads = prepared.threads;
+    out.classes = prepared.classes;
+    out.services = prepared.services;
+    for (std::size_t i = 0; i < out.classes.size(); ++i) {
+        out.classes[i].deadline = spec.fleet->jobs[i].deadline; // the only key a plan may set
+    }
+    simulate_prepared(spec, out);
     return out;
 }
 

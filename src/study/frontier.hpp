@@ -24,4 +24,9 @@ ServingPlanResult run_serving_plan(const config::PlanSpec& plan, const config::S
                                    int threads,
                                    const std::function<void(const std::string&)>& progress);
 
+/// The fleet plan's steps (planner.hpp) on `threads` threads.
+FleetPlanResult run_fleet_plan(const config::PlanSpec& plan, const config::ScenarioSpec& base,
+                               int threads,
+                               const std::function<void(const std::string&)>& progress);
+
 } // namespace trnsim::study

@@ -238,18 +238,15 @@ void refuse_tenants(const config::PlanSpec& plan, const config::ScenarioSpec& ba
                                  "scenario of its own)",
                          plan.base_origin);
     }
-    if (base.fleet) {
-        throw InputError("base", "trnsim plan searches a single-workload scenario; the base "
-                                 "is a fleet scenario (plan one job class's workload as a "
-                                 "scenario of its own)",
-                         plan.base_origin);
-    }
 }
 
 } // namespace
 
 std::size_t candidate_count(const config::PlanSpec& plan, const config::ScenarioSpec& base) {
     refuse_tenants(plan, base);
+    if (base.fleet) {
+        return enumerate_fleet(plan, base).size();
+    }
     return base.workload_type == config::WorkloadType::inference
                ? enumerate_serving(plan, base).size()
                : enumerate(plan, base).size();
@@ -393,6 +390,11 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
     refuse_tenants(plan, base);
     threads = std::max(1, threads);
     PlanResult r;
+    if (base.fleet) {
+        r.fleet = run_fleet_plan(plan, base, threads, progress);
+        r.domain_name = counts_ultraservers(base) ? "UltraServers" : "instances";
+        return r;
+    }
     if (base.workload_type == config::WorkloadType::inference) {
         r.serving = run_serving_plan(plan, base, threads, progress);
         r.domain_name = counts_ultraservers(base) ? "UltraServers" : "instances";

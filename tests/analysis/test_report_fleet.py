@@ -101,5 +101,31 @@ class FleetServicesReportTest(unittest.TestCase):
             self.assertGreater(series_pixels(directory / "services.png"), 2000)
 
 
+class FleetPlanReportTest(unittest.TestCase):
+    def test_every_fleet_run_is_tabled_with_the_fewest_as_the_command_line_prints(self):
+        with tempfile.TemporaryDirectory() as name:
+            tmp = Path(name)
+            results = tmp / "plan.h5"
+            out = trnsim("plan", "scenarios/studies/e-prime-day-plan.yaml", "-o", str(results))
+            directory = tmp / "report"
+            done = run_report(results, directory)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            page = (directory / "index.html").read_text()
+            self.assertIn("Fleet plan: the fewest UltraServers", page)
+            # "fewest     1 spare: 38; 2 spares: 39": the same figures on the page.
+            fewest = re.findall(r"(\d+ spares?): (\d+)", cli_line(out, "fewest"))
+            self.assertEqual(len(fewest), 2)
+            self.assertIn("Fewest: " + "; ".join(f"{s}: {d} UltraServers" for s, d in fewest),
+                          page)
+            tables = check_cells(self, page)
+            runs = next(t for t in tables.tables if t and t[0][0] == "rank")
+            # One row per fleet run the command line counted ("14 fleets (8 searched, ...").
+            count = int(re.search(r"(\d+) fleets", cli_line(out, "search")).group(1))
+            self.assertEqual(len(runs) - 1, count)
+            ranks = [r[0] for r in runs[1:]]
+            self.assertIn("1", ranks)
+            self.assertGreater(series_pixels(directory / "fleet_plan.png"), 1000)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -213,6 +213,9 @@ struct FleetJobClass {
     Duration submit;
     Duration every;
     int priority = 0;
+    /// Each job should end within this of its submission (zero: no deadline); what a fleet
+    /// plan's candidates must meet (docs/fleet.md, "Sizing a fleet").
+    Duration deadline;
     std::shared_ptr<const ScenarioSpec> scenario;
 };
 
@@ -220,7 +223,8 @@ struct FleetJobClass {
 struct FleetTraceJob {
     Duration submit;
     std::size_t job_class = 0; ///< index in FleetSpec::jobs
-    std::int64_t steps = 0;    ///< 0: the class's plan's
+    std::int64_t steps = 0;    ///< 0: the class's plan's (or the duration's)
+    Duration duration;         ///< zero: none; else the steps it takes at the class's step time
     int priority = -1;         ///< -1: the class's
     int line = 0;              ///< in the trace file
 };

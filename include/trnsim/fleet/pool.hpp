@@ -7,6 +7,10 @@
 //   spare   kept back for replacing a failed domain of a running job (the shared spare pool)
 //   down    failed, until repaired
 // so busy + idle + spare + down = domains at every instant (the ledger checks it on every change).
+// Idle domains are also fragmented while jobs wait and every waiting job needs more domains than
+// are idle: capacity the queue cannot use because of its gangs' sizes (the scheduler tells the
+// pool the smallest waiting gang). Idle domains a waiting job would fit are not fragmented: a
+// policy, a quota or a reservation holds them back.
 //
 // Placement (topology- and fragmentation-aware gang placement). A job asks for n whole domains.
 // The pool looks at the scale-out Clos's grouping of its domains (cluster::DomainGroups: leaf
@@ -40,10 +44,13 @@ enum class Span : std::uint8_t { leaf_group, pod, pool };
 struct PoolAccount {
     /// Domain time spent in each use, summed over the domains (index: DomainUse).
     std::array<Seconds, kDomainUses> domain_time{};
-    /// After each change: its time and the domains in each use.
+    /// Idle domain time while fragmented (part of domain_time[idle]).
+    Seconds fragmented_time;
+    /// After each change: its time, the domains in each use, and the fragmented idle ones.
     struct Point {
         SimTime at;
         std::array<std::int64_t, kDomainUses> domains{};
+        std::int64_t fragmented = 0;
     };
     std::vector<Point> timeline;
 };
@@ -84,6 +91,14 @@ public:
     /// The lowest-numbered spare, or -1.
     std::int64_t first_spare() const;
 
+    /// From `t`, the smallest gang a waiting job needs (0: no job waits).
+    void set_smallest_wait(SimTime t, std::int64_t domains);
+    /// The idle domains that are fragmented now.
+    std::int64_t fragmented() const {
+        const std::int64_t idle = count(DomainUse::idle);
+        return smallest_wait_ > idle ? idle : 0;
+    }
+
     /// Closes the account at `t` (the end of the run) and returns it.
     PoolAccount close(SimTime t);
     const PoolAccount& account() const { return account_; }
@@ -99,6 +114,7 @@ private:
     std::int64_t chips_per_domain_;
     cluster::DomainGroups groups_;
     std::int64_t spare_target_;
+    std::int64_t smallest_wait_ = 0;
     std::vector<DomainUse> use_;
     std::vector<std::int64_t> holder_;
     std::vector<std::int64_t> idle_in_group_;

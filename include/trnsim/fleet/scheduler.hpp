@@ -155,6 +155,7 @@ private:
     std::vector<SimTime> queued_since_;
     std::vector<std::int64_t> held_by_tenant_;
     std::set<Key> queue_;
+    std::multiset<std::int64_t> waiting_gangs_; ///< the queued jobs' gangs (fragmentation)
     std::set<std::int64_t> active_; ///< the running jobs, by index
     std::set<std::pair<SimTime, std::int64_t>> ends_; ///< their segments' ends
     std::size_t finished_ = 0;

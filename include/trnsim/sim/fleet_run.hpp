@@ -34,6 +34,7 @@ struct FleetClassRun {
     Seconds save;                    ///< stall of one checkpoint
     Seconds restore;
     Seconds launch;                  ///< recovery.restart with a reliability section, else 0
+    Duration deadline;               ///< each job's, from its submission (zero: none)
 };
 
 /// A service as the fleet runs it: one domain's capacity at the SLO, measured with the
@@ -84,6 +85,8 @@ struct FleetRun {
 /// the finished); NaN when there are none.
 struct FleetJobMeans {
     std::int64_t jobs = 0, started = 0, finished = 0, preemptions = 0, failures = 0;
+    /// Jobs of classes with a deadline that missed it (missed_deadline).
+    std::int64_t deadlines_missed = 0;
     Seconds lost; ///< total held time whose work was lost
     Seconds wait;
     Seconds completion;
@@ -91,6 +94,11 @@ struct FleetJobMeans {
 
 /// Over the jobs of class `cls`, or every job (-1).
 FleetJobMeans fleet_means(const FleetRun& run, std::int32_t cls = -1);
+
+/// Whether job `job` of the run missed its class's deadline: it ended after it, or it had not
+/// ended when the run did and could not end by it even running from then on without a stop
+/// (its steps not yet durable, less its work since its last checkpoint). False without one.
+bool missed_deadline(const FleetRun& run, std::size_t job);
 
 /// Every check run_fleet makes before it simulates: each class's plan on its gang, a
 /// reliability section's checkpoint inputs. InputError located in the file, keyed
@@ -100,5 +108,14 @@ void check_fleet(const config::ScenarioSpec& spec);
 /// Runs the fleet of `spec` (spec.fleet set); the plans' estimates on `threads` threads (0:
 /// simulation.threads, auto: the engine's default).
 FleetRun run_fleet(const config::ScenarioSpec& spec, int threads = 0);
+
+/// The part of run_fleet that does not depend on the pool: each class's plan and checkpoints,
+/// each service's measured capacity (the result's classes and services; nothing simulated).
+FleetRun prepare_fleet(const config::ScenarioSpec& spec, int threads = 0);
+
+/// run_fleet with the classes and services of `prepared`, prepared from a scenario that
+/// differs from `spec` at most in its pool (cluster size, fleet.spares) and the classes'
+/// deadlines: a fleet plan's candidates (study::run_plan) measure them once.
+FleetRun run_fleet(const config::ScenarioSpec& spec, const FleetRun& prepared);
 
 } // namespace trnsim::sim

@@ -193,9 +193,52 @@ std::vector<config::Override> serving_overrides(const config::PlanSpec& plan,
 /// enumerate_serving.
 std::size_t candidate_count(const config::PlanSpec& plan, const config::ScenarioSpec& base);
 
+/// A fleet plan's candidate (a base with `fleet:`, docs/fleet.md "Sizing a fleet"): the pool's
+/// domains (UltraServers or instances, as the base counts them), spares among them.
+struct FleetCandidate {
+    std::int64_t domains = 0;
+    std::int64_t spares = 0;
+    bool refined = false; ///< added by the bisection between two searched sizes
+};
+
+/// What running a fleet candidate found. Figures are NaN when it did not run.
+struct FleetEvaluation {
+    Verdict verdict = Verdict::ok; ///< ok, invalid, chips, deadline or slo
+    std::string reason;            ///< the rejection (the first miss for deadline and slo)
+    std::int64_t chips = 0;
+    double cost_per_hour_usd = NAN; ///< the pool's: domains at the domain-hour price
+    std::int64_t jobs = 0, finished = 0, deadlines_missed = 0;
+    Seconds mean_wait = Seconds::of(NAN);
+    Seconds end = Seconds::of(NAN);
+    /// The lowest SLO attainment of the services and which one (NaN, "": no services).
+    double worst_attainment = NAN;
+    std::string worst_service;
+    std::int64_t slo_missed = 0;   ///< services below their fleet.services[i].attainment
+    double busy_fraction = NAN, fragmented_fraction = NAN;
+    int rank = 0;                  ///< 1 = the fewest domains that meet everything
+};
+
+struct FleetPlanResult {
+    /// The searched sizes (domains x spares), then the bisection's, in evaluation order.
+    std::vector<FleetCandidate> candidates;
+    std::vector<FleetEvaluation> evaluations; ///< by candidate
+    std::vector<std::int64_t> ranking;        ///< feasible, fewest domains first
+    /// For each searched spares value: the fewest feasible domains (-1: none in the range),
+    /// and whether the range's smallest size already met everything (fewer may too).
+    struct Fewest {
+        std::int64_t spares = 0, domains = -1;
+        bool at_low_end = false;
+    };
+    std::vector<Fewest> fewest;
+    double prepare_seconds = 0.0; ///< host time of the classes' plans and services' capacity
+    double seconds = 0.0;         ///< host time of the fleet runs
+};
+
 struct PlanResult {
     /// Set for a serving base (then the training fields below are empty).
     std::optional<ServingPlanResult> serving;
+    /// Set for a fleet base (likewise).
+    std::optional<FleetPlanResult> fleet;
     std::vector<Candidate> candidates;
     std::vector<CandidateEstimate> estimates;
     std::vector<Finalist> finalists; ///< in rank order
@@ -209,6 +252,19 @@ struct PlanResult {
     double simulate_seconds = 0.0;   ///< host time of the finalists' runs
     std::string domain_name;         ///< "UltraServers" or "instances"
 };
+
+/// The searched sizes of a fleet plan over a `fleet:` base. Throws InputError (before anything
+/// runs) for plan keys a fleet plan does not take: every search key but ultraservers or
+/// instances (as the base counts them) and spares, an objective other than min_cost, and the
+/// constraints but deadline and max_chips.
+std::vector<FleetCandidate> enumerate_fleet(const config::PlanSpec& plan,
+                                            const config::ScenarioSpec& base);
+
+/// The overrides that turn the base into the candidate's scenario: the pool's size and spares,
+/// the plan's deadline for each class without its own, the plan's seed.
+std::vector<config::Override> fleet_overrides(const config::PlanSpec& plan,
+                                              const config::ScenarioSpec& base,
+                                              const FleetCandidate& c);
 
 /// The objective's value of (time, cost, goodput): smaller is better.
 double objective_value(config::Objective o, double time_s, double cost_usd, double goodput);

@@ -90,6 +90,24 @@ TEST(FleetScheduler, FifoRunsTheQueueInOrderAndTheHeadBlocks) {
     EXPECT_EQ(r.jobs[1].waiting, min(540));
     EXPECT_EQ(r.jobs[2].waiting, min(480));
     EXPECT_EQ(r.end, at_min(900));
+    // The idle domain is fragmented while only B (2 domains) waits, 1-2 h; from 2 h C would
+    // fit it and the policy holds it back.
+    EXPECT_DOUBLE_EQ(r.pool.fragmented_time.seconds(), 3600.0);
+}
+
+TEST(FleetScheduler, FragmentedIdleDomainsAreTooFewForEveryWaitingJob) {
+    const FleetResult r = simulate_fleet(three_jobs(Policy::backfill));
+    // B waits 1-10 h for 2 domains with 1 idle, except 2-4 h when C holds it: 7 h.
+    EXPECT_DOUBLE_EQ(r.pool.fragmented_time.seconds(), 7 * 3600.0);
+    std::vector<std::pair<SimTime, std::int64_t>> changes;
+    for (const auto& p : r.pool.timeline) {
+        if (changes.empty() || changes.back().second != p.fragmented) {
+            changes.emplace_back(p.at, p.fragmented);
+        }
+    }
+    const std::vector<std::pair<SimTime, std::int64_t>> expect = {
+        {at_min(0), 0}, {at_min(60), 1}, {at_min(120), 0}, {at_min(240), 1}, {at_min(600), 0}};
+    EXPECT_EQ(changes, expect);
 }
 
 TEST(FleetScheduler, BackfillStartsAJobThatEndsBeforeTheHeadsReservation) {
@@ -326,7 +344,11 @@ TEST(FleetScheduler, HeldTimeAndDomainsAreConservedInARandomFleet) {
                 sum += n;
             }
             ASSERT_EQ(sum, 24);
+            ASSERT_GE(point.fragmented, 0);
+            ASSERT_LE(point.fragmented, point.domains[static_cast<std::size_t>(DomainUse::idle)]);
         }
+        EXPECT_LE(r.pool.fragmented_time.seconds(),
+                  r.pool.domain_time[static_cast<std::size_t>(DomainUse::idle)].seconds());
         const FleetResult again = simulate_fleet(in); // a function of the input alone
         for (std::size_t k = 0; k < r.jobs.size(); ++k) {
             EXPECT_EQ(again.jobs[k].end, r.jobs[k].end);

@@ -223,14 +223,19 @@ TEST(Fleet, AJobTraceAddsItsJobsAndRefusesWhatIsWrongAtItsLineAndColumn) {
     };
     // The classes' own jobs (one each), then the trace's: a small job at 30 min with 50 steps,
     // one of priority 2 at 2 h.
-    const FleetRun run =
-        run_fleet(load("submit,class,steps,priority\n30min,small,50,\n2h,small,,2\n"));
-    ASSERT_EQ(run.result.jobs.size(), 4u);
+    const FleetRun run = run_fleet(load("submit,class,steps,priority,duration\n"
+                                        "30min,small,50,,\n2h,small,,2,\n3h,big,,,90min\n"));
+    ASSERT_EQ(run.result.jobs.size(), 5u);
     EXPECT_EQ(run.class_of_job[2], 1);
     EXPECT_EQ(run.index_in_class[3], 2); // the class's third job
     EXPECT_EQ(run.input.jobs[2].steps, 50);
     EXPECT_EQ(run.input.jobs[2].submit, SimTime::zero() + Duration::from_seconds_ceil(1800.0));
     EXPECT_EQ(run.input.jobs[3].priority, 2);
+    // 90 minutes of the big class's steps, the last one whole.
+    const double big_step = run.classes[0].step.seconds();
+    EXPECT_EQ(run.input.jobs[4].steps, static_cast<std::int64_t>(std::ceil(5400.0 / big_step)));
+    EXPECT_LT(static_cast<double>(run.input.jobs[4].steps - 1) * big_step, 5400.0);
+    EXPECT_GE(static_cast<double>(run.input.jobs[4].steps) * big_step, 5400.0);
     EXPECT_EQ(run.result.jobs[0].preemptions, 1) << "the priority-2 job preempts the big one";
     const std::vector<std::tuple<std::string, int, int, std::string>> bad = {
         {"submit,class,size\n0h,big,3\n", 1, 14, "unknown column"},
@@ -243,6 +248,9 @@ TEST(Fleet, AJobTraceAddsItsJobsAndRefusesWhatIsWrongAtItsLineAndColumn) {
         {"submit,class,steps\n1h,big,0\n", 2, 8, "1 to 2^40 steps"},
         {"submit,class,steps\n1h,big,-4\n", 2, 8, ""},
         {"submit,class,priority\n1h,big,2000000\n", 2, 8, "priority is 0 to"},
+        {"submit,class,duration\n1h,big,0s\n", 2, 8, "duration must be positive"},
+        {"submit,class,duration\n1h,big,long\n", 2, 8, "duration"},
+        {"submit,class,steps,duration\n1h,big,4,2h\n", 2, 1, "not both"},
         {"submit,class\nsoon,big\n", 2, 1, "duration"},
         {"# nothing\n", 1, 1, "no header line"},
     };
