@@ -172,6 +172,21 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
             << fmt::money(Money::usd(cost)) << ", "
             << fmt::money(Money::usd(tokens > 0.0 ? cost / tokens * 1e6 : 0.0))
             << " per million output tokens\n";
+        if (i < run.windows.size()) {
+            const sim::FleetServiceWindow& w = run.windows[i];
+            out << "  window     " << v.name << ": " << fmt::seconds(w.from.seconds()) << " to "
+                << fmt::seconds(w.to.seconds()) << " at request level, "
+                << fmt::integer(w.requests) << " requests at " << fmt::fixed(w.rate, 2)
+                << "/s on up to " << fmt::integer(w.domains)
+                << (w.domains == 1 ? " domain" : " domains") << " (" << fmt::integer(w.changes)
+                << (w.changes == 1 ? " change" : " changes") << "): "
+                << fmt::percent(w.attainment) << " within the SLO (rate level "
+                << fmt::percent(w.rate_level_attainment) << "); TTFT p50 "
+                << fmt::seconds(w.ttft_p50.seconds()) << ", p99 "
+                << fmt::seconds(w.ttft_p99.seconds()) << "; TPOT p99 "
+                << fmt::seconds(w.tpot_p99.seconds()) << "; " << fmt::integer(w.retried)
+                << " retried, " << fmt::integer(w.unfinished) << " unfinished\n";
+        }
     }
     const sim::FleetJobMeans all = sim::fleet_means(run);
     if (!run.classes.empty()) {

@@ -408,7 +408,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                          at(f, file));
     }
     known_keys(f, "fleet", file,
-               {"policy", "spares", "horizon", "quotas", "jobs", "services", "trace"});
+               {"policy", "spares", "horizon", "quotas", "jobs", "services", "trace",
+                "request_level"});
     const bool traced = f["trace"].IsDefined();
     const SharedCluster cl = shared_cluster(croot, file, "a fleet scenario");
 
@@ -475,6 +476,36 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         throw InputError("fleet.horizon",
                          "a fleet with services runs for a given time: give fleet.horizon",
                          at(f, file));
+    }
+    if (const YAML::Node w = f["request_level"]; w.IsDefined()) {
+        if (!has_services) {
+            throw InputError("fleet.request_level",
+                             "a window at request level replays the fleet's services: it has "
+                             "none",
+                             at(w, file));
+        }
+        if (!is_map(w)) {
+            throw InputError("fleet.request_level",
+                             "expected a mapping {from: DURATION, to: DURATION}", at(w, file));
+        }
+        known_keys(w, "fleet.request_level", file, {"from", "to"});
+        for (const char* k : {"from", "to"}) {
+            if (!w[k].IsDefined()) {
+                throw InputError(std::string("fleet.request_level.") + k,
+                                 "give the window's from and to (durations from the start)",
+                                 at(w, file));
+            }
+        }
+        fs.window_from = duration(w["from"], "fleet.request_level.from", file);
+        fs.window_to = duration(w["to"], "fleet.request_level.to", file);
+        if (fs.window_to <= fs.window_from) {
+            throw InputError("fleet.request_level.to", "the window ends after it starts",
+                             at(w["to"], file));
+        }
+        if (fs.window_to > fs.horizon) {
+            throw InputError("fleet.request_level.to",
+                             "the window ends within the run (fleet.horizon)", at(w["to"], file));
+        }
     }
     std::vector<ListEntry> entries;
     std::set<std::string> names, tenants;
@@ -774,6 +805,10 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
         if (!spec.fleet->trace_file.empty()) {
             fleet["trace"] = spec.fleet->trace_file;
+        }
+        if (spec.fleet->window_to > Duration::zero()) {
+            fleet["request_level"]["from"] = std::to_string(spec.fleet->window_from.ns()) + "ns";
+            fleet["request_level"]["to"] = std::to_string(spec.fleet->window_to.ns()) + "ns";
         }
         for (const auto& [tenant, quota] : spec.fleet->quotas) {
             fleet["quotas"][tenant] = quota;

@@ -280,6 +280,7 @@ FleetResult simulate_fleet(const FleetInput& in) {
         s.close(out.end);
         out.services.push_back(s.record());
         out.service_samples.push_back(s.samples());
+        out.service_changes.push_back(s.changes());
     }
     out.events = stats.events;
     return out;

@@ -117,16 +117,26 @@ void Service::advance(SimTime t) {
         while (load_index_ + 1 < l.at.size() && l.at[load_index_ + 1] <= last_) {
             ++load_index_;
         }
-        const SimTime to =
-            load_index_ + 1 < l.at.size() ? std::min(t, l.at[load_index_ + 1]) : t;
+        SimTime to = load_index_ + 1 < l.at.size() ? std::min(t, l.at[load_index_ + 1]) : t;
+        // No span straddles the window's edges.
+        for (const SimTime edge : {spec_.window_from, spec_.window_to}) {
+            if (edge > last_ && edge < to) {
+                to = edge;
+            }
+        }
         const double span = (to - last_).seconds();
         const double load = l.rate[load_index_];
         const FluidStep s = fluid_step(load, capacity, backlog_, slack, span);
         const double per_domain = backlog_ > 0.0 || load >= capacity
                                       ? per_domain_max
                                       : load / static_cast<double>(ready_.size());
+        const double met = s.met * (capacity > 0.0 ? curve(per_domain) : 1.0);
         record_.arrived += s.arrived;
-        record_.met += s.met * (capacity > 0.0 ? curve(per_domain) : 1.0);
+        record_.met += met;
+        if (last_ >= spec_.window_from && last_ < spec_.window_to) {
+            record_.window_arrived += s.arrived;
+            record_.window_met += met;
+        }
         record_.served += s.served;
         backlog_ = s.backlog;
         record_.held += Seconds::of(static_cast<double>(held()) * span);
@@ -205,14 +215,20 @@ SimTime Service::grant(SimTime t, std::int64_t domain, Duration extra) {
 }
 
 bool Service::ready(SimTime t, std::int64_t domain) {
-    (void)t;
     const auto it = std::find(pending_.begin(), pending_.end(), domain);
     if (it == pending_.end()) {
         return false;
     }
     pending_.erase(it);
     ready_.push_back(domain);
+    change(t, domain, ServiceChange::Kind::up);
     return true;
+}
+
+void Service::change(SimTime t, std::int64_t domain, ServiceChange::Kind kind) {
+    if (spec_.window_to != SimTime::max() && t < spec_.window_to) {
+        changes_.push_back({t, domain, kind});
+    }
 }
 
 Service::Shrink Service::shrink(SimTime t, std::int64_t n) {
@@ -228,6 +244,10 @@ Service::Shrink Service::shrink(SimTime t, std::int64_t n) {
         ready_.pop_back();
         --n;
     }
+    for (const std::int64_t d : out.draining) {
+        change(t, d, spec_.scale.drain == Duration::zero() ? ServiceChange::Kind::down
+                                                           : ServiceChange::Kind::drain);
+    }
     if (spec_.scale.drain == Duration::zero()) {
         out.now.insert(out.now.end(), out.draining.begin(), out.draining.end());
         out.draining.clear();
@@ -238,21 +258,23 @@ Service::Shrink Service::shrink(SimTime t, std::int64_t n) {
 }
 
 bool Service::drained(SimTime t, std::int64_t domain) {
-    (void)t;
     const auto it = std::find(draining_.begin(), draining_.end(), domain);
     if (it == draining_.end()) {
         return false;
     }
     draining_.erase(it);
+    change(t, domain, ServiceChange::Kind::down);
     ++record_.releases;
     return true;
 }
 
 void Service::lost(SimTime t, std::int64_t domain) {
-    (void)t;
     for (std::vector<std::int64_t>* v : {&ready_, &pending_, &draining_}) {
         const auto it = std::find(v->begin(), v->end(), domain);
         if (it != v->end()) {
+            if (v != &pending_) {
+                change(t, domain, ServiceChange::Kind::down);
+            }
             v->erase(it);
             ++record_.failures;
             return;

@@ -1,7 +1,8 @@
 // The results file of a `fleet:` scenario (docs/results-schema.md, "Fleet"): /summary (one
 // row), /fleet/classes (one row per job class), /fleet/jobs (one row per job), /fleet/pool
 // (the domains in each use after every change), /fleet/services (one row per service) and
-// /fleet/service_samples (each service's state at every autoscaler decision).
+// /fleet/service_samples (each service's state at every autoscaler decision), and with
+// fleet.request_level /fleet/service_windows (each service's window at request level).
 #include "trnsim/fleet/fleet.hpp"
 #include "trnsim/report/run_results.hpp"
 
@@ -216,6 +217,31 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
         }
     }
     f.tables.emplace_back("/fleet/service_samples", std::move(samples));
+    if (run.windows.empty()) {
+        return f;
+    }
+    results::Table windows;
+    windows.add_string("service", 64);
+    for (const char* c : {"from_s", "to_s", "rate_per_s"}) {
+        windows.add_float(c);
+    }
+    windows.add_int("domains");
+    windows.add_int("changes");
+    windows.add_float("rate_level_attainment");
+    windows.add_int("requests");
+    windows.add_int("unfinished");
+    windows.add_float("slo_attainment");
+    for (const char* c : {"ttft_p50_s", "ttft_p99_s", "tpot_p99_s"}) {
+        windows.add_float(c);
+    }
+    windows.add_int("retried");
+    for (const sim::FleetServiceWindow& w : run.windows) {
+        windows.add_row({w.name, w.from.seconds(), w.to.seconds(), w.rate, w.domains, w.changes,
+                         w.rate_level_attainment, w.requests, w.unfinished, w.attainment,
+                         w.ttft_p50.seconds(), w.ttft_p99.seconds(), w.tpot_p99.seconds(),
+                         w.retried});
+    }
+    f.tables.emplace_back("/fleet/service_windows", std::move(windows));
     return f;
 }
 

@@ -1,6 +1,7 @@
 #include "trnsim/sim/fleet_run.hpp"
 
 #include "entry_error.hpp"
+#include "fleet_window.hpp"
 
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/core/assert.hpp"
@@ -556,6 +557,10 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out) {
                                 v.load.step, in.horizon);
         x.scale = v.autoscale;
         x.scale.load = Duration::from_seconds_ceil(r.model_load.seconds());
+        if (fs.window_to > Duration::zero()) {
+            x.window_from = SimTime::zero() + fs.window_from;
+            x.window_to = SimTime::zero() + fs.window_to;
+        }
         in.services.push_back(std::move(x));
     }
     if (spec.reliability.enabled) {
@@ -565,6 +570,9 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out) {
     out.result = fleet::simulate_fleet(in);
     const auto t2 = std::chrono::steady_clock::now();
     out.fleet_wall = Seconds::of(std::chrono::duration<double>(t2 - t1).count());
+    if (fs.window_to > Duration::zero()) {
+        out.windows = detail::replay_windows(spec, out, out.threads);
+    }
 }
 
 } // namespace

@@ -1,6 +1,8 @@
 // Failures of the serving fleet's domains (serve_failures.hpp).
 #include "serve_failures.hpp"
 
+#include "trnsim/core/assert.hpp"
+
 #include <algorithm>
 #include <optional>
 #include <utility>
@@ -8,13 +10,32 @@
 namespace trnsim::sim::detail {
 
 ServeFailures::ServeFailures(const ServeInput& in, const Placement& pl)
-    : enabled_(in.reliability.enabled), hop_(hop_ns(in)), shard_of_domain_(pl.shard_of_domain),
-      shards_(pl.shards) {
+    : enabled_(in.reliability.enabled || in.availability != nullptr), hop_(hop_ns(in)),
+      shard_of_domain_(pl.shard_of_domain), shards_(pl.shards) {
     const auto replicas = static_cast<std::uint32_t>(pl.replicas.size());
     for (std::uint32_t k = 0; k < pl.shards; ++k) {
         shards_[k].router = router_entity(k, replicas);
     }
     if (!enabled_) {
+        return;
+    }
+    if (in.availability) {
+        availability_ = in.availability;
+        std::uint32_t domains = 0;
+        for (const ReplicaPlacement& rp : pl.replicas) {
+            domains = std::max(domains, rp.domain + 1);
+        }
+        domain_reps_.resize(domains);
+        for (std::uint32_t r = 0; r < pl.replicas.size(); ++r) {
+            domain_reps_[pl.replicas[r].domain].push_back(r);
+        }
+        for (const DomainChange& c : *availability_) {
+            TRNSIM_CHECK(c.domain < domains, "serve: an availability change of no domain");
+        }
+        domain_state_.assign(domains, kUpState);
+        held_.resize(domains);
+        down_since_.assign(domains, -1);
+        detection_ns_ = 0; // planned: the router knows at once
         return;
     }
     const reliability::ReliabilitySpec& rs = in.reliability;
@@ -43,10 +64,56 @@ ServeFailures::ServeFailures(const ServeInput& in, const Placement& pl)
     detection_ns_ = rs.recovery.detection.ns();
 }
 
-void ServeFailures::start(ServeContext& ctx, std::uint32_t k) {
-    if (shards_[k].outages) {
+std::vector<std::uint32_t> ServeFailures::start(ServeContext& ctx, std::uint32_t k) {
+    std::vector<std::uint32_t> idle;
+    if (availability_) {
+        // Domains down or draining from time 0 (a window's slots not yet ready) take no
+        // request from the start.
+        ShardOutages& sh = shards_[k];
+        const std::vector<DomainChange>& a = *availability_;
+        for (; sh.cursor < a.size() && a[sh.cursor].at == SimTime::zero(); ++sh.cursor) {
+            const DomainChange& c = a[sh.cursor];
+            if (shard_of_domain_[c.domain] != k || c.kind == DomainChange::Kind::up) {
+                continue;
+            }
+            if (c.kind == DomainChange::Kind::down) {
+                domain_state_[c.domain] = kDownNoticed;
+                down_since_[c.domain] = 0;
+            } else {
+                domain_state_[c.domain] = kDraining;
+            }
+            idle.push_back(c.domain);
+        }
+    }
+    if (shards_[k].outages || availability_) {
         next_outage(ctx, k);
     }
+    return idle;
+}
+
+bool ServeFailures::advance(std::uint32_t k) {
+    ShardOutages& sh = shards_[k];
+    if (availability_) {
+        const std::vector<DomainChange>& a = *availability_;
+        while (sh.cursor < a.size()) {
+            const DomainChange& c = a[sh.cursor++];
+            if (shard_of_domain_[c.domain] == k) {
+                sh.pending = reliability::UnitTransition{c.at, c.domain,
+                                                         c.kind == DomainChange::Kind::up, 0};
+                sh.pending_drain = c.kind == DomainChange::Kind::drain;
+                return true;
+            }
+        }
+        return false;
+    }
+    while (const std::optional<reliability::UnitTransition> t = sh.outages->next()) {
+        if (shard_of_domain_[t->unit] == k) {
+            sh.pending = *t;
+            sh.pending_drain = false;
+            return true;
+        }
+    }
+    return false;
 }
 
 void ServeFailures::on_outage(ServeContext& ctx, std::uint32_t k) {
@@ -73,13 +140,9 @@ bool ServeFailures::enable(std::uint32_t d) {
 
 void ServeFailures::next_outage(ServeContext& ctx, std::uint32_t k) {
     ShardOutages& sh = shards_[k];
-    while (const std::optional<reliability::UnitTransition> t = sh.outages->next()) {
-        if (shard_of_domain_[t->unit] == k) {
-            sh.pending = *t;
-            sh.pending_open = true;
-            ctx.schedule_at_ns(sh.router, t->time.ns(), kOutage, 0);
-            return;
-        }
+    if (advance(k)) {
+        sh.pending_open = true;
+        ctx.schedule_at_ns(sh.router, std::max(sh.pending.time.ns(), ctx.now_ns()), kOutage, 0);
     }
 }
 
@@ -89,6 +152,16 @@ void ServeFailures::transition(ServeContext& ctx, std::uint32_t k,
     const std::int64_t now = ctx.now_ns();
     const std::uint32_t d = t.unit;
     const auto reps = static_cast<double>(domain_reps_[d].size());
+    if (sh.pending_drain) {
+        if (domain_state_[d] == kUpState) {
+            domain_state_[d] = kDraining;
+            ctx.schedule_at_ns(sh.router, now, kDrain, d);
+        }
+        return;
+    }
+    if (availability_ && t.up == (down_since_[d] < 0) && domain_state_[d] != kDraining) {
+        return; // a planned change that changes nothing (up when up, down when down)
+    }
     if (!t.up) {
         ++sh.outages_count;
         domain_state_[d] = kDownUnnoticed;
@@ -111,25 +184,21 @@ void ServeFailures::transition(ServeContext& ctx, std::uint32_t k,
 void ServeFailures::catch_up(std::int64_t done) {
     for (std::uint32_t k = 0; k < shards_.size(); ++k) {
         ShardOutages& sh = shards_[k];
-        while (sh.outages && sh.pending_open && sh.pending.time.ns() < done) {
+        while ((sh.outages || availability_) && sh.pending_open &&
+               sh.pending.time.ns() < done) {
             const reliability::UnitTransition& t = sh.pending;
             const std::uint32_t d = t.unit;
-            if (!t.up) {
+            if (sh.pending_drain) {
+                // no figure moves
+            } else if (!t.up) {
                 ++sh.outages_count;
                 down_since_[d] = t.time.ns();
-            } else {
+            } else if (down_since_[d] >= 0) {
                 sh.down_replica_ns += static_cast<double>(t.time.ns() - down_since_[d]) *
                                       static_cast<double>(domain_reps_[d].size());
                 down_since_[d] = -1;
             }
-            sh.pending_open = false;
-            while (const std::optional<reliability::UnitTransition> n = sh.outages->next()) {
-                if (shard_of_domain_[n->unit] == k) {
-                    sh.pending = *n;
-                    sh.pending_open = true;
-                    break;
-                }
-            }
+            sh.pending_open = advance(k);
         }
     }
 }

@@ -38,9 +38,14 @@ public:
     bool enabled() const { return enabled_; }
 
     /// Router k starts following its domains' transitions (nothing without failures).
-    void start(ServeContext& ctx, std::uint32_t k);
+    /// Returns its domains that take no request from the start (an availability's changes at
+    /// time 0): the router disables their replicas.
+    std::vector<std::uint32_t> start(ServeContext& ctx, std::uint32_t k);
     /// Router k's kOutage: applies its pending transition and schedules its next one.
     void on_outage(ServeContext& ctx, std::uint32_t k);
+    /// Router k's kDrain of domain d: nothing to do here beyond the router's own (it stops
+    /// routing to d's replicas); kept for symmetry with enable.
+    bool draining(std::uint32_t d) const { return domain_state_[d] == kDraining; }
     /// Domain d's router noticed that it is down: returns the requests held for it (to retry).
     std::vector<std::uint64_t> notice_down(std::uint32_t d);
     /// kEnable of domain d at its router: false when d went down again at the instant it came
@@ -66,13 +71,16 @@ public:
     void add_stats(std::int64_t end, std::size_t replicas, ServingRunStats& st) const;
 
 private:
-    static constexpr std::uint8_t kUpState = 0, kDownUnnoticed = 1, kDownNoticed = 2;
+    static constexpr std::uint8_t kUpState = 0, kDownUnnoticed = 1, kDownNoticed = 2,
+                                  kDraining = 3;
 
     /// One router shard's view: its copy of the outage schedule, of which it acts on its
     /// domains' transitions.
     struct ShardOutages {
         engine::EntityId router = 0;
         std::unique_ptr<reliability::OutageSchedule> outages;
+        std::size_t cursor = 0;    ///< availability: the next change to look at
+        bool pending_drain = false; ///< availability: `pending` is a drain
         reliability::UnitTransition pending;
         bool pending_open = false; ///< `pending` is scheduled and not yet applied
         double down_replica_ns = 0.0;
@@ -80,7 +88,9 @@ private:
         std::uint64_t retries_count = 0;
     };
 
-    /// The shard's next transition of one of its domains (it skips the others').
+    /// The shard's next transition of one of its domains (it skips the others'), from its
+    /// outage schedule or the availability; false when there is none.
+    bool advance(std::uint32_t k);
     void next_outage(ServeContext& ctx, std::uint32_t k);
     void transition(ServeContext& ctx, std::uint32_t k, const reliability::UnitTransition& t);
 
@@ -89,6 +99,7 @@ private:
     std::vector<std::uint32_t> shard_of_domain_; ///< domain -> router shard
     std::vector<ShardOutages> shards_;
     std::unique_ptr<reliability::Layout> layout_;
+    std::shared_ptr<const std::vector<DomainChange>> availability_;
     std::vector<std::vector<std::uint32_t>> domain_reps_; ///< replicas by domain
     std::vector<std::uint8_t> domain_state_;
     std::vector<std::vector<std::uint64_t>> held_; ///< by domain: retries until noticed

@@ -58,6 +58,7 @@ enum : engine::EventType {
     kKvCancelled = 16, ///< fabric to decode replica: a transfer was cancelled before it
                        ///< arrived (its source or the replica itself failed); payload as
                        ///< kKvArrived
+    kDrain = 17,   ///< router to itself: domain `payload` takes no more requests (availability)
 };
 constexpr std::uint16_t kFinished = 0;
 constexpr std::uint16_t kPrefilled = 1;

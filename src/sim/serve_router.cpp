@@ -79,7 +79,11 @@ void ServeRouter::handle(ServeContext& ctx, std::uint32_t k, const engine::Event
                 sh.arrivals_open = false;
             }
         }
-        failures_.start(ctx, sh.index);
+        for (const std::uint32_t d : failures_.start(ctx, sh.index)) {
+            for (std::uint32_t r : failures_.replicas_of(d)) {
+                pool_of(sh, r).set_enabled(pool_of_[r], false);
+            }
+        }
         break;
     case kArrival: {
         const std::uint64_t id = records_.next_id(sh.index);
@@ -106,6 +110,15 @@ void ServeRouter::handle(ServeContext& ctx, std::uint32_t k, const engine::Event
         const std::vector<std::uint64_t> held = failures_.notice_down(d);
         for (std::uint64_t id : held) {
             route(ctx, sh, id, now);
+        }
+        break;
+    }
+    case kDrain: {
+        const auto d = static_cast<std::uint32_t>(e.payload);
+        if (failures_.draining(d)) {
+            for (std::uint32_t r : failures_.replicas_of(d)) {
+                pool_of(sh, r).set_enabled(pool_of_[r], false);
+            }
         }
         break;
     }

@@ -271,6 +271,9 @@ struct FleetSpec {
     /// file's order (submissions non-decreasing).
     std::string trace_file;
     std::vector<FleetTraceJob> trace;
+    /// fleet.request_level: the window [from, to) in which each service is replayed at request
+    /// level after the run (docs/fleet.md, "A window at request level"); to zero: none.
+    Duration window_from, window_to;
 };
 
 struct ScenarioSpec {

@@ -68,6 +68,8 @@ struct FleetResult {
     std::vector<JobRecord> jobs;
     std::vector<ServiceRecord> services;
     std::vector<std::vector<ServiceSample>> service_samples;
+    /// With a window: each service's ready domains' changes up to its end (Service::changes).
+    std::vector<std::vector<ServiceChange>> service_changes;
     PoolAccount pool;
     SimTime end;              ///< the last job's end, or the horizon
     std::uint64_t events = 0;

@@ -97,6 +97,21 @@ struct ServiceSpec {
     std::vector<double> curve_attainment;
     LoadProfile load;
     AutoscalerSpec scale;
+    /// A window [window_from, window_to) replayed at request level after the run
+    /// (sim::run_fleet): the service keeps its domains' changes until its end, and its rate
+    /// level's figures inside it. SimTime::max(): none.
+    SimTime window_from = SimTime::max();
+    SimTime window_to = SimTime::max();
+};
+
+/// A change of one of a service's ready domains (kept when the service has a window): it
+/// became ready (up), began to drain, or left (down: given back after its drain or lost to a
+/// failure).
+struct ServiceChange {
+    enum class Kind : std::uint8_t { up, drain, down };
+    SimTime at;
+    std::int64_t domain = 0;
+    Kind kind = Kind::up;
 };
 
 /// A daily load: `low` requests per second at the trough, `peak` times that at `peak_at` into
@@ -130,6 +145,9 @@ struct ServiceRecord {
     std::int64_t releases = 0;    ///< domains given back
     std::int64_t failures = 0;    ///< domains lost to failures
     std::int64_t peak_domains = 0;
+    /// Inside the window (ServiceSpec::window_from, window_to): its arrivals and those meeting
+    /// the SLO, at rate level.
+    double window_arrived = 0.0, window_met = 0.0;
     double attainment() const { return arrived > 0.0 ? met / arrived : 1.0; }
 };
 
@@ -177,12 +195,15 @@ public:
 
     const ServiceRecord& record() const { return record_; }
     const std::vector<ServiceSample>& samples() const { return samples_; }
+    /// Its ready domains' changes up to the window's end (empty without a window).
+    const std::vector<ServiceChange>& changes() const { return changes_; }
     std::int64_t held() const {
         return static_cast<std::int64_t>(ready_.size() + pending_.size() + draining_.size());
     }
 
 private:
     void sample(SimTime t, std::int64_t wanted);
+    void change(SimTime t, std::int64_t domain, ServiceChange::Kind kind);
     /// The measured attainment at `rate` requests per second per domain.
     double curve(double rate) const;
 
@@ -195,6 +216,7 @@ private:
     double backlog_ = 0.0;
     ServiceRecord record_;
     std::vector<ServiceSample> samples_;
+    std::vector<ServiceChange> changes_;
     double arrived_at_sample_ = 0.0, met_at_sample_ = 0.0;
 };
 

@@ -12,10 +12,12 @@
 
 #include "trnsim/config/scenario.hpp"
 #include "trnsim/fleet/fleet.hpp"
+#include "trnsim/sim/serve.hpp"
 #include "trnsim/workload/plan.hpp"
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace trnsim::sim {
@@ -65,9 +67,28 @@ struct FleetServiceRun {
     std::int64_t shares_with = -1; ///< the service whose measurement this one reuses
 };
 
+/// A service's window at request level (fleet.request_level, docs/fleet.md "A window at
+/// request level"): its requests over the window, at the rate level's mean load there, served
+/// by replicas on as many domains as it had ready at each instant of the fleet run.
+struct FleetServiceWindow {
+    std::string name;
+    Seconds from, to;
+    double rate = 0.0;            ///< requests per second offered (the window's mean load)
+    std::int64_t domains = 0;     ///< the replay's cluster: domains ready or draining at once, at most
+    std::int64_t changes = 0;     ///< changes of its domains inside the window
+    double rate_level_attainment = 0.0; ///< the fleet run's, over the window's arrivals
+    std::int64_t requests = 0;    ///< issued at request level
+    std::int64_t unfinished = 0;
+    double attainment = 0.0;      ///< met the SLO over the issued
+    Seconds ttft_p50, ttft_p99, tpot_p99;
+    std::int64_t retried = 0;     ///< requests a domain's leaving sent elsewhere
+    Seconds wall;                 ///< host time of its replay
+};
+
 struct FleetRun {
     std::vector<FleetClassRun> classes;
     std::vector<FleetServiceRun> services;
+    std::vector<FleetServiceWindow> windows;   ///< with fleet.request_level, one per service
     std::vector<std::string> tenants;          ///< names, in order of first appearance
     std::vector<std::int32_t> class_of_job;    ///< for each job of result.jobs
     std::vector<std::int64_t> index_in_class;  ///< its index among its class's jobs
@@ -108,6 +129,15 @@ void check_fleet(const config::ScenarioSpec& spec);
 /// Runs the fleet of `spec` (spec.fleet set); the plans' estimates on `threads` threads (0:
 /// simulation.threads, auto: the engine's default).
 FleetRun run_fleet(const config::ScenarioSpec& spec, int threads = 0);
+
+/// The domain changes of one service's window as its replay sees them: domain d of the
+/// fleet's pool is given the lowest free slot of the replay's cluster when it becomes ready
+/// (or is ready or draining at the window's start, its changes at that instant applied), and
+/// frees it when it leaves; slots with no
+/// domain at the start are down from time 0. Times are from the window's start. Returns the
+/// changes and the slots used at most (at least 1).
+std::pair<std::vector<DomainChange>, std::int64_t> window_changes(
+    const std::vector<fleet::ServiceChange>& changes, SimTime from, SimTime to);
 
 /// The part of run_fleet that does not depend on the pool: each class's plan and checkpoints,
 /// each service's measured capacity (the result's classes and services; nothing simulated).

@@ -135,6 +135,16 @@ struct ServeOptions {
     Bytes max_memory = Bytes(std::int64_t{4} << 30);
 };
 
+/// A planned change of one domain's service (ServeInput::availability): it stops taking
+/// requests and finishes those it has (drain), leaves (down: as a failure noticed at once; the
+/// requests still on it are retried), or serves again, empty (up).
+struct DomainChange {
+    enum class Kind : std::uint8_t { down, drain, up };
+    SimTime at;
+    std::uint32_t domain = 0;
+    Kind kind = Kind::up;
+};
+
 struct ServeInput {
     serving::InferenceSpec spec;
     compute::ChipSpec chip;
@@ -150,6 +160,10 @@ struct ServeInput {
     std::shared_ptr<const serving::AzureTrace> trace;
     /// Failures of the fleet's domains (see "Failures" above); `enabled` false: none.
     reliability::ReliabilitySpec reliability;
+    /// Instead of failures: the domains' planned changes in time order (a fleet's service
+    /// replayed at request level with the domains it had ready, sim::run_fleet). Detection is
+    /// immediate; a drain stops the router sending a domain requests without dropping any.
+    std::shared_ptr<const std::vector<DomainChange>> availability;
     std::uint64_t seed = 1;
     int threads = 1;                   ///< 0: the engine's default
     ServeOptions options;

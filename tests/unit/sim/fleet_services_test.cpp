@@ -71,7 +71,100 @@ TEST(FleetServices, RateLevelAgreesWithRequestLevelAtLoadsItDidNotMeasure) {
 
 /// `s` with `from` replaced by `to` (kService by default).
 std::string with(const std::string& from, const std::string& to,
-                 std::string s = std::string(kService)) {
+                 std::string s = std::string(kService));
+
+TEST(FleetServices, AWindowAtRequestLevelAgreesWithTheRateLevel) {
+    // Two domains held throughout (min = max = 2 of 3), a constant load; the whole run is the
+    // window. Below capacity both levels meet the SLO; above it both miss it alike.
+    const FleetRun probe = run_fleet(config::load_scenario_text(kService, "one-service"), 1);
+    const double capacity = probe.services[0].capacity;
+    for (const double f : {0.8, 1.15}) {
+        const std::string text =
+            with("autoscale: {min: 1, max: 1}", "autoscale: {min: 2, max: 2}",
+                 with("load: {rate: 1/s}",
+                      "load: {rate: " + std::to_string(f * 2.0 * capacity) + "/s}",
+                      with("cluster: {ultraservers: 2}", "cluster: {ultraservers: 3}",
+                           with("  horizon: 10min\n",
+                                "  horizon: 10min\n  request_level: {from: 0s, to: 10min}\n"))));
+        const FleetRun run = run_fleet(config::load_scenario_text(text, "window"), 1);
+        ASSERT_EQ(run.windows.size(), 1u);
+        const FleetServiceWindow& w = run.windows[0];
+        EXPECT_EQ(w.domains, 2);
+        EXPECT_EQ(w.changes, 0);
+        EXPECT_NEAR(w.rate, f * 2.0 * capacity, 1e-6 * capacity);
+        EXPECT_GT(w.requests, 0);
+        EXPECT_EQ(w.retried, 0);
+        std::printf("%.2f x capacity on 2 domains: request level %.3f, rate level %.3f\n", f,
+                    w.attainment, w.rate_level_attainment);
+        EXPECT_NEAR(w.attainment, w.rate_level_attainment, 0.05) << f << " x capacity";
+    }
+}
+
+TEST(FleetServices, AWindowGivesEachDomainASlotWhileItServes) {
+    using K = fleet::ServiceChange::Kind;
+    const auto at = [](double minutes) {
+        return SimTime::zero() + Duration::from_seconds_ceil(minutes * 60.0);
+    };
+    // Domains 7 and 3 ready at 60 and 120 min; 7 drains at 180 and leaves at 181; 5 ready at
+    // 210 and lost to a failure at 300. Window 150 to 240 min.
+    const std::vector<fleet::ServiceChange> changes = {
+        {at(60), 7, K::up},    {at(120), 3, K::up},  {at(180), 7, K::drain},
+        {at(181), 7, K::down}, {at(210), 5, K::up},  {at(300), 5, K::down}};
+    const auto [got, slots] = window_changes(changes, at(150), at(240));
+    // At the start 3 and 7 serve: slots 0 and 1 (by domain). 7 drains and leaves slot 1; 5
+    // takes it. Nothing after the window's end.
+    EXPECT_EQ(slots, 2);
+    ASSERT_EQ(got.size(), 3u);
+    const auto rel = [](double minutes) {
+        return SimTime::zero() + Duration::from_seconds_ceil(minutes * 60.0);
+    };
+    EXPECT_EQ(got[0].at, rel(30));
+    EXPECT_EQ(got[0].domain, 1u);
+    EXPECT_EQ(got[0].kind, DomainChange::Kind::drain);
+    EXPECT_EQ(got[1].at, rel(31));
+    EXPECT_EQ(got[1].kind, DomainChange::Kind::down);
+    EXPECT_EQ(got[2].at, rel(60));
+    EXPECT_EQ(got[2].domain, 1u);
+    EXPECT_EQ(got[2].kind, DomainChange::Kind::up);
+    // A window before any domain: one slot, down from the start.
+    const auto [none, one] = window_changes(changes, at(0), at(30));
+    EXPECT_EQ(one, 1);
+    ASSERT_EQ(none.size(), 1u);
+    EXPECT_EQ(none[0].kind, DomainChange::Kind::down);
+    // A domain that comes in the window takes a slot down until then.
+    const auto [late, two] = window_changes(changes, at(100), at(130));
+    EXPECT_EQ(two, 2);
+    ASSERT_EQ(late.size(), 2u);
+    EXPECT_EQ(late[0].at, SimTime::zero());
+    EXPECT_EQ(late[0].kind, DomainChange::Kind::down);
+    EXPECT_EQ(late[1].at, rel(20));
+    EXPECT_EQ(late[1].kind, DomainChange::Kind::up);
+}
+
+TEST(FleetServices, ADrainingDomainDropsNoRequestALeavingOneDoes) {
+    // The load falls from 4 to 1 times its low over the first 10 minutes: the autoscaler
+    // scales in while requests are in flight. With a drain nothing is retried; without one the
+    // domains leave with requests on them, which are sent elsewhere.
+    const auto retried = [](const std::string& drain) {
+        const std::string text =
+            with("autoscale: {min: 1, max: 1}",
+                 "autoscale: {min: 1, max: 2, interval: 30s, lag: 30s, provisioning: 1min, "
+                 "drain: " + drain + "}",
+                 with("load: {rate: 1/s}", "load: {rate: 2/s, peak: 4, period: 20min}",
+                      with("cluster: {ultraservers: 2}", "cluster: {ultraservers: 3}",
+                           with("  horizon: 10min\n",
+                                "  horizon: 20min\n  request_level: {from: 0s, to: 20min}\n"))));
+        const FleetRun run = run_fleet(config::load_scenario_text(text, "drain"), 1);
+        EXPECT_GT(run.windows[0].changes, 0) << "the service must scale in";
+        EXPECT_EQ(run.windows[0].unfinished, 0);
+        return run.windows[0].retried;
+    };
+    EXPECT_EQ(retried("1min"), 0);
+    EXPECT_GT(retried("0s"), 0);
+}
+
+/// `s` with `from` replaced by `to` (kService by default).
+std::string with(const std::string& from, const std::string& to, std::string s) {
     const auto at = s.find(from);
     EXPECT_NE(at, std::string::npos) << from;
     if (at != std::string::npos) {
@@ -137,6 +230,19 @@ TEST(FleetServices, BadInputIsRefusedWithItsKeyAndPlace) {
          s0 + ".name", "another job class or service"},
         {with("  horizon: 10min\n", "  horizon: 10min\n  trace: jobs.csv\n"), "fleet.trace",
          "needs the job classes"},
+        {with("  horizon: 10min\n", "  horizon: 10min\n  request_level: {from: 5min}\n"),
+         "fleet.request_level.to", "from and to"},
+        {with("  horizon: 10min\n",
+              "  horizon: 10min\n  request_level: {from: 5min, to: 5min}\n"),
+         "fleet.request_level.to", "ends after it starts"},
+        {with("  horizon: 10min\n",
+              "  horizon: 10min\n  request_level: {from: 5min, to: 11min}\n"),
+         "fleet.request_level.to", "within the run"},
+        {with("  horizon: 10min\n", "  horizon: 10min\n  request_level: 5min\n"),
+         "fleet.request_level", "expected a mapping"},
+        {with("  horizon: 10min\n",
+              "  horizon: 10min\n  request_level: {from: 1min, to: 2min, at: 3}\n"),
+         "fleet.request_level.at", "unknown key"},
         // Checked before anything runs, located in the file:
         {with("arrival: {poisson: {rate: 2/s}}", "arrival: {closed_loop: {concurrency: 4}}"),
          s0 + ".workload.requests.arrival", "open loop"},
