@@ -291,6 +291,32 @@ Table verdict_table(const Range& items) {
     return verdicts;
 }
 
+/// A plan's /summary (the ranked candidates' rows, `rank` first: `values` ends with a rank
+/// column, kept once) and the table at `path` (every candidate's row with its reason).
+template <class Evaluations, class Values>
+void candidate_tables(results::ResultsFile& f, const std::vector<std::int64_t>& ranking,
+                      const Evaluations& evaluations, const Values& values,
+                      const std::string& path) {
+    std::vector<std::vector<results::NamedValue>> ranked;
+    for (const std::int64_t i : ranking) {
+        auto row = values(static_cast<std::size_t>(i));
+        row.insert(row.begin(),
+                   {"rank", std::int64_t{static_cast<std::int64_t>(ranked.size()) + 1}});
+        row.pop_back(); // the rank column once
+        ranked.push_back(std::move(row));
+    }
+    f.summary = results::table_from_rows(ranked);
+    if (ranked.empty()) {
+        f.summary.add_int("rank");
+    }
+    std::vector<std::vector<results::NamedValue>> all;
+    for (std::size_t i = 0; i < evaluations.size(); ++i) {
+        all.push_back(values(i));
+        all.back().push_back({"reason", evaluations[i].reason});
+    }
+    f.tables.emplace_back(path, results::table_from_rows(all));
+}
+
 /// A serving plan's file: /summary (the feasible fleets in rank order), /plan/serving (every
 /// candidate), /plan/objective, /plan/verdicts and /plan/file.
 results::ResultsFile serving_plan_results(const config::PlanSpec& plan,
@@ -329,23 +355,7 @@ results::ResultsFile serving_plan_results(const config::PlanSpec& plan,
             {"rank", std::int64_t{x.rank}},
         };
     };
-    std::vector<std::vector<results::NamedValue>> ranked;
-    for (std::int64_t i : r.ranking) {
-        auto row = values(static_cast<std::size_t>(i));
-        row.insert(row.begin(), {"rank", std::int64_t{static_cast<std::int64_t>(ranked.size()) + 1}});
-        row.pop_back(); // the rank column once
-        ranked.push_back(std::move(row));
-    }
-    f.summary = results::table_from_rows(ranked);
-    if (ranked.empty()) {
-        f.summary.add_int("rank");
-    }
-    std::vector<std::vector<results::NamedValue>> all;
-    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
-        all.push_back(values(i));
-        all.back().push_back({"reason", r.evaluations[i].reason});
-    }
-    f.tables.emplace_back("/plan/serving", results::table_from_rows(all));
+    candidate_tables(f, r.ranking, r.evaluations, values, "/plan/serving");
 
     Table objective;
     objective.add_string("objective", 8);
@@ -409,24 +419,7 @@ results::ResultsFile fleet_plan_results(const config::PlanSpec& plan,
             {"rank", std::int64_t{x.rank}},
         };
     };
-    std::vector<std::vector<results::NamedValue>> ranked;
-    for (const std::int64_t i : r.ranking) {
-        auto row = values(static_cast<std::size_t>(i));
-        row.insert(row.begin(),
-                   {"rank", std::int64_t{static_cast<std::int64_t>(ranked.size()) + 1}});
-        row.pop_back(); // the rank column once
-        ranked.push_back(std::move(row));
-    }
-    f.summary = results::table_from_rows(ranked);
-    if (ranked.empty()) {
-        f.summary.add_int("rank");
-    }
-    std::vector<std::vector<results::NamedValue>> all;
-    for (std::size_t i = 0; i < r.candidates.size(); ++i) {
-        all.push_back(values(i));
-        all.back().push_back({"reason", r.evaluations[i].reason});
-    }
-    f.tables.emplace_back("/plan/fleet", results::table_from_rows(all));
+    candidate_tables(f, r.ranking, r.evaluations, values, "/plan/fleet");
     Table fewest;
     fewest.add_int("spares");
     fewest.add_int(unit);

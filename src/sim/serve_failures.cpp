@@ -19,22 +19,22 @@ ServeFailures::ServeFailures(const ServeInput& in, const Placement& pl)
     if (!enabled_) {
         return;
     }
+    std::uint32_t domains = 0;
+    for (const ReplicaPlacement& rp : pl.replicas) {
+        domains = std::max(domains, rp.domain + 1);
+    }
+    domain_reps_.resize(domains);
+    for (std::uint32_t r = 0; r < pl.replicas.size(); ++r) {
+        domain_reps_[pl.replicas[r].domain].push_back(r);
+    }
+    domain_state_.assign(domains, kUpState);
+    held_.resize(domains);
+    down_since_.assign(domains, -1);
     if (in.availability) {
         availability_ = in.availability;
-        std::uint32_t domains = 0;
-        for (const ReplicaPlacement& rp : pl.replicas) {
-            domains = std::max(domains, rp.domain + 1);
-        }
-        domain_reps_.resize(domains);
-        for (std::uint32_t r = 0; r < pl.replicas.size(); ++r) {
-            domain_reps_[pl.replicas[r].domain].push_back(r);
-        }
         for (const DomainChange& c : *availability_) {
             TRNSIM_CHECK(c.domain < domains, "serve: an availability change of no domain");
         }
-        domain_state_.assign(domains, kUpState);
-        held_.resize(domains);
-        down_since_.assign(domains, -1);
         detection_ns_ = 0; // planned: the router knows at once
         return;
     }
@@ -46,21 +46,10 @@ ServeFailures::ServeFailures(const ServeInput& in, const Placement& pl)
         shape.ultraserver_domains() ? rs.spares.ultraservers : rs.spares.instances;
     layout_ = std::make_unique<reliability::Layout>(shape, hw, rs.fabric, spares,
                                                     probe.present_classes());
-    std::uint32_t domains = 0;
-    for (const ReplicaPlacement& rp : pl.replicas) {
-        domains = std::max(domains, rp.domain + 1);
-    }
-    domain_reps_.resize(domains);
-    for (std::uint32_t r = 0; r < pl.replicas.size(); ++r) {
-        domain_reps_[pl.replicas[r].domain].push_back(r);
-    }
     for (ShardOutages& sh : shards_) {
         sh.outages =
             std::make_unique<reliability::OutageSchedule>(rs, *layout_, domains, in.seed);
     }
-    domain_state_.assign(domains, kUpState);
-    held_.resize(domains);
-    down_since_.assign(domains, -1);
     detection_ns_ = rs.recovery.detection.ns();
 }
 

@@ -9,6 +9,10 @@
 // the failure and its detection the router holds the requests its replicas dropped (hold);
 // it retries them once it notices (notice_down).
 //
+// With ServeInput::availability instead of failures, the shards follow its planned changes:
+// a down or up as above with detection 0; a drain only stops the router sending the domain
+// requests (kDrain), the replicas finish theirs; changes at time 0 apply before any request.
+//
 // The figures: outages and retries counted by the shards, replica-seconds down (a domain's
 // down time times its replicas), availability over the run.
 //
