@@ -1301,6 +1301,21 @@ def report_fleet(path, directory):
              Column("cost_usd", header="cost"),
              Column("cost_per_million_output_tokens_usd",
                     header="per million output tokens")]))
+    windows = table_or_none(path, "/fleet/service_windows")
+    if windows is not None and not windows.empty:
+        w = windows.iloc[0]
+        parts.append(f"<h3>At request level, {esc(fmt.seconds(w['from_s']))} to "
+                     f"{esc(fmt.seconds(w['to_s']))}</h3>")
+        parts.append(html_table(
+            [r for _, r in windows.iterrows()],
+            [Column("service", left=True), Column("rate_per_s", header="requests/s"),
+             Column("domains", header="domains at most"), Column("changes"),
+             Column("requests"), Column("slo_attainment", header="SLO met"),
+             Column("rate_level_attainment", header="SLO met at rate level",
+                    text=lambda r: fmt.percent(r["rate_level_attainment"])),
+             Column("ttft_p50_s", header="TTFT p50"), Column("ttft_p99_s", header="TTFT p99"),
+             Column("tpot_p99_s", header="TPOT p99"), Column("retried"),
+             Column("unfinished")]))
     plots = [plot_fleet_pool(path, directory), plot_fleet_queue(path, directory),
              plot_fleet_services(path, directory)]
     title = "A fleet of training jobs" if services is None or services.empty else \

@@ -100,6 +100,27 @@ class FleetServicesReportTest(unittest.TestCase):
             self.assertGreater(png_size(directory / "services.png")[0], 100)
             self.assertGreater(series_pixels(directory / "services.png"), 2000)
 
+    def test_a_window_at_request_level_is_tabled_as_the_command_line_prints(self):
+        with tempfile.TemporaryDirectory() as name:
+            tmp = Path(name)
+            results = tmp / "fleet.h5"
+            out = trnsim("run", "scenarios/fleet/train-and-serve.yaml", "-o", str(results),
+                         "--set", "fleet.request_level={from: 19h, to: 20h}")
+            directory = tmp / "report"
+            done = run_report(results, directory)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            page = (directory / "index.html").read_text()
+            self.assertIn("At request level, 19.0 h to 20.0 h", page)
+            tables = check_cells(self, page)
+            windows = next(t for t in tables.tables if t and t[0][0] == "service"
+                           and "SLO met at rate level" in t[0])
+            row = dict(zip(windows[0], windows[1]))
+            # "window     chat-70b: ... 99.6% within the SLO (rate level 99.4%); ..."
+            m = re.search(r"(\S+%) within the SLO \(rate level (\S+%)\)",
+                          cli_line(out, "window"))
+            self.assertEqual(row["SLO met"], m.group(1))
+            self.assertEqual(row["SLO met at rate level"], m.group(2))
+
 
 class FleetPlanReportTest(unittest.TestCase):
     def test_every_fleet_run_is_tabled_with_the_fewest_as_the_command_line_prints(self):
