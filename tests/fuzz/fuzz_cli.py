@@ -313,6 +313,53 @@ def preset_cases(src, rng, per_file):
     return cases
 
 
+# A fleet of one job class whose jobs come from a job trace (docs/fleet.md, "A job trace").
+FLEET = {"name": "fuzz-fleet", "hardware": {"chip": "trn2"}, "cluster": {"ultraservers": 4},
+         "fleet": {"policy": "backfill", "trace": "jobs.csv",
+                   "jobs": [{"name": "small", "gang": 1, "count": 0, "deadline": "1d",
+                             "workload": {"type": "training", "model": "llama3-8b",
+                                          "sequence_length": 8192, "global_batch": 64,
+                                          "steps": 100, "precision": "bf16",
+                                          "parallelism": {"tp": 8, "pp": 1, "dp": "auto"}}}]}}
+BAD_JOB_TRACES = {
+    "empty": "",
+    "no_class_column": "submit,duration\n0h,1h\n",
+    "unknown_class": "submit,class\n0h,big\n",
+    "decreasing": "submit,class\n2h,small\n1h,small\n",
+    "zero_duration": "submit,class,duration\n0h,small,0s\n",
+    "steps_and_duration": "submit,class,steps,duration\n0h,small,5,1h\n",
+    "bad_duration": "submit,class,duration\n0h,small,soon\n",
+    "short_line": "submit,class,duration\n0h,small\n",
+    "binary": "submit,class\n\x00\x01\x02,small\n",
+}
+
+
+def fleet_cases():
+    cases = []
+    for name, text in BAD_JOB_TRACES.items():
+        cases.append(Case(f"job_trace:{name}", ["run", "s.yaml", "-o", "out.h5"],
+                          {"s.yaml": dump(FLEET), "jobs.csv": text}, "fleet.trace"))
+    good = "submit,class,duration\n0h,small,2h\n"
+    for key, value in [("request_level", {"from": "1h"}), ("request_level", 3),
+                       ("jobs", [{"name": "small", "gang": 9, "count": 0,
+                                  "workload": FLEET["fleet"]["jobs"][0]["workload"]}])]:
+        scen = copy.deepcopy(FLEET)
+        scen["fleet"][key] = value
+        cases.append(Case(f"fleet:{key}={json.dumps(value)[:40]}",
+                          ["run", "s.yaml", "-o", "out.h5"],
+                          {"s.yaml": dump(scen), "jobs.csv": good}, "fleet."))
+    # A fleet plan refuses a workload's search keys and other objectives, before any run.
+    for body, key in [({"search": {"tp": [8, 16]}}, "search.tp"),
+                      ({"objective": "min_time"}, "objective"),
+                      ({"finalists": 3}, "finalists"),
+                      ({"search": {"instances": [4]}}, "search.instances")]:
+        plan = {"base": "s.yaml", "objective": "min_cost", "search": {"ultraservers": [2, 4]}}
+        plan.update(body)
+        cases.append(Case(f"fleet_plan:{key}", ["plan", "p.yaml", "-o", "o.h5"],
+                          {"s.yaml": dump(FLEET), "jobs.csv": good, "p.yaml": dump(plan)}, key))
+    return cases
+
+
 def trace_cases():
     cases = []
     for name, text in BAD_TRACES.items():
@@ -374,6 +421,7 @@ def flag_cases():
 def all_cases(src, seed):
     rng = random.Random(seed)
     return (document_cases(rng) + study_cases() + preset_cases(src, rng, 8) + trace_cases() +
+            fleet_cases() +
             override_cases(rng) + flag_cases())
 
 
@@ -428,9 +476,11 @@ def main():
     with tempfile.TemporaryDirectory(prefix="trnsim-fuzz-bases-") as d:
         with open(os.path.join(d, "base.yaml"), "w") as f:
             f.write(dump(TRAINING))
+        with open(os.path.join(d, "jobs.csv"), "w") as f:
+            f.write("submit,class,duration\n0h,small,2h\n")
         for name, doc in [("training", TRAINING), ("reliable", RELIABLE),
                           ("collective", COLLECTIVE), ("inference", INFERENCE), ("sweep", SWEEP),
-                          ("plan", PLAN)]:
+                          ("plan", PLAN), ("fleet", FLEET)]:
             with open(os.path.join(d, name + ".yaml"), "w") as f:
                 f.write(dump(doc))
             r = subprocess.run([binary, "validate", name + ".yaml"], cwd=d, capture_output=True)
