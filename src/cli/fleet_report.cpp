@@ -174,8 +174,8 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
             << " per million output tokens\n";
         if (i < run.windows.size()) {
             const sim::FleetServiceWindow& w = run.windows[i];
-            out << "  window     " << v.name << ": " << fmt::seconds(w.from.seconds()) << " to "
-                << fmt::seconds(w.to.seconds()) << " at request level, "
+            out << "  window     " << v.name << ": " << span(w.from.seconds()) << " to "
+                << span(w.to.seconds()) << " at request level, "
                 << fmt::integer(w.requests) << " requests at " << fmt::fixed(w.rate, 2)
                 << "/s on up to " << fmt::integer(w.domains)
                 << (w.domains == 1 ? " domain" : " domains") << " (" << fmt::integer(w.changes)

@@ -353,7 +353,7 @@ void print_fleet_plan(std::ostream& out, const config::PlanSpec& plan,
             to_string(x.verdict), fmt::money(Money::usd(x.cost_per_hour_usd)).c_str(),
             ran ? (fmt::integer(x.finished) + "/" + fmt::integer(x.jobs)).c_str() : "-",
             ran ? fmt::integer(x.deadlines_missed).c_str() : "-",
-            ran ? fmt::seconds(x.mean_wait.seconds()).c_str() : "-",
+            !ran ? "-" : x.mean_wait > Seconds{} ? fmt::seconds(x.mean_wait.seconds()).c_str() : "0 s",
             std::isfinite(x.worst_attainment) ? fmt::percent(x.worst_attainment).c_str() : "-",
             ran ? fmt::percent(x.busy_fraction).c_str() : "-",
             ran ? fmt::percent(x.fragmented_fraction).c_str() : "-", notes.c_str());

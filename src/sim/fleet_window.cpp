@@ -8,6 +8,7 @@
 #include "serving_setup.hpp"
 
 #include "trnsim/cluster/hierarchy.hpp"
+#include "trnsim/core/assert.hpp"
 #include "trnsim/core/parallel.hpp"
 #include "trnsim/serving/trace.hpp"
 
@@ -16,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 
 namespace trnsim::sim {
 
@@ -90,6 +92,46 @@ std::pair<std::vector<DomainChange>, std::int64_t> window_changes(
     return {std::move(out), static_cast<std::int64_t>(used.size())};
 }
 
+namespace {
+
+/// Arrival times (from the window's start) of a process of unit rate in "operational time"
+/// (the workload's own: Poisson, Gamma renewals, or the trace's times at its mean rate 1),
+/// carried through the load profile: operational time u is reached at the t where the load's
+/// integral from the window's start is u (a time change; rate(t) requests per second).
+std::vector<Duration> warp(const std::vector<double>& unit, const fleet::LoadProfile& load,
+                           SimTime from, SimTime to) {
+    std::vector<Duration> out;
+    out.reserve(unit.size());
+    std::size_t k = 0; // the load step holding the current time
+    while (k + 1 < load.at.size() && load.at[k + 1] <= from) {
+        ++k;
+    }
+    SimTime t = from;
+    double reached = 0.0; // the load's integral from `from` to `t`
+    for (const double u : unit) {
+        while (true) {
+            const SimTime end = k + 1 < load.at.size() ? std::min(load.at[k + 1], to) : to;
+            const double rate = load.rate[k];
+            const double room = rate * (end - t).seconds();
+            if (u <= reached + room || end >= to) {
+                const double dt = rate > 0.0 ? (u - reached) / rate : 0.0;
+                const SimTime at = t + Duration::from_seconds_ceil(std::max(dt, 0.0));
+                if (at >= to) {
+                    return out;
+                }
+                out.push_back(at - from);
+                break;
+            }
+            reached += room;
+            t = end;
+            ++k;
+        }
+    }
+    return out;
+}
+
+} // namespace
+
 namespace detail {
 
 std::vector<FleetServiceWindow> replay_windows(const config::ScenarioSpec& spec,
@@ -119,25 +161,50 @@ std::vector<FleetServiceWindow> replay_windows(const config::ScenarioSpec& spec,
         config::ScenarioSpec s = *v.scenario;
         serving::RequestSpec& r = s.inference.requests;
         serving::ArrivalSpec& a = r.arrival;
+        // The workload's arrival process at rate 1 in operational time, for as many arrivals
+        // as the window's load brings (and some: the warp stops at the window's end).
+        const std::size_t room = 2 * static_cast<std::size_t>(rec.window_arrived) + 1000;
+        std::vector<double> unit;
+        unit.reserve(room);
+        auto trace = std::make_shared<serving::AzureTrace>();
         if (a.kind == serving::ArrivalSpec::Kind::trace) {
-            // The trace at the speed-up that offers the window's mean load.
-            auto trace = std::make_shared<serving::AzureTrace>(
-                serving::read_azure_trace(a.trace_file, 1.0));
-            const std::size_t n = trace->size();
-            const double native =
-                n > 1 ? static_cast<double>(n - 1) / (static_cast<double>(trace->span_ns()) * 1e-9)
-                      : 1.0;
-            const double speedup = std::max(w.rate, 1e-9) / native;
-            for (Duration& d : trace->arrival) {
-                d = Duration::from_ns(std::llround(static_cast<double>(d.ns()) / speedup));
+            // The trace's own times at its mean rate 1, looped; its sizes in the same order.
+            const serving::AzureTrace own = serving::read_azure_trace(a.trace_file, 1.0);
+            const std::size_t n = own.size();
+            const double span = static_cast<double>(own.span_ns()) * 1e-9;
+            const double native = n > 1 && span > 0.0 ? static_cast<double>(n - 1) / span : 1.0;
+            const double period = span * native + 1.0; // one mean gap between two passes
+            for (std::size_t k = 0; k < room; ++k) {
+                const double pass = static_cast<double>(k / n);
+                unit.push_back(pass * period + own.arrival[k % n].seconds() * native);
+                trace->input_tokens.push_back(own.input_tokens[k % n]);
+                trace->output_tokens.push_back(own.output_tokens[k % n]);
             }
-            a.speedup = speedup;
-            s.trace = std::move(trace);
         } else {
-            a.rate_per_s = std::max(w.rate, 1e-9);
+            // Poisson: exponential gaps; Gamma: its renewal gaps of mean 1 and its CV.
+            std::mt19937_64 rng(static_cast<std::uint64_t>(s.seed) * 1000003u + i);
+            const bool gamma = a.kind == serving::ArrivalSpec::Kind::gamma;
+            const double shape = gamma ? 1.0 / (a.gamma_cv * a.gamma_cv) : 1.0;
+            std::gamma_distribution<double> gap(shape, 1.0 / shape);
+            double u = 0.0;
+            for (std::size_t k = 0; k < room; ++k) {
+                u += gap(rng);
+                unit.push_back(u);
+            }
         }
-        r.count = 0;
-        r.duration = to - from;
+        trace->file = v.name + " over the window";
+        trace->arrival = warp(unit, run.input.services[i].load, from, to);
+        TRNSIM_CHECK(trace->arrival.size() < unit.size(),
+                     "fleet: a window's arrivals ran past twice its expected count");
+        const std::size_t arrivals = std::max<std::size_t>(trace->arrival.size(), 1);
+        trace->arrival.resize(arrivals); // at least one request (at the window's start)
+        trace->input_tokens.resize(arrivals, 1);
+        trace->output_tokens.resize(arrivals, 1);
+        a.kind = serving::ArrivalSpec::Kind::trace;
+        a.speedup = 1.0;
+        s.trace = std::move(trace);
+        r.count = static_cast<std::int64_t>(arrivals);
+        r.duration = Duration::zero();
         const cluster::ClusterShape one =
             cluster::Hierarchy::shape_of(s.hardware.chip, s.cluster);
         s.cluster = one.with_domains(slots);

@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -92,7 +93,9 @@ TEST(FleetServices, AWindowAtRequestLevelAgreesWithTheRateLevel) {
         EXPECT_EQ(w.domains, 2);
         EXPECT_EQ(w.changes, 0);
         EXPECT_NEAR(w.rate, f * 2.0 * capacity, 1e-6 * capacity);
-        EXPECT_GT(w.requests, 0);
+        // Poisson arrivals of that rate over the 10 minutes: within 5 standard deviations.
+        const double mean = w.rate * 600.0;
+        EXPECT_NEAR(static_cast<double>(w.requests), mean, 5.0 * std::sqrt(mean));
         EXPECT_EQ(w.retried, 0);
         std::printf("%.2f x capacity on 2 domains: request level %.3f, rate level %.3f\n", f,
                     w.attainment, w.rate_level_attainment);
@@ -156,6 +159,11 @@ TEST(FleetServices, ADrainingDomainDropsNoRequestALeavingOneDoes) {
                                 "  horizon: 20min\n  request_level: {from: 0s, to: 20min}\n"))));
         const FleetRun run = run_fleet(config::load_scenario_text(text, "drain"), 1);
         EXPECT_GT(run.windows[0].changes, 0) << "the service must scale in";
+        // The arrivals follow the falling load: as many as the rate level's, within Poisson's
+        // 5 standard deviations.
+        const double arrived = run.result.services[0].window_arrived;
+        EXPECT_NEAR(static_cast<double>(run.windows[0].requests), arrived,
+                    5.0 * std::sqrt(arrived));
         EXPECT_EQ(run.windows[0].unfinished, 0);
         return run.windows[0].retried;
     };
