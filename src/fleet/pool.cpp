@@ -125,8 +125,14 @@ void Pool::accrue(SimTime t) {
     for (std::size_t k = 0; k < kDomainUses; ++k) {
         account_.domain_time[k] += Seconds::of(dt * static_cast<double>(counts_[k]));
     }
-    account_.fragmented_time += Seconds::of(dt * static_cast<double>(fragmented()));
+    accrue_fragmented(t);
     last_ = t;
+}
+
+void Pool::accrue_fragmented(SimTime t) {
+    account_.fragmented_time +=
+        Seconds::of((t - fragmented_last_).seconds() * static_cast<double>(fragmented()));
+    fragmented_last_ = t;
 }
 
 void Pool::set_smallest_wait(SimTime t, std::int64_t domains) {
@@ -134,9 +140,8 @@ void Pool::set_smallest_wait(SimTime t, std::int64_t domains) {
     if (domains == smallest_wait_) {
         return;
     }
-    if (t > last_) {
-        accrue(t);
-    }
+    // Only the fragmented time is integrated here: the uses' sums keep their own steps.
+    accrue_fragmented(t);
     const std::int64_t was = fragmented();
     smallest_wait_ = domains;
     if (fragmented() != was) {

@@ -108,6 +108,8 @@ private:
     void note(SimTime t);
     /// Adds the domain time since the last change, in the current uses, up to `t`.
     void accrue(SimTime t);
+    /// Adds the fragmented idle time since its last change up to `t`.
+    void accrue_fragmented(SimTime t);
     std::int64_t group_of(std::int64_t d) const { return d / groups_.domains_per_leaf_group; }
     std::int64_t pod_of(std::int64_t d) const { return d / groups_.domains_per_pod(); }
 
@@ -115,6 +117,7 @@ private:
     cluster::DomainGroups groups_;
     std::int64_t spare_target_;
     std::int64_t smallest_wait_ = 0;
+    SimTime fragmented_last_;
     std::vector<DomainUse> use_;
     std::vector<std::int64_t> holder_;
     std::vector<std::int64_t> idle_in_group_;
