@@ -304,8 +304,8 @@ std::vector<Start> Scheduler::schedule(SimTime t) {
     // is scanned on every event.
     for (auto it = queue_.begin(); it != queue_.end();) {
         const std::int64_t idle = pool_.count(DomainUse::idle);
-        if (blocked && idle == 0) {
-            break; // nothing left to backfill with
+        if (blocked && (idle == 0 || idle < *waiting_gangs_.begin())) {
+            break; // nothing left to backfill with: every waiting job needs more
         }
         const std::int64_t job = std::get<2>(*it);
         const JobSpec& j = jobs_[ix(job)];

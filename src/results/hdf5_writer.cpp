@@ -107,7 +107,7 @@ void ensure_parents(hid_t file, const std::string& path) {
 /// contiguous (compression would not pay for its chunk index).
 constexpr std::size_t kCompressedRows = 4096;
 /// zlib level: 4 compresses a timeline nearly as well as 9 in a fraction of the time.
-constexpr unsigned kDeflateLevel = 4;
+constexpr unsigned kDeflateLevel = 1;
 
 /// Whether this HDF5 library can write deflate- and shuffle-filtered datasets.
 bool compression_available() {
