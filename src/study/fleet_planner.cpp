@@ -78,8 +78,9 @@ FleetEvaluation evaluate(const config::PlanSpec& plan, const config::ScenarioSpe
         if (a < target) {
             ++x.slo_missed;
             if (first_slo.empty()) {
-                first_slo = run.services[i].name + " within its SLO " + fmt::percent(a) +
-                            " of the time, below its attainment of " + fmt::percent(target);
+                first_slo = run.services[i].name + " met its SLO for " + fmt::percent(a) +
+                            " of its requests, below its attainment of " +
+                            fmt::percent(target);
             }
         }
     }
