@@ -28,6 +28,10 @@ if(NOT TARGET trnsim_hdf5)
     target_compile_definitions(trnsim_hdf5 INTERFACE ${HDF5_C_DEFINITIONS} ${HDF5_DEFINITIONS})
 endif()
 
+# zlib: results files deflate their long tables' chunks side by side (HDF5 itself links it).
+find_package(ZLIB QUIET)
+trnsim_require(ZLIB_FOUND "zlib" zlib1g-dev)
+
 find_path(TRNSIM_RANDOM123_INCLUDE Random123/philox.h)
 trnsim_require(TRNSIM_RANDOM123_INCLUDE "Random123 (counter-based random numbers)" librandom123-dev)
 

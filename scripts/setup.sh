@@ -14,7 +14,7 @@ jobs="${TRNSIM_JOBS:-$(nproc)}"
 packages=(
     g++ make cmake ninja-build ccache pkg-config
     libboost-graph-dev libboost-program-options-dev
-    libhdf5-dev libyaml-cpp-dev libgtest-dev librandom123-dev libeigen3-dev nlohmann-json3-dev
+    libhdf5-dev zlib1g-dev libyaml-cpp-dev libgtest-dev librandom123-dev libeigen3-dev nlohmann-json3-dev
     libopenmpi-dev openmpi-bin
     python3 python3-dev python3-h5py python3-pandas python3-matplotlib pybind11-dev
     chromium                # tests/analysis/test_browser.py renders the HTML reports
