@@ -168,8 +168,13 @@ std::vector<FleetServiceWindow> replay_windows(const config::ScenarioSpec& spec,
         unit.reserve(room);
         auto trace = std::make_shared<serving::AzureTrace>();
         if (a.kind == serving::ArrivalSpec::Kind::trace) {
-            // The trace's own times at its mean rate 1, looped; its sizes in the same order.
-            const serving::AzureTrace own = serving::read_azure_trace(a.trace_file, 1.0);
+            // The trace's own times at its mean rate 1, looped; its sizes in the same order
+            // (the scenario holds it as loaded, at its speed-up: the rate 1 undoes that).
+            const std::shared_ptr<const serving::AzureTrace> loaded =
+                s.trace ? s.trace
+                        : std::make_shared<const serving::AzureTrace>(
+                              serving::read_azure_trace(a.trace_file, 1.0));
+            const serving::AzureTrace& own = *loaded;
             const std::size_t n = own.size();
             const double span = static_cast<double>(own.span_ns()) * 1e-9;
             const double native = n > 1 && span > 0.0 ? static_cast<double>(n - 1) / span : 1.0;
