@@ -230,7 +230,10 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
     }
     out << "\n";
     out << "  engine     " << fmt::integer(static_cast<std::int64_t>(r.events))
-        << " events; the plans" << (run.services.empty() ? "" : " and the services' capacities") << " " << fmt::seconds(run.plans_wall.seconds()) << " on "
+        << " events; the plans"
+        << (run.services.empty() ? "" : run.failures_ahead ? ", the services' capacities" : " and the services' capacities")
+        << (run.failures_ahead ? " and the failures" : "") << " "
+        << fmt::seconds(run.plans_wall.seconds()) << " on "
         << run.threads << (run.threads == 1 ? " thread" : " threads") << ", the scheduler "
         << fmt::seconds(run.fleet_wall.seconds()) << "\n";
 }

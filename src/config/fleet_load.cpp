@@ -10,6 +10,7 @@
 #include "trnsim/config/units.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/input_file.hpp"
+#include "trnsim/core/parallel.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -813,9 +814,16 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         for (const auto& [tenant, quota] : spec.fleet->quotas) {
             fleet["quotas"][tenant] = quota;
         }
+        // Each entry's resolved text read back, side by side (separate trees).
+        std::vector<YAML::Node> mines(fl.jobs.size() + fl.services.size());
+        parallel_for(mines.size(), entry_threads(entries), [&](std::size_t i, int) {
+            mines[i] = YAML::Load(i < classes ? fl.jobs[i].scenario->resolved_yaml
+                                              : fl.services[i - classes].scenario->resolved_yaml);
+        });
         YAML::Node jobs(YAML::NodeType::Sequence);
-        for (const FleetJobClass& c : spec.fleet->jobs) {
-            const YAML::Node mine = YAML::Load(c.scenario->resolved_yaml);
+        for (std::size_t i = 0; i < classes; ++i) {
+            const FleetJobClass& c = fl.jobs[i];
+            const YAML::Node& mine = mines[i];
             YAML::Node n(YAML::NodeType::Map);
             n["name"] = c.name;
             n["tenant"] = c.tenant;
@@ -837,8 +845,9 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             fleet["jobs"] = jobs;
         }
         YAML::Node services(YAML::NodeType::Sequence);
-        for (const FleetService& v : fl.services) {
-            const YAML::Node mine = YAML::Load(v.scenario->resolved_yaml);
+        for (std::size_t i = 0; i < fl.services.size(); ++i) {
+            const FleetService& v = fl.services[i];
+            const YAML::Node& mine = mines[classes + i];
             YAML::Node n(YAML::NodeType::Map);
             n["name"] = v.name;
             n["tenant"] = v.tenant;

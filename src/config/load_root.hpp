@@ -38,9 +38,14 @@ struct ListEntry {
     std::function<void(SourceMap&)> places;
 };
 
-/// Loads every entry (into `loaded`, in order) and returns the shared part: the first entry's
-/// scenario with the union of the entries' input files, each entry's warnings on its own keys
-/// (under its prefix), and the warnings on shared keys that every entry gives.
+/// The threads a list form's entries load on: the scenario's simulation.threads when it is a
+/// number in range, else every hardware thread; at most one per entry.
+int entry_threads(const std::vector<ListEntry>& entries);
+
+/// Loads every entry (into `loaded`, in order; side by side on entry_threads) and returns
+/// the shared part: the first entry's scenario with the union of the entries' input files,
+/// each entry's warnings on its own keys (under its prefix), and the warnings on shared keys
+/// that every entry gives.
 ScenarioSpec load_entries(const std::vector<ListEntry>& entries, const std::string& file,
                           const std::filesystem::path& base_dir, PresetCache* presets,
                           const LoadOptions& options, std::vector<ScenarioSpec>& loaded);

@@ -6,12 +6,17 @@
 // (tenants[1].workload.serving.tp).
 #include "document.hpp"
 #include "load_root.hpp"
+#include "tables.hpp"
 
 #include "trnsim/core/error.hpp"
 
+#include "trnsim/core/parallel.hpp"
+
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <set>
+#include <thread>
 
 namespace trnsim::config {
 
@@ -40,9 +45,48 @@ struct TenantEntry {
 
 } // namespace
 
+/// The threads the entries load on: the scenario's simulation.threads when it is a number in
+/// range (the schema checks it, and says what is wrong, when each entry loads), else every
+/// hardware thread.
+int entry_threads(const std::vector<ListEntry>& entries) {
+    if (entries.size() < 2) {
+        return 1;
+    }
+    const YAML::Node& doc = entries.front().document;
+    const YAML::Node t = doc["simulation"] ? doc["simulation"]["threads"] : YAML::Node();
+    long long n = 0;
+    if (is_scalar(t)) {
+        const std::string& text = t.Scalar();
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+        if (ec != std::errc() || end != text.data() + text.size() || n < 1 || n > 4096) {
+            n = 0;
+        }
+    }
+    if (n == 0) {
+        n = std::max(1U, std::thread::hardware_concurrency());
+    }
+    return static_cast<int>(std::min<long long>(n, static_cast<long long>(entries.size())));
+}
+
 ScenarioSpec load_entries(const std::vector<ListEntry>& entries, const std::string& file,
                           const fs::path& base_dir, PresetCache* presets,
                           const LoadOptions& options, std::vector<ScenarioSpec>& loaded) {
+    // The entries' documents are trees of their own (entry_document copies what they share),
+    // so they load side by side; a preset read by several of them is read once (the cache
+    // locks). Their errors are taken in order below: the first entry's that fails, as a
+    // sequential loop would report it.
+    PresetCache local;
+    PresetCache* cache = presets != nullptr ? presets : &local;
+    std::vector<ScenarioSpec> ones(entries.size());
+    std::vector<std::optional<InputError>> failed(entries.size());
+    parallel_for(entries.size(), entry_threads(entries), [&](std::size_t i, int) {
+        try {
+            ones[i] = load_root(entries[i].document, file, base_dir, entries[i].name, {}, cache,
+                                options);
+        } catch (const InputError& caught) {
+            failed[i] = caught;
+        }
+    });
     ScenarioSpec spec;
     // Warnings about the shared sections, once per entry that gave them: a setting without
     // effect on one entry may serve another, so only keys every entry warns of are kept
@@ -50,9 +94,11 @@ ScenarioSpec load_entries(const std::vector<ListEntry>& entries, const std::stri
     std::vector<Warning> shared;
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const ListEntry& e = entries[i];
-        ScenarioSpec one;
+        ScenarioSpec one = std::move(ones[i]);
         try {
-            one = load_root(e.document, file, base_dir, e.name, {}, presets, options);
+            if (failed[i]) {
+                throw *failed[i];
+            }
             if (e.places) {
                 e.places(one.sources);
             }

@@ -62,9 +62,20 @@ Scheduler::Key Scheduler::key(std::int64_t job) const {
 void Scheduler::enqueue(SimTime t, std::int64_t job) {
     ++version_;
     queued_since_[ix(job)] = t;
-    queue_.insert(key(job));
-    waiting_gangs_.insert(jobs_[ix(job)].domains);
-    pool_.set_smallest_wait(t, *waiting_gangs_.begin());
+    const Key k = key(job);
+    queue_.insert(k);
+    by_gang_[jobs_[ix(job)].domains].insert(k);
+    pool_.set_smallest_wait(t, by_gang_.begin()->first);
+}
+
+std::set<Scheduler::Key>::iterator Scheduler::dequeue(SimTime t, std::set<Key>::iterator it) {
+    const auto bucket = by_gang_.find(jobs_[ix(std::get<2>(*it))].domains);
+    bucket->second.erase(*it);
+    if (bucket->second.empty()) {
+        by_gang_.erase(bucket);
+    }
+    pool_.set_smallest_wait(t, by_gang_.empty() ? 0 : by_gang_.begin()->first);
+    return queue_.erase(it);
 }
 
 void Scheduler::submit(SimTime t, std::int64_t job) { enqueue(t, job); }
@@ -297,54 +308,121 @@ std::pair<SimTime, std::int64_t> Scheduler::reservation(SimTime t, std::int64_t 
 
 std::vector<Start> Scheduler::schedule(SimTime t) {
     std::vector<Start> out;
-    bool blocked = false;
-    SimTime shadow = SimTime::max();
-    std::int64_t extra = 0;
-    // The cheap tests (quota, idle count, the backfill rule) come before placing: a long queue
-    // is scanned on every event.
-    for (auto it = queue_.begin(); it != queue_.end();) {
-        const std::int64_t idle = pool_.count(DomainUse::idle);
-        if (blocked && (idle == 0 || idle < *waiting_gangs_.begin())) {
-            break; // nothing left to backfill with: every waiting job needs more
-        }
+    // In queue order until a job cannot start (the head): fifo and priority stop there.
+    // The cheap tests (quota, idle count) come before placing: a long queue is scanned on
+    // every event.
+    auto it = queue_.begin();
+    while (it != queue_.end()) {
         const std::int64_t job = std::get<2>(*it);
         const JobSpec& j = jobs_[ix(job)];
         if (!may_hold(job)) {
             ++it;
             continue;
         }
-        bool fits = j.domains <= idle;
-        if (!fits && !blocked && spec_.policy == Policy::priority && preempt_for(t, job)) {
+        bool fits = j.domains <= pool_.count(DomainUse::idle);
+        if (!fits && spec_.policy == Policy::priority && preempt_for(t, job)) {
             fits = true;
             it = queue_.lower_bound(key(job)); // the victims went back into the queue
         }
-        if (fits && blocked) {
-            // EASY backfill: only when it does not delay the head's reservation.
-            const JobRecord& r = records_[ix(job)];
-            const Segment s{t, j.launch + (r.steps_done > 0 ? j.restore : Duration::zero()),
-                            j.steps - r.steps_done};
-            if (s.end(j) > shadow) {
-                fits = j.domains <= extra;
-                extra -= fits ? j.domains : 0;
+        if (!fits) {
+            break;
+        }
+        std::optional<std::vector<std::int64_t>> place = pool_.place(j.domains);
+        TRNSIM_CHECK(place.has_value(), "fleet: enough idle domains but no placement");
+        it = dequeue(t, it);
+        out.push_back(start(t, job, std::move(*place)));
+    }
+    if (it == queue_.end() || spec_.policy != Policy::backfill) {
+        return out;
+    }
+    // EASY backfill behind the head: the later jobs in queue order, each started when it
+    // fits the idle domains and does not delay the head's reservation.
+    const Key head = *it;
+    auto [shadow, extra] = reservation(t, std::get<2>(head));
+    // Whether `job` (which fits the idle domains) may start now; starts it if so.
+    const auto backfill = [&](std::int64_t job) {
+        const JobSpec& j = jobs_[ix(job)];
+        if (!may_hold(job)) {
+            return false;
+        }
+        const JobRecord& r = records_[ix(job)];
+        const Segment s{t, j.launch + (r.steps_done > 0 ? j.restore : Duration::zero()),
+                        j.steps - r.steps_done};
+        if (s.end(j) > shadow) {
+            if (j.domains > extra) {
+                return false;
+            }
+            extra -= j.domains;
+        }
+        std::optional<std::vector<std::int64_t>> place = pool_.place(j.domains);
+        TRNSIM_CHECK(place.has_value(), "fleet: enough idle domains but no placement");
+        out.push_back(start(t, job, std::move(*place)));
+        return true;
+    };
+    // Idle domains only fall during the scan, so a job larger than them now never fits. When
+    // most waiting jobs are of gangs that fit, the queue is walked in order, testing each;
+    // else only the per-gang queues of the gangs that fit are merged in queue order (a
+    // gang dropped once it no longer fits), passing over the rest unseen.
+    std::size_t fitting = 0;
+    for (const auto& [gang, jobs] : by_gang_) {
+        if (gang > pool_.count(DomainUse::idle)) {
+            break;
+        }
+        fitting += jobs.size();
+    }
+    if (2 * fitting >= queue_.size()) {
+        for (++it; it != queue_.end();) {
+            const std::int64_t idle = pool_.count(DomainUse::idle);
+            if (idle == 0 || idle < by_gang_.begin()->first) {
+                break; // nothing left to backfill with: every waiting job needs more
+            }
+            const std::int64_t job = std::get<2>(*it);
+            if (jobs_[ix(job)].domains <= idle && backfill(job)) {
+                it = dequeue(t, it);
+            } else {
+                ++it;
             }
         }
-        if (fits) {
-            std::optional<std::vector<std::int64_t>> place = pool_.place(j.domains);
-            TRNSIM_CHECK(place.has_value(), "fleet: enough idle domains but no placement");
-            it = queue_.erase(it);
-            waiting_gangs_.erase(waiting_gangs_.find(j.domains));
-            pool_.set_smallest_wait(t, waiting_gangs_.empty() ? 0 : *waiting_gangs_.begin());
-            out.push_back(start(t, job, std::move(*place)));
-            continue;
+        return out;
+    }
+    struct Cursor {
+        std::int64_t gang;
+        std::set<Key>* jobs;
+        std::set<Key>::iterator at;
+    };
+    std::vector<Cursor> cursors;
+    for (auto& [gang, jobs] : by_gang_) {
+        if (gang > pool_.count(DomainUse::idle)) {
+            break;
         }
-        if (spec_.policy != Policy::backfill) {
-            break; // the head blocks the rest
+        cursors.push_back({gang, &jobs, jobs.upper_bound(head)});
+    }
+    bool started = false;
+    while (true) {
+        const std::int64_t idle = pool_.count(DomainUse::idle);
+        Cursor* next = nullptr;
+        for (Cursor& c : cursors) {
+            if (c.gang <= idle && c.at != c.jobs->end() && (next == nullptr || *c.at < *next->at)) {
+                next = &c;
+            }
         }
-        if (!blocked) {
-            blocked = true;
-            std::tie(shadow, extra) = reservation(t, job);
+        if (next == nullptr) {
+            break; // nothing left that fits the idle domains
         }
-        ++it;
+        const Key k = *next->at;
+        ++next->at;
+        if (backfill(std::get<2>(k))) {
+            // Its cursor has moved past it; empty gangs are dropped after the scan.
+            next->jobs->erase(k);
+            queue_.erase(k);
+            started = true;
+        }
+    }
+    if (started) {
+        for (auto g = by_gang_.begin(); g != by_gang_.end();) {
+            g = g->second.empty() ? by_gang_.erase(g) : std::next(g);
+        }
+        pool_.set_smallest_wait(t, by_gang_.empty() ? 0 : by_gang_.begin()->first);
     }
     return out;
 }

@@ -18,8 +18,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
+#include <memory>
 
 namespace trnsim::sim {
 
@@ -73,22 +75,60 @@ FleetClassRun prepare_class(const config::FleetJobClass& c) {
 /// the serving fleet draws them (reliability::OutageSchedule, without spares of its own: the
 /// pool's replace failed domains). A domain is out of service from its failure until its unit
 /// comes back.
-fleet::OutageSource failure_process(const config::ScenarioSpec& spec,
-                                    const cluster::ClusterShape& shape) {
+///
+/// The schedule depends on the scenario only, so its transitions up to a time can be drawn
+/// before the scheduler runs (run_fleet draws them beside the services' measurements); the
+/// source gives those, then draws on: the same sequence either way.
+struct FailureDraws {
+    std::shared_ptr<reliability::Layout> layout;
+    std::shared_ptr<reliability::OutageSchedule> schedule;
+    std::vector<fleet::DomainTransition> ahead; ///< in order, through the first after `until`
+    std::size_t given = 0;                      ///< of `ahead`, by the source
+};
+
+/// Most transitions drawn ahead (about 24 MiB); the rest are drawn as the run asks.
+constexpr std::size_t kMaxDrawnAhead = 1U << 20U;
+
+/// The failure process of `spec`'s pool with its transitions through `until` drawn (and the
+/// first one after it), at most kMaxDrawnAhead.
+std::shared_ptr<FailureDraws> draw_failures(const config::ScenarioSpec& spec, SimTime until) {
     const reliability::ReliabilitySpec& rs = spec.reliability;
+    const cluster::ClusterShape shape =
+        cluster::Hierarchy::shape_of(spec.hardware.chip, spec.cluster);
     const reliability::FailureModel probe(rs.failures, rs.trace);
-    auto layout = std::make_shared<reliability::Layout>(
+    auto d = std::make_shared<FailureDraws>();
+    d->layout = std::make_shared<reliability::Layout>(
         shape, hardware_facts(spec.hardware.chip), rs.fabric, 0, probe.present_classes());
-    auto schedule = std::make_shared<reliability::OutageSchedule>(rs, *layout, shape.domains(),
-                                                                  static_cast<std::uint64_t>(
-                                                                      spec.seed));
-    return [layout, schedule]() -> std::optional<fleet::DomainTransition> {
-        const std::optional<reliability::UnitTransition> t = schedule->next();
+    d->schedule = std::make_shared<reliability::OutageSchedule>(
+        rs, *d->layout, shape.domains(), static_cast<std::uint64_t>(spec.seed));
+    while (d->ahead.size() < kMaxDrawnAhead &&
+           (d->ahead.empty() || d->ahead.back().at <= until)) {
+        const std::optional<reliability::UnitTransition> t = d->schedule->next();
+        if (!t) {
+            break;
+        }
+        d->ahead.push_back({t->time, static_cast<std::int64_t>(t->unit), t->up});
+    }
+    return d;
+}
+
+/// The scheduler's outage source over `d`.
+fleet::OutageSource failure_source(std::shared_ptr<FailureDraws> d) {
+    return [d]() -> std::optional<fleet::DomainTransition> {
+        if (d->given < d->ahead.size()) {
+            return d->ahead[d->given++];
+        }
+        const std::optional<reliability::UnitTransition> t = d->schedule->next();
         if (!t) {
             return std::nullopt;
         }
         return fleet::DomainTransition{t->time, static_cast<std::int64_t>(t->unit), t->up};
     };
+}
+
+/// The scheduler's horizon in `fs`: its end, else never.
+SimTime fleet_horizon(const config::FleetSpec& fs) {
+    return fs.horizon > Duration::zero() ? SimTime::zero() + fs.horizon : SimTime::max();
 }
 
 /// NxD Inference loading Llama 3.1 405B (BF16, 811.8 GB) onto one trn2.48xlarge (tp 64, LNC 2)
@@ -301,7 +341,11 @@ FleetServiceRun measure_service(const config::FleetService& v) {
     return r;
 }
 
-std::vector<FleetServiceRun> prepare_services(const config::ScenarioSpec& spec, int threads) {
+/// Each service's measured capacity (services with the same workload, attainment and load
+/// bandwidth share one), on `threads` threads; `alongside`, when set, runs as one more item
+/// of that loop (first: it is handed out before the measurements).
+std::vector<FleetServiceRun> prepare_services(const config::ScenarioSpec& spec, int threads,
+                                              const std::function<void()>& alongside) {
     const auto& services = spec.fleet->services;
     std::vector<FleetServiceRun> out(services.size());
     std::vector<std::size_t> todo;
@@ -315,8 +359,13 @@ std::vector<FleetServiceRun> prepare_services(const config::ScenarioSpec& spec, 
             out[i].shares_with = static_cast<std::int64_t>(it->second);
         }
     }
-    parallel_for(todo.size(), threads, [&](std::size_t k, int) {
-        const std::size_t i = todo[k];
+    const std::size_t first_item = alongside ? 1 : 0;
+    parallel_for(first_item + todo.size(), threads, [&](std::size_t k, int) {
+        if (k < first_item) {
+            alongside();
+            return;
+        }
+        const std::size_t i = todo[k - first_item];
         try {
             out[i] = measure_service(services[i]);
         } catch (const InputError& e) {
@@ -438,23 +487,34 @@ void check_fleet(const config::ScenarioSpec& spec) {
     }
 }
 
-FleetRun prepare_fleet(const config::ScenarioSpec& spec, int threads) {
+namespace {
+
+/// prepare_fleet, with `alongside` run beside the services' measurements.
+FleetRun prepare_with(const config::ScenarioSpec& spec, int threads,
+                      const std::function<void()>& alongside) {
     check_fleet_inputs(spec);
     FleetRun out;
     out.threads = run_threads(spec, threads);
     const auto t0 = std::chrono::steady_clock::now();
     out.classes = prepare(spec, out.threads);
-    out.services = prepare_services(spec, out.threads);
+    out.services = prepare_services(spec, out.threads, alongside);
     out.plans_wall = Seconds::of(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     return out;
+}
+
+} // namespace
+
+FleetRun prepare_fleet(const config::ScenarioSpec& spec, int threads) {
+    return prepare_with(spec, threads, {});
 }
 
 namespace {
 
 /// The pool of `spec`, its jobs and services (from the prepared classes and services of
 /// `out`) and the scheduler's run.
-void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out) {
+void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out,
+                       std::shared_ptr<FailureDraws> drawn = nullptr) {
     const config::FleetSpec& fs = *spec.fleet;
     const auto t1 = std::chrono::steady_clock::now();
 
@@ -470,8 +530,7 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out) {
     in.groups = cluster::domain_groups(shape, chip.instance.efa_interfaces, radix);
     in.spares = fs.spares;
     in.scheduler.policy = fs.policy;
-    in.horizon =
-        fs.horizon > Duration::zero() ? SimTime::zero() + fs.horizon : SimTime::max();
+    in.horizon = fleet_horizon(fs);
     std::map<std::string, std::int64_t> tenant_index;
     const auto add_tenant = [&](const std::string& t) {
         if (tenant_index.emplace(t, static_cast<std::int64_t>(out.tenants.size())).second) {
@@ -564,7 +623,8 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out) {
         in.services.push_back(std::move(x));
     }
     if (spec.reliability.enabled) {
-        in.outage_source = failure_process(spec, shape);
+        in.outage_source = failure_source(
+            drawn != nullptr ? std::move(drawn) : draw_failures(spec, SimTime::zero()));
         in.detection = spec.reliability.recovery.detection;
     }
     out.result = fleet::simulate_fleet(in);
@@ -578,8 +638,24 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out) {
 } // namespace
 
 FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
-    FleetRun out = prepare_fleet(spec, threads);
-    simulate_prepared(spec, out);
+    // The failures up to the horizon are drawn beside the measurements (a second thread takes
+    // them off the scheduler's run). If that fails, they are drawn again where they were
+    // before, so any error comes in the sequential order.
+    std::shared_ptr<FailureDraws> drawn;
+    const SimTime until = fleet_horizon(*spec.fleet);
+    std::function<void()> draw;
+    if (spec.reliability.enabled && until < SimTime::max()) {
+        draw = [&] {
+            try {
+                drawn = draw_failures(spec, until);
+            } catch (...) {
+                drawn = nullptr;
+            }
+        };
+    }
+    FleetRun out = prepare_with(spec, threads, draw);
+    out.failures_ahead = drawn != nullptr;
+    simulate_prepared(spec, out, std::move(drawn));
     return out;
 }
 

@@ -36,6 +36,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -155,7 +156,11 @@ private:
     std::vector<SimTime> queued_since_;
     std::vector<std::int64_t> held_by_tenant_;
     std::set<Key> queue_;
-    std::multiset<std::int64_t> waiting_gangs_; ///< the queued jobs' gangs (fragmentation)
+    /// The queue again, by gang: the smallest waiting gang (fragmentation), and a backfill
+    /// scan that visits only the jobs that fit the idle domains.
+    std::map<std::int64_t, std::set<Key>> by_gang_;
+    /// Takes queue_'s `job` (at `it`) out of the queue; returns the next.
+    std::set<Key>::iterator dequeue(SimTime t, std::set<Key>::iterator it);
     std::set<std::int64_t> active_; ///< the running jobs, by index
     std::set<std::pair<SimTime, std::int64_t>> ends_; ///< their segments' ends
     std::size_t finished_ = 0;

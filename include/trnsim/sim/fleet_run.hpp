@@ -97,7 +97,10 @@ struct FleetRun {
     /// USD per domain-hour: cost.instance_hour x the instances of a domain.
     Money domain_hour;
     int threads = 1;       ///< threads of the plans' estimates
-    Seconds plans_wall;    ///< host time of the plans' estimates
+    Seconds plans_wall;    ///< host time of the plans' estimates (and failures_ahead)
+    /// Whether the failures through the horizon were drawn beside the services' measurements
+    /// (in plans_wall) rather than during the scheduler's run.
+    bool failures_ahead = false;
     Seconds fleet_wall;    ///< host time of the scheduler's run
 };
 

@@ -293,6 +293,26 @@ TEST(FleetScheduler, BackfillWithoutAReservationStartsWhatFits) {
     EXPECT_EQ(r.jobs[0].first_start, at_min(601)); // after the small job's end
 }
 
+TEST(FleetScheduler, BackfillTakesTheJobsBehindTheHeadInQueueOrderWhateverTheirGang) {
+    // 8 domains; A holds 6 until 10 h, so the head B (all 8) has its reservation at 10 h with
+    // none left over. Behind it: C (2 domains, 20 h: would delay B), D (2, 1 h), E (2, 1 h),
+    // F (1, 1 h). D starts at once (1 h 2 min) on the two idle domains. When D ends, C is
+    // passed over and E takes both idle domains before F, which is later in the queue though
+    // smaller; F starts when E ends; B at 10 h, C after it.
+    FleetInput in;
+    in.domains = 8;
+    in.chips_per_domain = 64;
+    in.jobs = {job(0, 6, 10, 60), job(60, 8, 1, 60), job(61, 2, 20, 60),
+               job(62, 2, 1, 60),  job(63, 2, 1, 60), job(64, 1, 1, 60)};
+    in.scheduler.policy = Policy::backfill;
+    const FleetResult r = simulate_fleet(in);
+    EXPECT_EQ(r.jobs[3].first_start, at_min(62));
+    EXPECT_EQ(r.jobs[4].first_start, at_min(122));
+    EXPECT_EQ(r.jobs[5].first_start, at_min(182));
+    EXPECT_EQ(r.jobs[1].first_start, at_min(600));
+    EXPECT_EQ(r.jobs[2].first_start, at_min(660));
+}
+
 TEST(FleetScheduler, HeldTimeAndDomainsAreConservedInARandomFleet) {
     std::mt19937_64 rng(11);
     FleetInput in;

@@ -332,6 +332,15 @@ TEST(Fleet, BadInputIsRefusedWithItsKeyAndPlace) {
          "fleet.jobs[1].workload.type", "training jobs"},
         {with("global_batch: 64, steps: 100", "global_batch: 64, steps: 0"),
          "fleet.jobs[1].workload.steps", ""},
+        // Both classes wrong, loaded side by side: the first one's error, as in order.
+        {[](std::string t) {
+             for (const char* m : {"global_batch: 96", "global_batch: 64"}) {
+                 const auto at = t.find(std::string("model: llama3-8b, sequence_length: 8192, ") + m);
+                 t.replace(at, 16, "model: llama9-8b");
+             }
+             return t;
+         }(with("hardware: {chip: trn2}", "hardware: {chip: trn2}\nsimulation: {threads: 2}")),
+         "fleet.jobs[0].workload.model", "llama9-8b"},
         {with("cluster: {ultraservers: 4}\n", ""), "cluster", "needs the cluster"},
         {with("fleet:", "workload: {type: training}\nfleet:"), "workload", "unknown key"},
     };
