@@ -1177,33 +1177,42 @@ def day_axis(seconds):
 
 
 def plot_fleet_pool(path, directory):
-    """The pool's domains in each use over time (/fleet/pool), stacked."""
-    pool = table_or_none(path, "/fleet/pool")
-    if pool is None or len(pool) < 2:
+    """The pool's domains in each use over time (/fleet/pool), stacked; one panel a pool when
+    the fleet has several (its `pool` column)."""
+    table = table_or_none(path, "/fleet/pool")
+    if table is None or len(table) < 2:
         return None
-    scale, unit = day_axis(pool["time_s"])
-    x = pool["time_s"].to_numpy() / scale
-    fig, ax = plt.subplots(figsize=(8, 4))
-    bottom = np.zeros(len(pool))
-    for i, use in enumerate(["busy", "idle", "spare", "down"]):
-        top = bottom + pool[use].to_numpy()
-        ax.fill_between(x, bottom, top, step="post", color=SERIES_COLORS[i],
-                        label=use, linewidth=0)
-        if use == "idle" and "fragmented" in pool:
-            # The fragmented part of the idle band: too few for any waiting job.
-            ax.fill_between(x, bottom, bottom + pool["fragmented"].to_numpy(), step="post",
-                            facecolor="none", edgecolor="black", hatch="///", linewidth=0,
-                            label="idle, fragmented")
-        bottom = top
-    ax.set_xlim(x[0], x[-1])
-    ax.set_ylim(0, bottom.max())
-    ax.set_xlabel(unit)
-    ax.set_ylabel("domains")
-    ax.legend(loc="lower right", fontsize=8)
-    ax.set_title("The pool: domains busy, idle, spare and down", fontsize=10)
+    names = list(dict.fromkeys(table["pool"])) if "pool" in table else [None]
+    scale, unit = day_axis(table["time_s"])
+    fig, axes = plt.subplots(len(names), 1, figsize=(8, 4 if len(names) == 1 else 2.6 * len(names)),
+                             squeeze=False)
+    for ax, name in zip(axes[:, 0], names):
+        pool = table if name is None else table[table["pool"] == name]
+        x = pool["time_s"].to_numpy() / scale
+        bottom = np.zeros(len(pool))
+        for i, use in enumerate(["busy", "idle", "spare", "down"]):
+            top = bottom + pool[use].to_numpy()
+            ax.fill_between(x, bottom, top, step="post", color=SERIES_COLORS[i],
+                            label=use, linewidth=0)
+            if use == "idle" and "fragmented" in pool:
+                # The fragmented part of the idle band: too few for any waiting job.
+                ax.fill_between(x, bottom, bottom + pool["fragmented"].to_numpy(), step="post",
+                                facecolor="none", edgecolor="black", hatch="///", linewidth=0,
+                                label="idle, fragmented")
+            bottom = top
+        if len(x) > 1:
+            ax.set_xlim(x[0], x[-1])
+        ax.set_ylim(0, max(1, bottom.max()))
+        ax.set_ylabel("domains")
+        ax.legend(loc="lower right", fontsize=8)
+        ax.set_title("The pool: domains busy, idle, spare and down" if len(names) == 1
+                     else f"Pool {name}: domains busy, idle, spare and down", fontsize=10)
+    axes[-1, 0].set_xlabel(unit)
     fig.tight_layout()
     return save(fig, directory, "pool.png"), ("The pool's domains in each use after every "
-                                              "change (/fleet/pool).")
+                                              "change (/fleet/pool)" +
+                                              ("." if len(names) == 1
+                                               else ", one panel a pool."))
 
 
 def plot_fleet_queue(path, directory):

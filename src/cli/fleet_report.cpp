@@ -13,8 +13,11 @@ namespace {
 /// A duration, "0 s" for none.
 std::string span(double s) { return s > 0.0 ? fmt::seconds(s) : std::string("0 s"); }
 
-std::string domains_text(const config::ScenarioSpec& spec, std::int64_t n) {
-    const char* unit = spec.cluster.counts_ultraservers() ? "UltraServer" : "instance";
+/// "N UltraServers" (or instances) of pool `pool` of the fleet.
+std::string domains_text(const config::ScenarioSpec& spec, std::int64_t n, std::size_t pool = 0) {
+    const bool us = pool == 0 ? spec.cluster.counts_ultraservers()
+                              : spec.fleet->pools[pool].cluster.counts_ultraservers();
+    const char* unit = us ? "UltraServer" : "instance";
     return fmt::integer(n) + " " + unit + (n == 1 ? "" : "s");
 }
 
@@ -56,7 +59,16 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
             << (f.services.size() == 1 ? " service" : " services");
     }
     out << " on " << domains_text(spec, spec.cluster.domains()) << " of "
-        << spec.hardware.chip.name << "\n";
+        << spec.hardware.chip.name;
+    for (std::size_t k = 1; k < f.pools.size(); ++k) { // the other pools
+        const config::FleetPool& p = f.pools[k];
+        const std::int64_t n = p.cluster.domains();
+        out << (k + 1 == f.pools.size() ? " and " : ", ") << fmt::integer(n) << " "
+            << (p.cluster.counts_ultraservers() ? "UltraServer" : "instance")
+            << (n == 1 ? "" : "s") << " of " << p.hardware.chip.name << " (pool " << p.name
+            << ", " << fmt::integer(p.spares) << (p.spares == 1 ? " spare" : " spares") << ")";
+    }
+    out << "\n";
     out << "  scheduler  " << fleet::to_string(f.policy) << "; "
         << fmt::integer(f.spares) << (f.spares == 1 ? " spare" : " spares");
     for (const auto& [tenant, quota] : f.quotas) {
@@ -71,7 +83,9 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
         out << "  failures   "
             << (r.preset.empty() ? std::string("the reliability section's")
                                  : "preset " + r.preset)
-            << " over every " << (spec.cluster.counts_ultraservers() ? "UltraServer" : "instance")
+            << " over every "
+            << (f.pools.size() > 1 ? "pool's domains"
+                : spec.cluster.counts_ultraservers() ? "UltraServer" : "instance")
             << ", spares included; detection " << fmt::duration(r.recovery.detection)
             << ", repair " << fmt::duration(r.repair.automatic) << " (automatic)\n";
     }
@@ -82,13 +96,15 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
     for (const config::FleetJobClass& c : f.jobs) {
         if (c.count == 0) {
             out << "  class      " << c.name << ": tenant " << c.tenant << ", "
-                << domains_text(spec, c.gang) << " a job, priority " << c.priority
+                << domains_text(spec, c.gang, c.pool) << " a job, priority " << c.priority
                 << "; its jobs come from the trace\n";
             continue;
         }
         out << "  class      " << c.name << ": " << fmt::integer(c.count)
             << (c.count == 1 ? " job" : " jobs") << " of tenant " << c.tenant << " on "
-            << domains_text(spec, c.gang) << " each, priority " << c.priority
+            << domains_text(spec, c.gang, c.pool) << " each"
+            << (c.pool > 0 ? " (pool " + f.pools[c.pool].name + ")" : "") << ", priority "
+            << c.priority
             << ", submitted "
             << (c.submit > Duration::zero() ? "from " + fmt::duration(c.submit) : "from the start");
         if (c.count > 1) {
@@ -109,7 +125,8 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
         out << "; autoscaled on " << fleet::to_string(a.signal) << " ("
             << (a.signal == fleet::Signal::queue ? fmt::seconds(a.target) + " of backlog"
                                                  : fmt::percent(a.target))
-            << "), " << fmt::integer(a.min) << " to " << domains_text(spec, a.max) << ", every "
+            << "), " << fmt::integer(a.min) << " to " << domains_text(spec, a.max, v.pool)
+            << (v.pool > 0 ? " (pool " + f.pools[v.pool].name + ")" : "") << ", every "
             << fmt::duration(a.interval) << ", lag " << fmt::duration(a.lag) << ", provisioning "
             << fmt::duration(a.provisioning) << "\n";
     }
@@ -140,8 +157,7 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         }
         out << "\n";
     }
-    const double domain_hour = run.domain_hour.usd();
-    double services_held_s = 0.0;
+    std::vector<double> services_held_s(run.pools.size(), 0.0); // by pool
     for (std::size_t i = 0; i < run.services.size(); ++i) {
         const sim::FleetServiceRun& v = run.services[i];
         const fleet::ServiceRecord& x = r.services[i];
@@ -158,8 +174,9 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
             out << v.simulations << " request-level runs";
         }
         out << ")\n";
-        services_held_s += x.held.seconds();
-        const double cost = x.held.seconds() / 3600.0 * domain_hour;
+        const auto pool = static_cast<std::size_t>(run.pool_of_service[i]);
+        services_held_s[pool] += x.held.seconds();
+        const double cost = x.held.seconds() / 3600.0 * run.pools[pool].domain_hour.usd();
         const double tokens = x.served * v.output_tokens;
         double mean_ready = 0.0;
         if (r.end > SimTime::zero()) {
@@ -202,33 +219,47 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
     }
     out << "\n";
     }
-    const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
-    const auto share = [&](fleet::DomainUse u) {
-        const Seconds t = r.pool.domain_time[static_cast<std::size_t>(u)];
-        return fmt::percent(pool_s > 0.0 ? t.seconds() / pool_s : 0.0);
-    };
-    out << "  pool       busy " << share(fleet::DomainUse::busy) << ", idle "
-        << share(fleet::DomainUse::idle) << " ("
-        << fmt::percent(pool_s > 0.0 ? r.pool.fragmented_time.seconds() / pool_s : 0.0)
-        << " fragmented), spare " << share(fleet::DomainUse::spare)
-        << ", down " << share(fleet::DomainUse::down) << " of "
-        << domains_text(spec, run.input.domains) << " over " << fmt::seconds(r.end.seconds())
-        << "\n";
-    const double hours = r.end.seconds() / 3600.0 * static_cast<double>(run.input.domains);
-    const double busy_hours =
-        r.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() / 3600.0;
-    out << "  cost       " << fmt::money(run.domain_hour * hours) << " for the pool ("
-        << fmt::money(run.domain_hour) << " a domain-hour, " << spec.cost.origin << "), ";
-    const double jobs_hours = std::max(0.0, busy_hours - services_held_s / 3600.0);
-    if (!run.classes.empty()) {
-        out << fmt::money(run.domain_hour * jobs_hours) << " of it held by jobs";
+    // Each pool's uses and cost (named when there are several), then the fleet's cost.
+    const bool named = run.pools.size() > 1;
+    double total_usd = 0.0;
+    for (std::size_t k = 0; k < run.pools.size(); ++k) {
+        const sim::FleetPoolRun& p = run.pools[k];
+        const fleet::FleetResult& pr = p.result;
+        const std::string name = named ? p.name + ": " : "";
+        const double pool_s = static_cast<double>(p.input.domains) * pr.end.seconds();
+        const auto share = [&](fleet::DomainUse u) {
+            const Seconds t = pr.pool.domain_time[static_cast<std::size_t>(u)];
+            return fmt::percent(pool_s > 0.0 ? t.seconds() / pool_s : 0.0);
+        };
+        const std::string unit = p.ultraservers ? "UltraServer" : "instance";
+        out << "  pool       " << name << "busy " << share(fleet::DomainUse::busy) << ", idle "
+            << share(fleet::DomainUse::idle) << " ("
+            << fmt::percent(pool_s > 0.0 ? pr.pool.fragmented_time.seconds() / pool_s : 0.0)
+            << " fragmented), spare " << share(fleet::DomainUse::spare) << ", down "
+            << share(fleet::DomainUse::down) << " of " << fmt::integer(p.input.domains) << " "
+            << unit << (p.input.domains == 1 ? "" : "s") << " over "
+            << fmt::seconds(pr.end.seconds()) << "\n";
+        const double hours = pool_s / 3600.0;
+        const double busy_hours =
+            pr.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() /
+            3600.0;
+        total_usd += (p.domain_hour * hours).usd();
+        out << "  cost       " << name << fmt::money(p.domain_hour * hours) << " for the pool ("
+            << fmt::money(p.domain_hour) << " a domain-hour, " << p.origin << ")";
+        const double jobs_hours = std::max(0.0, busy_hours - services_held_s[k] / 3600.0);
+        const bool jobs = !p.jobs.empty();
+        if (jobs) {
+            out << ", " << fmt::money(p.domain_hour * jobs_hours) << " of it held by jobs";
+        }
+        if (!p.services.empty()) {
+            out << (jobs ? ", " : ", ") << fmt::money(p.domain_hour * (services_held_s[k] / 3600.0))
+                << (jobs ? " by services" : " of it held by services");
+        }
+        out << "\n";
     }
-    if (!run.services.empty()) {
-        out << (run.classes.empty() ? "" : ", ")
-            << fmt::money(run.domain_hour * (services_held_s / 3600.0))
-            << (run.classes.empty() ? " of it held by services" : " by services");
+    if (named) {
+        out << "  cost       all pools: " << fmt::money(Money::usd(total_usd)) << "\n";
     }
-    out << "\n";
     out << "  engine     " << fmt::integer(static_cast<std::int64_t>(r.events))
         << " events; the plans"
         << (run.services.empty() ? "" : run.failures_ahead ? ", the services' capacities" : " and the services' capacities")

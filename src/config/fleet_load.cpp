@@ -13,6 +13,8 @@
 #include "trnsim/core/parallel.hpp"
 
 #include <algorithm>
+#include <iomanip>
+#include <sstream>
 #include <cmath>
 #include <map>
 #include <set>
@@ -198,7 +200,7 @@ FleetService read_service(const YAML::Node& n, const std::string& path, const st
                           const std::map<std::string, std::int64_t>& quota_of) {
     known_keys(n, path, file,
                {"name", "tenant", "priority", "borrow", "attainment", "workload", "load",
-                "autoscale"});
+                "autoscale", "pool"});
     FleetService v;
     const YAML::Node name = n["name"];
     v.name = is_scalar(name) ? name.Scalar() : std::string();
@@ -410,7 +412,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     }
     known_keys(f, "fleet", file,
                {"policy", "spares", "horizon", "quotas", "jobs", "services", "trace",
-                "request_level"});
+                "request_level", "pools"});
     const bool traced = f["trace"].IsDefined();
     const SharedCluster cl = shared_cluster(croot, file, "a fleet scenario");
 
@@ -459,6 +461,147 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             fs.quotas.emplace_back(name, n);
         }
     }
+
+    // The pools: the scenario's own cluster (`main`), then fleet.pools. Each has a document
+    // root of its own for its entries: the scenario's, with the pool's hardware and cost
+    // (the nodes as written, so their places are the pool's).
+    struct PoolDraft {
+        std::string name;
+        SharedCluster cl;
+        std::int64_t spares = 0;
+        YAML::Node root;
+        std::string path; ///< fleet.pools[k]; empty for main
+        YAML::Node node;
+        std::vector<std::pair<std::string, std::string>> sections_at;
+        std::ptrdiff_t first_entry = -1; ///< its first class or service (classes first)
+    };
+    std::vector<PoolDraft> pools;
+    pools.push_back({"main", cl, fs.spares, croot, "", YAML::Node(), {}, -1});
+    if (const YAML::Node pl = f["pools"]; pl.IsDefined()) {
+        if (!is_sequence(pl) || pl.size() == 0) {
+            throw InputError("fleet.pools",
+                             "expected a list of pools beside the cluster's, each with a name, "
+                             "its ultraservers or instances, and its hardware and cost if they "
+                             "differ",
+                             at(pl, file));
+        }
+        for (std::size_t k = 0; k < pl.size(); ++k) {
+            const YAML::Node n = pl[k];
+            const std::string path = "fleet.pools[" + std::to_string(k) + "]";
+            if (!is_map(n)) {
+                throw InputError(path, "a pool is a mapping with name and ultraservers or "
+                                       "instances",
+                                 at(n, file));
+            }
+            known_keys(n, path, file,
+                       {"name", "hardware", "ultraservers", "instances", "spares", "cost"});
+            PoolDraft d;
+            d.path = path;
+            d.node = n;
+            const YAML::Node name = n["name"];
+            d.name = is_scalar(name) ? name.Scalar() : std::string();
+            if (!valid_name(d.name)) {
+                throw InputError(path + ".name",
+                                 "a pool's name is 1 to 64 letters, digits, '_', '-' or '.'",
+                                 name.IsDefined() ? at(name, file) : at(n, file));
+            }
+            for (const PoolDraft& other : pools) {
+                if (other.name == d.name) {
+                    throw InputError(path + ".name",
+                                     d.name == "main"
+                                         ? std::string("main is the cluster's own pool")
+                                         : "another pool is named " + d.name,
+                                     at(name, file));
+                }
+            }
+            if (n["ultraservers"].IsDefined() == n["instances"].IsDefined()) {
+                throw InputError(path, "give exactly one of ultraservers or instances",
+                                 at(n, file));
+            }
+            d.cl.ultraservers = n["ultraservers"].IsDefined();
+            d.cl.unit = d.cl.ultraservers ? "ultraservers" : "instances";
+            d.cl.domains = integer(n[d.cl.unit], path + "." + d.cl.unit, file);
+            if (d.cl.domains < 1 || d.cl.domains > 1'000'000) {
+                throw InputError(path + "." + d.cl.unit, "1 to 1,000,000",
+                                 at(n[d.cl.unit], file));
+            }
+            d.cl.node = YAML::Node(YAML::NodeType::Map);
+            d.cl.node[d.cl.unit] = d.cl.domains;
+            if (n["spares"].IsDefined()) {
+                d.spares = integer(n["spares"], path + ".spares", file);
+                if (d.spares < 0 || d.spares >= d.cl.domains) {
+                    throw InputError(path + ".spares",
+                                     "0 to " + std::to_string(d.cl.domains - 1) +
+                                         " (the pool's " + std::to_string(d.cl.domains) + " " +
+                                         d.cl.unit + " less one to run on)",
+                                     at(n["spares"], file));
+                }
+            }
+            d.root = YAML::Node(YAML::NodeType::Map);
+            for (const auto& kv : croot) {
+                const std::string key = kv.first.Scalar();
+                if (key != "hardware" && key != "cost") {
+                    d.root[key] = kv.second;
+                }
+            }
+            for (const char* section : {"hardware", "cost"}) {
+                if (const YAML::Node x = n[section]; x.IsDefined()) {
+                    if (!is_map(x)) {
+                        throw InputError(path + "." + section, "expected a mapping",
+                                         at(x, file));
+                    }
+                    d.root[section] = x;
+                    d.sections_at.emplace_back(section, path + "." + section);
+                } else if (croot[section].IsDefined()) {
+                    d.root[section] = croot[section];
+                }
+            }
+            pools.push_back(std::move(d));
+        }
+    }
+    // The pool an entry names (`pool:`, default main): its index.
+    const auto pool_of = [&](const YAML::Node& n, const std::string& path) -> std::size_t {
+        const YAML::Node x = n["pool"];
+        if (!x.IsDefined()) {
+            return 0;
+        }
+        const std::string want = is_scalar(x) ? x.Scalar() : std::string();
+        std::string names_list;
+        for (std::size_t k = 0; k < pools.size(); ++k) {
+            if (pools[k].name == want) {
+                return k;
+            }
+            names_list += (k == 0 ? "" : ", ") + pools[k].name;
+        }
+        throw InputError(path + ".pool", "no pool is named '" + want + "' (the pools: " +
+                                             names_list + ")",
+                         at(x, file));
+    };
+    // An entry's document, located and keyed as its pool's.
+    const auto pool_entry = [&](ListEntry e, std::size_t k, const YAML::Node& n) {
+        const PoolDraft& d = pools[k];
+        if (k > 0) {
+            e.cluster_key = d.path + "." + d.cl.unit;
+            e.cluster_note = "'s pool " + d.name;
+            e.cluster_at = at(d.node[d.cl.unit], file);
+            e.sections_at = d.sections_at;
+        }
+        e.places = [root = d.root, n, file, k, path = d.path, unit = d.cl.unit,
+                    node = d.node](SourceMap& m) {
+            entry_places(root, "fleet", n, file, m);
+            if (k > 0) { // the pool's size, for its checks' errors
+                m.add(path + "." + unit, at(node[unit], file));
+            }
+        };
+        return e;
+    };
+    // The message a gang or a maximum too large for pool k ends with.
+    const auto pool_words = [&](std::size_t k) {
+        const PoolDraft& d = pools[k];
+        return std::string(k == 0 ? " (the cluster's " : " (pool " + d.name + "'s ") +
+               std::to_string(d.cl.domains) + " less " + std::to_string(d.spares) +
+               " spares)";
+    };
 
     const YAML::Node list = f["jobs"];
     const YAML::Node service_list = f["services"];
@@ -519,8 +662,10 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
         known_keys(n, path, file,
                    {"name", "tenant", "gang", "count", "submit", "every", "priority", "deadline",
-                    "workload", "reliability"});
+                    "workload", "reliability", "pool"});
         FleetJobClass c;
+        c.pool = pool_of(n, path);
+        const PoolDraft& home = pools[c.pool];
         const YAML::Node name = n["name"];
         c.name = is_scalar(name) ? name.Scalar() : std::string();
         if (!valid_name(c.name)) {
@@ -545,16 +690,16 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         tenants.insert(c.tenant);
         if (!n["gang"].IsDefined()) {
             throw InputError(path + ".gang",
-                             std::string("give the ") + cl.unit + " each job of the class holds",
+                             std::string("give the ") + home.cl.unit +
+                                 " each job of the class holds",
                              at(n, file));
         }
         c.gang = integer(n["gang"], path + ".gang", file);
-        const std::int64_t grantable = cl.domains - fs.spares;
+        const std::int64_t grantable = home.cl.domains - home.spares;
         if (c.gang < 1 || c.gang > grantable) {
             throw InputError(path + ".gang",
-                             "a job holds 1 to " + std::to_string(grantable) + " " + cl.unit +
-                                 " (the cluster's " + std::to_string(cl.domains) + " less " +
-                                 std::to_string(fs.spares) + " spares)",
+                             "a job holds 1 to " + std::to_string(grantable) + " " +
+                                 home.cl.unit + pool_words(c.pool),
                              at(n["gang"], file));
         }
         if (const auto q = quota_of.find(c.tenant); q != quota_of.end() && c.gang > q->second) {
@@ -614,12 +759,14 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                              "a fleet's jobs are training jobs (workload.type: training)",
                              at(type, file));
         }
-        entries.push_back({c.name, path, "job class", entry_document(croot, cl, "fleet", c.name,
-                                                                      c.gang, n),
-                           path + ".gang", "'s gang", at(n["gang"], file),
-                           [croot, n, file](SourceMap& m) {
-                               entry_places(croot, "fleet", n, file, m);
-                           }});
+        if (pools[c.pool].first_entry < 0) {
+            pools[c.pool].first_entry = static_cast<std::ptrdiff_t>(entries.size());
+        }
+        entries.push_back(pool_entry(
+            {c.name, path, "job class",
+             entry_document(home.root, home.cl, "fleet", c.name, c.gang, n), path + ".gang",
+             "'s gang", at(n["gang"], file), {}},
+            c.pool, n));
         fs.jobs.push_back(std::move(c));
     }
     for (std::size_t i = 0; has_services && i < service_list.size(); ++i) {
@@ -630,7 +777,10 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                                    "autoscale",
                              at(n, file));
         }
-        FleetService v = read_service(n, path, file, cl.domains - fs.spares, cl.unit, quota_of);
+        const std::size_t k = pool_of(n, path);
+        FleetService v = read_service(n, path, file, pools[k].cl.domains - pools[k].spares,
+                                      pools[k].cl.unit, quota_of);
+        v.pool = k;
         if (!names.insert(v.name).second) {
             throw InputError(path + ".name",
                              "another job class or service is named " + v.name,
@@ -640,12 +790,14 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         YAML::Emitter text;
         text << n["workload"];
         v.workload_text = text.c_str();
-        entries.push_back({v.name, path, "service",
-                           entry_document(croot, cl, "fleet", v.name, 1, n),
-                           path + ".workload", " on one of the cluster's domains", at(n, file),
-                           [croot, n, file](SourceMap& m) {
-                               entry_places(croot, "fleet", n, file, m);
-                           }});
+        if (pools[k].first_entry < 0) {
+            pools[k].first_entry = static_cast<std::ptrdiff_t>(entries.size());
+        }
+        entries.push_back(pool_entry(
+            {v.name, path, "service",
+             entry_document(pools[k].root, pools[k].cl, "fleet", v.name, 1, n),
+             path + ".workload", " on one of the cluster's domains", at(n, file), {}},
+            k, n));
         fs.services.push_back(std::move(v));
     }
     if (traced && fs.jobs.empty()) {
@@ -676,8 +828,23 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
     }
 
+    for (const PoolDraft& d : pools) {
+        if (d.first_entry < 0) {
+            throw InputError(d.path.empty() ? std::string("fleet") : d.path + ".name",
+                             "no job class or service runs in pool " + d.name +
+                                 (d.path.empty() ? " (the cluster's own)" : "") +
+                                 ": give one `pool: " + d.name + "`",
+                             d.path.empty() ? at(f, file) : at(d.node["name"], file));
+        }
+    }
+
     std::vector<ScenarioSpec> loaded;
     ScenarioSpec spec = load_entries(entries, file, base_dir, presets, options, loaded);
+    if (pools[0].first_entry > 0) { // the shared sections are the cluster's pool's
+        const ScenarioSpec& mine = loaded[static_cast<std::size_t>(pools[0].first_entry)];
+        spec.hardware = mine.hardware;
+        spec.cost = mine.cost;
+    }
     if (!fs.trace_file.empty()) {
         spec.input_files.push_back(fs.trace_file);
     }
@@ -739,6 +906,19 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         loaded[i].output.file = spec.output.file;
         fs.jobs[i].scenario = std::make_shared<ScenarioSpec>(std::move(loaded[i]));
     }
+    for (std::size_t k = 0; k < pools.size(); ++k) {
+        const PoolDraft& d = pools[k];
+        FleetPool p;
+        p.name = d.name;
+        p.spares = d.spares;
+        p.cluster = cluster::ClusterSpec::of_domains(d.cl.ultraservers, d.cl.domains);
+        const auto first = static_cast<std::size_t>(d.first_entry);
+        const ScenarioSpec& mine =
+            first < classes ? *fs.jobs[first].scenario : *fs.services[first - classes].scenario;
+        p.hardware = k == 0 ? spec.hardware : mine.hardware;
+        p.cost = k == 0 ? spec.cost : mine.cost;
+        fs.pools.push_back(std::move(p));
+    }
     spec.fleet = std::move(fs);
     spec.sources.add("fleet", at(f, file));
     // The fleet's failure process: its reliability section, read as a scenario's on the whole
@@ -748,7 +928,10 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
     std::string fleet_reliability_yaml;
     if (const YAML::Node r = croot["reliability"]; r.IsDefined()) {
         YAML::Node entry(YAML::NodeType::Map);
-        entry["workload"] = (classes > 0 ? list[0] : service_list[0])["workload"];
+        const auto main_first = static_cast<std::size_t>(pools[0].first_entry);
+        entry["workload"] =
+            (main_first < classes ? list[main_first] : service_list[main_first - classes])
+                ["workload"];
         entry["reliability"] = r;
         const ScenarioSpec probe =
             load_root(entry_document(croot, cl, "fleet", spec.name, cl.domains, entry), file,
@@ -789,8 +972,11 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         // The first class's resolved shared sections, the whole cluster, the fleet's settings
         // and each class's resolved workload and reliability sections.
         const FleetSpec& fl = *spec.fleet;
-        YAML::Node resolved = YAML::Load(classes > 0 ? fl.jobs.front().scenario->resolved_yaml
-                                                     : fl.services.front().scenario->resolved_yaml);
+        const auto main_first = static_cast<std::size_t>(pools[0].first_entry);
+        YAML::Node resolved =
+            YAML::Load(main_first < classes
+                           ? fl.jobs[main_first].scenario->resolved_yaml
+                           : fl.services[main_first - classes].scenario->resolved_yaml);
         resolved["name"] = spec.name;
         resolved.remove("workload");
         resolved.remove("reliability");
@@ -820,6 +1006,23 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             mines[i] = YAML::Load(i < classes ? fl.jobs[i].scenario->resolved_yaml
                                               : fl.services[i - classes].scenario->resolved_yaml);
         });
+        // The other pools, their hardware and cost as their first entry resolved them.
+        YAML::Node pool_list(YAML::NodeType::Sequence);
+        for (std::size_t k = 1; k < pools.size(); ++k) {
+            const YAML::Node& mine = mines[static_cast<std::size_t>(pools[k].first_entry)];
+            YAML::Node n(YAML::NodeType::Map);
+            n["name"] = pools[k].name;
+            n["hardware"] = mine["hardware"];
+            n[pools[k].cl.unit] = pools[k].cl.domains;
+            n["spares"] = pools[k].spares;
+            if (mine["cost"].IsDefined()) {
+                n["cost"] = mine["cost"];
+            }
+            pool_list.push_back(n);
+        }
+        if (pools.size() > 1) {
+            fleet["pools"] = pool_list;
+        }
         YAML::Node jobs(YAML::NodeType::Sequence);
         for (std::size_t i = 0; i < classes; ++i) {
             const FleetJobClass& c = fl.jobs[i];
@@ -832,6 +1035,9 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             n["submit"] = std::to_string(c.submit.ns()) + "ns";
             n["every"] = std::to_string(c.every.ns()) + "ns";
             n["priority"] = c.priority;
+            if (c.pool > 0) {
+                n["pool"] = pools[c.pool].name;
+            }
             if (c.deadline > Duration::zero()) {
                 n["deadline"] = std::to_string(c.deadline.ns()) + "ns";
             }
@@ -854,9 +1060,16 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             n["priority"] = v.priority;
             n["borrow"] = v.borrow;
             n["attainment"] = v.attainment;
+            if (v.pool > 0) {
+                n["pool"] = pools[v.pool].name;
+            }
             n["workload"] = mine["workload"];
             YAML::Node l(YAML::NodeType::Map);
-            l["rate"] = v.load.rate;
+            {
+                std::ostringstream rate; // a rate needs its unit to be read back
+                rate << std::setprecision(17) << v.load.rate << "/s";
+                l["rate"] = rate.str();
+            }
             l["peak"] = v.load.peak;
             l["peak_at"] = std::to_string(v.load.peak_at.ns()) + "ns";
             l["period"] = std::to_string(v.load.period.ns()) + "ns";

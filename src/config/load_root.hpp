@@ -36,6 +36,10 @@ struct ListEntry {
     /// Records where the document's keys are in the file (entry_places): its copied nodes
     /// have no place of their own.
     std::function<void(SourceMap&)> places;
+    /// Sections of the entry's document given elsewhere in the file (a fleet pool's hardware
+    /// and cost): their keys are reported under the key path of the place they come from
+    /// ({"hardware", "fleet.pools[1].hardware"}: fleet.pools[1].hardware.chip).
+    std::vector<std::pair<std::string, std::string>> sections_at = {};
 };
 
 /// The threads a list form's entries load on: the scenario's simulation.threads when it is a

@@ -113,6 +113,12 @@ ScenarioSpec load_entries(const std::vector<ListEntry>& entries, const std::stri
                 }
             }
             const std::string& key = err.key_path();
+            for (const auto& [section, from] : e.sections_at) {
+                if (key == section || key.rfind(section + ".", 0) == 0) {
+                    throw InputError(from + key.substr(section.size()), err.message(),
+                                     err.location());
+                }
+            }
             if (tenant_owns_key(key)) {
                 throw InputError(e.prefix + "." + key, err.message(), err.location());
             }

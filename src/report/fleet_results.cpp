@@ -6,6 +6,7 @@
 #include "trnsim/fleet/fleet.hpp"
 #include "trnsim/report/run_results.hpp"
 
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
@@ -18,30 +19,79 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double seconds_or_nan(SimTime t) { return t == SimTime::max() ? kNaN : t.seconds(); }
 
-/// Service i's cost: the domain time it held.
+/// Service i's cost: the domain time it held at its pool's price.
 double service_cost(const sim::FleetRun& run, std::size_t i) {
-    return run.result.services[i].held.seconds() / 3600.0 * run.domain_hour.usd();
+    const sim::FleetPoolRun& p = run.pools[static_cast<std::size_t>(run.pool_of_service[i])];
+    return run.result.services[i].held.seconds() / 3600.0 * p.domain_hour.usd();
+}
+
+/// Job j's cost: the domain time it held at its pool's price.
+double job_cost(const sim::FleetRun& run, std::size_t j) {
+    const sim::FleetPoolRun& p = run.pools[static_cast<std::size_t>(run.pool_of_job[j])];
+    const auto& k = run.classes[static_cast<std::size_t>(run.class_of_job[j])];
+    return run.result.jobs[j].held.seconds() / 3600.0 * static_cast<double>(k.gang) *
+           p.domain_hour.usd();
+}
+
+/// A pool's domain time (domains x its run's end) and its uses' sums.
+struct PoolSums {
+    double pool_s = 0.0;
+    std::array<double, fleet::kDomainUses> use_s{};
+    double fragmented_s = 0.0;
+    double cost = 0.0, busy_cost = 0.0;
+    std::int64_t domains = 0, chips = 0, spares = 0;
+};
+
+PoolSums sums_of(const sim::FleetPoolRun& p) {
+    PoolSums x;
+    x.domains = p.input.domains;
+    x.chips = p.input.domains * p.input.chips_per_domain;
+    x.spares = p.input.spares;
+    x.pool_s = static_cast<double>(p.input.domains) * p.result.end.seconds();
+    for (std::size_t u = 0; u < fleet::kDomainUses; ++u) {
+        x.use_s[u] = p.result.pool.domain_time[u].seconds();
+    }
+    x.fragmented_s = p.result.pool.fragmented_time.seconds();
+    x.cost = x.pool_s / 3600.0 * p.domain_hour.usd();
+    x.busy_cost = x.use_s[static_cast<std::size_t>(fleet::DomainUse::busy)] / 3600.0 *
+                  p.domain_hour.usd();
+    return x;
 }
 
 std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
                                                const sim::FleetRun& run) {
     const fleet::FleetResult& r = run.result;
     const sim::FleetJobMeans m = sim::fleet_means(run);
-    const double pool_s = static_cast<double>(run.input.domains) * r.end.seconds();
+    // Over every pool: their domain time, and each use's share of it.
+    PoolSums all;
+    for (const sim::FleetPoolRun& p : run.pools) {
+        const PoolSums x = sums_of(p);
+        all.pool_s += x.pool_s;
+        for (std::size_t u = 0; u < fleet::kDomainUses; ++u) {
+            all.use_s[u] += x.use_s[u];
+        }
+        all.fragmented_s += x.fragmented_s;
+        all.cost += x.cost;
+        all.busy_cost += x.busy_cost;
+        all.domains += x.domains;
+        all.chips += x.chips;
+        all.spares += x.spares;
+    }
+    const double pool_s = all.pool_s;
     double services_cost = 0.0;
     for (std::size_t i = 0; i < run.services.size(); ++i) {
         services_cost += service_cost(run, i);
     }
     const auto share = [&](fleet::DomainUse u) {
-        return pool_s > 0.0 ? r.pool.domain_time[static_cast<std::size_t>(u)].seconds() / pool_s
-                            : kNaN;
+        return pool_s > 0.0 ? all.use_s[static_cast<std::size_t>(u)] / pool_s : kNaN;
     };
     return {
         {"policy", std::string(fleet::to_string(run.input.scheduler.policy))},
         {"unit", std::string(spec.cluster.domain_name())},
-        {"domains", run.input.domains},
-        {"chips", run.input.domains * run.input.chips_per_domain},
-        {"spares", run.input.spares},
+        {"pools", static_cast<std::int64_t>(run.pools.size())},
+        {"domains", all.domains},
+        {"chips", all.chips},
+        {"spares", all.spares},
         {"classes", static_cast<std::int64_t>(run.classes.size())},
         {"jobs", m.jobs},
         {"jobs_started", m.started},
@@ -55,14 +105,12 @@ std::vector<results::NamedValue> fleet_summary(const config::ScenarioSpec& spec,
         {"lost_s", m.lost.seconds()},
         {"busy_fraction", share(fleet::DomainUse::busy)},
         {"idle_fraction", share(fleet::DomainUse::idle)},
-        {"fragmented_fraction", pool_s > 0.0 ? r.pool.fragmented_time.seconds() / pool_s : kNaN},
+        {"fragmented_fraction", pool_s > 0.0 ? all.fragmented_s / pool_s : kNaN},
         {"spare_fraction", share(fleet::DomainUse::spare)},
         {"down_fraction", share(fleet::DomainUse::down)},
         {"engine_events", static_cast<std::int64_t>(r.events)},
-        {"cost_usd", pool_s / 3600.0 * run.domain_hour.usd()},
-        {"busy_cost_usd",
-         r.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() /
-             3600.0 * run.domain_hour.usd()},
+        {"cost_usd", all.cost},
+        {"busy_cost_usd", all.busy_cost},
         {"services", static_cast<std::int64_t>(run.services.size())},
         {"services_cost_usd", services_cost},
     };
@@ -131,6 +179,7 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     jobs.add_float("lost_s");
     jobs.add_float("unsaved_s");
     jobs.add_float("cost_usd");
+    jobs.add_string("pool", 64);
     for (std::size_t j = 0; j < r.jobs.size(); ++j) {
         const fleet::JobRecord& x = r.jobs[j];
         const sim::FleetClassRun& k = run.classes[static_cast<std::size_t>(run.class_of_job[j])];
@@ -138,9 +187,8 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
                       x.submit.seconds(), seconds_or_nan(x.first_start), seconds_or_nan(x.end),
                       x.waiting.seconds(), x.starts, x.preemptions, x.failures, x.steps_done,
                       x.held.seconds(), x.overhead.seconds(), x.lost.seconds(),
-                      x.unsaved.seconds(),
-                      x.held.seconds() / 3600.0 * static_cast<double>(k.gang) *
-                          run.domain_hour.usd()});
+                      x.unsaved.seconds(), job_cost(run, j),
+                      run.pools[static_cast<std::size_t>(run.pool_of_job[j])].name});
     }
     f.tables.emplace_back("/fleet/jobs", std::move(jobs));
 
@@ -151,11 +199,51 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     pool.add_int("spare");
     pool.add_int("down");
     pool.add_int("fragmented");
-    for (const fleet::PoolAccount::Point& p : r.pool.timeline) {
-        pool.add_row(
-            {p.at.seconds(), p.domains[0], p.domains[1], p.domains[2], p.domains[3], p.fragmented});
+    pool.add_string("pool", 64);
+    for (const sim::FleetPoolRun& pr : run.pools) {
+        for (const fleet::PoolAccount::Point& p : pr.result.pool.timeline) {
+            pool.add_row({p.at.seconds(), p.domains[0], p.domains[1], p.domains[2],
+                          p.domains[3], p.fragmented, pr.name});
+        }
     }
     f.tables.emplace_back("/fleet/pool", std::move(pool));
+
+    results::Table pools;
+    pools.add_string("pool", 64);
+    pools.add_string("chip", 64);
+    pools.add_string("unit", 16);
+    pools.add_int("domains");
+    pools.add_int("chips");
+    pools.add_int("spares");
+    pools.add_float("domain_hour_usd");
+    pools.add_int("jobs");
+    pools.add_int("services");
+    pools.add_float("end_s");
+    pools.add_float("busy_fraction");
+    pools.add_float("idle_fraction");
+    pools.add_float("fragmented_fraction");
+    pools.add_float("spare_fraction");
+    pools.add_float("down_fraction");
+    pools.add_float("cost_usd");
+    pools.add_float("busy_cost_usd");
+    pools.add_float("services_cost_usd");
+    for (const sim::FleetPoolRun& pr : run.pools) {
+        const PoolSums x = sums_of(pr);
+        const auto frac = [&](double v) { return x.pool_s > 0.0 ? v / x.pool_s : kNaN; };
+        double services_cost = 0.0;
+        for (const std::int64_t i : pr.services) {
+            services_cost += service_cost(run, static_cast<std::size_t>(i));
+        }
+        pools.add_row({pr.name, pr.chip,
+                       std::string(pr.ultraservers ? "ultraservers" : "instances"), x.domains,
+                       x.chips, x.spares, pr.domain_hour.usd(),
+                       static_cast<std::int64_t>(pr.jobs.size()),
+                       static_cast<std::int64_t>(pr.services.size()), pr.result.end.seconds(),
+                       frac(x.use_s[0]), frac(x.use_s[1]), frac(x.fragmented_s),
+                       frac(x.use_s[2]), frac(x.use_s[3]), x.cost, x.busy_cost,
+                       services_cost});
+    }
+    f.tables.emplace_back("/fleet/pools", std::move(pools));
     if (run.services.empty()) {
         return f;
     }
@@ -185,6 +273,7 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     services.add_int("peak_domains");
     services.add_float("cost_usd");
     services.add_float("cost_per_million_output_tokens_usd");
+    services.add_string("pool", 64);
     for (std::size_t i = 0; i < run.services.size(); ++i) {
         const sim::FleetServiceRun& v = run.services[i];
         const fleet::ServiceRecord& x = r.services[i];
@@ -196,7 +285,8 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
                           std::int64_t{v.simulations}, x.arrived, x.met, x.attainment(),
                           x.served, x.backlog_end, x.held.seconds(), x.ready.seconds(),
                           x.grants, x.releases, x.failures, x.peak_domains, cost,
-                          tokens > 0.0 ? cost / tokens * 1e6 : kNaN});
+                          tokens > 0.0 ? cost / tokens * 1e6 : kNaN,
+                          run.pools[static_cast<std::size_t>(run.pool_of_service[i])].name});
     }
     f.tables.emplace_back("/fleet/services", std::move(services));
 

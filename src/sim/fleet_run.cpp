@@ -30,6 +30,31 @@ namespace {
 /// The longest job a fleet runs: its segment ends stay far inside simulated time's range.
 const Seconds kLongestJob = Seconds::of(100.0 * units::kSecondsPerYear);
 
+/// An error of an entry of pool k > 0 on a key of its pool (its cluster, hardware or cost),
+/// keyed and located as the pool's (fleet.pools[k-1]...); any other unchanged.
+InputError pool_keyed(const InputError& e, const config::ScenarioSpec& entry,
+                      const config::FleetSpec& fs, std::size_t k) {
+    if (k == 0) {
+        return e;
+    }
+    const InputError located = e.located(entry.sources);
+    const std::string& key = located.key_path();
+    const std::string path = "fleet.pools[" + std::to_string(k - 1) + "]";
+    const config::FleetPool& p = fs.pools[k];
+    if (key == "cluster" || key.rfind("cluster.", 0) == 0) {
+        const std::string to =
+            path + (p.cluster.counts_ultraservers() ? ".ultraservers" : ".instances");
+        return InputError(to, located.message() + " (pool " + p.name + ")",
+                          entry.sources.find(to));
+    }
+    for (const std::string section : {"hardware", "cost"}) {
+        if (key == section || key.rfind(section + ".", 0) == 0) {
+            return InputError(path + "." + key, located.message(), located.location());
+        }
+    }
+    return e;
+}
+
 /// An error of job class i's scenario, located in the file and keyed under fleet.jobs[i].
 InputError class_error(const InputError& e, const config::ScenarioSpec& c, std::size_t i) {
     return detail::entry_error(e, c, "fleet.jobs[" + std::to_string(i) + "]", "job class");
@@ -79,6 +104,28 @@ FleetClassRun prepare_class(const config::FleetJobClass& c) {
 /// The schedule depends on the scenario only, so its transitions up to a time can be drawn
 /// before the scheduler runs (run_fleet draws them beside the services' measurements); the
 /// source gives those, then draws on: the same sequence either way.
+/// Pool k of a fleet: the scenario's own hardware, cluster, cost and spares for the first,
+/// else fleet.pools'.
+struct PoolView {
+    const config::HardwareSpec* hardware = nullptr;
+    cluster::ClusterSpec cluster;
+    const config::CostSpec* cost = nullptr;
+    std::int64_t spares = 0;
+    std::string name;
+};
+
+std::size_t pool_count(const config::ScenarioSpec& spec) {
+    return std::max<std::size_t>(1, spec.fleet->pools.size());
+}
+
+PoolView pool_view(const config::ScenarioSpec& spec, std::size_t k) {
+    if (k == 0) {
+        return {&spec.hardware, spec.cluster, &spec.cost, spec.fleet->spares, "main"};
+    }
+    const config::FleetPool& p = spec.fleet->pools[k];
+    return {&p.hardware, p.cluster, &p.cost, p.spares, p.name};
+}
+
 struct FailureDraws {
     std::shared_ptr<reliability::Layout> layout;
     std::shared_ptr<reliability::OutageSchedule> schedule;
@@ -91,16 +138,20 @@ constexpr std::size_t kMaxDrawnAhead = 1U << 20U;
 
 /// The failure process of `spec`'s pool with its transitions through `until` drawn (and the
 /// first one after it), at most kMaxDrawnAhead.
-std::shared_ptr<FailureDraws> draw_failures(const config::ScenarioSpec& spec, SimTime until) {
+std::shared_ptr<FailureDraws> draw_failures(const config::ScenarioSpec& spec, std::size_t pool,
+                                            SimTime until) {
     const reliability::ReliabilitySpec& rs = spec.reliability;
-    const cluster::ClusterShape shape =
-        cluster::Hierarchy::shape_of(spec.hardware.chip, spec.cluster);
+    const PoolView p = pool_view(spec, pool);
+    const cluster::ClusterShape shape = cluster::Hierarchy::shape_of(p.hardware->chip, p.cluster);
     const reliability::FailureModel probe(rs.failures, rs.trace);
     auto d = std::make_shared<FailureDraws>();
     d->layout = std::make_shared<reliability::Layout>(
-        shape, hardware_facts(spec.hardware.chip), rs.fabric, 0, probe.present_classes());
+        shape, hardware_facts(p.hardware->chip), rs.fabric, 0, probe.present_classes());
+    // The first pool draws with the scenario's seed; pool k with that seed plus k times a
+    // fixed odd constant (its draws independent of the others').
     d->schedule = std::make_shared<reliability::OutageSchedule>(
-        rs, *d->layout, shape.domains(), static_cast<std::uint64_t>(spec.seed));
+        rs, *d->layout, shape.domains(),
+        static_cast<std::uint64_t>(spec.seed) + 0x9E3779B97F4A7C15ULL * pool);
     while (d->ahead.size() < kMaxDrawnAhead &&
            (d->ahead.empty() || d->ahead.back().at <= until)) {
         const std::optional<reliability::UnitTransition> t = d->schedule->next();
@@ -369,7 +420,8 @@ std::vector<FleetServiceRun> prepare_services(const config::ScenarioSpec& spec, 
         try {
             out[i] = measure_service(services[i]);
         } catch (const InputError& e) {
-            throw service_error(e, *services[i].scenario, i);
+            throw service_error(pool_keyed(e, *services[i].scenario, *spec.fleet, services[i].pool),
+                                *services[i].scenario, i);
         }
     });
     for (std::size_t i = 0; i < services.size(); ++i) {
@@ -394,7 +446,8 @@ std::vector<FleetClassRun> prepare(const config::ScenarioSpec& spec, int threads
         try {
             classes[i] = prepare_class(jobs[i]);
         } catch (const InputError& e) {
-            throw class_error(e, *jobs[i].scenario, i);
+            throw class_error(pool_keyed(e, *jobs[i].scenario, *spec.fleet, jobs[i].pool),
+                              *jobs[i].scenario, i);
         }
     });
     return classes;
@@ -460,14 +513,20 @@ void check_fleet_inputs(const config::ScenarioSpec& spec) {
                          "as a scenario of its own with --trace",
                          spec.sources.find("output.trace"));
     }
-    if (spec.reliability.enabled) {
+    for (std::size_t k = 0; spec.reliability.enabled && k < pool_count(spec); ++k) {
+        const PoolView p = pool_view(spec, k);
         try {
             const cluster::ClusterShape shape =
-                cluster::Hierarchy::shape_of(spec.hardware.chip, spec.cluster);
+                cluster::Hierarchy::shape_of(p.hardware->chip, p.cluster);
             reliability::validate_fleet(spec.reliability, shape,
-                                        hardware_facts(spec.hardware.chip));
+                                        hardware_facts(p.hardware->chip));
         } catch (const InputError& e) {
-            throw e.located(spec.sources);
+            if (k == 0) {
+                throw e.located(spec.sources);
+            }
+            const InputError located = e.located(spec.sources);
+            throw InputError(located.key_path(), located.message() + " (in pool " + p.name + ")",
+                             located.location());
         }
     }
 }
@@ -482,7 +541,8 @@ void check_fleet(const config::ScenarioSpec& spec) {
         try {
             (void)check_service(services[i]);
         } catch (const InputError& e) {
-            throw service_error(e, *services[i].scenario, i);
+            throw service_error(pool_keyed(e, *services[i].scenario, *spec.fleet, services[i].pool),
+                                *services[i].scenario, i);
         }
     }
 }
@@ -514,21 +574,37 @@ namespace {
 /// The pool of `spec`, its jobs and services (from the prepared classes and services of
 /// `out`) and the scheduler's run.
 void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out,
-                       std::shared_ptr<FailureDraws> drawn = nullptr) {
+                       std::vector<std::shared_ptr<FailureDraws>> drawn = {}) {
     const config::FleetSpec& fs = *spec.fleet;
     const auto t1 = std::chrono::steady_clock::now();
 
-    const compute::ChipSpec& chip = spec.hardware.chip;
-    const cluster::ClusterShape shape = cluster::Hierarchy::shape_of(chip, spec.cluster);
-    fleet::FleetInput& in = out.input;
-    in.domains = shape.domains();
-    in.chips_per_domain = shape.chips_per_domain();
-    out.domain_hour = spec.cost.instance_hour * static_cast<double>(shape.instances_per_domain());
+    // Each pool's domains, groups, spares and price.
     // The Clos's radix: the failure layout's when the fleet draws failures, else the default.
     const int radix = spec.reliability.enabled ? spec.reliability.fabric.switch_radix
                                                : reliability::FabricSpec{}.switch_radix;
-    in.groups = cluster::domain_groups(shape, chip.instance.efa_interfaces, radix);
-    in.spares = fs.spares;
+    out.pools.assign(pool_count(spec), FleetPoolRun{});
+    for (std::size_t k = 0; k < out.pools.size(); ++k) {
+        const PoolView p = pool_view(spec, k);
+        const compute::ChipSpec& chip = p.hardware->chip;
+        const cluster::ClusterShape shape = cluster::Hierarchy::shape_of(chip, p.cluster);
+        FleetPoolRun& pr = out.pools[k];
+        pr.name = p.name;
+        pr.chip = chip.name;
+        pr.ultraservers = p.cluster.ultraservers > 0;
+        pr.origin = p.cost->origin;
+        pr.domain_hour =
+            p.cost->instance_hour * static_cast<double>(shape.instances_per_domain());
+        pr.input.domains = shape.domains();
+        pr.input.chips_per_domain = shape.chips_per_domain();
+        pr.input.groups = cluster::domain_groups(shape, chip.instance.efa_interfaces, radix);
+        pr.input.spares = p.spares;
+    }
+    fleet::FleetInput& in = out.input;
+    in.domains = out.pools[0].input.domains;
+    in.chips_per_domain = out.pools[0].input.chips_per_domain;
+    in.groups = out.pools[0].input.groups;
+    in.spares = out.pools[0].input.spares;
+    out.domain_hour = out.pools[0].domain_hour;
     in.scheduler.policy = fs.policy;
     in.horizon = fleet_horizon(fs);
     std::map<std::string, std::int64_t> tenant_index;
@@ -623,11 +699,60 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out,
         in.services.push_back(std::move(x));
     }
     if (spec.reliability.enabled) {
-        in.outage_source = failure_source(
-            drawn != nullptr ? std::move(drawn) : draw_failures(spec, SimTime::zero()));
         in.detection = spec.reliability.recovery.detection;
     }
-    out.result = fleet::simulate_fleet(in);
+    // Each pool runs on its own: its jobs and services, its scheduler, its failure process.
+    for (std::size_t i = 0; i < in.jobs.size(); ++i) {
+        const std::size_t k = fs.jobs[static_cast<std::size_t>(out.class_of_job[i])].pool;
+        out.pool_of_job.push_back(static_cast<std::int32_t>(k));
+        out.pools[k].jobs.push_back(static_cast<std::int64_t>(i));
+        out.pools[k].input.jobs.push_back(in.jobs[i]);
+    }
+    for (std::size_t i = 0; i < in.services.size(); ++i) {
+        const std::size_t k = fs.services[i].pool;
+        out.pool_of_service.push_back(static_cast<std::int32_t>(k));
+        out.pools[k].services.push_back(static_cast<std::int64_t>(i));
+        out.pools[k].input.services.push_back(in.services[i]);
+    }
+    drawn.resize(out.pools.size());
+    parallel_for(out.pools.size(), out.threads, [&](std::size_t k, int) {
+        fleet::FleetInput& pin = out.pools[k].input;
+        pin.scheduler = in.scheduler;
+        pin.horizon = in.horizon;
+        pin.detection = in.detection;
+        if (spec.reliability.enabled) {
+            pin.outage_source = failure_source(drawn[k] != nullptr
+                                                   ? std::move(drawn[k])
+                                                   : draw_failures(spec, k, SimTime::zero()));
+        }
+        out.pools[k].result = fleet::simulate_fleet(pin);
+    });
+    // The fleet's records in its order.
+    fleet::FleetResult& r = out.result;
+    r = fleet::FleetResult{};
+    r.jobs.resize(in.jobs.size());
+    r.services.resize(in.services.size());
+    r.service_samples.resize(in.services.size());
+    r.service_changes.resize(in.services.size());
+    r.pool = out.pools[0].result.pool;
+    for (FleetPoolRun& pr : out.pools) {
+        fleet::FleetResult& x = pr.result;
+        for (std::size_t i = 0; i < pr.jobs.size(); ++i) {
+            r.jobs[static_cast<std::size_t>(pr.jobs[i])] = x.jobs[i];
+        }
+        for (std::size_t i = 0; i < pr.services.size(); ++i) {
+            const auto g = static_cast<std::size_t>(pr.services[i]);
+            r.services[g] = x.services[i];
+            if (i < x.service_samples.size()) {
+                r.service_samples[g] = x.service_samples[i];
+            }
+            if (i < x.service_changes.size()) {
+                r.service_changes[g] = x.service_changes[i];
+            }
+        }
+        r.end = std::max(r.end, x.end);
+        r.events += x.events;
+    }
     const auto t2 = std::chrono::steady_clock::now();
     out.fleet_wall = Seconds::of(std::chrono::duration<double>(t2 - t1).count());
     if (fs.window_to > Duration::zero()) {
@@ -641,20 +766,22 @@ FleetRun run_fleet(const config::ScenarioSpec& spec, int threads) {
     // The failures up to the horizon are drawn beside the measurements (a second thread takes
     // them off the scheduler's run). If that fails, they are drawn again where they were
     // before, so any error comes in the sequential order.
-    std::shared_ptr<FailureDraws> drawn;
+    std::vector<std::shared_ptr<FailureDraws>> drawn(pool_count(spec));
     const SimTime until = fleet_horizon(*spec.fleet);
     std::function<void()> draw;
     if (spec.reliability.enabled && until < SimTime::max()) {
         draw = [&] {
-            try {
-                drawn = draw_failures(spec, until);
-            } catch (...) {
-                drawn = nullptr;
+            for (std::size_t k = 0; k < drawn.size(); ++k) {
+                try {
+                    drawn[k] = draw_failures(spec, k, until);
+                } catch (...) {
+                    drawn[k] = nullptr;
+                }
             }
         };
     }
     FleetRun out = prepare_with(spec, threads, draw);
-    out.failures_ahead = drawn != nullptr;
+    out.failures_ahead = drawn.front() != nullptr;
     simulate_prepared(spec, out, std::move(drawn));
     return out;
 }

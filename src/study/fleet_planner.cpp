@@ -46,6 +46,13 @@ FleetEvaluation evaluate(const config::PlanSpec& plan, const config::ScenarioSpe
         cluster::Hierarchy::shape_of(spec.hardware.chip, spec.cluster);
     x.chips = shape.chips;
     x.cost_per_hour_usd = spec.cost.instance_hour.usd() * static_cast<double>(shape.instances);
+    // The other pools (fleet.pools) as given: their chips and price count too.
+    for (std::size_t k = 1; k < spec.fleet->pools.size(); ++k) {
+        const config::FleetPool& p = spec.fleet->pools[k];
+        const cluster::ClusterShape other = cluster::Hierarchy::shape_of(p.hardware.chip, p.cluster);
+        x.chips += other.chips;
+        x.cost_per_hour_usd += p.cost.instance_hour.usd() * static_cast<double>(other.instances);
+    }
     if (plan.max_chips && x.chips > *plan.max_chips) {
         x.verdict = Verdict::chips;
         x.reason = fmt::integer(x.chips) + " chips, more than constraints.max_chips (" +

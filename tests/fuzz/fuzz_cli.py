@@ -341,6 +341,9 @@ def fleet_cases():
                           {"s.yaml": dump(FLEET), "jobs.csv": text}, "fleet.trace"))
     good = "submit,class,duration\n0h,small,2h\n"
     for key, value in [("request_level", {"from": "1h"}), ("request_level", 3),
+                       ("pools", [{"name": "b"}]), ("pools", {"b": 2}),
+                       ("pools", [{"name": "b", "instances": 0}]),
+                       ("pools", [{"name": "b", "ultraservers": 2, "hardware": 7}]),
                        ("jobs", [{"name": "small", "gang": 9, "count": 0,
                                   "workload": FLEET["fleet"]["jobs"][0]["workload"]}])]:
         scen = copy.deepcopy(FLEET)

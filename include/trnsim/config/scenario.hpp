@@ -216,6 +216,7 @@ struct FleetJobClass {
     /// Each job should end within this of its submission (zero: no deadline); what a fleet
     /// plan's candidates must meet (docs/fleet.md, "Sizing a fleet").
     Duration deadline;
+    std::size_t pool = 0; ///< index in FleetSpec::pools
     std::shared_ptr<const ScenarioSpec> scenario;
 };
 
@@ -254,7 +255,20 @@ struct FleetService {
     Bandwidth load_bandwidth;
     /// Its workload section as written (services with the same one share a measurement).
     std::string workload_text;
+    std::size_t pool = 0; ///< index in FleetSpec::pools
     std::shared_ptr<const ScenarioSpec> scenario;
+};
+
+/// One pool of a fleet (docs/fleet.md, "Several pools"): whole domains of one chip and kind,
+/// with its own spares, its own run of the scheduler and of the failure process, at its own
+/// price. Pool 0 is the scenario's own (hardware, cluster, cost, fleet.spares), named `main`;
+/// the others are fleet.pools, their hardware and cost as their first entry resolved them.
+struct FleetPool {
+    std::string name;
+    HardwareSpec hardware;
+    cluster::ClusterSpec cluster;
+    CostSpec cost;
+    std::int64_t spares = 0;
 };
 
 /// The `fleet:` section: training jobs and serving services sharing the cluster's domains
@@ -267,6 +281,8 @@ struct FleetSpec {
     std::vector<std::pair<std::string, std::int64_t>> quotas;
     std::vector<FleetJobClass> jobs;
     std::vector<FleetService> services;
+    /// At least one: `main` (the scenario's cluster), then fleet.pools in order.
+    std::vector<FleetPool> pools;
     /// The job trace (fleet.trace, docs/fleet.md): jobs beside the classes' counts, in the
     /// file's order (submissions non-decreasing).
     std::string trace_file;

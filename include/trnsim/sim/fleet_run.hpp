@@ -85,6 +85,20 @@ struct FleetServiceWindow {
     Seconds wall;                 ///< host time of its replay
 };
 
+/// One pool of a fleet as it ran (config::FleetPool): its own scheduler over its domains, with
+/// its jobs and services (`jobs` and `services`: their indices in FleetRun's, in order; the
+/// records of `result` are theirs in that order).
+struct FleetPoolRun {
+    std::string name;
+    std::string chip;           ///< the chip file's name
+    bool ultraservers = true;   ///< its domains are UltraServers, else instances
+    std::string origin;         ///< where its price comes from (CostSpec::origin)
+    Money domain_hour;          ///< its price: instance-hour x instances of a domain
+    fleet::FleetInput input;    ///< its domains, spares, jobs and services
+    fleet::FleetResult result;
+    std::vector<std::int64_t> jobs, services;
+};
+
 struct FleetRun {
     std::vector<FleetClassRun> classes;
     std::vector<FleetServiceRun> services;
@@ -92,10 +106,18 @@ struct FleetRun {
     std::vector<std::string> tenants;          ///< names, in order of first appearance
     std::vector<std::int32_t> class_of_job;    ///< for each job of result.jobs
     std::vector<std::int64_t> index_in_class;  ///< its index among its class's jobs
-    fleet::FleetInput input;                   ///< what the scheduler ran (without its jobs' names)
+    /// What the schedulers ran: the first pool's domains, groups and spares, with every job
+    /// and service of the fleet (without the jobs' names).
+    fleet::FleetInput input;
+    /// Every job's and service's records in the fleet's order; `pool` is the first pool's
+    /// account (each pool's is in `pools`), `end` the latest pool's, `events` their sum.
     fleet::FleetResult result;
-    /// USD per domain-hour: cost.instance_hour x the instances of a domain.
+    /// USD per domain-hour of the first pool: cost.instance_hour x the instances of a domain.
     Money domain_hour;
+    /// Each pool (at least one; the first is the scenario's own cluster, `main`).
+    std::vector<FleetPoolRun> pools;
+    std::vector<std::int32_t> pool_of_job;      ///< for each job, its pool in `pools`
+    std::vector<std::int32_t> pool_of_service;  ///< for each service, its pool
     int threads = 1;       ///< threads of the plans' estimates
     Seconds plans_wall;    ///< host time of the plans' estimates (and failures_ahead)
     /// Whether the failures through the horizon were drawn beside the services' measurements

@@ -105,6 +105,79 @@ TEST(Fleet, JobsFollowTheQueueByHand) {
     EXPECT_EQ(jobs[0].overhead, Duration::zero());
 }
 
+TEST(Fleet, APoolRunsItsOwnJobsAtItsOwnPrice) {
+    // The queue above with the small class in a pool of its own (4 more UltraServers at $10
+    // an instance-hour): it no longer waits for the big job; each pool's run is what it would
+    // be alone.
+    std::string text = kQueue;
+    text.replace(text.find("  policy: fifo\n"), 15,
+                 "  policy: fifo\n  pools:\n    - {name: b, ultraservers: 4, spares: 1, "
+                 "cost: {instance_hour: 10USD}}\n");
+    text.replace(text.find("      gang: 2\n"), 14, "      gang: 2\n      pool: b\n");
+    const FleetRun run = run_fleet(config::load_scenario_text(text, "pools"));
+    const auto tick = [](double s) { return Duration::from_seconds_ceil(s); };
+    const Duration big = tick(run.classes[0].step.seconds()) * 20000;
+    const Duration small = tick(run.classes[1].step.seconds()) * 100;
+    const auto& jobs = run.result.jobs;
+    ASSERT_EQ(run.pools.size(), 2u);
+    EXPECT_EQ(jobs[0].end, SimTime::zero() + big);
+    EXPECT_EQ(jobs[1].first_start, SimTime::zero() + tick(3600.0)); // at once, in its pool
+    EXPECT_EQ(jobs[1].end, SimTime::zero() + tick(3600.0) + small);
+    EXPECT_EQ(jobs[1].waiting, Duration::zero());
+    EXPECT_EQ(run.pools[0].jobs, std::vector<std::int64_t>{0});
+    EXPECT_EQ(run.pools[1].jobs, std::vector<std::int64_t>{1});
+    EXPECT_EQ(run.pool_of_job, (std::vector<std::int32_t>{0, 1}));
+    // Its price: $10 x the 4 instances of an UltraServer; its spare.
+    EXPECT_DOUBLE_EQ(run.pools[1].domain_hour.usd(), 40.0);
+    EXPECT_EQ(run.pools[1].input.domains, 4);
+    EXPECT_EQ(run.pools[1].input.spares, 1);
+    EXPECT_EQ(run.pools[1].result.end, jobs[1].end);
+    // Each pool's domain time adds up to its domains over its run.
+    for (const FleetPoolRun& p : run.pools) {
+        double sum = 0.0;
+        for (const Seconds t : p.result.pool.domain_time) {
+            sum += t.seconds();
+        }
+        EXPECT_NEAR(sum, 4.0 * p.result.end.seconds(), 1e-6 * sum) << p.name;
+    }
+    // The same small job alone in a fleet of its 4-UltraServer pool.
+    std::string alone = kQueue;
+    alone.replace(alone.find("fleet:\n"), 7, "fleet:\n  spares: 1\n");
+    alone.replace(alone.find("    - name: big\n"), alone.find("    - name: small\n") -
+                                                          alone.find("    - name: big\n"),
+                  "");
+    const FleetRun one = run_fleet(config::load_scenario_text(alone, "alone"));
+    ASSERT_EQ(one.result.jobs.size(), 1u);
+    EXPECT_EQ(one.result.jobs[0].end, jobs[1].end);
+    EXPECT_EQ(one.result.pool.timeline.size(), run.pools[1].result.pool.timeline.size());
+}
+
+TEST(Fleet, AResolvedFleetOfPoolsAndServicesLoadsBackToTheSameRun) {
+    // What a results file stores as /meta/scenario runs again to the same records: the pools
+    // with their resolved hardware and prices, each entry's pool, a service's load.
+    const config::ScenarioSpec spec = config::load_scenario(
+        std::string(TRNSIM_SOURCE_DIR) + "/scenarios/fleet/three-pools.yaml",
+        {"fleet.horizon=6h"});
+    const config::ScenarioSpec back = config::load_scenario_text(spec.resolved_yaml, "back");
+    ASSERT_EQ(back.fleet->pools.size(), 3u);
+    EXPECT_EQ(back.fleet->pools[1].hardware.chip.name, "trn1");
+    EXPECT_EQ(back.fleet->services[0].pool, 2u);
+    EXPECT_DOUBLE_EQ(back.fleet->services[0].load.rate, spec.fleet->services[0].load.rate);
+    const FleetRun a = run_fleet(spec, 2);
+    const FleetRun b = run_fleet(back, 1);
+    ASSERT_EQ(a.result.jobs.size(), b.result.jobs.size());
+    for (std::size_t j = 0; j < a.result.jobs.size(); ++j) {
+        EXPECT_EQ(a.result.jobs[j].end, b.result.jobs[j].end) << j;
+        EXPECT_EQ(a.result.jobs[j].held, b.result.jobs[j].held) << j;
+    }
+    EXPECT_EQ(a.result.services[0].held, b.result.services[0].held);
+    EXPECT_EQ(a.result.services[0].met, b.result.services[0].met);
+    for (std::size_t k = 0; k < 3; ++k) {
+        EXPECT_EQ(a.pools[k].domain_hour.usd(), b.pools[k].domain_hour.usd()) << k;
+        EXPECT_EQ(a.pools[k].result.pool.timeline.size(), b.pools[k].result.pool.timeline.size());
+    }
+}
+
 TEST(Fleet, TheRecordsDoNotDependOnTheThreads) {
     const config::ScenarioSpec spec = config::load_scenario(kFile);
     const FleetRun one = run_fleet(spec, 1);
@@ -288,6 +361,13 @@ std::string with(const std::string& from, const std::string& to) {
     return s;
 }
 
+/// kQueue with its class `big` in pool b, fleet.pools given as `pools` (its list's lines).
+std::string big_in_pool(const std::string& pools) {
+    std::string t = with("gang: 3\n", "gang: 3\n      pool: b\n");
+    t.replace(t.find("  policy: fifo\n"), 15, "  policy: fifo\n  pools:\n" + pools);
+    return t;
+}
+
 struct Bad {
     std::string text;
     std::string key;
@@ -341,6 +421,29 @@ TEST(Fleet, BadInputIsRefusedWithItsKeyAndPlace) {
              return t;
          }(with("hardware: {chip: trn2}", "hardware: {chip: trn2}\nsimulation: {threads: 2}")),
          "fleet.jobs[0].workload.model", "llama9-8b"},
+        // Pools beside the cluster's (main).
+        {with("policy: fifo", "policy: fifo\n  pools: 3"), "fleet.pools", "list of pools"},
+        {with("policy: fifo", "policy: fifo\n  pools: [{name: main, ultraservers: 2}]"),
+         "fleet.pools[0].name", "cluster's own pool"},
+        {with("policy: fifo", "policy: fifo\n  pools: [{name: b, ultraservers: 2, instances: 2}]"),
+         "fleet.pools[0]", "exactly one of ultraservers or instances"},
+        {with("policy: fifo", "policy: fifo\n  pools: [{name: b, ultraservers: 2, spares: 2}]"),
+         "fleet.pools[0].spares", "0 to 1"},
+        {with("policy: fifo", "policy: fifo\n  pools: [{name: b, ultraservers: 2, colour: red}]"),
+         "fleet.pools[0].colour", "unknown key"},
+        {with("policy: fifo", "policy: fifo\n  pools: [{name: b, ultraservers: 2}, {name: b, "
+                              "instances: 2}]"),
+         "fleet.pools[1].name", "another pool"},
+        {with("policy: fifo", "policy: fifo\n  pools: [{name: b, ultraservers: 2}]"),
+         "fleet.pools[0].name", "no job class or service runs in pool b"},
+        {with("gang: 3\n", "gang: 3\n      pool: nowhere\n"), "fleet.jobs[0].pool",
+         "no pool is named 'nowhere'"},
+        {big_in_pool("    - {name: b, ultraservers: 2}\n"), "fleet.jobs[0].gang",
+         "pool b's 2 less 0 spares"},
+        {big_in_pool("    - name: b\n      hardware: {chip: trn9}\n      ultraservers: 4\n"),
+         "fleet.pools[0].hardware.chip", "trn9"},
+        {big_in_pool("    - name: b\n      hardware: {chip: inf2}\n      ultraservers: 4\n"),
+         "fleet.pools[0].ultraservers", ""},
         {with("cluster: {ultraservers: 4}\n", ""), "cluster", "needs the cluster"},
         {with("fleet:", "workload: {type: training}\nfleet:"), "workload", "unknown key"},
     };
