@@ -102,7 +102,10 @@ void print_fleet_header(std::ostream& out, const config::ScenarioSpec& spec) {
         }
         out << "  class      " << c.name << ": " << fmt::integer(c.count)
             << (c.count == 1 ? " job" : " jobs") << " of tenant " << c.tenant << " on "
-            << domains_text(spec, c.gang, c.pool) << " each"
+            << (c.gangs.empty() ? domains_text(spec, c.gang, c.pool) + " each"
+                                : fmt::integer(c.gang) + " to " +
+                                      domains_text(spec, c.gangs.back(), c.pool) +
+                                      " (elastic)")
             << (c.pool > 0 ? " (pool " + f.pools[c.pool].name + ")" : "") << ", priority "
             << c.priority
             << ", submitted "
@@ -150,6 +153,16 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
             out << "; " << fmt::seconds(k.launch.seconds()) << " to start";
         }
         out << "\n";
+        for (const sim::FleetClassRun& w : k.wider) { // an elastic class's larger gangs
+            out << "  plan       " << k.name << " on " << domains_text(spec, w.gang, spec.fleet->jobs[c].pool) << ": tp "
+                << w.plan.tp << " pp " << w.plan.pp << " dp " << w.plan.dp << ", "
+                << fmt::seconds(w.step.seconds()) << " a step = "
+                << fmt::seconds(w.step.seconds() * static_cast<double>(w.steps));
+            if (w.checkpoint_steps > 0) {
+                out << "; a checkpoint every " << fmt::integer(w.checkpoint_steps) << " steps";
+            }
+            out << "\n";
+        }
         const sim::FleetJobMeans m = sim::fleet_means(run, static_cast<std::int32_t>(c));
         out << "  jobs       " << k.name << ": " << waits(m);
         if (k.deadline > Duration::zero()) {

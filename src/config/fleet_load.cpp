@@ -694,8 +694,31 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                                  " each job of the class holds",
                              at(n, file));
         }
-        c.gang = integer(n["gang"], path + ".gang", file);
         const std::int64_t grantable = home.cl.domains - home.spares;
+        const YAML::Node g = n["gang"];
+        if (g.IsSequence()) { // an elastic class: its allowed gangs
+            if (g.size() < 2) {
+                throw InputError(path + ".gang",
+                                 "an elastic class lists at least two gangs (else give one "
+                                 "number)",
+                                 at(g, file));
+            }
+            for (std::size_t k = 0; k < g.size(); ++k) {
+                const std::int64_t x =
+                    integer(g[k], path + ".gang[" + std::to_string(k) + "]", file);
+                if (x < 1 || x > grantable || (k > 0 && x <= c.gangs.back())) {
+                    throw InputError(path + ".gang[" + std::to_string(k) + "]",
+                                     "an elastic class's gangs increase, each 1 to " +
+                                         std::to_string(grantable) + " " + home.cl.unit +
+                                         pool_words(c.pool),
+                                     at(g[k], file));
+                }
+                c.gangs.push_back(x);
+            }
+            c.gang = c.gangs.front();
+        } else {
+            c.gang = integer(g, path + ".gang", file);
+        }
         if (c.gang < 1 || c.gang > grantable) {
             throw InputError(path + ".gang",
                              "a job holds 1 to " + std::to_string(grantable) + " " +
@@ -919,6 +942,12 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         p.cost = k == 0 ? spec.cost : mine.cost;
         fs.pools.push_back(std::move(p));
     }
+    for (std::size_t i = 0; i < fs.jobs.size(); ++i) { // an elastic class's gangs, for its checks
+        if (!fs.jobs[i].gangs.empty()) {
+            const std::string key = "fleet.jobs[" + std::to_string(i) + "].gang";
+            spec.sources.add(key, at(list[i]["gang"], file));
+        }
+    }
     spec.fleet = std::move(fs);
     spec.sources.add("fleet", at(f, file));
     // The fleet's failure process: its reliability section, read as a scenario's on the whole
@@ -1030,7 +1059,14 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             YAML::Node n(YAML::NodeType::Map);
             n["name"] = c.name;
             n["tenant"] = c.tenant;
-            n["gang"] = c.gang;
+            if (c.gangs.empty()) {
+                n["gang"] = c.gang;
+            } else {
+                for (const std::int64_t x : c.gangs) {
+                    n["gang"].push_back(x);
+                }
+                n["gang"].SetStyle(YAML::EmitterStyle::Flow);
+            }
             n["count"] = c.count;
             n["submit"] = std::to_string(c.submit.ns()) + "ns";
             n["every"] = std::to_string(c.every.ns()) + "ns";

@@ -36,6 +36,17 @@ Scheduler::Scheduler(Pool& pool, std::vector<JobSpec> jobs, SchedulerSpec spec)
             job.domains > spec_.quotas[ix(job.tenant)]) {
             throw std::invalid_argument(which + "needs more domains than its tenant's quota");
         }
+        for (std::size_t k = 0; k < job.shapes.size(); ++k) {
+            const JobShape& x = job.shapes[k];
+            const bool first_is_own = k > 0 || (x.domains == job.domains && x.step == job.step &&
+                                                x.checkpoint_steps == job.checkpoint_steps);
+            if (!first_is_own || x.domains > grantable || x.step <= Duration::zero() ||
+                x.checkpoint_steps < 1 || (k > 0 && x.domains <= job.shapes[k - 1].domains)) {
+                throw std::invalid_argument(
+                    which + "has shapes that do not start with its own, grow, fit the pool "
+                            "and have positive step times");
+            }
+        }
         tenants = std::max(tenants, job.tenant + 1);
     }
     for (const ServiceClaim& c : spec_.services) {
@@ -59,8 +70,37 @@ Scheduler::Key Scheduler::key(std::int64_t job) const {
     return {first, j.submit.ns(), job};
 }
 
+void Scheduler::shape(std::int64_t job, std::size_t k) {
+    JobSpec& j = jobs_[ix(job)];
+    const JobShape& x = j.shapes[k];
+    j.domains = x.domains;
+    j.step = x.step;
+    j.checkpoint_steps = x.checkpoint_steps;
+    j.save = x.save;
+    j.restore = x.restore;
+    j.launch = x.launch;
+}
+
+void Scheduler::widen(std::int64_t job) {
+    const JobSpec& j = jobs_[ix(job)];
+    const std::int64_t room =
+        std::min(pool_.count(DomainUse::idle), quota_room(j.tenant));
+    std::size_t best = 0;
+    for (std::size_t k = 0; k < j.shapes.size(); ++k) {
+        if (j.shapes[k].domains <= room) {
+            best = k;
+        }
+    }
+    if (!j.shapes.empty() && j.shapes[best].domains != j.domains) {
+        shape(job, best);
+    }
+}
+
 void Scheduler::enqueue(SimTime t, std::int64_t job) {
     ++version_;
+    if (!jobs_[ix(job)].shapes.empty() && jobs_[ix(job)].domains != jobs_[ix(job)].shapes[0].domains) {
+        shape(job, 0); // it waits as its smallest shape
+    }
     queued_since_[ix(job)] = t;
     const Key k = key(job);
     queue_.insert(k);
@@ -96,6 +136,10 @@ Start Scheduler::start(SimTime t, std::int64_t job, std::vector<std::int64_t> do
     pool_.grant(t, domains, job);
     r.waiting += t - queued_since_[ix(job)];
     r.first_start = std::min(r.first_start, t);
+    if (r.starts > 0 && r.gang != j.domains) {
+        ++r.resizes;
+    }
+    r.gang = j.domains;
     ++r.starts;
     run.active = true;
     run.domains = std::move(domains);
@@ -124,6 +168,7 @@ bool Scheduler::end(SimTime t, std::int64_t job, std::uint32_t epoch) {
     TRNSIM_CHECK(t == run.segment.end(j), "fleet: a segment ended off its time");
     const Duration held = t - run.segment.granted;
     r.held += held;
+    r.domain_seconds += held.seconds() * static_cast<double>(j.domains);
     r.overhead += held - j.step * run.segment.steps;
     r.steps_done = j.steps;
     r.end = t;
@@ -145,6 +190,7 @@ void Scheduler::interrupt(SimTime t, std::int64_t job, bool release) {
     JobRecord& r = records_[ix(job)];
     const Segment::Cut c = run.segment.cut(j, t);
     r.held += t - run.segment.granted;
+    r.domain_seconds += (t - run.segment.granted).seconds() * static_cast<double>(j.domains);
     r.overhead += c.overhead;
     r.lost += c.lost;
     r.steps_done += c.durable_steps;
@@ -327,9 +373,10 @@ std::vector<Start> Scheduler::schedule(SimTime t) {
         if (!fits) {
             break;
         }
-        std::optional<std::vector<std::int64_t>> place = pool_.place(j.domains);
-        TRNSIM_CHECK(place.has_value(), "fleet: enough idle domains but no placement");
         it = dequeue(t, it);
+        widen(job); // an elastic job takes the largest shape the idle domains allow
+        std::optional<std::vector<std::int64_t>> place = pool_.place(jobs_[ix(job)].domains);
+        TRNSIM_CHECK(place.has_value(), "fleet: enough idle domains but no placement");
         out.push_back(start(t, job, std::move(*place)));
     }
     if (it == queue_.end() || spec_.policy != Policy::backfill) {
@@ -441,6 +488,7 @@ void Scheduler::close(SimTime t) {
         const Segment::Cut c = run.segment.cut(jobs_[v], t);
         JobRecord& r = records_[v];
         r.held += t - run.segment.granted;
+        r.domain_seconds += (t - run.segment.granted).seconds() * static_cast<double>(jobs_[v].domains);
         r.overhead += c.overhead;
         r.unsaved = c.lost;
         r.steps_done += c.durable_steps;

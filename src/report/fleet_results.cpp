@@ -29,6 +29,9 @@ double service_cost(const sim::FleetRun& run, std::size_t i) {
 double job_cost(const sim::FleetRun& run, std::size_t j) {
     const sim::FleetPoolRun& p = run.pools[static_cast<std::size_t>(run.pool_of_job[j])];
     const auto& k = run.classes[static_cast<std::size_t>(run.class_of_job[j])];
+    if (!k.wider.empty()) { // an elastic job: each start's time on its own gang
+        return run.result.jobs[j].domain_seconds / 3600.0 * p.domain_hour.usd();
+    }
     return run.result.jobs[j].held.seconds() / 3600.0 * static_cast<double>(k.gang) *
            p.domain_hour.usd();
 }
@@ -147,6 +150,7 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     classes.add_float("mean_completion_s");
     classes.add_float("deadline_s");
     classes.add_int("deadlines_missed");
+    classes.add_int("max_gang");
     for (std::size_t c = 0; c < run.classes.size(); ++c) {
         const sim::FleetClassRun& k = run.classes[c];
         const sim::FleetJobMeans m = sim::fleet_means(run, static_cast<std::int32_t>(c));
@@ -156,7 +160,7 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
                          k.save.seconds(), k.restore.seconds(), k.launch.seconds(), m.finished,
                          m.wait.seconds(), m.completion.seconds(),
                          k.deadline > Duration::zero() ? k.deadline.seconds() : kNaN,
-                         m.deadlines_missed});
+                         m.deadlines_missed, k.wider.empty() ? k.gang : k.wider.back().gang});
     }
     f.tables.emplace_back("/fleet/classes", std::move(classes));
 
@@ -180,6 +184,8 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
     jobs.add_float("unsaved_s");
     jobs.add_float("cost_usd");
     jobs.add_string("pool", 64);
+    jobs.add_int("last_gang");
+    jobs.add_int("resizes");
     for (std::size_t j = 0; j < r.jobs.size(); ++j) {
         const fleet::JobRecord& x = r.jobs[j];
         const sim::FleetClassRun& k = run.classes[static_cast<std::size_t>(run.class_of_job[j])];
@@ -188,7 +194,8 @@ results::ResultsFile fleet_results(const config::ScenarioSpec& spec, const sim::
                       x.waiting.seconds(), x.starts, x.preemptions, x.failures, x.steps_done,
                       x.held.seconds(), x.overhead.seconds(), x.lost.seconds(),
                       x.unsaved.seconds(), job_cost(run, j),
-                      run.pools[static_cast<std::size_t>(run.pool_of_job[j])].name});
+                      run.pools[static_cast<std::size_t>(run.pool_of_job[j])].name, x.gang,
+                      x.resizes});
     }
     f.tables.emplace_back("/fleet/jobs", std::move(jobs));
 

@@ -61,8 +61,7 @@ InputError class_error(const InputError& e, const config::ScenarioSpec& c, std::
 }
 
 /// A class's plan, step time and checkpoint costs on its gang.
-FleetClassRun prepare_class(const config::FleetJobClass& c) {
-    const config::ScenarioSpec& s = *c.scenario;
+FleetClassRun prepare_class(const config::FleetJobClass& c, const config::ScenarioSpec& s) {
     FleetClassRun r;
     r.name = c.name;
     r.tenant = c.tenant;
@@ -444,10 +443,35 @@ std::vector<FleetClassRun> prepare(const config::ScenarioSpec& spec, int threads
     std::vector<FleetClassRun> classes(jobs.size());
     parallel_for(jobs.size(), threads, [&](std::size_t i, int) {
         try {
-            classes[i] = prepare_class(jobs[i]);
+            classes[i] = prepare_class(jobs[i], *jobs[i].scenario);
         } catch (const InputError& e) {
             throw class_error(pool_keyed(e, *jobs[i].scenario, *spec.fleet, jobs[i].pool),
                               *jobs[i].scenario, i);
+        }
+        // An elastic class's larger gangs: its scenario on each, the same steps.
+        const std::string key = "fleet.jobs[" + std::to_string(i) + "].gang";
+        for (std::size_t k = 1; k < jobs[i].gangs.size(); ++k) {
+            const std::int64_t g = jobs[i].gangs[k];
+            config::ScenarioSpec on = *jobs[i].scenario;
+            on.cluster = cluster::ClusterSpec::of_domains(on.cluster.counts_ultraservers(), g);
+            const std::string where =
+                "on " + std::to_string(g) + " " + on.cluster.domain_name() + ": ";
+            FleetClassRun w;
+            try {
+                w = prepare_class(jobs[i], on);
+            } catch (const InputError& e) {
+                throw InputError(key, where + e.key_path() + ": " + e.message(),
+                                 spec.sources.find(key));
+            }
+            if (w.steps != classes[i].steps) {
+                throw InputError(key,
+                                 where + "a job would run " + std::to_string(w.steps) +
+                                     " steps, not " + std::to_string(classes[i].steps) +
+                                     ": an elastic class keeps its steps on every gang",
+                                 spec.sources.find(key));
+            }
+            w.gang = g;
+            classes[i].wider.push_back(std::move(w));
         }
     });
     return classes;
@@ -590,7 +614,7 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out,
         FleetPoolRun& pr = out.pools[k];
         pr.name = p.name;
         pr.chip = chip.name;
-        pr.ultraservers = p.cluster.ultraservers > 0;
+        pr.ultraservers = p.cluster.counts_ultraservers();
         pr.origin = p.cost->origin;
         pr.domain_hour =
             p.cost->instance_hour * static_cast<double>(shape.instances_per_domain());
@@ -639,6 +663,24 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out,
         j.save = Duration::from_seconds_ceil(c.save.seconds());
         j.restore = Duration::from_seconds_ceil(c.restore.seconds());
         j.launch = Duration::from_seconds_ceil(c.launch.seconds());
+        if (!c.wider.empty()) { // an elastic class: every gang it may start on
+            const auto shape_of = [](const FleetClassRun& x) {
+                fleet::JobShape h;
+                h.domains = x.gang;
+                h.step = Duration::from_seconds_ceil(x.step.seconds());
+                if (x.checkpoint_steps > 0) {
+                    h.checkpoint_steps = x.checkpoint_steps;
+                }
+                h.save = Duration::from_seconds_ceil(x.save.seconds());
+                h.restore = Duration::from_seconds_ceil(x.restore.seconds());
+                h.launch = Duration::from_seconds_ceil(x.launch.seconds());
+                return h;
+            };
+            j.shapes.push_back(shape_of(c));
+            for (const FleetClassRun& w : c.wider) {
+                j.shapes.push_back(shape_of(w));
+            }
+        }
         return j;
     };
     std::vector<std::int64_t> next_index(out.classes.size(), 0);

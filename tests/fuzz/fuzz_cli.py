@@ -344,6 +344,10 @@ def fleet_cases():
                        ("pools", [{"name": "b"}]), ("pools", {"b": 2}),
                        ("pools", [{"name": "b", "instances": 0}]),
                        ("pools", [{"name": "b", "ultraservers": 2, "hardware": 7}]),
+                       ("jobs", [{"name": "small", "gang": [2, 1], "count": 0,
+                                  "workload": FLEET["fleet"]["jobs"][0]["workload"]}]),
+                       ("jobs", [{"name": "small", "gang": [], "count": 0,
+                                  "workload": FLEET["fleet"]["jobs"][0]["workload"]}]),
                        ("jobs", [{"name": "small", "gang": 9, "count": 0,
                                   "workload": FLEET["fleet"]["jobs"][0]["workload"]}])]:
         scen = copy.deepcopy(FLEET)

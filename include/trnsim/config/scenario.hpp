@@ -209,6 +209,9 @@ struct FleetJobClass {
     std::string name;
     std::string tenant;
     std::int64_t gang = 1;
+    /// An elastic class's allowed gangs (`gang: [4, 8, 16]`), increasing, the first `gang`;
+    /// empty: `gang` only.
+    std::vector<std::int64_t> gangs;
     std::int64_t count = 1;
     Duration submit;
     Duration every;

@@ -19,8 +19,20 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace trnsim::fleet {
+
+/// One gang a job may run on (an elastic job's allowed shapes): its domains and what its plan
+/// gives there.
+struct JobShape {
+    std::int64_t domains = 1;
+    Duration step;
+    std::int64_t checkpoint_steps = std::numeric_limits<std::int64_t>::max();
+    Duration save;
+    Duration restore;
+    Duration launch;
+};
 
 struct JobSpec {
     std::string name;
@@ -37,6 +49,11 @@ struct JobSpec {
     Duration save;    ///< stall of one checkpoint
     Duration restore; ///< reading the last checkpoint back, on a restart
     Duration launch;  ///< from the grant to the first step, every start
+    /// An elastic job's allowed gangs, in increasing domains, the first being the fields
+    /// above; empty: it runs on `domains` only. At each start (the first, and after a
+    /// preemption or a failure sent it back to the queue) it takes the largest that the idle
+    /// domains and its tenant's quota allow, its steps kept (docs/fleet.md, "Elastic jobs").
+    std::vector<JobShape> shapes;
 };
 
 /// One start of a job, computed in closed form (see the header comment).
@@ -62,6 +79,12 @@ struct Segment {
 /// What happened to a job (the per-job table).
 struct JobRecord {
     SimTime submit;
+    /// Domains of its latest start (its gang; an elastic job's shape).
+    std::int64_t gang = 0;
+    /// Starts on another gang than the start before (an elastic job's resizes).
+    std::int64_t resizes = 0;
+    /// Domain time held (s): each grant's time x its gang.
+    double domain_seconds = 0.0;
     SimTime first_start = SimTime::max(); ///< max: never started
     SimTime end = SimTime::max();         ///< max: not finished
     Duration waiting;                     ///< in the queue, over all its waits

@@ -135,6 +135,11 @@ private:
     };
 
     Key key(std::int64_t job) const;
+    /// Gives elastic `job` its k-th shape (its JobSpec's fields from JobSpec::shapes[k]).
+    void shape(std::int64_t job, std::size_t k);
+    /// An elastic job about to start: its largest shape within the idle domains and its
+    /// tenant's quota (at least its smallest, which the caller checked).
+    void widen(std::int64_t job);
     void enqueue(SimTime t, std::int64_t job);
     bool may_hold(std::int64_t job) const;
     Start start(SimTime t, std::int64_t job, std::vector<std::int64_t> domains);

@@ -37,6 +37,9 @@ struct FleetClassRun {
     Seconds restore;
     Seconds launch;                  ///< recovery.restart with a reliability section, else 0
     Duration deadline;               ///< each job's, from its submission (zero: none)
+    /// An elastic class's larger gangs (fleet.jobs[i].gang as a list), each with its own plan,
+    /// step time and checkpoint costs, in increasing gang; empty: `gang` only.
+    std::vector<FleetClassRun> wider;
 };
 
 /// A service as the fleet runs it: one domain's capacity at the SLO, measured with the

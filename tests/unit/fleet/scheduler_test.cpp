@@ -313,6 +313,63 @@ TEST(FleetScheduler, BackfillTakesTheJobsBehindTheHeadInQueueOrderWhateverTheirG
     EXPECT_EQ(r.jobs[2].first_start, at_min(660));
 }
 
+/// An elastic job of 60 steps on 2, 4 or 8 domains at 4, 2 or 1 min a step, a checkpoint
+/// every 10 steps (no stall), submitted at `submit` minutes.
+JobSpec elastic(std::int64_t submit) {
+    JobSpec j = job(submit, 2, 60, 4);
+    j.checkpoint_steps = 10;
+    for (const auto& [d, m] : {std::pair<std::int64_t, std::int64_t>{2, 4}, {4, 2}, {8, 1}}) {
+        JobShape h;
+        h.domains = d;
+        h.step = min(m);
+        h.checkpoint_steps = 10;
+        j.shapes.push_back(h);
+    }
+    return j;
+}
+
+TEST(FleetScheduler, AnElasticJobStartsOnTheLargestShapeThatFits) {
+    FleetInput in;
+    in.domains = 8;
+    in.chips_per_domain = 64;
+    in.scheduler.policy = Policy::fifo;
+    in.jobs = {elastic(0)};
+    FleetResult r = simulate_fleet(in); // all 8 idle: 60 steps of 1 min
+    EXPECT_EQ(r.jobs[0].end, at_min(60));
+    EXPECT_EQ(r.jobs[0].gang, 8);
+    EXPECT_DOUBLE_EQ(r.jobs[0].domain_seconds, 8 * 3600.0);
+    // Beside a rigid job holding 6 of the 8 until 10 h, it starts on the 2 left: 4 h.
+    in.jobs = {job(0, 6, 10, 60), elastic(60)};
+    r = simulate_fleet(in);
+    EXPECT_EQ(r.jobs[1].first_start, at_min(60));
+    EXPECT_EQ(r.jobs[1].end, at_min(60 + 240));
+    EXPECT_EQ(r.jobs[1].gang, 2);
+    EXPECT_EQ(r.jobs[1].resizes, 0);
+}
+
+TEST(FleetScheduler, APreemptedElasticJobComesBackOnTheShapeLeftToIt) {
+    // It runs on all 8; at 30 min a job of priority 1 needs 4 and preempts it. Its 30 steps
+    // are durable (checkpoints every 10 steps); it is back at once on the other 4 and runs
+    // its last 30 steps at 2 min: it ends at 90 min, resized once, and held 30 min x 8 +
+    // 60 min x 4 domain-minutes.
+    FleetInput in;
+    in.domains = 8;
+    in.chips_per_domain = 64;
+    in.scheduler.policy = Policy::priority;
+    in.jobs = {elastic(0), job(30, 4, 1, 600, 1)};
+    const FleetResult r = simulate_fleet(in);
+    const JobRecord& e = r.jobs[0];
+    EXPECT_EQ(r.jobs[1].first_start, at_min(30));
+    EXPECT_EQ(e.preemptions, 1);
+    EXPECT_EQ(e.starts, 2);
+    EXPECT_EQ(e.resizes, 1);
+    EXPECT_EQ(e.gang, 4);
+    EXPECT_EQ(e.end, at_min(90));
+    EXPECT_EQ(e.lost, Duration::zero());
+    EXPECT_DOUBLE_EQ(e.domain_seconds, (30.0 * 8 + 60.0 * 4) * 60.0);
+    EXPECT_EQ(e.held, min(90));
+}
+
 TEST(FleetScheduler, HeldTimeAndDomainsAreConservedInARandomFleet) {
     std::mt19937_64 rng(11);
     FleetInput in;

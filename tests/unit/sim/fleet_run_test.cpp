@@ -421,6 +421,10 @@ TEST(Fleet, BadInputIsRefusedWithItsKeyAndPlace) {
              return t;
          }(with("hardware: {chip: trn2}", "hardware: {chip: trn2}\nsimulation: {threads: 2}")),
          "fleet.jobs[0].workload.model", "llama9-8b"},
+        // An elastic class's gangs.
+        {with("gang: 3", "gang: [3, 2]"), "fleet.jobs[0].gang[1]", "increase"},
+        {with("gang: 3", "gang: [3]"), "fleet.jobs[0].gang", "at least two"},
+        {with("gang: 3", "gang: [3, 5]"), "fleet.jobs[0].gang[1]", "1 to 4"},
         // Pools beside the cluster's (main).
         {with("policy: fifo", "policy: fifo\n  pools: 3"), "fleet.pools", "list of pools"},
         {with("policy: fifo", "policy: fifo\n  pools: [{name: main, ultraservers: 2}]"),
