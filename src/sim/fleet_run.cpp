@@ -777,7 +777,7 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out,
     r.service_samples.resize(in.services.size());
     r.service_changes.resize(in.services.size());
     r.pool = out.pools[0].result.pool;
-    for (FleetPoolRun& pr : out.pools) {
+    for (FleetPoolRun& pr : out.pools) { // its records move; its account, end and events stay
         fleet::FleetResult& x = pr.result;
         for (std::size_t i = 0; i < pr.jobs.size(); ++i) {
             r.jobs[static_cast<std::size_t>(pr.jobs[i])] = x.jobs[i];
@@ -786,12 +786,16 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out,
             const auto g = static_cast<std::size_t>(pr.services[i]);
             r.services[g] = x.services[i];
             if (i < x.service_samples.size()) {
-                r.service_samples[g] = x.service_samples[i];
+                r.service_samples[g] = std::move(x.service_samples[i]);
             }
             if (i < x.service_changes.size()) {
-                r.service_changes[g] = x.service_changes[i];
+                r.service_changes[g] = std::move(x.service_changes[i]);
             }
         }
+        x.jobs.clear();
+        x.services.clear();
+        x.service_samples.clear();
+        x.service_changes.clear();
         r.end = std::max(r.end, x.end);
         r.events += x.events;
     }

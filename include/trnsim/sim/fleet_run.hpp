@@ -89,8 +89,8 @@ struct FleetServiceWindow {
 };
 
 /// One pool of a fleet as it ran (config::FleetPool): its own scheduler over its domains, with
-/// its jobs and services (`jobs` and `services`: their indices in FleetRun's, in order; the
-/// records of `result` are theirs in that order).
+/// its jobs and services (`jobs` and `services`: their indices in FleetRun's, in order). Its
+/// `result` keeps its pool account, end and events; its records are moved into FleetRun's.
 struct FleetPoolRun {
     std::string name;
     std::string chip;           ///< the chip file's name
