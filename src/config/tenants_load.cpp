@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <exception>
 #include <optional>
 #include <set>
 #include <thread>
@@ -79,12 +80,15 @@ ScenarioSpec load_entries(const std::vector<ListEntry>& entries, const std::stri
     PresetCache* cache = presets != nullptr ? presets : &local;
     std::vector<ScenarioSpec> ones(entries.size());
     std::vector<std::optional<InputError>> failed(entries.size());
+    std::vector<std::exception_ptr> broke(entries.size()); // anything else, also in order
     parallel_for(entries.size(), entry_threads(entries), [&](std::size_t i, int) {
         try {
             ones[i] = load_root(entries[i].document, file, base_dir, entries[i].name, {}, cache,
                                 options);
         } catch (const InputError& caught) {
             failed[i] = caught;
+        } catch (...) {
+            broke[i] = std::current_exception();
         }
     });
     ScenarioSpec spec;
@@ -95,6 +99,9 @@ ScenarioSpec load_entries(const std::vector<ListEntry>& entries, const std::stri
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const ListEntry& e = entries[i];
         ScenarioSpec one = std::move(ones[i]);
+        if (broke[i]) {
+            std::rethrow_exception(broke[i]);
+        }
         try {
             if (failed[i]) {
                 throw *failed[i];

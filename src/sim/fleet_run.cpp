@@ -492,9 +492,19 @@ bool missed_deadline(const FleetRun& run, std::size_t job) {
     }
     // Not ended: late if even running from the run's end without a stop it could not make it
     // (the steps it has not made durable, less the work since its last checkpoint).
+    // An elastic job at the step time of the gang it last started on.
     const fleet::JobSpec& j = run.input.jobs[job];
-    const Duration left = j.step * (j.steps - x.steps_done) - x.unsaved;
-    return run.result.end + std::max(left, Duration::zero()) > due;
+    Duration step = j.step;
+    for (const fleet::JobShape& h : j.shapes) {
+        if (h.domains == x.gang) {
+            step = h.step;
+        }
+    }
+    const Duration left = step * (j.steps - x.steps_done) - x.unsaved;
+    const SimTime end = run.pools.empty()
+                            ? run.result.end
+                            : run.pools[static_cast<std::size_t>(run.pool_of_job[job])].result.end;
+    return end + std::max(left, Duration::zero()) > due;
 }
 
 FleetJobMeans fleet_means(const FleetRun& run, std::int32_t cls) {

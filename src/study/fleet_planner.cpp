@@ -66,13 +66,15 @@ FleetEvaluation evaluate(const config::PlanSpec& plan, const config::ScenarioSpe
     x.deadlines_missed = m.deadlines_missed;
     x.mean_wait = m.wait;
     x.end = Seconds::of(run.result.end.seconds());
-    const double pool_s = static_cast<double>(run.input.domains) * run.result.end.seconds();
+    // The searched pool's (main's) fractions, over its own run.
+    const fleet::FleetResult& main = run.pools.front().result;
+    const double pool_s =
+        static_cast<double>(run.pools.front().input.domains) * main.end.seconds();
     if (pool_s > 0.0) {
         x.busy_fraction =
-            run.result.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)]
-                .seconds() /
+            main.pool.domain_time[static_cast<std::size_t>(fleet::DomainUse::busy)].seconds() /
             pool_s;
-        x.fragmented_fraction = run.result.pool.fragmented_time.seconds() / pool_s;
+        x.fragmented_fraction = main.pool.fragmented_time.seconds() / pool_s;
     }
     std::string first_slo;
     for (std::size_t i = 0; i < run.services.size(); ++i) {
