@@ -154,8 +154,9 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
         }
         out << "\n";
         for (const sim::FleetClassRun& w : k.wider) { // an elastic class's larger gangs
-            out << "  plan       " << k.name << " on " << domains_text(spec, w.gang, spec.fleet->jobs[c].pool) << ": tp "
-                << w.plan.tp << " pp " << w.plan.pp << " dp " << w.plan.dp << ", "
+            out << "  plan       " << k.name << " on "
+                << domains_text(spec, w.gang, spec.fleet->jobs[c].pool) << ": tp " << w.plan.tp
+                << " pp " << w.plan.pp << " dp " << w.plan.dp << ", "
                 << fmt::seconds(w.step.seconds()) << " a step = "
                 << fmt::seconds(w.step.seconds() * static_cast<double>(w.steps));
             if (w.checkpoint_steps > 0) {
@@ -275,7 +276,9 @@ void print_fleet(std::ostream& out, const config::ScenarioSpec& spec, const sim:
     }
     out << "  engine     " << fmt::integer(static_cast<std::int64_t>(r.events))
         << " events; the plans"
-        << (run.services.empty() ? "" : run.failures_ahead ? ", the services' capacities" : " and the services' capacities")
+        << (run.services.empty()    ? ""
+            : run.failures_ahead ? ", the services' capacities"
+                                 : " and the services' capacities")
         << (run.failures_ahead ? " and the failures" : "") << " "
         << fmt::seconds(run.plans_wall.seconds()) << " on "
         << run.threads << (run.threads == 1 ? " thread" : " threads") << ", the scheduler "

@@ -83,8 +83,7 @@ void Scheduler::shape(std::int64_t job, std::size_t k) {
 
 void Scheduler::widen(std::int64_t job) {
     const JobSpec& j = jobs_[ix(job)];
-    const std::int64_t room =
-        std::min(pool_.count(DomainUse::idle), quota_room(j.tenant));
+    const std::int64_t room = std::min(pool_.count(DomainUse::idle), quota_room(j.tenant));
     std::size_t best = 0;
     for (std::size_t k = 0; k < j.shapes.size(); ++k) {
         if (j.shapes[k].domains <= room) {
@@ -98,7 +97,7 @@ void Scheduler::widen(std::int64_t job) {
 
 void Scheduler::enqueue(SimTime t, std::int64_t job) {
     ++version_;
-    if (!jobs_[ix(job)].shapes.empty() && jobs_[ix(job)].domains != jobs_[ix(job)].shapes[0].domains) {
+    if (const JobSpec& j = jobs_[ix(job)]; !j.shapes.empty() && j.domains != j.shapes[0].domains) {
         shape(job, 0); // it waits as its smallest shape
     }
     queued_since_[ix(job)] = t;
@@ -488,7 +487,8 @@ void Scheduler::close(SimTime t) {
         const Segment::Cut c = run.segment.cut(jobs_[v], t);
         JobRecord& r = records_[v];
         r.held += t - run.segment.granted;
-        r.domain_seconds += (t - run.segment.granted).seconds() * static_cast<double>(jobs_[v].domains);
+        r.domain_seconds +=
+            (t - run.segment.granted).seconds() * static_cast<double>(jobs_[v].domains);
         r.overhead += c.overhead;
         r.unsaved = c.lost;
         r.steps_done += c.durable_steps;

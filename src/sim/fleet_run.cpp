@@ -60,7 +60,8 @@ InputError class_error(const InputError& e, const config::ScenarioSpec& c, std::
     return detail::entry_error(e, c, "fleet.jobs[" + std::to_string(i) + "]", "job class");
 }
 
-/// A class's plan, step time and checkpoint costs on its gang.
+/// A class's plan, step time and checkpoint costs on the cluster of `s` (its scenario on its
+/// gang, or on one of an elastic class's larger gangs).
 FleetClassRun prepare_class(const config::FleetJobClass& c, const config::ScenarioSpec& s) {
     FleetClassRun r;
     r.name = c.name;

@@ -49,7 +49,8 @@ FleetEvaluation evaluate(const config::PlanSpec& plan, const config::ScenarioSpe
     // The other pools (fleet.pools) as given: their chips and price count too.
     for (std::size_t k = 1; k < spec.fleet->pools.size(); ++k) {
         const config::FleetPool& p = spec.fleet->pools[k];
-        const cluster::ClusterShape other = cluster::Hierarchy::shape_of(p.hardware.chip, p.cluster);
+        const cluster::ClusterShape other =
+            cluster::Hierarchy::shape_of(p.hardware.chip, p.cluster);
         x.chips += other.chips;
         x.cost_per_hour_usd += p.cost.instance_hour.usd() * static_cast<double>(other.instances);
     }
