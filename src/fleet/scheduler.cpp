@@ -72,13 +72,7 @@ Scheduler::Key Scheduler::key(std::int64_t job) const {
 
 void Scheduler::shape(std::int64_t job, std::size_t k) {
     JobSpec& j = jobs_[ix(job)];
-    const JobShape& x = j.shapes[k];
-    j.domains = x.domains;
-    j.step = x.step;
-    j.checkpoint_steps = x.checkpoint_steps;
-    j.save = x.save;
-    j.restore = x.restore;
-    j.launch = x.launch;
+    j.set_shape(j.shapes[k]);
 }
 
 void Scheduler::widen(std::int64_t job) {

@@ -659,34 +659,28 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out,
         in.scheduler.quotas[static_cast<std::size_t>(tenant_index.at(tenant))] = quota;
     }
     // A class's jobs as its plan runs them on its gang.
+    // A class's plan on a gang as the scheduler runs it (times rounded up to whole ticks).
+    const auto shape_of = [](const FleetClassRun& x) {
+        fleet::JobShape h;
+        h.domains = x.gang;
+        h.step = Duration::from_seconds_ceil(x.step.seconds());
+        if (x.checkpoint_steps > 0) {
+            h.checkpoint_steps = x.checkpoint_steps;
+        }
+        h.save = Duration::from_seconds_ceil(x.save.seconds());
+        h.restore = Duration::from_seconds_ceil(x.restore.seconds());
+        h.launch = Duration::from_seconds_ceil(x.launch.seconds());
+        return h;
+    };
     const auto job_of = [&](std::size_t i) {
         const FleetClassRun& c = out.classes[i];
         fleet::JobSpec j;
         j.name = c.name;
         j.tenant = tenant_index.at(c.tenant);
-        j.domains = c.gang;
         j.steps = c.steps;
-        j.step = Duration::from_seconds_ceil(c.step.seconds());
         j.priority = c.priority;
-        if (c.checkpoint_steps > 0) {
-            j.checkpoint_steps = c.checkpoint_steps;
-        }
-        j.save = Duration::from_seconds_ceil(c.save.seconds());
-        j.restore = Duration::from_seconds_ceil(c.restore.seconds());
-        j.launch = Duration::from_seconds_ceil(c.launch.seconds());
+        j.set_shape(shape_of(c));
         if (!c.wider.empty()) { // an elastic class: every gang it may start on
-            const auto shape_of = [](const FleetClassRun& x) {
-                fleet::JobShape h;
-                h.domains = x.gang;
-                h.step = Duration::from_seconds_ceil(x.step.seconds());
-                if (x.checkpoint_steps > 0) {
-                    h.checkpoint_steps = x.checkpoint_steps;
-                }
-                h.save = Duration::from_seconds_ceil(x.save.seconds());
-                h.restore = Duration::from_seconds_ceil(x.restore.seconds());
-                h.launch = Duration::from_seconds_ceil(x.launch.seconds());
-                return h;
-            };
             j.shapes.push_back(shape_of(c));
             for (const FleetClassRun& w : c.wider) {
                 j.shapes.push_back(shape_of(w));

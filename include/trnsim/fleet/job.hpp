@@ -54,6 +54,16 @@ struct JobSpec {
     /// preemption or a failure sent it back to the queue) it takes the largest that the idle
     /// domains and its tenant's quota allow, its steps kept (docs/fleet.md, "Elastic jobs").
     std::vector<JobShape> shapes;
+
+    /// Runs on `x`: its gang, step time and checkpoint costs become x's.
+    void set_shape(const JobShape& x) {
+        domains = x.domains;
+        step = x.step;
+        checkpoint_steps = x.checkpoint_steps;
+        save = x.save;
+        restore = x.restore;
+        launch = x.launch;
+    }
 };
 
 /// One start of a job, computed in closed form (see the header comment).
