@@ -634,12 +634,7 @@ void simulate_prepared(const config::ScenarioSpec& spec, FleetRun& out,
         pr.input.groups = cluster::domain_groups(shape, chip.instance.efa_interfaces, radix);
         pr.input.spares = p.spares;
     }
-    fleet::FleetInput& in = out.input;
-    in.domains = out.pools[0].input.domains;
-    in.chips_per_domain = out.pools[0].input.chips_per_domain;
-    in.groups = out.pools[0].input.groups;
-    in.spares = out.pools[0].input.spares;
-    out.domain_hour = out.pools[0].domain_hour;
+    fleet::FleetInput& in = out.input; // every job and service; the pools' own hold the rest
     in.scheduler.policy = fs.policy;
     in.horizon = fleet_horizon(fs);
     std::map<std::string, std::int64_t> tenant_index;

@@ -109,14 +109,13 @@ struct FleetRun {
     std::vector<std::string> tenants;          ///< names, in order of first appearance
     std::vector<std::int32_t> class_of_job;    ///< for each job of result.jobs
     std::vector<std::int64_t> index_in_class;  ///< its index among its class's jobs
-    /// What the schedulers ran: the first pool's domains, groups and spares, with every job
-    /// and service of the fleet (without the jobs' names).
+    /// Every job and service of the fleet (without the jobs' names), the scheduler's policy and
+    /// quotas, the horizon: what each pool's scheduler ran a part of (its domains, groups and
+    /// spares are in `pools`).
     fleet::FleetInput input;
     /// Every job's and service's records in the fleet's order; `pool` is the first pool's
     /// account (each pool's is in `pools`), `end` the latest pool's, `events` their sum.
     fleet::FleetResult result;
-    /// USD per domain-hour of the first pool: cost.instance_hour x the instances of a domain.
-    Money domain_hour;
     /// Each pool (at least one; the first is the scenario's own cluster, `main`).
     std::vector<FleetPoolRun> pools;
     std::vector<std::int32_t> pool_of_job;      ///< for each job, its pool in `pools`

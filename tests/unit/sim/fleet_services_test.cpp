@@ -59,7 +59,7 @@ TEST(FleetServices, RateLevelAgreesWithRequestLevelAtLoadsItDidNotMeasure) {
         one.output.requests = false;
         const double request_level = run_serving(one, 1).run.summary.slo_attainment;
         // Rate level: the same load on one domain.
-        fleet::FleetInput in = base.input;
+        fleet::FleetInput in = base.pools[0].input; // its one pool: domains, jobs, services
         in.services[0].load.at = {SimTime::zero()};
         in.services[0].load.rate = {rate};
         const fleet::FleetResult r = fleet::simulate_fleet(in);
