@@ -3,19 +3,15 @@
 // document's shared sections with the class's workload and reliability sections, on a cluster
 // of its gang's domains (where its plan and step time are estimated). Its errors keep their
 // location in the file and name the class's key (fleet.jobs[1].workload.parallelism.tp).
-#include "csv_lines.hpp"
 #include "document.hpp"
+#include "fleet_load_parts.hpp"
 #include "load_root.hpp"
 
 #include "trnsim/config/units.hpp"
 #include "trnsim/core/error.hpp"
 #include "trnsim/core/input_file.hpp"
-#include "trnsim/core/parallel.hpp"
 
 #include <algorithm>
-#include <iomanip>
-#include <sstream>
-#include <cmath>
 #include <map>
 #include <set>
 
@@ -26,361 +22,9 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::int64_t kMaxJobsPerClass = 1'000'000;
-constexpr std::int64_t kMaxPriority = 1'000'000;
-constexpr std::int64_t kMaxTraceSteps = std::int64_t{1} << 40; // as workload.steps
 
-Duration duration(const YAML::Node& n, const std::string& path, const std::string& file) {
-    Duration d;
-    try {
-        d = parse_duration(is_scalar(n) ? n.Scalar() : std::string());
-    } catch (const UnitError& e) {
-        throw InputError(path, e.what(), at(n, file));
-    }
-    if (d < Duration::zero()) {
-        throw InputError(path, "must not be negative", at(n, file));
-    }
-    return d;
-}
 
-/// The job trace: a header line naming the columns (submit and class required; steps, duration
-/// and priority optional, in any order), then one job a line; `#` starts a comment. Every
-/// problem is located at its line and column in the trace file.
-std::vector<FleetTraceJob> read_job_trace(const fs::path& file, const std::string& text,
-                                          const std::vector<FleetJobClass>& classes) {
-    const std::string key = "fleet.trace";
-    const std::string name = file.string();
-    std::map<std::string, std::size_t> class_index;
-    std::string class_list;
-    for (std::size_t c = 0; c < classes.size(); ++c) {
-        class_index[classes[c].name] = c;
-        class_list += (class_list.empty() ? "" : ", ") + classes[c].name;
-    }
-    enum Column { submit, job_class, steps, duration, priority };
-    const std::map<std::string, Column> known = {{"submit", submit},
-                                                 {"class", job_class},
-                                                 {"steps", steps},
-                                                 {"duration", duration},
-                                                 {"priority", priority}};
-    std::vector<Column> columns;
-    std::vector<FleetTraceJob> jobs;
-    for (const CsvLine& l : csv_lines(text)) {
-        const int number = l.number;
-        const auto& fields = l.fields;
-        const auto at = [&](int column) { return SourceLocation{name, number, column}; };
-        if (columns.empty()) {
-            bool has_submit = false, has_class = false;
-            for (const auto& [field, column] : fields) {
-                const auto k = known.find(field);
-                if (k == known.end()) {
-                    throw InputError(key, "unknown column " + quote_visible(field) +
-                                              " (expected submit, class, steps, duration, priority)",
-                                     at(column));
-                }
-                if (std::find(columns.begin(), columns.end(), k->second) != columns.end()) {
-                    throw InputError(key, "column " + field + " appears twice", at(column));
-                }
-                has_submit = has_submit || k->second == submit;
-                has_class = has_class || k->second == job_class;
-                columns.push_back(k->second);
-            }
-            if (!has_submit || !has_class) {
-                throw InputError(key, "the header line must name the submit and class columns",
-                                 at(1));
-            }
-            continue;
-        }
-        if (fields.size() != columns.size()) {
-            throw InputError(key, "expected " + std::to_string(columns.size()) +
-                                      " fields as the header names, got " +
-                                      std::to_string(fields.size()),
-                             at(1));
-        }
-        FleetTraceJob j;
-        j.line = number;
-        for (std::size_t i = 0; i < fields.size(); ++i) {
-            const auto& [value, column] = fields[i];
-            try {
-                switch (columns[i]) {
-                case submit:
-                    j.submit = parse_duration(value);
-                    if (j.submit < Duration::zero()) {
-                        throw InputError(key, "a submission time cannot be negative",
-                                         at(column));
-                    }
-                    if (!jobs.empty() && j.submit < jobs.back().submit) {
-                        throw InputError(key, "submission times must not decrease (the line "
-                                              "before submits later)",
-                                         at(column));
-                    }
-                    break;
-                case job_class: {
-                    const auto c = class_index.find(value);
-                    if (c == class_index.end()) {
-                        throw InputError(key, quote_visible(value) + " is not a job class (" +
-                                                  class_list + ")",
-                                         at(column));
-                    }
-                    j.job_class = c->second;
-                    break;
-                }
-                case steps:
-                    if (!value.empty()) {
-                        j.steps = parse_count(value);
-                        if (j.steps < 1 || j.steps > kMaxTraceSteps) {
-                            throw InputError(key, "a job runs 1 to 2^40 steps", at(column));
-                        }
-                    }
-                    break;
-                case duration:
-                    if (!value.empty()) {
-                        j.duration = parse_duration(value);
-                        if (j.duration <= Duration::zero()) {
-                            throw InputError(key, "a job's duration must be positive",
-                                             at(column));
-                        }
-                    }
-                    break;
-                case priority:
-                    if (!value.empty()) {
-                        const std::int64_t p = parse_count(value);
-                        if (p < 0 || p > kMaxPriority) {
-                            throw InputError(key, "a priority is 0 to " +
-                                                      std::to_string(kMaxPriority),
-                                             at(column));
-                        }
-                        j.priority = static_cast<int>(p);
-                    }
-                    break;
-                }
-            } catch (const UnitError& e) {
-                throw InputError(key, e.what(), at(column));
-            }
-        }
-        if (j.steps > 0 && j.duration > Duration::zero()) {
-            throw InputError(key, "a job's length is its steps or its duration, not both",
-                             at(1));
-        }
-        jobs.push_back(j);
-    }
-    if (columns.empty()) {
-        throw InputError(key, "the job trace has no header line (submit,class[,steps]"
-                              "[,duration][,priority])",
-                         SourceLocation{name, 1, 1});
-    }
-    return jobs;
-}
 
-double real(const YAML::Node& n, const std::string& path, const std::string& file) {
-    try {
-        const double v = parse_real(is_scalar(n) ? n.Scalar() : std::string());
-        if (!std::isfinite(v)) {
-            throw UnitError("expected a finite number");
-        }
-        return v;
-    } catch (const UnitError& e) {
-        throw InputError(path, e.what(), at(n, file));
-    }
-}
-
-fleet::Signal signal(const YAML::Node& n, const std::string& path, const std::string& file) {
-    const std::string text = is_scalar(n) ? n.Scalar() : std::string();
-    std::string names;
-    for (const auto& [value, name] : enum_names(fleet::Signal{})) {
-        if (text == name) {
-            return value;
-        }
-        names += (names.empty() ? "" : ", ") + std::string(name);
-    }
-    throw InputError(path, "expected one of " + names + ", got '" + text + "'", at(n, file));
-}
-
-/// fleet.services[i] without its scenario (the caller loads its workload on one domain).
-FleetService read_service(const YAML::Node& n, const std::string& path, const std::string& file,
-                          std::int64_t grantable, const char* unit,
-                          const std::map<std::string, std::int64_t>& quota_of) {
-    known_keys(n, path, file,
-               {"name", "tenant", "priority", "borrow", "attainment", "workload", "load",
-                "autoscale", "pool"});
-    FleetService v;
-    const YAML::Node name = n["name"];
-    v.name = is_scalar(name) ? name.Scalar() : std::string();
-    if (!valid_name(v.name)) {
-        throw InputError(path + ".name",
-                         "a service's name is 1 to 64 letters, digits, '_', '-' or '.'",
-                         name.IsDefined() ? at(name, file) : at(n, file));
-    }
-    v.tenant = v.name;
-    if (const YAML::Node t = n["tenant"]; t.IsDefined()) {
-        v.tenant = is_scalar(t) ? t.Scalar() : std::string();
-        if (!valid_name(v.tenant)) {
-            throw InputError(path + ".tenant",
-                             "a tenant's name is 1 to 64 letters, digits, '_', '-' or '.'",
-                             at(t, file));
-        }
-    }
-    if (n["priority"].IsDefined()) {
-        const std::int64_t p = integer(n["priority"], path + ".priority", file);
-        if (p > kMaxPriority) {
-            throw InputError(path + ".priority", "at most " + std::to_string(kMaxPriority),
-                             at(n["priority"], file));
-        }
-        v.priority = static_cast<int>(p);
-    }
-    if (const YAML::Node b = n["borrow"]; b.IsDefined()) {
-        try {
-            v.borrow = parse_bool(is_scalar(b) ? b.Scalar() : std::string());
-        } catch (const UnitError& e) {
-            throw InputError(path + ".borrow", e.what(), at(b, file));
-        }
-    }
-    if (const YAML::Node a = n["attainment"]; a.IsDefined()) {
-        v.attainment = real(a, path + ".attainment", file);
-        if (!(v.attainment > 0.0 && v.attainment < 1.0)) {
-            throw InputError(path + ".attainment", "a fraction between 0 and 1 (exclusive)",
-                             at(a, file));
-        }
-    }
-    if (!is_map(n["workload"])) {
-        throw InputError(path + ".workload",
-                         "each service needs its replicas' inference workload",
-                         n["workload"].IsDefined() ? at(n["workload"], file) : at(n, file));
-    }
-    const YAML::Node type = n["workload"]["type"];
-    if (!(is_scalar(type) && type.Scalar() == "inference")) {
-        throw InputError(path + ".workload.type",
-                         "a service serves an inference workload (workload.type: inference)",
-                         type.IsDefined() ? at(type, file) : at(n["workload"], file));
-    }
-    // The load.
-    const YAML::Node l = n["load"];
-    if (!is_map(l)) {
-        throw InputError(path + ".load",
-                         "expected a mapping: rate (requests per second at the daily low), "
-                         "peak, peak_at, period, step",
-                         l.IsDefined() ? at(l, file) : at(n, file));
-    }
-    known_keys(l, path + ".load", file, {"rate", "peak", "peak_at", "period", "step"});
-    if (!l["rate"].IsDefined()) {
-        throw InputError(path + ".load.rate", "give the requests per second (at the daily low)",
-                         at(l, file));
-    }
-    try {
-        v.load.rate = parse_request_rate(is_scalar(l["rate"]) ? l["rate"].Scalar() : "");
-    } catch (const UnitError& e) {
-        throw InputError(path + ".load.rate", e.what(), at(l["rate"], file));
-    }
-    if (l["peak"].IsDefined()) {
-        v.load.peak = real(l["peak"], path + ".load.peak", file);
-        if (!(v.load.peak >= 1.0) || v.load.peak > 1000.0) {
-            throw InputError(path + ".load.peak",
-                             "the peak is 1 to 1,000 times the low rate", at(l["peak"], file));
-        }
-    }
-    v.load.period = Duration::from_seconds_ceil(24.0 * 3600.0);
-    v.load.step = Duration::from_seconds_ceil(300.0);
-    if (l["period"].IsDefined()) {
-        v.load.period = duration(l["period"], path + ".load.period", file);
-    }
-    if (l["step"].IsDefined()) {
-        v.load.step = duration(l["step"], path + ".load.step", file);
-    }
-    if (v.load.step < Duration::from_seconds_ceil(1.0) || v.load.step > v.load.period) {
-        throw InputError(path + ".load.step", "at least 1 s and at most the period",
-                         at(l["step"].IsDefined() ? l["step"] : l, file));
-    }
-    if (l["peak_at"].IsDefined()) {
-        v.load.peak_at = duration(l["peak_at"], path + ".load.peak_at", file);
-        if (v.load.peak_at >= v.load.period) {
-            throw InputError(path + ".load.peak_at", "must fall within the period",
-                             at(l["peak_at"], file));
-        }
-    }
-    // The autoscaler.
-    const YAML::Node a = n["autoscale"];
-    if (!is_map(a)) {
-        throw InputError(path + ".autoscale",
-                         "expected a mapping: signal, target, min, max, interval, lag, "
-                         "provisioning, drain, load_bandwidth",
-                         a.IsDefined() ? at(a, file) : at(n, file));
-    }
-    known_keys(a, path + ".autoscale", file,
-               {"signal", "target", "min", "max", "interval", "lag", "provisioning", "drain",
-                "load_bandwidth"});
-    fleet::AutoscalerSpec& x = v.autoscale;
-    const std::string ap = path + ".autoscale";
-    if (a["signal"].IsDefined()) {
-        x.signal = signal(a["signal"], ap + ".signal", file);
-    }
-    x.target = x.signal == fleet::Signal::queue ? 30.0 : x.signal == fleet::Signal::slo ? 0.99 : 0.7;
-    if (a["target"].IsDefined()) {
-        x.target = real(a["target"], ap + ".target", file);
-        const bool fraction = x.signal != fleet::Signal::queue;
-        if (!(x.target > 0.0) || (fraction && x.target > 1.0) || x.target > 1e6) {
-            throw InputError(ap + ".target",
-                             fraction ? "a fraction above 0 and at most 1"
-                                      : "seconds of backlog, above 0",
-                             at(a["target"], file));
-        }
-    }
-    for (const char* key : {"min", "max"}) {
-        if (!a[key].IsDefined()) {
-            throw InputError(ap + "." + key,
-                             std::string("give the ") + key + "imum " + unit +
-                                 " the service holds",
-                             at(a, file));
-        }
-    }
-    x.min = integer(a["min"], ap + ".min", file);
-    x.max = integer(a["max"], ap + ".max", file);
-    if (x.max < 1 || x.max > grantable) {
-        throw InputError(ap + ".max",
-                         "a service holds at most 1 to " + std::to_string(grantable) + " " +
-                             unit + " (the cluster's less its spares)",
-                         at(a["max"], file));
-    }
-    if (x.min < 0 || x.min > x.max) {
-        throw InputError(ap + ".min",
-                         "the minimum (" + std::to_string(x.min) + ") must be 0 to the maximum (" +
-                             std::to_string(x.max) + ")",
-                         at(a["min"], file));
-    }
-    if (const auto q = quota_of.find(v.tenant); q != quota_of.end() && x.min > q->second) {
-        throw InputError(ap + ".min",
-                         std::to_string(x.min) + " " + unit + " exceed tenant " + v.tenant +
-                             "'s quota of " + std::to_string(q->second),
-                         at(a["min"], file));
-    }
-    x.interval = Duration::from_seconds_ceil(60.0);
-    x.lag = Duration::from_seconds_ceil(60.0);
-    x.provisioning = Duration::from_seconds_ceil(300.0);
-    x.drain = Duration::from_seconds_ceil(60.0);
-    if (a["interval"].IsDefined()) {
-        x.interval = duration(a["interval"], ap + ".interval", file);
-        if (x.interval < Duration::from_seconds_ceil(1.0)) {
-            throw InputError(ap + ".interval", "at least 1 s", at(a["interval"], file));
-        }
-    }
-    if (a["lag"].IsDefined()) {
-        x.lag = duration(a["lag"], ap + ".lag", file);
-    }
-    if (a["provisioning"].IsDefined()) {
-        x.provisioning = duration(a["provisioning"], ap + ".provisioning", file);
-    }
-    if (a["drain"].IsDefined()) {
-        x.drain = duration(a["drain"], ap + ".drain", file);
-    }
-    if (const YAML::Node b = a["load_bandwidth"]; b.IsDefined()) {
-        try {
-            v.load_bandwidth = parse_bandwidth(is_scalar(b) ? b.Scalar() : std::string());
-        } catch (const UnitError& e) {
-            throw InputError(ap + ".load_bandwidth", e.what(), at(b, file));
-        }
-        if (!(v.load_bandwidth.bytes_per_s() > 0.0)) {
-            throw InputError(ap + ".load_bandwidth", "must be positive", at(b, file));
-        }
-    }
-    return v;
-}
 
 fleet::Policy policy(const YAML::Node& n, const std::string& file) {
     const std::string text = is_scalar(n) ? n.Scalar() : std::string();
@@ -430,7 +74,7 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
     }
     if (f["horizon"].IsDefined()) {
-        fs.horizon = duration(f["horizon"], "fleet.horizon", file);
+        fs.horizon = fleet_duration(f["horizon"], "fleet.horizon", file);
         if (fs.horizon == Duration::zero()) {
             throw InputError("fleet.horizon",
                              "must be positive (leave it out to run until every job finishes)",
@@ -462,103 +106,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
     }
 
-    // The pools: the scenario's own cluster (`main`), then fleet.pools. Each has a document
-    // root of its own for its entries: the scenario's, with the pool's hardware and cost
-    // (the nodes as written, so their places are the pool's).
-    struct PoolDraft {
-        std::string name;
-        SharedCluster cl;
-        std::int64_t spares = 0;
-        YAML::Node root;
-        std::string path; ///< fleet.pools[k]; empty for main
-        YAML::Node node;
-        std::vector<std::pair<std::string, std::string>> sections_at;
-        std::ptrdiff_t first_entry = -1; ///< its first class or service (classes first)
-    };
-    std::vector<PoolDraft> pools;
-    pools.push_back({"main", cl, fs.spares, croot, "", YAML::Node(), {}, -1});
-    if (const YAML::Node pl = f["pools"]; pl.IsDefined()) {
-        if (!is_sequence(pl) || pl.size() == 0) {
-            throw InputError("fleet.pools",
-                             "expected a list of pools beside the cluster's, each with a name, "
-                             "its ultraservers or instances, and its hardware and cost if they "
-                             "differ",
-                             at(pl, file));
-        }
-        for (std::size_t k = 0; k < pl.size(); ++k) {
-            const YAML::Node n = pl[k];
-            const std::string path = "fleet.pools[" + std::to_string(k) + "]";
-            if (!is_map(n)) {
-                throw InputError(path, "a pool is a mapping with name and ultraservers or "
-                                       "instances",
-                                 at(n, file));
-            }
-            known_keys(n, path, file,
-                       {"name", "hardware", "ultraservers", "instances", "spares", "cost"});
-            PoolDraft d;
-            d.path = path;
-            d.node = n;
-            const YAML::Node name = n["name"];
-            d.name = is_scalar(name) ? name.Scalar() : std::string();
-            if (!valid_name(d.name)) {
-                throw InputError(path + ".name",
-                                 "a pool's name is 1 to 64 letters, digits, '_', '-' or '.'",
-                                 name.IsDefined() ? at(name, file) : at(n, file));
-            }
-            for (const PoolDraft& other : pools) {
-                if (other.name == d.name) {
-                    throw InputError(path + ".name",
-                                     d.name == "main"
-                                         ? std::string("main is the cluster's own pool")
-                                         : "another pool is named " + d.name,
-                                     at(name, file));
-                }
-            }
-            if (n["ultraservers"].IsDefined() == n["instances"].IsDefined()) {
-                throw InputError(path, "give exactly one of ultraservers or instances",
-                                 at(n, file));
-            }
-            d.cl.ultraservers = n["ultraservers"].IsDefined();
-            d.cl.unit = d.cl.ultraservers ? "ultraservers" : "instances";
-            d.cl.domains = integer(n[d.cl.unit], path + "." + d.cl.unit, file);
-            if (d.cl.domains < 1 || d.cl.domains > 1'000'000) {
-                throw InputError(path + "." + d.cl.unit, "1 to 1,000,000",
-                                 at(n[d.cl.unit], file));
-            }
-            d.cl.node = YAML::Node(YAML::NodeType::Map);
-            d.cl.node[d.cl.unit] = d.cl.domains;
-            if (n["spares"].IsDefined()) {
-                d.spares = integer(n["spares"], path + ".spares", file);
-                if (d.spares < 0 || d.spares >= d.cl.domains) {
-                    throw InputError(path + ".spares",
-                                     "0 to " + std::to_string(d.cl.domains - 1) +
-                                         " (the pool's " + std::to_string(d.cl.domains) + " " +
-                                         d.cl.unit + " less one to run on)",
-                                     at(n["spares"], file));
-                }
-            }
-            d.root = YAML::Node(YAML::NodeType::Map);
-            for (const auto& kv : croot) {
-                const std::string key = kv.first.Scalar();
-                if (key != "hardware" && key != "cost") {
-                    d.root[key] = kv.second;
-                }
-            }
-            for (const char* section : {"hardware", "cost"}) {
-                if (const YAML::Node x = n[section]; x.IsDefined()) {
-                    if (!is_map(x)) {
-                        throw InputError(path + "." + section, "expected a mapping",
-                                         at(x, file));
-                    }
-                    d.root[section] = x;
-                    d.sections_at.emplace_back(section, path + "." + section);
-                } else if (croot[section].IsDefined()) {
-                    d.root[section] = croot[section];
-                }
-            }
-            pools.push_back(std::move(d));
-        }
-    }
+    // The pools: the scenario's own cluster (`main`), then fleet.pools.
+    std::vector<PoolDraft> pools = read_pools(croot, f, cl, fs.spares, file);
     // The pool an entry names (`pool:`, default main): its index.
     const auto pool_of = [&](const YAML::Node& n, const std::string& path) -> std::size_t {
         const YAML::Node x = n["pool"];
@@ -640,8 +189,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
                                  at(w, file));
             }
         }
-        fs.window_from = duration(w["from"], "fleet.request_level.from", file);
-        fs.window_to = duration(w["to"], "fleet.request_level.to", file);
+        fs.window_from = fleet_duration(w["from"], "fleet.request_level.from", file);
+        fs.window_to = fleet_duration(w["to"], "fleet.request_level.to", file);
         if (fs.window_to <= fs.window_from) {
             throw InputError("fleet.request_level.to", "the window ends after it starts",
                              at(w["to"], file));
@@ -743,13 +292,13 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
             }
         }
         if (n["submit"].IsDefined()) {
-            c.submit = duration(n["submit"], path + ".submit", file);
+            c.submit = fleet_duration(n["submit"], path + ".submit", file);
         }
         if (n["every"].IsDefined()) {
-            c.every = duration(n["every"], path + ".every", file);
+            c.every = fleet_duration(n["every"], path + ".every", file);
         }
         if (n["deadline"].IsDefined()) {
-            c.deadline = duration(n["deadline"], path + ".deadline", file);
+            c.deadline = fleet_duration(n["deadline"], path + ".deadline", file);
             if (c.deadline <= Duration::zero()) {
                 throw InputError(path + ".deadline",
                                  "a deadline is a positive duration from a job's submission",
@@ -998,145 +547,8 @@ ScenarioSpec load_fleet(YAML::Node root, const std::string& file, const fs::path
         }
     }
     if (options.resolved_text) {
-        // The first class's resolved shared sections, the whole cluster, the fleet's settings
-        // and each class's resolved workload and reliability sections.
-        const FleetSpec& fl = *spec.fleet;
-        const auto main_first = static_cast<std::size_t>(pools[0].first_entry);
-        YAML::Node resolved =
-            YAML::Load(main_first < classes
-                           ? fl.jobs[main_first].scenario->resolved_yaml
-                           : fl.services[main_first - classes].scenario->resolved_yaml);
-        resolved["name"] = spec.name;
-        resolved.remove("workload");
-        resolved.remove("reliability");
-        resolved["cluster"][cl.unit] = cl.domains;
-        if (YAML::Node o = resolved["output"]; is_map(o)) {
-            o["file"] = spec.output.file;
-        }
-        YAML::Node fleet(YAML::NodeType::Map);
-        fleet["policy"] = to_string(spec.fleet->policy);
-        fleet["spares"] = spec.fleet->spares;
-        if (spec.fleet->horizon > Duration::zero()) {
-            fleet["horizon"] = std::to_string(spec.fleet->horizon.ns()) + "ns";
-        }
-        if (!spec.fleet->trace_file.empty()) {
-            fleet["trace"] = spec.fleet->trace_file;
-        }
-        if (spec.fleet->window_to > Duration::zero()) {
-            fleet["request_level"]["from"] = std::to_string(spec.fleet->window_from.ns()) + "ns";
-            fleet["request_level"]["to"] = std::to_string(spec.fleet->window_to.ns()) + "ns";
-        }
-        for (const auto& [tenant, quota] : spec.fleet->quotas) {
-            fleet["quotas"][tenant] = quota;
-        }
-        // Each entry's resolved text read back, side by side (separate trees).
-        std::vector<YAML::Node> mines(fl.jobs.size() + fl.services.size());
-        parallel_for(mines.size(), entry_threads(entries), [&](std::size_t i, int) {
-            mines[i] = YAML::Load(i < classes ? fl.jobs[i].scenario->resolved_yaml
-                                              : fl.services[i - classes].scenario->resolved_yaml);
-        });
-        // The other pools, their hardware and cost as their first entry resolved them.
-        YAML::Node pool_list(YAML::NodeType::Sequence);
-        for (std::size_t k = 1; k < pools.size(); ++k) {
-            const YAML::Node& mine = mines[static_cast<std::size_t>(pools[k].first_entry)];
-            YAML::Node n(YAML::NodeType::Map);
-            n["name"] = pools[k].name;
-            n["hardware"] = mine["hardware"];
-            n[pools[k].cl.unit] = pools[k].cl.domains;
-            n["spares"] = pools[k].spares;
-            if (mine["cost"].IsDefined()) {
-                n["cost"] = mine["cost"];
-            }
-            pool_list.push_back(n);
-        }
-        if (pools.size() > 1) {
-            fleet["pools"] = pool_list;
-        }
-        YAML::Node jobs(YAML::NodeType::Sequence);
-        for (std::size_t i = 0; i < classes; ++i) {
-            const FleetJobClass& c = fl.jobs[i];
-            const YAML::Node& mine = mines[i];
-            YAML::Node n(YAML::NodeType::Map);
-            n["name"] = c.name;
-            n["tenant"] = c.tenant;
-            if (c.gangs.empty()) {
-                n["gang"] = c.gang;
-            } else {
-                for (const std::int64_t x : c.gangs) {
-                    n["gang"].push_back(x);
-                }
-                n["gang"].SetStyle(YAML::EmitterStyle::Flow);
-            }
-            n["count"] = c.count;
-            n["submit"] = std::to_string(c.submit.ns()) + "ns";
-            n["every"] = std::to_string(c.every.ns()) + "ns";
-            n["priority"] = c.priority;
-            if (c.pool > 0) {
-                n["pool"] = pools[c.pool].name;
-            }
-            if (c.deadline > Duration::zero()) {
-                n["deadline"] = std::to_string(c.deadline.ns()) + "ns";
-            }
-            n["workload"] = mine["workload"];
-            if (mine["reliability"].IsDefined()) {
-                n["reliability"] = mine["reliability"];
-            }
-            jobs.push_back(n);
-        }
-        if (classes > 0) {
-            fleet["jobs"] = jobs;
-        }
-        YAML::Node services(YAML::NodeType::Sequence);
-        for (std::size_t i = 0; i < fl.services.size(); ++i) {
-            const FleetService& v = fl.services[i];
-            const YAML::Node& mine = mines[classes + i];
-            YAML::Node n(YAML::NodeType::Map);
-            n["name"] = v.name;
-            n["tenant"] = v.tenant;
-            n["priority"] = v.priority;
-            n["borrow"] = v.borrow;
-            n["attainment"] = v.attainment;
-            if (v.pool > 0) {
-                n["pool"] = pools[v.pool].name;
-            }
-            n["workload"] = mine["workload"];
-            YAML::Node l(YAML::NodeType::Map);
-            {
-                std::ostringstream rate; // a rate needs its unit to be read back
-                rate << std::setprecision(17) << v.load.rate << "/s";
-                l["rate"] = rate.str();
-            }
-            l["peak"] = v.load.peak;
-            l["peak_at"] = std::to_string(v.load.peak_at.ns()) + "ns";
-            l["period"] = std::to_string(v.load.period.ns()) + "ns";
-            l["step"] = std::to_string(v.load.step.ns()) + "ns";
-            n["load"] = l;
-            const fleet::AutoscalerSpec& x = v.autoscale;
-            YAML::Node a(YAML::NodeType::Map);
-            a["signal"] = to_string(x.signal);
-            a["target"] = x.target;
-            a["min"] = x.min;
-            a["max"] = x.max;
-            a["interval"] = std::to_string(x.interval.ns()) + "ns";
-            a["lag"] = std::to_string(x.lag.ns()) + "ns";
-            a["provisioning"] = std::to_string(x.provisioning.ns()) + "ns";
-            a["drain"] = std::to_string(x.drain.ns()) + "ns";
-            if (v.load_bandwidth.bytes_per_s() > 0.0) {
-                a["load_bandwidth"] = std::to_string(v.load_bandwidth.bytes_per_s()) + "B/s";
-            }
-            n["autoscale"] = a;
-            services.push_back(n);
-        }
-        if (!fl.services.empty()) {
-            fleet["services"] = services;
-        }
-        resolved["fleet"] = fleet;
-        if (!fleet_reliability_yaml.empty()) {
-            resolved["reliability"] = YAML::Load(fleet_reliability_yaml)["reliability"];
-        }
-        YAML::Emitter emitter;
-        emitter << resolved;
-        spec.resolved_yaml = std::string(emitter.c_str()) + "\n";
+        spec.resolved_yaml =
+            resolved_fleet_yaml(spec, pools, cl, entry_threads(entries), fleet_reliability_yaml);
     }
     return spec;
 }

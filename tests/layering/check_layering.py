@@ -14,7 +14,9 @@ every `#include "trnsim/<module>/..."` in src/<m>/ and include/trnsim/<m>/ and f
     comparing an UltraServer count with zero, reading instances per UltraServer, building a
     cluster shape), or that reads a link value from the chip description outside cluster and
     config (LINK_RULES): the cluster module owns the hardware hierarchy and its link classes,
-    and every other module asks it (ClusterSpec, ClusterShape, Hierarchy).
+    and every other module asks it (ClusterSpec, ClusterShape, Hierarchy),
+  - a source file of src/ or include/ over MAX_LINES lines (ADR 0002: a file that long holds
+    more than one concern; declarative schema tables, listed in LONG_TABLES, are exempt).
 
 Usage: check_layering.py SOURCE_DIR
 """
@@ -39,6 +41,10 @@ LINK_RULES = [
 ]
 LINK_READERS = {"cluster", "config"}
 COMMENT = re.compile(r'//[^\n]*|"(?:\\.|[^"\\\n])*"')
+
+# The longest a source file may be, and the declarative tables allowed past it (none now).
+MAX_LINES = 800
+LONG_TABLES = set()
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"trnsim/(\w+)/([\w./]+)"', re.M)
 DEP = re.compile(r'trnsim::(\w+)')
@@ -114,6 +120,22 @@ def domain_decisions(root, module):
     return found
 
 
+def long_files(root, module):
+    """[(file, lines)] of the module's sources over MAX_LINES, LONG_TABLES aside."""
+    found = []
+    for base in (os.path.join(root, "src", module), os.path.join(root, "include", "trnsim", module)):
+        for d, _, files in os.walk(base):
+            for f in sorted(files):
+                if not f.endswith((".hpp", ".cpp", ".h")):
+                    continue
+                p = os.path.join(d, f)
+                rel = os.path.relpath(p, root)
+                n = len(open(p, encoding="utf-8").read().splitlines())
+                if n > MAX_LINES and rel not in LONG_TABLES:
+                    found.append((rel, n))
+    return found
+
+
 def cmake_deps(root, module):
     text = open(os.path.join(root, "src", module, "CMakeLists.txt"), encoding="utf-8").read()
     text = re.sub(r"#[^\n]*", "", text)
@@ -151,6 +173,8 @@ def main():
             problems.append(f"{where}: {m} {what}: the hardware hierarchy and its links belong "
                             f"to the {DOMAIN_OWNER} module (ask ClusterSpec, ClusterShape or "
                             f"Hierarchy)")
+        for where, n in long_files(root, m):
+            problems.append(f"{where}: {n} lines, over {MAX_LINES}: split it by concern")
         linked = cmake_deps(root, m)
         for dep in sorted(set(inc) - linked):
             problems.append(f"src/{m}/CMakeLists.txt: {m} includes {dep} headers but does not "

@@ -54,6 +54,13 @@ def run(files):
 
 
 class LayeringCheck(unittest.TestCase):
+    def test_a_file_over_the_longest_allowed_is_named(self):
+        code, out = run({"src/core/a.cpp": "int x;\n" * 801})
+        self.assertEqual(code, 1, out)
+        self.assertIn("src/core/a.cpp: 801 lines, over 800", out)
+        code, out = run({"src/core/a.cpp": "int x;\n" * 800})
+        self.assertEqual(code, 0, out)
+
     def test_a_consistent_tree_passes(self):
         code, out = run({})
         self.assertEqual(code, 0, out)
