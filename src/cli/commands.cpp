@@ -364,9 +364,14 @@ void describe_chip(const std::string& name) {
         c, cluster::Hierarchy::smallest_holding(c, cluster::Hierarchy::chips_per_ultraserver(c)));
     const cluster::LinkLevel& link = domain.link(network::LinkClass::neuronlink);
     const cluster::LinkLevel& efa = domain.link(network::LinkClass::efa);
+    const bool switched = domain.scale_up() == ScaleUpKind::switched;
     row("NeuronLink",
-        fmt::bandwidth(link.per_chip) + " per chip in the instance" +
-            (domain.ultraserver_domains()
+        fmt::bandwidth(link.per_chip) +
+            (switched ? std::string(" per chip to any chip of the ") +
+                            (domain.ultraserver_domains() ? "UltraServer" : "instance") +
+                            " through NeuronLink switches"
+                      : std::string(" per chip in the instance")) +
+            (domain.ultraserver_domains() && !switched
                  ? ", " + fmt::bandwidth(domain.link(network::LinkClass::neuronlink_z).per_chip) +
                        " to the other instances of the UltraServer"
                  : std::string()) +
@@ -383,7 +388,7 @@ void describe_chip(const std::string& name) {
         torus += (torus.empty() ? "" : "x") + std::to_string(d);
     }
     row("instance", c.instance.name + ": " + std::to_string(c.instance.chips) + " chips (" +
-                        torus + " torus), " + std::to_string(c.instance.vcpus) + " vCPUs, " +
+                        (switched ? std::string("switched") : torus + " torus") + "), " + std::to_string(c.instance.vcpus) + " vCPUs, " +
                         fmt::bytes(c.instance.host_memory) + " host memory, " +
                         fmt::money(c.instance.price_per_hour) + " per hour");
     row("UltraServer",
@@ -521,7 +526,9 @@ void describe_topology(const std::vector<std::string>& args) {
     for (int d = 0; d < f.torus_dims(); ++d) {
         torus += (torus.empty() ? "" : "x") + std::to_string(f.torus_size(d));
     }
-    row("NeuronLink", torus + " torus per " + (f.ultraservers() > 0 ? "UltraServer" : "instance"));
+    row("NeuronLink", (f.switched() ? std::string("switched (every chip through a NeuronSwitch)")
+                                    : torus + " torus") +
+                          " per " + (f.ultraservers() > 0 ? "UltraServer" : "instance"));
     if (f.has_scale_out()) {
         row("EFA", fmt::integer(f.nics()) + " NICs on " +
                        std::to_string(spec.scale_out.nics_per_instance) + " rails, " +

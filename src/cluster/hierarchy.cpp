@@ -20,6 +20,9 @@ struct UnitSizes {
 
 } // namespace
 
+Hierarchy::Hierarchy(const compute::ChipSpec& chip, const ClusterShape& shape)
+    : Hierarchy(chip, shape, chip.instance.scale_up) {}
+
 Hierarchy::Hierarchy(const compute::ChipSpec& chip, const ClusterShape& shape,
                      ScaleUpKind scale_up)
     : shape_(shape), scale_up_(scale_up) {
@@ -121,7 +124,9 @@ network::GroupShape Hierarchy::group_shape(int ranks_per_chip, const UnitCounts&
         return static_cast<int>(ceil_div(outer, std::max<std::int64_t>(inner, 1)));
     };
     const auto level = [&](const LinkLevel& l, int m) {
-        return network::GroupLevel{l.link, m, l.per_chip / r, l.latency};
+        return network::GroupLevel{l.link, m, l.per_chip / r, l.latency,
+                                   l.link == LinkClass::neuronlink &&
+                                       scale_up_ == ScaleUpKind::switched};
     };
     network::GroupShape s;
     s.levels.push_back(level(link(LinkClass::on_chip), members(n.size, n.chips)));

@@ -11,8 +11,11 @@ std::int64_t ring_links(std::int64_t n) { return n >= 3 ? n : (n == 2 ? 1 : 0); 
 
 } // namespace
 
-std::int64_t ClusterShape::neuronlink_cables_per_domain(
-    const std::vector<int>& instance_torus) const {
+std::int64_t ClusterShape::neuronlink_cables_per_domain(const std::vector<int>& instance_torus,
+                                                        int switch_ports) const {
+    if (instance_torus.empty() && switch_ports > 0) {
+        return chips_per_domain() * switch_ports;
+    }
     std::int64_t torus_links = 0;
     for (int d : instance_torus) {
         torus_links += (chips_per_instance / std::max(d, 1)) * ring_links(d);

@@ -54,12 +54,30 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
                          "required when the instance has EFA (instance.efa_bandwidth > 0)",
                          at("interconnect.efa_latency"));
     }
-    if (product(c.instance.torus) != c.instance.chips) {
+    const bool switched = c.instance.scale_up == ScaleUpKind::switched;
+    if (switched) {
+        if (!c.instance.torus.empty()) {
+            throw InputError("instance.torus",
+                             "a switched instance has no torus (instance.scale_up: switched)",
+                             at("instance.torus"));
+        }
+        if (c.neuronlink_inter_instance.bytes_per_s() > 0.0) {
+            throw InputError("interconnect.neuronlink_inter_instance",
+                             "a switched domain has one NeuronLink bandwidth per chip, to any "
+                             "chip of it: give it as neuronlink_intra_instance",
+                             at("interconnect.neuronlink_inter_instance"));
+        }
+    } else if (c.instance.torus.empty()) {
+        throw InputError("instance.torus",
+                         "required: the NeuronLink torus of the instance (or instance.scale_up: "
+                         "switched)",
+                         at("instance"));
+    } else if (product(c.instance.torus) != c.instance.chips) {
         throw InputError("instance.torus", "the torus shape must multiply to instance.chips = " +
                                                std::to_string(c.instance.chips),
                          at("instance.torus"));
     }
-    if (c.ultraserver && c.neuronlink_inter_instance.bytes_per_s() <= 0.0) {
+    if (c.ultraserver && !switched && c.neuronlink_inter_instance.bytes_per_s() <= 0.0) {
         throw InputError("interconnect.neuronlink_inter_instance",
                          "an UltraServer needs NeuronLink bandwidth between its instances",
                          at("interconnect.neuronlink_inter_instance"));

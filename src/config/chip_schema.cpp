@@ -230,9 +230,16 @@ Schema<C> build() {
                              "", "Instance type.")));
     s.field(required(integer<C>("instance.chips", [](C& c) -> int& { return c.instance.chips; }, "",
                                 1, 4096, "Chips per instance.")));
-    s.field(required(integer_list<C>("instance.torus",
-                                     [](C& c) -> std::vector<int>& { return c.instance.torus; },
-                                     "", 1, 4096, "NeuronLink torus shape inside the instance.")));
+    s.field(choice<C, ScaleUpKind>(
+        "instance.scale_up", [](C& c) -> ScaleUpKind& { return c.instance.scale_up; },
+        "torus",
+        "How the chips of the instance and of its UltraServer meet: NeuronLink rings (torus) "
+        "or NeuronLink switches, every chip to every chip (switched, Trn3)."));
+    s.field(computed_default(
+        integer_list<C>("instance.torus",
+                        [](C& c) -> std::vector<int>& { return c.instance.torus; }, "", 1, 4096,
+                        "NeuronLink torus shape inside the instance (absent when switched)."),
+        "required for a torus"));
     s.field(integer<C>("instance.vcpus", [](C& c) -> int& { return c.instance.vcpus; }, "0", 0,
                        100000, "Host vCPUs."));
     s.field(quantity<C, Bytes>("instance.host_memory",

@@ -31,7 +31,22 @@ void validate_fabric(topology::FabricSpec& f, const Context& ctx, const SourceLo
     if (up.ultraserver_instances == 1) {
         fail("scale_up.ultraserver_instances", "an UltraServer has at least 2 instances (0: none)");
     }
-    if (up.ultraserver_instances > 1 && up.ultraserver_link.bandwidth.bytes_per_s() <= 0.0) {
+    const bool switched = up.kind == ScaleUpKind::switched;
+    if (switched && !up.instance_torus.empty()) {
+        fail("scale_up.instance_torus", "a switched domain has no torus (scale_up.kind: switched)");
+    }
+    if (switched && up.instance_chips <= 0) {
+        fail("scale_up.instance_chips", "required when scale_up.kind is switched");
+    }
+    if (!switched && up.instance_torus.empty()) {
+        fail("scale_up.instance_torus", "required for a torus (or scale_up.kind: switched)");
+    }
+    if (!switched && up.instance_chips > 0) {
+        fail("scale_up.instance_chips",
+             "only for a switched domain: a torus's chips are its shape's product");
+    }
+    if (up.ultraserver_instances > 1 && !switched &&
+        up.ultraserver_link.bandwidth.bytes_per_s() <= 0.0) {
         fail("scale_up.ultraserver_link.bandwidth",
              "required when scale_up.ultraserver_instances is set");
     }
@@ -60,12 +75,16 @@ void validate_fabric(topology::FabricSpec& f, const Context& ctx, const SourceLo
     }
     const compute::ChipSpec chip = load_chip_ref(f.chip, ctx, "chip", at("chip"));
     const std::string source = " (chip '" + chip.name + "' says ";
+    if (up.kind != chip.instance.scale_up) {
+        fail("scale_up.kind", std::string("is ") + to_string(up.kind) + " but the chip's domain is " +
+                                  to_string(chip.instance.scale_up) + source + "instance.scale_up)");
+    }
     if (f.chips_per_instance() != chip.instance.chips) {
-        fail("scale_up.instance_torus",
+        fail(switched ? "scale_up.instance_chips" : "scale_up.instance_torus",
              "holds " + std::to_string(f.chips_per_instance()) + " chips but an instance has " +
                  std::to_string(chip.instance.chips) + source + "instance.chips)");
     }
-    const double links = 2.0 * static_cast<double>(up.instance_torus.size());
+    const double links = switched ? 1.0 : 2.0 * static_cast<double>(up.instance_torus.size());
     if (!close_to(up.instance_link.bandwidth.bytes_per_s() * links,
                   chip.neuronlink_intra_instance.bytes_per_s())) {
         fail("scale_up.instance_link.bandwidth",
@@ -83,7 +102,7 @@ void validate_fabric(topology::FabricSpec& f, const Context& ctx, const SourceLo
             fail("scale_up.ultraserver_instances",
                  "does not match the chip's UltraServer" + source + "ultraserver.instances)");
         }
-        if (!close_to(up.ultraserver_link.bandwidth.bytes_per_s() * 2.0,
+        if (!switched && !close_to(up.ultraserver_link.bandwidth.bytes_per_s() * 2.0,
                       chip.neuronlink_inter_instance.bytes_per_s())) {
             fail("scale_up.ultraserver_link.bandwidth",
                  "x 2 links per chip does not match the chip's NeuronLink bandwidth between "

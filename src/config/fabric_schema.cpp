@@ -56,17 +56,28 @@ Schema<F> build() {
                              "Chip preset the fabric is built from (its per-chip NeuronLink and "
                              "EFA totals must match the links below).")));
     s.section("scale_up", "NeuronLink inside an instance and an UltraServer.");
-    s.field(required(integer_list<F>(
-        "scale_up.instance_torus",
-        [](F& f) -> std::vector<int>& { return f.scale_up.instance_torus; }, "", 2, 64,
-        "Torus of the chips of one instance, dimension 0 first.")));
-    s.section("scale_up.instance_link", "One NeuronLink link inside an instance.");
+    s.field(choice<F, ScaleUpKind>(
+        "scale_up.kind", [](F& f) -> ScaleUpKind& { return f.scale_up.kind; }, "torus",
+        "torus: rings per dimension; switched: each chip has one link each way into its "
+        "domain's NeuronLink switches (Trn3), modelled as one non-blocking switch."));
+    s.field(computed_default(
+        integer_list<F>("scale_up.instance_torus",
+                        [](F& f) -> std::vector<int>& { return f.scale_up.instance_torus; }, "",
+                        2, 64, "Torus of the chips of one instance, dimension 0 first."),
+        "required for a torus"));
+    s.field(computed_default(
+        integer<F>("scale_up.instance_chips",
+                   [](F& f) -> int& { return f.scale_up.instance_chips; }, "", 1, 4096,
+                   "Chips of one instance of a switched domain."),
+        "required when switched"));
+    s.section("scale_up.instance_link", "One NeuronLink link inside an instance; switched: a "
+                                        "chip's link into its switches.");
     s.field(required(bandwidth("scale_up.instance_link.bandwidth",
                                [](F& f) -> Bandwidth& { return f.scale_up.instance_link.bandwidth; },
                                "Per direction.")));
     s.field(required(latency("scale_up.instance_link.latency",
                              [](F& f) -> Duration& { return f.scale_up.instance_link.latency; },
-                             "Per hop.")));
+                             "Per hop (switched: chip to chip through the switch).")));
     s.field(integer<F>("scale_up.ultraserver_instances",
                        [](F& f) -> int& { return f.scale_up.ultraserver_instances; }, "0", 0, 64,
                        "Instances per UltraServer, their same-position chips in rings (0: "

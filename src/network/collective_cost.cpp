@@ -41,6 +41,9 @@ constexpr double kMiB = 1024.0 * 1024.0;
 enum class LevelAlgorithm { ring, mesh, rdh };
 
 LevelAlgorithm pick(const GroupLevel& l, double bytes) {
+    if (l.switched) {
+        return LevelAlgorithm::mesh; // by cost: the ring's bytes in one step (header comment)
+    }
     if (l.link == LinkClass::efa) {
         if (l.members <= 2) {
             return LevelAlgorithm::ring;
@@ -72,11 +75,17 @@ Bandwidth member_bandwidth(const GroupLevel& l, const GroupShape& group) {
     return cap > 0.0 && cap < l.bandwidth.bytes_per_s() ? group.rank_bandwidth : l.bandwidth;
 }
 
-double ring_scatter_seconds(double bytes, const GroupShape& group, bool reduce) {
+/// The reduce-scatter (all-gather) of `bytes` per member over levels [0, end); `shard`, when
+/// given, receives the shard each member owns after them.
+double ring_scatter_seconds(double bytes, const GroupShape& group, bool reduce,
+                            std::size_t end = static_cast<std::size_t>(-1),
+                            double* shard_out = nullptr) {
     double t = 0.0;
     double shard = bytes;
     const double reduce_rate = reduce ? group.reduce_bandwidth.bytes_per_s() : 0.0;
-    for (const auto& l : group.levels) {
+    end = std::min(end, group.levels.size());
+    for (std::size_t i = 0; i < end; ++i) {
+        const GroupLevel& l = group.levels[i];
         if (l.members <= 1) {
             continue;
         }
@@ -108,7 +117,37 @@ double ring_scatter_seconds(double bytes, const GroupShape& group, bool reduce) 
         }
         shard /= g;
     }
+    if (shard_out != nullptr) {
+        *shard_out = shard;
+    }
     return t;
+}
+
+/// An all-reduce: the hierarchical reduce-scatter and all-gather; when the outermost level
+/// with more than one member is switched, the cheaper of that and the inner levels' pair
+/// around a one-shot all-reduce there (header comment).
+double all_reduce_seconds(double bytes, const GroupShape& group) {
+    const double pair =
+        ring_scatter_seconds(bytes, group, true) + ring_scatter_seconds(bytes, group, false);
+    std::size_t outer = group.levels.size();
+    while (outer > 0 && group.levels[outer - 1].members <= 1) {
+        --outer;
+    }
+    if (outer == 0 || !group.levels[outer - 1].switched) {
+        return pair;
+    }
+    const GroupLevel& l = group.levels[outer - 1];
+    double shard = bytes;
+    const double inner = ring_scatter_seconds(bytes, group, true, outer - 1, &shard) +
+                         ring_scatter_seconds(bytes, group, false, outer - 1);
+    const double g = l.members;
+    const double received = (g - 1.0) * shard;
+    const double reduce_rate = group.reduce_bandwidth.bytes_per_s();
+    double one_shot = transfer_seconds(received, member_bandwidth(l, group));
+    if (reduce_rate > 0.0) {
+        one_shot = std::max(one_shot, received / reduce_rate);
+    }
+    return std::min(pair, inner + one_shot + l.step_latency.seconds());
 }
 
 double all_to_all_seconds(double bytes, const GroupShape& group) {
@@ -156,8 +195,7 @@ double collective_seconds(CollectiveOp op, double bytes, const GroupShape& group
     const double launch = group.launch.seconds();
     switch (op) {
     case CollectiveOp::all_reduce:
-        return launch + ring_scatter_seconds(bytes, group, true) +
-               ring_scatter_seconds(bytes, group, false);
+        return launch + all_reduce_seconds(bytes, group);
     case CollectiveOp::reduce_scatter:
         return launch + ring_scatter_seconds(bytes, group, true);
     case CollectiveOp::all_gather:

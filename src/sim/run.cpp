@@ -23,6 +23,9 @@ Bytes checkpoint_bytes(const workload::Plan& plan) {
 reliability::HardwareFacts hardware_facts(const compute::ChipSpec& chip) {
     reliability::HardwareFacts hw;
     hw.instance_torus = chip.instance.torus;
+    if (chip.instance.scale_up == ScaleUpKind::switched) {
+        hw.switch_ports = chip.neuronlink_ports;
+    }
     hw.efa_interfaces = chip.instance.efa_interfaces;
     hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;
     hw.host_memory = chip.instance.host_memory;

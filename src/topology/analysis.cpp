@@ -49,6 +49,10 @@ std::pair<std::uint32_t, std::uint32_t> farthest_chip(const Fabric& f,
 
 double bisection_by_tier(const Fabric& f) {
     const auto& spec = f.spec();
+    if ((f.domains() == 1 || !f.has_scale_out()) && f.switched()) {
+        // Half the chips send through their links into the (non-blocking) switch.
+        return 0.5 * f.chips_per_domain() * spec.scale_up.instance_link.bandwidth.bytes_per_s();
+    }
     if (f.domains() == 1 || !f.has_scale_out()) {
         // Cut the domain's torus across its last dimension (the halves by chip index): a ring
         // of any size >= 2 is crossed twice, so 2 x (chips / size) links per direction.

@@ -8,6 +8,9 @@
 namespace trnsim::topology {
 
 int FabricSpec::chips_per_instance() const {
+    if (scale_up.kind == ScaleUpKind::switched) {
+        return scale_up.instance_chips;
+    }
     int n = 1;
     for (int d : scale_up.instance_torus) {
         n *= d;
@@ -86,10 +89,11 @@ Fabric Fabric::build(const FabricSpec& spec, std::int64_t domains) {
     f.spec_ = spec;
     const auto& up = spec.scale_up;
     const auto& out = spec.scale_out;
+    const bool switched = up.kind == ScaleUpKind::switched;
     f.dims_ = up.instance_torus;
     f.cpi_ = static_cast<std::uint32_t>(spec.chips_per_instance());
     f.ipd_ = static_cast<std::uint32_t>(std::max(1, up.ultraserver_instances));
-    if (up.ultraserver_instances > 1) {
+    if (up.ultraserver_instances > 1 && !switched) {
         f.dims_.push_back(up.ultraserver_instances);
     }
     const std::string unit = up.ultraserver_instances > 1 ? "UltraServer" : "instance";
@@ -107,7 +111,8 @@ Fabric Fabric::build(const FabricSpec& spec, std::int64_t domains) {
     f.instances_ = static_cast<std::uint32_t>(domains) * f.ipd_;
     f.chips_ = static_cast<std::uint32_t>(chips);
     f.ultraservers_ = up.ultraserver_instances > 1 ? static_cast<std::uint32_t>(domains) : 0;
-    f.degree_ = static_cast<std::uint32_t>(2 * f.dims_.size());
+    f.degree_ = switched ? 2 : static_cast<std::uint32_t>(2 * f.dims_.size());
+    f.switches_ = switched ? static_cast<std::uint32_t>(domains) : 0;
 
     if (out.present) {
         f.nics_per_instance_ = static_cast<std::uint32_t>(out.nics_per_instance);
@@ -141,16 +146,18 @@ Fabric Fabric::build(const FabricSpec& spec, std::int64_t domains) {
     }
 
     // Nodes.
-    f.node_kind_.reserve(f.chips_ + f.nics_ + f.leaves_ + f.spines_ + f.cores_);
+    f.node_kind_.reserve(f.chips_ + f.nics_ + f.leaves_ + f.spines_ + f.cores_ + f.switches_);
     f.node_kind_.insert(f.node_kind_.end(), f.chips_, NodeKind::chip);
     f.node_kind_.insert(f.node_kind_.end(), f.nics_, NodeKind::nic);
     f.node_kind_.insert(f.node_kind_.end(), f.leaves_, NodeKind::leaf);
     f.node_kind_.insert(f.node_kind_.end(), f.spines_, NodeKind::spine);
     f.node_kind_.insert(f.node_kind_.end(), f.cores_, NodeKind::core);
+    f.node_kind_.insert(f.node_kind_.end(), f.switches_, NodeKind::neuronswitch);
     const std::uint32_t nic0 = f.chips_;
     const std::uint32_t leaf0 = nic0 + f.nics_;
     const std::uint32_t spine0 = leaf0 + f.leaves_;
     const std::uint32_t core0 = spine0 + f.spines_;
+    const std::uint32_t switch0 = core0 + f.cores_;
 
     std::uint64_t links = std::uint64_t{f.chips_} * f.degree_;
     if (out.present) {
@@ -164,9 +171,15 @@ Fabric Fabric::build(const FabricSpec& spec, std::int64_t domains) {
     f.src_.reserve(links);
     f.dst_.reserve(links);
 
-    // NeuronLink tori.
+    // NeuronLink: each chip's link into its domain's switch and back, or the tori.
+    for (std::uint32_t c = 0; c < f.chips_ && switched; ++c) {
+        const std::uint32_t sw = switch0 + f.domain_of(c);
+        f.add_link(c, sw, up.instance_link.bandwidth.bytes_per_s(), up.instance_link.latency.ns(),
+                   LinkKind::neuronlink);
+        f.add_link(sw, c, up.instance_link.bandwidth.bytes_per_s(), 0, LinkKind::neuronlink);
+    }
     const int instance_dims = static_cast<int>(up.instance_torus.size());
-    for (std::uint32_t c = 0; c < f.chips_; ++c) {
+    for (std::uint32_t c = 0; c < f.chips_ && !switched; ++c) {
         for (int d = 0; d < static_cast<int>(f.dims_.size()); ++d) {
             const bool z = d == instance_dims;
             const auto& link = z ? up.ultraserver_link : up.instance_link;

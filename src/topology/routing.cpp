@@ -42,6 +42,11 @@ void route(const Fabric& f, std::uint32_t a, std::uint32_t b, std::uint64_t salt
         return;
     }
     if (f.domain_of(a) == f.domain_of(b)) {
+        if (f.switched()) {
+            out.push_back(f.switch_up(a));
+            out.push_back(f.switch_down(b));
+            return;
+        }
         torus_route(f, a, b, salt, out);
         return;
     }

@@ -26,11 +26,8 @@
 
 namespace trnsim::cluster {
 
-/// How the chips of a scale-up domain are connected.
-enum class ScaleUpKind : std::uint8_t {
-    torus,    ///< NeuronLink rings per dimension (Trn1, Trn2)
-    switched, ///< every chip of the domain through a switch (Trn3 NeuronSwitch)
-};
+/// How the chips of a scale-up domain are connected (the chip file's instance.scale_up).
+using trnsim::ScaleUpKind;
 
 /// One class of link: what one chip drives over it, and the latency of one step across it.
 struct LinkLevel {
@@ -47,11 +44,11 @@ struct UnitCounts {
 class Hierarchy {
 public:
     Hierarchy() = default;
-    /// A cluster of `shape` (already checked) made of `chip`. A switched domain (no chip file
-    /// names one yet: Trainium3 will) reaches every chip of the domain through one switch level
-    /// at the chip's NeuronLink bandwidth within an instance.
-    Hierarchy(const compute::ChipSpec& chip, const ClusterShape& shape,
-              ScaleUpKind scale_up = ScaleUpKind::torus);
+    /// A cluster of `shape` (already checked) made of `chip`, connected as the chip's
+    /// instance says (or as `scale_up`). A switched domain (Trainium3) reaches every chip of
+    /// the domain through its switches at the chip's NeuronLink bandwidth within an instance.
+    Hierarchy(const compute::ChipSpec& chip, const ClusterShape& shape);
+    Hierarchy(const compute::ChipSpec& chip, const ClusterShape& shape, ScaleUpKind scale_up);
 
     /// The cluster a scenario asks for: checks that the chip can form it (InputError at
     /// cluster.ultraservers / cluster.instances otherwise).

@@ -59,8 +59,10 @@ struct ClusterShape {
     /// NeuronLink cables of one domain: each instance's torus (for dimensions d_1..d_n, the sum
     /// over i of (chips / d_i) x ring(d_i), with ring(d) = d for d >= 3, 1 for d = 2, 0 for 1),
     /// plus for an UltraServer the rings joining the same chip position of its instances
-    /// (chips per instance x ring(instances)).
-    std::int64_t neuronlink_cables_per_domain(const std::vector<int>& instance_torus) const;
+    /// (chips per instance x ring(instances)). A switched domain (no torus, `switch_ports`
+    /// NeuronLink ports a chip into its switches) has chips per domain x switch_ports.
+    std::int64_t neuronlink_cables_per_domain(const std::vector<int>& instance_torus,
+                                              int switch_ports = 0) const;
 };
 
 /// The switches of the scale-out fabric as counts: a rail-optimised, non-blocking three-tier

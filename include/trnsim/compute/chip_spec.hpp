@@ -8,6 +8,7 @@
 
 #include "trnsim/compute/kernel_model_spec.hpp"
 #include "trnsim/core/enum_names.hpp"
+#include "trnsim/core/scale_up.hpp"
 #include "trnsim/core/units.hpp"
 
 #include <array>
@@ -102,7 +103,9 @@ struct CoreSpec {
 struct InstanceSpec {
     std::string name;
     int chips = 16;
-    /// NeuronLink torus shape inside the instance, e.g. {4, 4}.
+    /// How its chips (and its UltraServer's) are connected.
+    ScaleUpKind scale_up = ScaleUpKind::torus;
+    /// NeuronLink torus shape inside the instance, e.g. {4, 4}; empty when switched.
     std::vector<int> torus;
     int vcpus = 0;
     Bytes host_memory;
@@ -202,7 +205,9 @@ struct ChipSpec {
     CoreSpec core;
 
     /// NeuronLink bandwidth per chip to chips of the same instance, and to chips of the other
-    /// instances of its UltraServer (zero when there is no UltraServer).
+    /// instances of its UltraServer (zero when there is no UltraServer). A switched domain has
+    /// one: intra_instance is what a chip drives into its switches, to any chip of the domain,
+    /// and inter_instance is zero.
     Bandwidth neuronlink_intra_instance;
     Bandwidth neuronlink_inter_instance;
     int neuronlink_ports = 4;

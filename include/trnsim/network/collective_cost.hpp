@@ -33,6 +33,15 @@
 // 62 of a flat ring. Mesh and RDH move the ring's bytes; their link over-subscription (routed
 // traffic, CCI) is not modelled.
 //
+// A switched level (NeuronSwitch: every member reaches every other at its full bandwidth, no
+// routed traffic to over-subscribe a link) picks its algorithm by cost instead of by size:
+// mesh, which moves the ring's bytes in one step, is then never slower than ring or RDH. An
+// all-reduce whose outermost level is switched may also run there one-shot: every member
+// writes its whole shard s to every other and sums what it receives, (g - 1) s / bw + a
+// (and (g - 1) s at reduce_bandwidth, overlapped) in place of the mesh reduce-scatter and
+// all-gather's 2 (g - 1) / g s / bw + 2 a; the cheaper is taken, which is one-shot for small
+// messages (a decode step's tensor-parallel all-reduce).
+//
 // All-to-all is direct: each member sends B/g to every member; the traffic leaving a level-l
 // unit uses that level's links, all levels run concurrently, and one outermost step latency is
 // paid. Broadcast is a pipelined chain (B / slowest bw + (g - 1) steps of latency). Point-to-point
@@ -60,6 +69,9 @@ struct GroupLevel {
     Bandwidth bandwidth;
     /// Latency of one algorithm step across this level.
     Duration step_latency;
+    /// The level's members meet through a non-blocking switch (a Trn3 UltraServer's
+    /// NeuronSwitch), not rings: every member reaches every other at its full bandwidth.
+    bool switched = false;
 };
 
 /// Levels innermost first. Levels with one member cost nothing.

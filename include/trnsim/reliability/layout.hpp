@@ -53,6 +53,7 @@ namespace trnsim::reliability {
 /// does not depend on).
 struct HardwareFacts {
     std::vector<int> instance_torus{4, 4}; ///< dimensions of the NeuronLink torus per instance
+    int switch_ports = 0; ///< a switched domain's NeuronLink ports per chip (torus: 0)
     int efa_interfaces = 1;                ///< per instance
     Bandwidth efa_bandwidth_per_instance;
     Bytes host_memory; ///< per instance (zero: unknown, not checked)

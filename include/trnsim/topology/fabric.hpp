@@ -1,12 +1,14 @@
 // The runtime form of a fabric: nodes and directed links in flat arrays, plus the structured
 // lookups routing needs. Built once from a FabricSpec and a cluster size; read-only after.
 //
-// Numbering. Nodes: chips [0, C), then NICs, leaves, spines, cores. A chip's index is
+// Numbering. Nodes: chips [0, C), then NICs, leaves, spines, cores, and a switched domain's
+// NeuronLink switch (one a domain, in domain order). A chip's index is
 // instance x chips_per_instance + local, where local enumerates the instance torus with
 // dimension 0 fastest; instance = ultraserver x instances_per_ultraserver + z.
 // Links (each physical link is two directed links):
 //   torus     chip c, direction j: c x degree + j   (j = 2 d for +d, 2 d + 1 for -d; the
-//             UltraServer ring is the last dimension)
+//             UltraServer ring is the last dimension); a switched domain's chip c has two:
+//             c x 2 into its switch, c x 2 + 1 out of it (LinkKind::neuronlink both)
 //   host      chip c to its NIC, and back
 //   nic       NIC to its leaf, and back
 //   leaf      leaf l up-port u to spine u of its pod, and back
@@ -25,7 +27,7 @@
 
 namespace trnsim::topology {
 
-enum class NodeKind : std::uint8_t { chip, nic, leaf, spine, core };
+enum class NodeKind : std::uint8_t { chip, nic, leaf, spine, core, neuronswitch };
 enum class LinkKind : std::uint8_t { neuronlink, neuronlink_z, host, efa_nic, leaf_spine, spine_core };
 
 inline constexpr int kLinkKinds = 6;
@@ -40,13 +42,14 @@ constexpr std::array<EnumName<LinkKind>, 6> enum_names(LinkKind) {
     }};
 }
 inline const char* to_string(LinkKind v) { return enum_name(v); }
-constexpr std::array<EnumName<NodeKind>, 5> enum_names(NodeKind) {
+constexpr std::array<EnumName<NodeKind>, 6> enum_names(NodeKind) {
     return {{
         {NodeKind::chip, "chip"},
         {NodeKind::nic, "nic"},
         {NodeKind::leaf, "leaf"},
         {NodeKind::spine, "spine"},
         {NodeKind::core, "core"},
+        {NodeKind::neuronswitch, "neuronswitch"},
     }};
 }
 inline const char* to_string(NodeKind v) { return enum_name(v); }
@@ -72,6 +75,8 @@ public:
     std::uint32_t leaves() const { return leaves_; }
     std::uint32_t spines() const { return spines_; }
     std::uint32_t cores() const { return cores_; }
+    std::uint32_t switches() const { return switches_; } ///< one a switched domain, else 0
+    bool switched() const { return switches_ > 0; }
     std::uint32_t pods() const { return pods_; }
     std::uint32_t nodes() const { return static_cast<std::uint32_t>(node_kind_.size()); }
     std::uint32_t links() const { return static_cast<std::uint32_t>(capacity_.size()); }
@@ -94,6 +99,9 @@ public:
     int torus_size(int d) const { return dims_[static_cast<std::size_t>(d)]; }
     /// The chip one step from `chip` along dimension d, direction +1 or -1.
     std::uint32_t torus_neighbour(std::uint32_t chip, int d, int dir) const;
+    /// A switched domain: chip's link into its domain's switch, and the switch's to the chip.
+    std::uint32_t switch_up(std::uint32_t chip) const { return 2 * chip; }
+    std::uint32_t switch_down(std::uint32_t chip) const { return 2 * chip + 1; }
     std::uint32_t torus_link(std::uint32_t chip, int d, int dir) const {
         return chip * degree_ + static_cast<std::uint32_t>(2 * d + (dir > 0 ? 0 : 1));
     }
@@ -133,6 +141,7 @@ private:
     FabricSpec spec_;
     std::uint32_t chips_ = 0, instances_ = 0, ultraservers_ = 0, cpi_ = 0, ipd_ = 1;
     std::uint32_t nics_ = 0, nics_per_instance_ = 0, leaves_ = 0, spines_ = 0, cores_ = 0;
+    std::uint32_t switches_ = 0;
     std::uint32_t pods_ = 0, leaves_per_pod_ = 1, leaf_down_ports_ = 1, leaf_up_ports_ = 0;
     std::uint32_t spine_up_ports_ = 0, leaves_per_rail_ = 0;
     std::vector<int> dims_;

@@ -3,12 +3,14 @@
 //
 // Scale-up: the chips of an instance form a NeuronLink torus (trn2.48xlarge and trn1.32xlarge:
 // 4 x 4); an UltraServer joins the same-position chips of its instances in rings (Trn2: 4
-// instances, a 4 x 4 x 4 torus). Scale-out: every instance has EFA interfaces (NICs) attached
+// instances, a 4 x 4 x 4 torus). Or the domain is switched (Trn3): each chip has one link
+// each way into the domain's switch. Scale-out: every instance has EFA interfaces (NICs) attached
 // to a rail-optimised multi-tier Clos: NIC n of every instance hangs off a leaf of rail n; the
 // leaves of a pod all connect to the pod's spines; spine j of every pod connects to the cores
 // of plane j. Bandwidths are per direction of one link.
 #pragma once
 
+#include "trnsim/core/scale_up.hpp"
 #include "trnsim/core/units.hpp"
 
 #include <string>
@@ -23,7 +25,13 @@ struct TorusLinkSpec {
 };
 
 struct ScaleUpSpec {
+    /// A torus, or switched: every chip of the domain (its UltraServer, else its instance)
+    /// has one link each way into the domain's NeuronLink switches (Trn3 NeuronSwitch-v1),
+    /// which are modelled as one non-blocking switch.
+    ScaleUpKind kind = ScaleUpKind::torus;
     std::vector<int> instance_torus; ///< e.g. {4, 4}; its product is the chips per instance
+    int instance_chips = 0;          ///< switched: the chips of an instance (no torus)
+    /// A torus link, or switched: a chip's link into its switches (all its NeuronLink ports).
     TorusLinkSpec instance_link;
     int ultraserver_instances = 0; ///< 0: no UltraServer
     TorusLinkSpec ultraserver_link;

@@ -177,6 +177,32 @@ TEST(Hierarchy, ASwitchedDomainIsOneLevel) {
     EXPECT_EQ(g.levels[2].members, 2);
 }
 
+TEST(Hierarchy, Trn3UltraServersAreSwitchedFromTheChipFile) {
+    const compute::ChipSpec trn3 = config::load_chip("trn3");
+    const Hierarchy h = Hierarchy::of(trn3, {4, 0});
+    EXPECT_EQ(h.scale_up(), ScaleUpKind::switched);
+    EXPECT_EQ(h.chips_per_domain(), 64);
+    EXPECT_EQ(classes(h), (std::vector<LinkClass>{LinkClass::on_chip, LinkClass::neuronlink,
+                                                  LinkClass::efa}));
+    EXPECT_DOUBLE_EQ(h.link(LinkClass::neuronlink).per_chip.bytes_per_s(), 2.56e12);
+    // tp 64 at LNC 2: 4 ranks on each of 16 chips, all a switch apart; 2 domains over EFA.
+    const network::GroupShape g = h.group_shape(4, h.count(4, 0, 1, 64));
+    ASSERT_EQ(g.levels.size(), 3u);
+    EXPECT_FALSE(g.levels[0].switched);
+    EXPECT_TRUE(g.levels[1].switched);
+    EXPECT_EQ(g.levels[1].members, 16);
+    EXPECT_DOUBLE_EQ(g.levels[1].bandwidth.bytes_per_s(), 2.56e12 / 4.0);
+    EXPECT_FALSE(g.levels[2].switched);
+    // Each chip's 4 NeuronLink-v4 ports into the switches: 64 x 4 cables an UltraServer.
+    EXPECT_EQ(h.shape().neuronlink_cables_per_domain(trn3.instance.torus, trn3.neuronlink_ports),
+              256);
+    // A Trn2 UltraServer's torus levels are not switched.
+    const Hierarchy t = Hierarchy::of(trn2(), {4, 0});
+    for (const network::GroupLevel& l : t.group_shape(4, t.count(4, 0, 1, 256)).levels) {
+        EXPECT_FALSE(l.switched);
+    }
+}
+
 TEST(Hierarchy, CountsTheNeuronLinkCablesOfADomain) {
     // A 4 x 4 torus: 4 rings of 4 in each dimension, 32 cables an instance. A Trn2 UltraServer
     // adds a ring of its 4 instances for each of the 16 chip positions: 4 x 32 + 16 x 4 = 192.

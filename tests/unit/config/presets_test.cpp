@@ -28,6 +28,26 @@ TEST(ChipPresets, Trn2MatchesTheReference) {
     EXPECT_DOUBLE_EQ(c.instance.price_per_hour.usd(), 35.76);
 }
 
+TEST(ChipPresets, Trn3MatchesTheReference) {
+    // trainium.md section 9: T3, TRN3, NKI3.
+    const compute::ChipSpec c = load_chip("trn3");
+    EXPECT_EQ(c.physical_cores, 8);
+    EXPECT_EQ(c.ranks_per_chip(2), 4);
+    EXPECT_EQ(c.hbm_capacity.count(), std::int64_t{144} << 30);
+    EXPECT_DOUBLE_EQ(c.hbm_bandwidth.bytes_per_s(), 4.9e12);
+    EXPECT_DOUBLE_EQ(c.peak_bf16.per_s(), 671e12);
+    EXPECT_DOUBLE_EQ(c.peak_fp8.per_s(), 2517e12);
+    EXPECT_DOUBLE_EQ(c.peak_fp32.per_s(), 183e12);
+    EXPECT_EQ(c.core.sbuf.count(), std::int64_t{32} << 20);
+    // An MX matmul at 4x BF16: 4 x 78.6 = 315 TFLOPS per core (NKI3, NC4).
+    EXPECT_NEAR(c.tensor_peak_per_core(compute::Precision::fp8).per_s(), 314.6e12, 0.1e12);
+    EXPECT_EQ(c.instance.scale_up, ScaleUpKind::switched);
+    EXPECT_TRUE(c.instance.torus.empty());
+    EXPECT_DOUBLE_EQ(c.neuronlink_intra_instance.bytes_per_s(), 2.56e12);
+    EXPECT_DOUBLE_EQ(c.efa_bandwidth_per_chip().bits_per_s(), 200e9); // 12.8 Tbps / 64
+    EXPECT_EQ(cluster::Hierarchy::chips_per_ultraserver(c), 64);
+}
+
 TEST(ChipPresets, Trn1MatchesTheReference) {
     const compute::ChipSpec c = load_chip("trn1");
     EXPECT_EQ(c.ranks_per_chip(1), 2);
@@ -236,6 +256,26 @@ TEST(ChipFiles, SemanticChecks) {
         EXPECT_GT(e.location().line, 1);
     }
     std::filesystem::remove_all(file.parent_path());
+}
+
+TEST(ChipFiles, ASwitchedDomainHasNoTorusAndOneNeuronLinkBandwidth) {
+    const auto expect = [](const char* dir, const std::string& to, const char* key) {
+        const auto file = edited_trn2(dir, "  torus: [4, 4]", to);
+        try {
+            load_chip(file.string());
+            ADD_FAILURE() << "expected an error at " << key;
+        } catch (const InputError& e) {
+            EXPECT_EQ(e.key_path(), key);
+            EXPECT_GT(e.location().line, 1);
+        }
+        std::filesystem::remove_all(file.parent_path());
+    };
+    // A torus given beside scale_up: switched; trn2's inter-instance bandwidth beside it; no
+    // torus and no switch.
+    expect("trnsim-presets-test4", "  scale_up: switched\n  torus: [4, 4]", "instance.torus");
+    expect("trnsim-presets-test5", "  scale_up: switched",
+           "interconnect.neuronlink_inter_instance");
+    expect("trnsim-presets-test6", "", "instance.torus");
 }
 
 TEST(ChipFiles, PerformanceModeIsNeverSlower) {

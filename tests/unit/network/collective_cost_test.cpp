@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace trnsim::network {
 namespace {
 
@@ -64,6 +66,53 @@ TEST(AlphaBeta, MidSizeMessagesUseRecursiveHalvingDoubling) {
     const GroupShape pair{{level(LinkClass::efa, 2, 25.0, 15.0)}};
     EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::reduce_scatter, 1e3, pair),
                      0.5 * 1e3 / 25e9 + 15e-6);
+}
+
+TEST(AlphaBeta, ASwitchedLevelTakesTheCheapestAlgorithm) {
+    // 16 members through a switch at 640 GB/s, 2 us a step. At 4 MiB a torus level would take
+    // RDH (4 steps); a switch takes mesh by cost: the ring's bytes in one step.
+    GroupLevel sw = level(LinkClass::neuronlink, 16, 640.0, 2.0);
+    sw.switched = true;
+    const GroupShape g{{sw}};
+    const double n = 4.0 * 1024 * 1024;
+    const double mesh = 15.0 / 16.0 * n / 640e9 + 2e-6;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_gather, n, g), mesh);
+    GroupLevel torus = sw;
+    torus.switched = false;
+    const double rdh = 15.0 / 16.0 * n / 640e9 + 4.0 * 2e-6;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_gather, n, GroupShape{{torus}}), rdh);
+    // An all-reduce of 1 GB: mesh reduce-scatter and all-gather, 2 (g-1)/g n/bw + 2 a.
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, 1e9, g),
+                     2.0 * 15.0 / 16.0 * 1e9 / 640e9 + 2.0 * 2e-6);
+    // Of 16 KB (a decode step's token): one-shot, (g-1) n/bw + a, is cheaper than the pair.
+    const double small = 16e3;
+    const double one_shot = 15.0 * small / 640e9 + 2e-6;
+    ASSERT_LT(one_shot, 2.0 * 15.0 / 16.0 * small / 640e9 + 2.0 * 2e-6);
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, small, g), one_shot);
+}
+
+TEST(AlphaBeta, OneShotRunsAtTheOutermostSwitchedLevelOnTheInnerShard) {
+    // 4 ranks of a chip (HBM 1 TB/s, 1 us) x 16 chips through a switch, 64 KB: the chip's
+    // mesh reduce-scatter leaves a quarter, which goes one-shot through the switch, and the
+    // chip's all-gather brings the whole back. The reduction (at 1 TB/s) overlaps the transfers.
+    GroupLevel sw = level(LinkClass::neuronlink, 16, 640.0, 2.0);
+    sw.switched = true;
+    GroupShape g{{level(LinkClass::on_chip, 4, 1000.0, 1.0), sw}};
+    g.reduce_bandwidth = Bandwidth::bytes_per_s(1000e9);
+    const double n = 64e3;
+    const double chip_rs = 3.0 / 4.0 * n / 1000e9 + 1e-6;
+    const double chip_ag = 3.0 / 4.0 * n / 1000e9 + 1e-6;
+    const double shard = n / 4.0;
+    const double one_shot = std::max(15.0 * shard / 640e9, 15.0 * shard / 1000e9) + 2e-6;
+    const double mesh_pair = 2.0 * 15.0 / 16.0 * shard / 640e9 + 2.0 * 2e-6;
+    ASSERT_LT(one_shot, mesh_pair);
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, n, g),
+                     chip_rs + one_shot + chip_ag);
+    // A slow reduction (100 GB/s) makes one-shot's 15 shards to sum the dearer: the pair.
+    g.reduce_bandwidth = Bandwidth::bytes_per_s(100e9);
+    const double slow_rs = 3.0 / 4.0 * n / 100e9 + 1e-6 + 15.0 / 16.0 * shard / 100e9 + 2e-6;
+    const double ag = chip_ag + 15.0 / 16.0 * shard / 640e9 + 2e-6;
+    EXPECT_DOUBLE_EQ(collective_seconds(CollectiveOp::all_reduce, n, g), slow_rs + ag);
 }
 
 TEST(AlphaBeta, SingleMemberLevelsCostNothing) {

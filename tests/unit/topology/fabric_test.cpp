@@ -37,6 +37,37 @@ std::uint32_t exhaustive_diameter(const Fabric& f) {
     return d;
 }
 
+TEST(Fabric, ATrn3UltraServerIsSwitched) {
+    // 64 chips, each with one link each way into the UltraServer's NeuronSwitch.
+    const Fabric f = build("trn3-ultracluster", 2);
+    EXPECT_TRUE(f.switched());
+    EXPECT_EQ(f.switches(), 2u);
+    EXPECT_EQ(f.chips(), 128u);
+    EXPECT_EQ(f.torus_dims(), 0);
+    EXPECT_EQ(f.node_kind(f.link_dst()[f.switch_up(70)]), NodeKind::neuronswitch);
+    EXPECT_EQ(f.link_dst()[f.switch_down(70)], 70u);
+    EXPECT_DOUBLE_EQ(f.capacity()[f.switch_up(70)], 2.56e12);
+    // Two chips of a domain are two links apart, whichever they are; chips of two domains
+    // go over EFA.
+    std::vector<std::uint32_t> links;
+    route(f, 3, 60, 0, links);
+    EXPECT_EQ(links, (std::vector<std::uint32_t>{f.switch_up(3), f.switch_down(60)}));
+    EXPECT_EQ(route_latency_ns(f, links.data(), links.size()), 2000);
+    links.clear();
+    route(f, 3, 67, 0, links);
+    EXPECT_EQ(links.front(), f.host_up(3));
+    // One domain alone: half its chips send through their links into the switch (and the
+    // maximum flow between the halves adds their NICs' 32 x 25 GB/s over EFA, which the
+    // bisection of one domain leaves out, as it does for a torus).
+    const Fabric one = build("trn3-ultracluster", 1);
+    const FabricReport r = analyse(one);
+    EXPECT_TRUE(r.connected);
+    EXPECT_EQ(r.diameter, 2u);
+    EXPECT_EQ(exhaustive_diameter(one), 2u);
+    EXPECT_DOUBLE_EQ(r.bisection, 32 * 2.56e12);
+    EXPECT_NEAR(max_flow_between_halves(one), r.bisection + 32 * 25e9, 1e-6 * r.bisection);
+}
+
 TEST(Fabric, Trn2InstanceIsA4x4Torus) {
     const Fabric f = build("trn2-instance", 1);
     EXPECT_EQ(f.chips(), 16u);
