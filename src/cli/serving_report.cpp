@@ -68,7 +68,12 @@ void print_serving_layout(std::ostream& out, const config::ScenarioSpec& spec,
     const workload::ModelStats stats = workload::compute_stats(inf.model);
     line(out, "cluster", cluster_text(spec));
     line(out, "model", spec.model_ref + ": " + fmt::count(static_cast<double>(stats.total)) +
-                           " parameters, weights " + (sv.weight_bytes == 1 ? "8-bit" : sv.weight_bytes == 4 ? "fp32" : "bf16") +
+                           " parameters, weights " +
+                           (sv.mx == serving::MxFormat::mxfp4   ? "mxfp4"
+                            : sv.mx == serving::MxFormat::mxfp8 ? "mxfp8"
+                            : sv.weight_bytes == 1              ? "8-bit"
+                            : sv.weight_bytes == 4              ? "fp32"
+                                                                : "bf16") +
                            (sv.speculative ? "; draft " + spec.draft_ref + ", k " +
                                                  std::to_string(sv.speculative->k)
                                            : ""));

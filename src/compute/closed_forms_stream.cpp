@@ -355,23 +355,26 @@ StreamPlan plan_stream(const StreamShape& s, const ChipRates& r) {
 
 TRNSIM_CLOSED_FORMS_CLONES
 StreamPlan plan_adamw(const OptimizerShape& s, const ChipRates& r) {
-    if (s.grad_bytes < 1 || s.grad_bytes > 8 || s.weight_bytes < 1 || s.weight_bytes > 8) {
-        throw InputError("kernel", "AdamW gradient and weight types take 1 to 8 bytes");
+    if (s.grad_bytes < 1 || s.grad_bytes > 8 || s.weight_bytes < 1 || s.weight_bytes > 8 ||
+        s.master_bytes < 0 || s.master_bytes > 8 || s.moment_bytes < 1 || s.moment_bytes > 8) {
+        throw InputError("kernel", "AdamW gradient, weight and moment types take 1 to 8 bytes, "
+                                   "the master copy 0 to 8");
     }
+    const bool master = s.master_bytes > 0;
     const auto partitions = static_cast<std::int64_t>(r.partitions);
     StreamPlan plan;
     const std::int64_t f = kAdamwTileBytes / 4;
     flat_groups(plan.groups, s.params, partitions, f);
     plan.buffer_bytes = std::min(f, ceil_div(s.params, partitions)) * 4;
     PassProfile& a = plan.first;
-    a.loads = 4; // gradient, moments, master weight
-    a.load_bytes = s.grad_bytes + 12.0;
+    a.loads = 4; // gradient, moments, master weight (or the weight itself)
+    a.load_bytes = s.grad_bytes + 2.0 * s.moment_bytes + (master ? s.master_bytes : s.weight_bytes);
     engine(a, kG, 2, 3); // (1 - beta1) g; the weight update
     engine(a, kV, 4, 7); // moments, reciprocal, update
     engine(a, kS, 3, 3); // g^2, sqrt, the working copy
     a.maps = 9;
-    a.stores = 4;
-    a.store_bytes = 12.0 + s.weight_bytes;
+    a.stores = master ? 4 : 3;
+    a.store_bytes = 2.0 * s.moment_bytes + s.master_bytes + s.weight_bytes;
     plan.depth = std::max(2, fit_depth(plan, r));
     return plan;
 }

@@ -142,8 +142,12 @@ double minimum_hbm_bytes(const Kernel& k) {
         return eb * d(a->batch) * (q + kv);
     }
     if (const auto* o = std::get_if<OptimizerShape>(&k)) {
-        // Read master, m, v (FP32) and the gradient; write master, m, v and the working weights.
-        return d(o->params) * (24.0 + o->grad_bytes + o->weight_bytes);
+        // Read master, m, v and the gradient; write master, m, v and the working weights. With
+        // no master copy the weights are read and written instead.
+        const double state = 2.0 * o->moment_bytes + o->master_bytes;
+        return d(o->params) * (o->master_bytes > 0
+                                   ? 2.0 * state + o->grad_bytes + o->weight_bytes
+                                   : 2.0 * state + o->grad_bytes + 2.0 * o->weight_bytes);
     }
     const auto& s = std::get<StreamShape>(k);
     const double n = d(s.elements);

@@ -371,10 +371,11 @@ Recipe stream_recipe(const StreamShape& s, const ChipSpec& chip) {
 Recipe adamw_recipe(const OptimizerShape& s, const ChipSpec& chip) {
     Recipe r;
     r.plan = plan_adamw(s, ChipRates(chip));
-    r.first = {load(1, s.grad_bytes), // gradient
-               load(0, 4),            // first moment
-               load(1, 4),            // second moment
-               load(0, 4),            // master weight
+    const bool master = s.master_bytes > 0;
+    r.first = {load(1, s.grad_bytes),                               // gradient
+               load(0, s.moment_bytes),                             // first moment
+               load(1, s.moment_bytes),                             // second moment
+               load(0, master ? s.master_bytes : s.weight_bytes),   // master (or the weight)
                map(Queue::gpsimd),    // (1 - beta1) g
                map(Queue::vector, 2), // m = beta1 m + (1 - beta1) g
                map(Queue::scalar),    // (1 - beta2) g^2
@@ -383,11 +384,14 @@ Recipe adamw_recipe(const OptimizerShape& s, const ChipSpec& chip) {
                map(Queue::vector),    // 1 / (sqrt + eps)
                map(Queue::vector, 2), // update = m / (1 - beta1^t) / (sqrt + eps)
                map(Queue::gpsimd, 2), // w = w - lr (update + wd w)
-               map(Queue::scalar),    // working copy in the weight type
-               store(2, 4),           // master weight
-               store(3, 4),           // first moment
-               store(2, 4),           // second moment
-               store(3, s.weight_bytes)};
+               map(Queue::scalar)};   // working copy in the weight type (rounded stochastically
+                                      // without a master)
+    if (master) {
+        r.first.push_back(store(2, s.master_bytes)); // master weight
+    }
+    r.first.push_back(store(3, s.moment_bytes)); // first moment
+    r.first.push_back(store(2, s.moment_bytes)); // second moment
+    r.first.push_back(store(3, s.weight_bytes));
     return r;
 }
 

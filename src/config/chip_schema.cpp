@@ -110,6 +110,10 @@ Schema<C> build() {
     s.field(integer<C>("core.tensor_engine.min_matmul_cycles",
                        [](C& c) -> int& { return c.core.tensor.min_matmul_cycles; }, "64", 1,
                        65536, "Minimum cycles of one MultiplyMoving."));
+    s.field(boolean<C>("core.tensor_engine.mx_matmul",
+                       [](C& c) -> bool& { return c.core.tensor.mx_matmul; }, "false",
+                       "TensorE multiplies microscaling (MXFP8, MXFP4) matrices at the FP8 "
+                       "rate (NeuronCore-v4)."));
     s.field(integer<C>("core.tensor_engine.fp8_rate_multiplier",
                        [](C& c) -> int& { return c.core.tensor.fp8_rate_multiplier; }, "2", 1, 16,
                        "FP8 contraction rows per BF16 row (double-row mode: 2)."));
@@ -135,6 +139,10 @@ Schema<C> build() {
            "GpSimdE", "128");
     s.field(required(bytes("core.sbuf", [](C& c) -> Bytes& { return c.core.sbuf; }, "",
                            "State buffer (SBUF) capacity.")));
+    s.field(boolean<C>("core.stochastic_rounding",
+                       [](C& c) -> bool& { return c.core.stochastic_rounding; }, "false",
+                       "The engines can round their outputs stochastically (lets the optimizer "
+                       "keep no FP32 master copy: workload.optimizer.master_weights: none)."));
     s.field(integer<C>("core.sbuf_partitions", [](C& c) -> int& { return c.core.sbuf_partitions; },
                        "128", 1, 4096, "SBUF partitions."));
     s.field(required(bytes("core.psum", [](C& c) -> Bytes& { return c.core.psum; }, "",

@@ -224,6 +224,22 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
                          "each stage) or workload.parallelism.balance (a rule for them)",
                          at("workload.parallelism.balance"));
     }
+    if (t.optimizer.master_weights == workload::MasterWeights::none) {
+        const std::string key = "workload.optimizer.master_weights";
+        if (t.precision == compute::Precision::fp32) {
+            throw InputError(key,
+                             "FP32 training keeps no master copy: none applies to BF16 and FP8 "
+                             "weights",
+                             at(key));
+        }
+        if (!spec.hardware.chip.core.stochastic_rounding) {
+            throw InputError(key,
+                             "none updates the BF16 weights with stochastic rounding, which "
+                             "chip " + spec.hardware.chip.name +
+                                 " does not have (core.stochastic_rounding)",
+                             at(key));
+        }
+    }
     if (!spec.output.trace.empty() && spec.simulation.fidelity != Fidelity::step) {
         throw InputError("output.trace", "a timeline needs simulation.fidelity: step",
                          at("output.trace"));
@@ -273,6 +289,13 @@ void collect_warnings(ScenarioSpec& spec) {
                      " layers, the others " + std::to_string(q) +
                      " (balance: even); set workload.parallelism.balance or stage_layers to "
                      "choose the layout");
+        }
+    }
+    if (spec.workload_type == WorkloadType::inference) {
+        for (const char* key : {"workload.optimizer", "workload.graph.grad_accumulator"}) {
+            if (given(key)) {
+                warn(key, "has no effect on serving (it is a training job's)");
+            }
         }
     }
     if (given("output.trace_ranks") && spec.output.trace.empty()) {

@@ -322,6 +322,20 @@ Schema<S> build() {
         "gradient (NxD use_fp32_grad_acc), which the gradient reduction and the optimizer "
         "then read in FP32 too."));
 
+    s.section("workload.optimizer", "The optimizer's state (AdamW): its master weights and "
+                                    "moments, in memory, in the checkpoint and in its step.");
+    s.field(choice<S, workload::MasterWeights>(
+        "workload.optimizer.master_weights",
+        [](S& x) -> workload::MasterWeights& { return x.training.optimizer.master_weights; },
+        "fp32",
+        "fp32: an FP32 copy of the parameters beside the working weights (4 bytes a "
+        "parameter); none: the BF16 weights are updated in place with stochastic rounding "
+        "(needs a chip with core.stochastic_rounding; FP32 training never keeps a copy)."));
+    s.field(choice<S, workload::OptimizerMoments>(
+        "workload.optimizer.moments",
+        [](S& x) -> workload::OptimizerMoments& { return x.training.optimizer.moments; }, "fp32",
+        "Precision of AdamW's two moments: fp32 (8 bytes a parameter) or bf16 (4)."));
+
     add_reliability_keys(s);
 
     s.section("simulation", "How the run is simulated.");

@@ -421,9 +421,12 @@ void add_serving_keys(Schema<S>& s) {
                        "Reuse the cached blocks of a shared prompt prefix."));
     {
         auto e = make_entry<S>("workload.serving.weights", "choice", "auto",
-                               "auto, bf16, fp8 or int8",
+                               "auto, bf16, fp8, int8, mxfp8 or mxfp4",
                                "Storage of the weights (fp8 and int8 are 1 byte, dequantised "
-                               "to workload.precision); auto: workload.precision.");
+                               "to workload.precision; mxfp8 and mxfp4 are microscaling "
+                               "formats, 1 or 0.5 byte and a scale a block of 32, multiplied "
+                               "at the MX rate on chips that have one: Trainium3); auto: "
+                               "workload.precision.");
         e.apply = [](S& x, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
                      const Context&) {
             const std::string v = scalar_text(n, p, loc);
@@ -433,8 +436,13 @@ void add_serving_keys(Schema<S>& s) {
                 srv(x).weight_bytes = 2;
             } else if (v == "fp8" || v == "int8") {
                 srv(x).weight_bytes = 1;
+            } else if (v == "mxfp8" || v == "mxfp4") {
+                srv(x).weight_bytes = 1;
+                srv(x).mx = v == "mxfp8" ? serving::MxFormat::mxfp8 : serving::MxFormat::mxfp4;
             } else {
-                throw InputError(p, "unknown value '" + v + "'; allowed: auto, bf16, fp8, int8",
+                throw InputError(p,
+                                 "unknown value '" + v +
+                                     "'; allowed: auto, bf16, fp8, int8, mxfp8, mxfp4",
                                  loc);
             }
         };

@@ -363,6 +363,11 @@ Schema<PL> build_plan() {
         "recompute", "workload.parallelism.recompute", &PL::recompute,
         [](const ScenarioSpec& x) { return x.training.parallelism.recompute; }, false,
         "Activation recomputation: none, selective, full."));
+    s.field(search_entry<workload::MasterWeights>(
+        "master_weights", "workload.optimizer.master_weights", &PL::master_weights,
+        [](const ScenarioSpec& x) { return x.training.optimizer.master_weights; }, false,
+        "The optimizer's master weights: fp32 (a copy), none (the BF16 weights updated with "
+        "stochastic rounding: 4 bytes a parameter less)."));
     s.field(search_entry<Duration>(
         "checkpoint_interval", "reliability.checkpoint.interval", &PL::checkpoint_interval,
         [](const ScenarioSpec& x) { return x.reliability.checkpoint.interval; }, false,

@@ -467,6 +467,7 @@ results::ResultsFile plan_results(const config::PlanSpec& plan, const config::Sc
             {"zero", std::int64_t{c.zero}},
             {"microbatch", std::int64_t{c.microbatch}},
             {"recompute", std::string(workload::to_string(c.recompute))},
+            {"master_weights", std::string(workload::to_string(c.master_weights))},
             {"est_step_time_s", x.step_time.seconds()},
             {"est_time_to_train_s", x.time_to_train.seconds()},
             {"est_cost_usd", x.cost_usd},
@@ -497,6 +498,7 @@ results::ResultsFile plan_results(const config::PlanSpec& plan, const config::Sc
         t.add_int(c);
     }
     t.add_string("recompute", 9);
+    t.add_string("master_weights", 4);
     t.add_string("verdict", 8);
     for (const char* c : {"checkpoint_interval_s", "step_time_s", "memory_fraction", "ettr",
                           "time_to_train_s", "cost_usd", "goodput"}) {
@@ -524,6 +526,7 @@ results::ResultsFile plan_results(const config::PlanSpec& plan, const config::Sc
                    std::int64_t{c.zero},
                    std::int64_t{c.microbatch},
                    std::string(workload::to_string(c.recompute)),
+                   std::string(workload::to_string(c.master_weights)),
                    std::string(study::to_string(x.verdict)),
                    x.checkpoint_interval.seconds(),
                    x.step_time.seconds(),

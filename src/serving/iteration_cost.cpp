@@ -247,6 +247,10 @@ public:
         }
         const compute::MatmulShape s{m, k, n, batch, m_.precision};
         const int w = m_.serving.weight_bytes;
+        if (m_.serving.mx != MxFormat::none) {
+            mx_matmul(s);
+            return;
+        }
         if (w >= compute::element_bytes(m_.precision)) {
             kernel(compute::Kernel{s}, Cat::matmul);
             return;
@@ -264,6 +268,30 @@ public:
             weights / (static_cast<double>(v.elements_per_cycle) * v.clock.hz());
         add(std::max({stream, prefill_ ? flops / m_.prefill_peak : compute_s, dequant_s}),
             Cat::matmul);
+    }
+
+    /// A matmul against microscaling weights (NKI3): TensorE at its MX rate (the FP8 rate of
+    /// an NC-v4 chip file); the weights stream at their stored size (the FP8 kernel's time
+    /// with its stream scaled from 1 byte to MXFP8's or MXFP4's, scales included), and
+    /// VectorE quantizes the activations to MXFP8 at 4 elements a partition and cycle
+    /// (QuantizeMX), whichever is slowest.
+    void mx_matmul(const compute::MatmulShape& s) {
+        compute::MatmulShape mx = s;
+        mx.precision = compute::Precision::fp8;
+        const double fp8 = m_.cost.cost(compute::Kernel{mx}).seconds;
+        const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) *
+                             static_cast<double>(s.n) * static_cast<double>(s.batch);
+        const double peak = m_.cost.tensor_peak_per_rank(compute::Precision::fp8).per_s();
+        const double compute_s =
+            flops / (prefill_ ? m_.chip.serving.prefill_efficiency * peak : peak);
+        const double stream = fp8 * m_.serving.stored_weight_bytes();
+        const auto& v = m_.chip.core.vector;
+        const double activations =
+            static_cast<double>(s.m) * static_cast<double>(s.k) * static_cast<double>(s.batch);
+        const double quantize_s =
+            activations / (static_cast<double>(m_.chip.core.sbuf_partitions) * 4.0 *
+                           v.clock.hz() * static_cast<double>(m_.lnc));
+        add(std::max({stream, compute_s, quantize_s}), Cat::matmul);
     }
 
     /// An activation-by-activation matmul (attention scores) at the compute precision.
@@ -489,6 +517,11 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
                  str(s.max_batch));
     }
     const int e = compute::element_bytes(s.precision);
+    if (s.mx != MxFormat::none && !chip.core.tensor.mx_matmul) {
+        fail(std::string(kServing) + ".weights",
+             "chip " + chip.name + " has no microscaling (MX) matmul: mxfp8 and mxfp4 weights "
+             "need NeuronCore-v4 (Trainium3); use fp8 or int8 for 1-byte weights");
+    }
     if (s.weight_bytes < 1 || s.weight_bytes > e ||
         (s.weight_bytes != 1 && s.weight_bytes != e)) {
         fail(std::string(kServing) + ".weight_bytes",
@@ -560,7 +593,7 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
     // Memory per rank.
     const auto bytes_of = [&](const Dims& d) {
         const RankParams p = rank_params(d);
-        return p.matmul * s.weight_bytes + p.other * e;
+        return p.matmul * s.stored_weight_bytes() + p.other * e;
     };
     const auto kv_of = [&](const Dims& d) {
         return 2.0 * static_cast<double>(d.layers() * d.kv * d.head_dim) * e;

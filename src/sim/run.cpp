@@ -16,7 +16,9 @@ workload::Plan make_plan(const config::ScenarioSpec& spec) {
 
 Bytes checkpoint_bytes(const workload::Plan& plan) {
     const bool fp32 = plan.training.precision == compute::Precision::fp32;
-    const std::int64_t per_parameter = fp32 ? 4 + 8 : 2 + 12;
+    const std::int64_t per_parameter = (fp32 ? 4 : 2) +
+                                       workload::master_weight_bytes(plan.training) +
+                                       2 * workload::moment_bytes(plan.training);
     return Bytes(plan.stats.total * per_parameter);
 }
 

@@ -64,6 +64,7 @@ void apply(config::ScenarioSpec& s, const Candidate& c) {
     p.zero = c.zero;
     p.microbatch = c.microbatch;
     p.recompute = c.recompute;
+    s.training.optimizer.master_weights = c.master_weights;
     s.reliability.checkpoint.interval = c.checkpoint_interval;
     (us ? s.reliability.spares.ultraservers : s.reliability.spares.instances) = c.spares;
 }
@@ -216,6 +217,10 @@ std::vector<config::Override> candidate_overrides(const config::PlanSpec& plan,
     add("workload.parallelism.zero", std::to_string(c.zero), plan.zero);
     add("workload.parallelism.microbatch", std::to_string(c.microbatch), plan.microbatch);
     add("workload.parallelism.recompute", workload::to_string(c.recompute), plan.recompute);
+    if (plan.master_weights.given) {
+        add("workload.optimizer.master_weights", workload::to_string(c.master_weights),
+            plan.master_weights);
+    }
     if (base.reliability.enabled) {
         add("reliability.checkpoint.interval",
             c.checkpoint_interval == Duration::zero()
@@ -317,6 +322,24 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
             }
         }
     }
+    const auto none = workload::MasterWeights::none;
+    if (plan.master_weights.given &&
+        std::find(plan.master_weights.values.begin(), plan.master_weights.values.end(), none) !=
+            plan.master_weights.values.end()) {
+        if (base.training.precision == compute::Precision::fp32) {
+            throw InputError("search.master_weights",
+                             "FP32 training keeps no master copy: none applies to BF16 and FP8 "
+                             "weights",
+                             plan.master_weights.origin);
+        }
+        if (!base.hardware.chip.core.stochastic_rounding) {
+            throw InputError("search.master_weights",
+                             "none updates the BF16 weights with stochastic rounding, which "
+                             "chip " + base.hardware.chip.name +
+                                 " does not have (core.stochastic_rounding)",
+                             plan.master_weights.origin);
+        }
+    }
     const auto& par = base.training.parallelism;
     if (plan.pp.given && !par.stage_layers.empty()) {
         for (const int p : plan.pp.values) {
@@ -344,6 +367,7 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
     const auto zero = values_of(plan.zero, par.zero);
     const auto micro = values_of(plan.microbatch, par.microbatch);
     const auto recompute = values_of(plan.recompute, par.recompute);
+    const auto master = values_of(plan.master_weights, base.training.optimizer.master_weights);
     const auto interval = values_of(plan.checkpoint_interval, base.reliability.checkpoint.interval);
     const auto spares = values_of(plan.spares, base.reliability.spares.count());
     const double total = static_cast<double>(domains.size()) * static_cast<double>(batch.size()) *
@@ -352,6 +376,7 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
                          static_cast<double>(dp.size()) * static_cast<double>(ep.size()) *
                          static_cast<double>(zero.size()) * static_cast<double>(micro.size()) *
                          static_cast<double>(recompute.size()) *
+                         static_cast<double>(master.size()) *
                          static_cast<double>(interval.size()) * static_cast<double>(spares.size());
     if (total > static_cast<double>(kMaxCandidates)) {
         throw InputError("search",
@@ -372,11 +397,12 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
                                 for (int z : zero)
                                     for (int m : micro)
                                         for (auto r : recompute)
-                                            for (auto ci : interval)
-                                                for (auto s : spares) {
-                                                    out.push_back(
-                                                        {d, b, t, x, p, a, e, z, m, r, ci, s});
-                                                }
+                                            for (auto w : master)
+                                                for (auto ci : interval)
+                                                    for (auto s : spares) {
+                                                        out.push_back({d, b, t, x, p, a, e, z, m,
+                                                                       r, w, ci, s});
+                                                    }
     return out;
 }
 
@@ -413,7 +439,8 @@ PlanResult run_plan(const config::PlanSpec& plan, const config::ScenarioSpec& ba
         const auto same = [&](const Candidate& a, const Candidate& b) {
             return a.domains == b.domains && a.global_batch == b.global_batch && a.tp == b.tp &&
                    a.cp == b.cp && a.pp == b.pp && a.dp == b.dp && a.ep == b.ep &&
-                   a.zero == b.zero && a.microbatch == b.microbatch && a.recompute == b.recompute;
+                   a.zero == b.zero && a.microbatch == b.microbatch && a.recompute == b.recompute &&
+                   a.master_weights == b.master_weights;
         };
         while (j < cands.size() && same(cands[i], cands[j])) {
             ++j;

@@ -295,6 +295,7 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
         {"zero", plan.zero.given},
         {"microbatch", plan.microbatch.given},
         {"recompute", plan.recompute.given},
+        {"master_weights", plan.master_weights.given},
         {"checkpoint_interval", plan.checkpoint_interval.given},
         {"spares", plan.spares.given}};
     for (const auto& [key, given] : training_keys) {

@@ -567,7 +567,7 @@ MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
     const double de = p.group_size(CommGroup::expert_dp);
     const double dense = static_cast<double>(st.dense_params_per_rank);
     const double expert = static_cast<double>(st.expert_params_per_rank);
-    const double master = t.precision == compute::Precision::fp32 ? 0.0 : 4.0;
+    const double state = master_weight_bytes(t) + 2.0 * moment_bytes(t);
 
     MemoryBreakdown b;
     const auto shard = [&](double params_dense, double params_expert, bool sharded) {
@@ -578,7 +578,7 @@ MemoryBreakdown stage_memory(const Plan& p, int stage_index) {
     const double g = grad_accumulator_bytes(t);
     b.gradients = Bytes(static_cast<std::int64_t>(g * shard(dense, expert, par.zero >= 2)));
     b.optimizer =
-        Bytes(static_cast<std::int64_t>((master + 8.0) * shard(dense, expert, par.zero >= 1)));
+        Bytes(static_cast<std::int64_t>(state * shard(dense, expert, par.zero >= 1)));
 
     // The rank's tokens of a microbatch: S / cp of each sequence.
     const std::int64_t tokens = p.tokens_per_rank();

@@ -632,6 +632,8 @@ StageStepOps build_stage_step_ops(const Plan& plan, int stage) {
         static_cast<std::int64_t>(sharded ? dense / d + expert / de : dense + expert);
     ops.optimizer.optimizer.grad_bytes = acc;
     ops.optimizer.optimizer.weight_bytes = w;
+    ops.optimizer.optimizer.master_bytes = master_weight_bytes(plan.training);
+    ops.optimizer.optimizer.moment_bytes = moment_bytes(plan.training);
     return ops;
 }
 

@@ -81,19 +81,23 @@ def read_table(path):
     return table
 
 
-def includes_of(root, module):
-    """{dependency module: {header: first file including it}} of a module's own files."""
-    found = {}
+def module_sources(root, module):
+    """The paths of a module's own source files (src/<m>/ and include/trnsim/<m>/)."""
     for base in (os.path.join(root, "src", module), os.path.join(root, "include", "trnsim", module)):
         for d, _, files in os.walk(base):
             for f in sorted(files):
-                if not f.endswith((".hpp", ".cpp", ".h")):
-                    continue
-                p = os.path.join(d, f)
-                for m in INCLUDE.finditer(open(p, encoding="utf-8").read()):
-                    if m.group(1) != module:
-                        found.setdefault(m.group(1), {}).setdefault(m.group(2),
-                                                                   os.path.relpath(p, root))
+                if f.endswith((".hpp", ".cpp", ".h")):
+                    yield os.path.join(d, f)
+
+
+def includes_of(root, module):
+    """{dependency module: {header: first file including it}} of a module's own files."""
+    found = {}
+    for p in module_sources(root, module):
+        for m in INCLUDE.finditer(open(p, encoding="utf-8").read()):
+            if m.group(1) != module:
+                found.setdefault(m.group(1), {}).setdefault(m.group(2),
+                                                           os.path.relpath(p, root))
     return found
 
 
@@ -106,33 +110,23 @@ def domain_decisions(root, module):
         rules += LINK_RULES
     if not rules:
         return found
-    for base in (os.path.join(root, "src", module), os.path.join(root, "include", "trnsim", module)):
-        for d, _, files in os.walk(base):
-            for f in sorted(files):
-                if not f.endswith((".hpp", ".cpp", ".h")):
-                    continue
-                p = os.path.join(d, f)
-                for n, line in enumerate(open(p, encoding="utf-8").read().splitlines(), 1):
-                    code = COMMENT.sub("", line)
-                    for rule, what in rules:
-                        if rule.search(code):
-                            found.append((f"{os.path.relpath(p, root)}:{n}", what))
+    for p in module_sources(root, module):
+        for n, line in enumerate(open(p, encoding="utf-8").read().splitlines(), 1):
+            code = COMMENT.sub("", line)
+            for rule, what in rules:
+                if rule.search(code):
+                    found.append((f"{os.path.relpath(p, root)}:{n}", what))
     return found
 
 
 def long_files(root, module):
     """[(file, lines)] of the module's sources over MAX_LINES, LONG_TABLES aside."""
     found = []
-    for base in (os.path.join(root, "src", module), os.path.join(root, "include", "trnsim", module)):
-        for d, _, files in os.walk(base):
-            for f in sorted(files):
-                if not f.endswith((".hpp", ".cpp", ".h")):
-                    continue
-                p = os.path.join(d, f)
-                rel = os.path.relpath(p, root)
-                n = len(open(p, encoding="utf-8").read().splitlines())
-                if n > MAX_LINES and rel not in LONG_TABLES:
-                    found.append((rel, n))
+    for p in module_sources(root, module):
+        rel = os.path.relpath(p, root)
+        n = len(open(p, encoding="utf-8").read().splitlines())
+        if n > MAX_LINES and rel not in LONG_TABLES:
+            found.append((rel, n))
     return found
 
 

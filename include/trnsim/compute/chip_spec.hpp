@@ -44,6 +44,8 @@ struct TensorEngineSpec {
     int min_matmul_cycles = 64;
     /// FP8 "double row": contraction of 2 x rows in the time of rows.
     int fp8_rate_multiplier = 2;
+    /// Microscaling (MXFP8, MXFP4) matmuls at the FP8 rate (NeuronCore-v4: NKI3).
+    bool mx_matmul = false;
     /// FP32 matmul costs this many times a BF16 one.
     int fp32_rate_divisor = 4;
     /// LoadStationary is this many times faster than a MultiplyMoving of the same free size
@@ -93,6 +95,9 @@ struct CoreSpec {
     /// a DMA instruction (NKI2: 2 DGEs per core, ~600 ns per DGE-issued instruction).
     int dma_generators = 2;
     Duration dma_issue_time = Duration::zero();
+    /// The engines can round their outputs stochastically (NeuronCore-v2 and later): what lets
+    /// an optimizer keep no FP32 master copy (workload.optimizer.master_weights: none).
+    bool stochastic_rounding = false;
 
     /// Bytes of one partition of SBUF, and of one PSUM bank in one partition.
     std::int64_t sbuf_partition_bytes() const { return sbuf.count() / sbuf_partitions; }

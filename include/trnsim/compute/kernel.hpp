@@ -112,6 +112,10 @@ struct OptimizerShape {
     std::int64_t params = 0;
     int grad_bytes = 4;
     int weight_bytes = 2;
+    /// The FP32 master copy (0: none, the weights updated in place with stochastic rounding)
+    /// and each of the two moments.
+    int master_bytes = 4;
+    int moment_bytes = 4;
 };
 
 /// Any kernel.

@@ -248,6 +248,7 @@ struct PlanSpec {
     SearchKey<std::int64_t> ultraservers, instances, global_batch, spares;
     SearchKey<int> tp, cp, pp, dp, ep, zero, microbatch;
     SearchKey<workload::Recompute> recompute;
+    SearchKey<workload::MasterWeights> master_weights; ///< fp32 or none (stochastic rounding)
     SearchKey<Duration> checkpoint_interval; ///< zero: auto
 
     // Serving plans (workload.type: inference). search.tp searches workload.serving.tp;

@@ -72,6 +72,9 @@ struct DisaggregationSpec {
 };
 
 /// How one replica holds and runs the model (workload.serving).
+/// Microscaling weight formats (workload.serving.weights: mxfp8, mxfp4).
+enum class MxFormat : std::uint8_t { none, mxfp8, mxfp4 };
+
 struct ServingSpec {
     int tp = 1;                        ///< ranks per replica
     int ep = 1;                        ///< expert parallel degree inside the replica (MoE)
@@ -87,6 +90,16 @@ struct ServingSpec {
     compute::Precision precision = compute::Precision::bf16; ///< activations and matmuls
     /// Storage of the weights: bf16, fp8 or int8 (1 byte, dequantised to `precision`).
     int weight_bytes = 2;
+    /// Microscaling weights (OCP MX, NKI3): MXFP8 or MXFP4 elements with an 8-bit scale a block
+    /// of 32, multiplied by TensorE at its MX rate against activations VectorE quantizes to
+    /// MXFP8 (NeuronCore-v4 only). weight_bytes is 1 for both; stored_weight_bytes() is
+    /// their size in memory and in the weight stream.
+    MxFormat mx = MxFormat::none;
+    double stored_weight_bytes() const {
+        return mx == MxFormat::mxfp4   ? 0.5 + 1.0 / 32.0
+               : mx == MxFormat::mxfp8 ? 1.0 + 1.0 / 32.0
+                                       : static_cast<double>(weight_bytes);
+    }
     std::optional<SpeculativeSpec> speculative;
     DisaggregationSpec disaggregated;
     RouterPolicy router = RouterPolicy::least_loaded;

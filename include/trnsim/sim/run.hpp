@@ -39,7 +39,8 @@ StepSimOptions step_options(const config::ScenarioSpec& spec, const workload::Pl
 
 /// The checkpoint size of a plan: one copy of the weights and of the optimizer state,
 /// parameters x (weight bytes + 12) (4 bytes of FP32 master weights and 8 of Adam moments;
-/// FP32 training keeps no master copy: + 8), as in workload/plan.hpp's memory plan.
+/// FP32 training and master_weights: none keep no master copy; BF16 moments take 4), as in
+/// workload/plan.hpp's memory plan.
 Bytes checkpoint_bytes(const workload::Plan& plan);
 /// What the reliability model needs of the chip's instance: its NeuronLink torus, EFA
 /// interfaces and bandwidth, host memory (a training job's, a serving fleet's and a fleet's

@@ -44,6 +44,7 @@ struct Candidate {
     std::int64_t global_batch = 0; ///< sequences per step
     int tp = 1, cp = 1, pp = 1, dp = 0, ep = 1, zero = 1, microbatch = 1;
     workload::Recompute recompute = workload::Recompute::selective;
+    workload::MasterWeights master_weights = workload::MasterWeights::fp32;
     Duration checkpoint_interval; ///< zero: auto
     std::int64_t spares = 0;      ///< spare domains
 };

@@ -33,7 +33,9 @@
 //   weights    P w                       (ZeRO-3: / d)
 //   gradients  P g                       (ZeRO-2 and 3: / d); g the accumulator's element size
 //              (grad_accumulator_bytes: 2, or 4 for an FP32 accumulator or FP32 training)
-//   optimizer  P (4 master + 8 moments)  (ZeRO-1, 2, 3: / d); FP32 training keeps no master copy
+//   optimizer  P (4 master + 8 moments)  (ZeRO-1, 2, 3: / d); FP32 training keeps no master copy,
+//              nor does master_weights: none (BF16 weights updated with stochastic rounding);
+//              moments: bf16 halves the moments' 8 to 4
 //   activations  per layer and microbatch (Korthikanti et al. 2022, adapted to GQA, SwiGLU and
 //              flash attention; see activation_bytes_per_layer): norm inputs and outputs (the
 //              output not when norms are recomputed), q, k, v, the attention output and

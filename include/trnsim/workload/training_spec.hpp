@@ -56,6 +56,42 @@ enum class GradAccumulator {
     fp32,
 };
 
+/// Where the optimizer keeps the weights it updates (workload.optimizer.master_weights).
+enum class MasterWeights {
+    /// An FP32 copy of every parameter beside the working (BF16, FP8) weights: the usual
+    /// mixed-precision optimizer (NxD's ZeRO-1 optimizer, Megatron's main params).
+    fp32,
+    /// No copy: the optimizer updates the BF16 weights in place with stochastic rounding, which
+    /// lets small updates accumulate (the Neuron rounding-modes page: NeuronCore-v2 and later;
+    /// PyTorch-Neuron turns it on under XLA_USE_BF16=1). Needs a chip with stochastic rounding.
+    none,
+};
+
+/// The precision of the optimizer's two moments (workload.optimizer.moments).
+enum class OptimizerMoments { fp32, bf16 };
+
+/// The optimizer's state: its master weights and moments (memory, checkpoint, AdamW's bytes).
+struct OptimizerSpec {
+    MasterWeights master_weights = MasterWeights::fp32;
+    OptimizerMoments moments = OptimizerMoments::fp32;
+};
+
+constexpr std::array<EnumName<MasterWeights>, 2> enum_names(MasterWeights) {
+    return {{
+        {MasterWeights::fp32, "fp32"},
+        {MasterWeights::none, "none"},
+    }};
+}
+inline const char* to_string(MasterWeights v) { return enum_name(v); }
+
+constexpr std::array<EnumName<OptimizerMoments>, 2> enum_names(OptimizerMoments) {
+    return {{
+        {OptimizerMoments::fp32, "fp32"},
+        {OptimizerMoments::bf16, "bf16"},
+    }};
+}
+inline const char* to_string(OptimizerMoments v) { return enum_name(v); }
+
 constexpr std::array<EnumName<Schedule>, 2> enum_names(Schedule) {
     return {{
         {Schedule::one_f_one_b, "1f1b"},
@@ -164,6 +200,7 @@ struct TrainingSpec {
     compute::Precision precision = compute::Precision::bf16;
     ParallelismSpec parallelism;
     GraphSpec graph;
+    OptimizerSpec optimizer;
     /// MoE routing imbalance: tokens the busiest expert-parallel rank receives relative to the
     /// average (1 = perfectly balanced). Every rank waits for that one in the all-to-all.
     double moe_imbalance = 1.0;
@@ -176,6 +213,20 @@ inline int grad_accumulator_bytes(const TrainingSpec& t) {
                    t.precision == compute::Precision::fp32
                ? 4
                : 2;
+}
+
+/// Bytes per parameter of the optimizer's master copy: 4 for an FP32 copy beside BF16 or FP8
+/// weights; 0 for FP32 training (the weights are the master) or master_weights: none.
+inline int master_weight_bytes(const TrainingSpec& t) {
+    return t.precision == compute::Precision::fp32 ||
+                   t.optimizer.master_weights == MasterWeights::none
+               ? 0
+               : 4;
+}
+
+/// Bytes per parameter of each of the optimizer's two moments (4 in FP32, 2 in BF16).
+inline int moment_bytes(const TrainingSpec& t) {
+    return t.optimizer.moments == OptimizerMoments::bf16 ? 2 : 4;
 }
 
 } // namespace trnsim::workload

@@ -87,12 +87,22 @@ TEST_F(DetailedModelTest, NeverFasterThanPeakComputeOrBandwidth) {
         StreamShape{1 << 24, 2, 1, 2, 1, StreamEngine::vector},
         StreamShape{3000000, 1, 1, 2, 1, StreamEngine::scalar},
         OptimizerShape{20000000, 4, 2},
+        OptimizerShape{20000000, 2, 2, 0, 2}, // no master copy, BF16 moments
     };
     for (const Kernel& k : kernels) {
         const DetailedResult r = model.run(k);
         EXPECT_GE(r.seconds(), bound(k)) << describe(k);
         EXPECT_GE(r.hbm_bytes(), minimum_hbm_bytes(k) * (1.0 - 1e-12)) << describe(k);
     }
+}
+
+TEST(OptimizerBytes, ByHand) {
+    // Read the gradient, both moments and the master copy, write them back with the working
+    // weights: 1,000 x (2 + 2 x 12 + 2). Without a master copy the BF16 weights are read and
+    // written instead: 1,000 x (2 + 2 x 4 + 2 x 2) with BF16 moments.
+    EXPECT_DOUBLE_EQ(minimum_hbm_bytes(OptimizerShape{1000, 2, 2, 4, 4}), 28000.0);
+    EXPECT_DOUBLE_EQ(minimum_hbm_bytes(OptimizerShape{1000, 2, 2}), 28000.0);
+    EXPECT_DOUBLE_EQ(minimum_hbm_bytes(OptimizerShape{1000, 2, 2, 0, 2}), 14000.0);
 }
 
 TEST_F(DetailedModelTest, MoreWorkNeverCostsLess) {
@@ -123,6 +133,9 @@ TEST_F(DetailedModelTest, MoreWorkNeverCostsLess) {
     }
     for (std::int64_t n : {10000, 1000000}) {
         EXPECT_LE(time(OptimizerShape{n, 2, 2}), time(OptimizerShape{3 * n, 2, 2}));
+        // Less optimizer state to read and write never costs more.
+        EXPECT_LE(time(OptimizerShape{n, 2, 2, 0, 4}), time(OptimizerShape{n, 2, 2, 4, 4}));
+        EXPECT_LE(time(OptimizerShape{n, 2, 2, 0, 2}), time(OptimizerShape{n, 2, 2, 0, 4}));
         EXPECT_LE(time(StreamShape{n, 2, 1, 2, 1, StreamEngine::vector}),
                   time(StreamShape{3 * n, 2, 1, 2, 1, StreamEngine::vector}));
     }

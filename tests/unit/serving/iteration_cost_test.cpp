@@ -208,6 +208,36 @@ TEST(Memory, HeadsArePaddedWhenTpDoesNotDivideThem) {
     EXPECT_LT(ratio, 0.65);
 }
 
+TEST(Memory, MicroscalingWeightsHoldTheirBlockScales) {
+    // On trn3: MXFP8 stores 1 byte and MXFP4 half a byte an element, each with one 8-bit
+    // scale a block of 32: 33/32 and 17/32 of an FP8 copy's matmul weights (the rest, norms,
+    // embedding and head, stays BF16 in all three).
+    ServingSpec s = spec(32, 1, 8192); // 8 trn3 chips at LNC 2
+    s.weight_bytes = 1;
+    const auto m = config::load_model("llama3-8b");
+    const Replica fp8 = make("trn3", m, s, 2);
+    s.mx = MxFormat::mxfp8;
+    const Replica mx8 = make("trn3", m, s, 2);
+    s.mx = MxFormat::mxfp4;
+    const Replica mx4 = make("trn3", m, s, 2);
+    s.mx = MxFormat::none;
+    s.weight_bytes = 2;
+    const Replica bf16 = make("trn3", m, s, 2);
+    const auto w = [](const Replica& r) { return r.model->memory().weights_per_rank.as_double(); };
+    // fp8 = matmul + 2 other, bf16 = 2 matmul + 2 other: so matmul = bf16 - fp8.
+    const double matmul = w(bf16) - w(fp8);
+    EXPECT_NEAR(w(mx8) - w(fp8), matmul / 32.0, 2.0);
+    EXPECT_NEAR(w(fp8) - w(mx4), matmul * (1.0 - 17.0 / 32.0), 2.0);
+    // A decode step streams the weights: MXFP4's is the cheapest, and its matmuls are at most
+    // the FP8 weights' time x 17/32 where the stream bounds them.
+    const double t4 = mx4.model->seconds(decode(1, 4096));
+    EXPECT_LT(t4, mx8.model->seconds(decode(1, 4096)));
+    EXPECT_LT(t4, fp8.model->seconds(decode(1, 4096)));
+    // A long prompt multiplies at the MX rate (4x BF16 on trn3), faster than 8-bit weights
+    // dequantized to BF16.
+    EXPECT_LT(mx8.model->seconds(prefill(1, 8192)), fp8.model->seconds(prefill(1, 8192)));
+}
+
 TEST(Groups, TensorParallelGroupsFollowThePlacement) {
     const auto m = config::load_model("llama3-70b");
     EXPECT_EQ(make("trn1", m, spec(32, 1, 4096)).model->tp_group().describe(),
@@ -415,6 +445,13 @@ TEST(Errors, BadReplicasNameTheirKey) {
     s = spec(32, 1, 4096);
     s.weight_bytes = 3;
     expect_error("trn1", l70, s, "workload.serving.weight_bytes");
+    // Microscaling weights need an MX matmul (NeuronCore-v4).
+    s = spec(32, 1, 4096);
+    s.weight_bytes = 1;
+    s.mx = MxFormat::mxfp4;
+    expect_error("trn1", l70, s, "workload.serving.weights");
+    s.tp = 64;
+    expect_error("trn2", l70, s, "workload.serving.weights");
     expect_error("trn1", config::load_model("deepseek-v3"), spec(32, 1, 4096), "workload.model");
     // inf2 has no EFA: a replica larger than one instance cannot be joined.
     expect_error("inf2", config::load_model("llama3-405b"), spec(48, 1, 4096),

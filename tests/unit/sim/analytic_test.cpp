@@ -177,6 +177,32 @@ TEST(AnalyticStep, MoreChipsTrainFaster) {
     EXPECT_LT(big.time_to_train.seconds(), small.time_to_train.seconds());
 }
 
+TEST(AnalyticStep, TheOptimizerStateSetsTheCheckpointAndTheAdamWStep) {
+    // Parameters x (2 bytes of BF16 weights + the state: 12, 8 without a master copy, 4 with
+    // BF16 moments too); the optimizer step moves fewer bytes and takes less time, the rest
+    // of the step is unchanged.
+    const TrainingRun full = run();
+    const TrainingRun none = run({"workload.optimizer.master_weights=none"});
+    const TrainingRun small = run({"workload.optimizer.master_weights=none",
+                                   "workload.optimizer.moments=bf16"});
+    const std::int64_t n = full.plan.stats.total;
+    EXPECT_EQ(checkpoint_bytes(full.plan).count(), 14 * n);
+    EXPECT_EQ(checkpoint_bytes(none.plan).count(), 10 * n);
+    EXPECT_EQ(checkpoint_bytes(small.plan).count(), 6 * n);
+    EXPECT_LT(none.step.optimizer.seconds(), full.step.optimizer.seconds());
+    EXPECT_LT(small.step.optimizer.seconds(), none.step.optimizer.seconds());
+    EXPECT_DOUBLE_EQ(none.step.pipeline.seconds(), full.step.pipeline.seconds());
+}
+
+TEST(AnalyticStep, MasterWeightsNoneNeedsStochasticRoundingAndBf16) {
+    try {
+        run({"workload.optimizer.master_weights=none", "workload.precision=fp32"});
+        FAIL() << "expected an error";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "workload.optimizer.master_weights");
+    }
+}
+
 TEST(AnalyticStep, Fp8IsFasterThanBf16) {
     EXPECT_LT(run({"workload.precision=fp8"}).step.step_time.seconds(),
               run().step.step_time.seconds());

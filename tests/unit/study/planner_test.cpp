@@ -151,6 +151,48 @@ TEST(Planner, CandidatesThatDifferOnlyInCpHaveTheirOwnStepEstimate) {
     }
 }
 
+TEST(Planner, MasterWeightsIsASearchKeyThatSavesMemory) {
+    // default.yaml (Llama 3 70B, 16 UltraServers, zero 1 over dp 64) with and without an FP32
+    // master copy: the candidate without keeps 4 bytes a parameter less of optimizer state,
+    // sharded over the 64 data-parallel ranks, has its own estimate, and its finalist runs so.
+    const auto p = plan_of("search: {master_weights: [fp32, none]}\nfinalists: 2\nfrontier: 0\n",
+                           "default.yaml");
+    const auto base = base_of(p);
+    const PlanResult r = run_plan(p, base, 1);
+    ASSERT_EQ(r.candidates.size(), 2u);
+    EXPECT_EQ(r.candidates[0].master_weights, workload::MasterWeights::fp32);
+    EXPECT_EQ(r.candidates[1].master_weights, workload::MasterWeights::none);
+    EXPECT_EQ(r.step_estimates, 2);
+    const auto plan_at = [&](std::size_t i) {
+        return sim::make_plan(
+            config::load_scenario_with(p.base, candidate_overrides(p, base, r.candidates[i])));
+    };
+    const workload::Plan fp32 = plan_at(0);
+    const workload::Plan none = plan_at(1);
+    EXPECT_EQ(none.training.optimizer.master_weights, workload::MasterWeights::none);
+    const std::int64_t dense = fp32.stages[0].dense_params_per_rank;
+    EXPECT_NEAR(static_cast<double>(fp32.memory.stages[0].optimizer.count() -
+                                    none.memory.stages[0].optimizer.count()),
+                4.0 * static_cast<double>(dense) / 64.0, 1.0);
+    EXPECT_LT(r.estimates[1].memory_fraction, r.estimates[0].memory_fraction);
+    EXPECT_LT(r.estimates[1].step_time.seconds(), r.estimates[0].step_time.seconds());
+    ASSERT_EQ(r.finalists.size(), 2u);
+    for (const auto& f : r.finalists) {
+        EXPECT_EQ(f.run.plan.training.optimizer.master_weights,
+                  r.candidates[static_cast<std::size_t>(f.candidate)].master_weights);
+    }
+    // FP32 training keeps no master copy: searching none is refused before anything runs.
+    const auto f32 = plan_of("search: {master_weights: [fp32, none]}\n", "default.yaml");
+    auto b32 = base_of(f32);
+    b32.training.precision = compute::Precision::fp32;
+    try {
+        enumerate(f32, b32);
+        FAIL() << "expected an error";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "search.master_weights");
+    }
+}
+
 TEST(Planner, ACpThatDoesNotDivideIsRejectedNamingCp) {
     // default.yaml: sequence 8,192 = 2^13, tp 16, pp 4, 4,096 ranks. cp 3: 2 x 3 = 6 does not
     // divide 8,192. cp 128: 2 x 128 divides 8,192, but tp x cp x pp = 8,192 ranks are more

@@ -216,6 +216,29 @@ TEST(Plan, WeightAndOptimizerBytesByHand) {
     EXPECT_EQ(b.reserve.count(), (std::int64_t{2} << 30) / 4);
 }
 
+TEST(Plan, OptimizerStateBytesByHand) {
+    // The same plan with no FP32 master copy (BF16 weights updated with stochastic rounding)
+    // and with BF16 moments: 12, 8, 8 and 4 bytes a parameter, sharded over dp = 8; and the
+    // checkpoint (tests/unit/sim) holds the BF16 weights beside that state.
+    const std::int64_t per_rank = 8'030'261'248 / 8;
+    const std::pair<std::vector<std::string>, std::int64_t> cases[] = {
+        {{}, 12},
+        {{"workload.optimizer.master_weights=none"}, 8},
+        {{"workload.optimizer.moments=bf16"}, 8},
+        {{"workload.optimizer.master_weights=none", "workload.optimizer.moments=bf16"}, 4},
+    };
+    for (const auto& [extra, bytes] : cases) {
+        std::vector<std::string> sets = {"workload.model=llama3-8b", "cluster.ultraservers=null",
+                                         "cluster.instances=1", "workload.parallelism.tp=8",
+                                         "workload.parallelism.pp=1",
+                                         "workload.global_batch=64"};
+        sets.insert(sets.end(), extra.begin(), extra.end());
+        const Plan p = plan_of(scenario(sets));
+        EXPECT_EQ(p.memory.stages[0].optimizer.count(), bytes * per_rank / 8) << bytes;
+        EXPECT_EQ(p.memory.stages[0].weights.count(), 2 * per_rank) << bytes;
+    }
+}
+
 TEST(Plan, HigherZeroStagesNeverNeedMoreMemory) {
     std::int64_t prev = std::numeric_limits<std::int64_t>::max();
     for (int zero = 0; zero <= 3; ++zero) {
