@@ -94,6 +94,10 @@ Schema<C> build() {
     s.field(flops("peak.bf16", [](C& c) -> FlopRate& { return c.peak_bf16; },
                   "Dense BF16/FP16 peak."));
     s.field(flops("peak.fp32", [](C& c) -> FlopRate& { return c.peak_fp32; }, "Dense FP32 peak."));
+    s.field(quantity<C, FlopRate>(
+        "peak.sparse", [](C& c) -> FlopRate& { return c.peak_sparse; }, parse_flop_rate,
+        "flop rate", "0FLOPS", FlopRate::per_s(0.0), FlopRate::per_s(1e21), false, ">= 0",
+        "Peak with structured-sparse weights (0: no sparse matmul)."));
 
     s.section("core", "One physical NeuronCore.");
     s.section("core.tensor_engine", "TensorE systolic array.");

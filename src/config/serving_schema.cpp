@@ -448,6 +448,34 @@ void add_serving_keys(Schema<S>& s) {
         };
         s.field(e);
     }
+    {
+        auto e = make_entry<S>("workload.serving.sparsity", "text", "dense",
+                               "dense, 4:16, 4:12, 4:8, 2:8, 2:4, 1:4 or 1:2",
+                               "Structured sparsity of the matmul weights, N:M (N of every M "
+                               "kept; the NeuronCore-v3 patterns): the weights hold N/M of "
+                               "their elements and their positions, and TensorE skips the rest "
+                               "up to the chip's peak.sparse (Trainium2, Trainium3).");
+        e.apply = [](S& x, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                     const Context&) {
+            const std::string v = scalar_text(n, p, loc);
+            static const std::pair<const char*, std::pair<int, int>> patterns[] = {
+                {"dense", {0, 0}}, {"4:16", {4, 16}}, {"4:12", {4, 12}}, {"4:8", {4, 8}},
+                {"2:8", {2, 8}},   {"2:4", {2, 4}},   {"1:4", {1, 4}},   {"1:2", {1, 2}}};
+            for (const auto& [name, nm] : patterns) {
+                if (v == name) {
+                    srv(x).sparse_n = nm.first;
+                    srv(x).sparse_m = nm.second;
+                    return;
+                }
+            }
+            throw InputError(p,
+                             "unknown pattern '" + v +
+                                 "'; allowed: dense, 4:16, 4:12, 4:8, 2:8, 2:4, 1:4, 1:2 (the "
+                                 "NeuronCore-v3 patterns)",
+                             loc);
+        };
+        s.field(e);
+    }
     s.field(integer<S>("workload.serving.prefill_batch",
                        [](S& x) -> int& { return srv(x).prefill_batch; }, "1", 0, 65536,
                        "Sequences per compiled context-encoding graph (1: NxD Inference and "

@@ -251,6 +251,10 @@ public:
             mx_matmul(s);
             return;
         }
+        if (m_.serving.sparse()) {
+            sparse_matmul(s);
+            return;
+        }
         if (w >= compute::element_bytes(m_.precision)) {
             kernel(compute::Kernel{s}, Cat::matmul);
             return;
@@ -292,6 +296,26 @@ public:
             activations / (static_cast<double>(m_.chip.core.sbuf_partitions) * 4.0 *
                            v.clock.hz() * static_cast<double>(m_.lnc));
         add(std::max({stream, compute_s, quantize_s}), Cat::matmul);
+    }
+
+    /// A matmul against structured-sparse weights (N:M): TensorE skips the pruned elements, at
+    /// M/N times the dense engine rate up to the chip's published sparse peak over its dense
+    /// peak at the compute precision; the weights stream at their stored size (the dense
+    /// kernel's time scaled from the compute precision's bytes to the stored ones, positions
+    /// included), whichever is slowest. 1-byte storage is not dequantized here: its bytes
+    /// stream, and TensorE takes them at the compute precision's sparse rate.
+    void sparse_matmul(const compute::MatmulShape& s) {
+        const double dense = m_.cost.cost(compute::Kernel{s}).seconds;
+        const double flops = 2.0 * static_cast<double>(s.m) * static_cast<double>(s.k) *
+                             static_cast<double>(s.n) * static_cast<double>(s.batch);
+        const double speedup =
+            std::min(1.0 / m_.serving.density(),
+                     m_.chip.peak_sparse.per_s() / m_.chip.peak(m_.precision).per_s());
+        const double engine = m_.cost.tensor_peak_per_rank(m_.precision).per_s() * speedup;
+        const double compute_s =
+            flops / (prefill_ ? m_.chip.serving.prefill_efficiency * engine : engine);
+        const double stream = dense * m_.serving.stored_weight_bytes() / m_.e;
+        add(std::max(stream, compute_s), Cat::matmul);
     }
 
     /// An activation-by-activation matmul (attention scores) at the compute precision.
@@ -517,6 +541,16 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
                  str(s.max_batch));
     }
     const int e = compute::element_bytes(s.precision);
+    if (s.sparse() && chip.peak_sparse.per_s() <= 0.0) {
+        fail(std::string(kServing) + ".sparsity",
+             "chip " + chip.name + " has no structured-sparse matmul (peak.sparse): Trainium2 "
+             "and Trainium3 have one");
+    }
+    if (s.sparse() && s.mx != MxFormat::none) {
+        fail(std::string(kServing) + ".sparsity",
+             "structured sparsity is published for BF16, FP16, TF32 and FP8 weights, not "
+             "microscaling ones");
+    }
     if (s.mx != MxFormat::none && !chip.core.tensor.mx_matmul) {
         fail(std::string(kServing) + ".weights",
              "chip " + chip.name + " has no microscaling (MX) matmul: mxfp8 and mxfp4 weights "

@@ -206,6 +206,9 @@ struct ChipSpec {
     FlopRate peak_fp8;
     FlopRate peak_bf16;
     FlopRate peak_fp32;
+    /// Peak with structured-sparse weights as published (zero: no sparse matmul): TensorE
+    /// skips the pruned elements of an N:M pattern up to this rate.
+    FlopRate peak_sparse;
 
     CoreSpec core;
 

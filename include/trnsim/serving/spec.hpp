@@ -95,10 +95,30 @@ struct ServingSpec {
     /// MXFP8 (NeuronCore-v4 only). weight_bytes is 1 for both; stored_weight_bytes() is
     /// their size in memory and in the weight stream.
     MxFormat mx = MxFormat::none;
+    /// Structured sparsity of the matmul weights (workload.serving.sparsity, N:M: N of every M
+    /// consecutive elements kept; 0:0 dense): they hold N/M of their elements, each with its
+    /// position in the group (ceil(log2 M) bits), and TensorE skips the rest up to the chip's
+    /// sparse peak.
+    int sparse_n = 0, sparse_m = 0;
+    bool sparse() const { return sparse_m > 0; }
+    /// The kept fraction of the weights (1 when dense).
+    double density() const {
+        return sparse() ? static_cast<double>(sparse_n) / static_cast<double>(sparse_m) : 1.0;
+    }
+    /// Bytes of one matmul weight element as stored: its format's, times the kept fraction
+    /// plus the kept elements' positions when sparse.
     double stored_weight_bytes() const {
-        return mx == MxFormat::mxfp4   ? 0.5 + 1.0 / 32.0
-               : mx == MxFormat::mxfp8 ? 1.0 + 1.0 / 32.0
-                                       : static_cast<double>(weight_bytes);
+        const double element = mx == MxFormat::mxfp4   ? 0.5 + 1.0 / 32.0
+                               : mx == MxFormat::mxfp8 ? 1.0 + 1.0 / 32.0
+                                                       : static_cast<double>(weight_bytes);
+        if (!sparse()) {
+            return element;
+        }
+        int bits = 0;
+        while ((1 << bits) < sparse_m) {
+            ++bits;
+        }
+        return density() * (element + bits / 8.0);
     }
     std::optional<SpeculativeSpec> speculative;
     DisaggregationSpec disaggregated;

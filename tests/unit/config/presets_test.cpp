@@ -20,6 +20,7 @@ TEST(ChipPresets, Trn2MatchesTheReference) {
     EXPECT_DOUBLE_EQ(c.hbm_bandwidth.bytes_per_s(), 2.9e12);
     EXPECT_DOUBLE_EQ(c.peak_bf16.per_s(), 667e12);
     EXPECT_DOUBLE_EQ(c.peak_fp8.per_s(), 1299e12);
+    EXPECT_DOUBLE_EQ(c.peak_sparse.per_s(), 2563e12);
     // 128 x 128 x 2 FLOP x 2.4 GHz = 78.6 TFLOPS per core (trainium.md §1).
     EXPECT_NEAR(c.tensor_peak_per_core(compute::Precision::bf16).per_s(), 78.64e12, 0.01e12);
     EXPECT_DOUBLE_EQ(c.efa_bandwidth_per_chip().bits_per_s(), 200e9);
@@ -38,6 +39,7 @@ TEST(ChipPresets, Trn3MatchesTheReference) {
     EXPECT_DOUBLE_EQ(c.peak_bf16.per_s(), 671e12);
     EXPECT_DOUBLE_EQ(c.peak_fp8.per_s(), 2517e12);
     EXPECT_DOUBLE_EQ(c.peak_fp32.per_s(), 183e12);
+    EXPECT_DOUBLE_EQ(c.peak_sparse.per_s(), 2517e12);
     EXPECT_EQ(c.core.sbuf.count(), std::int64_t{32} << 20);
     // An MX matmul at 4x BF16: 4 x 78.6 = 315 TFLOPS per core (NKI3, NC4).
     EXPECT_NEAR(c.tensor_peak_per_core(compute::Precision::fp8).per_s(), 314.6e12, 0.1e12);

@@ -238,6 +238,33 @@ TEST(Memory, MicroscalingWeightsHoldTheirBlockScales) {
     EXPECT_LT(mx8.model->seconds(prefill(1, 8192)), fp8.model->seconds(prefill(1, 8192)));
 }
 
+TEST(Memory, StructuredSparseWeightsHoldTheKeptElementsAndTheirPositions) {
+    // BF16 weights at 2:4 keep half their elements, each with a 2-bit position: 0.5 x (2 +
+    // 2/8) = 1.125 bytes an element; at 1:4 a quarter: 0.25 x 2.25 = 0.5625; at 4:12 a
+    // third, 4-bit positions: (2 + 0.5) / 3.
+    ServingSpec s = spec(32, 1, 8192);
+    const auto m = config::load_model("llama3-8b");
+    const Replica dense = make("trn2", m, s, 2);
+    EXPECT_DOUBLE_EQ(s.stored_weight_bytes(), 2.0);
+    const auto w = [](const Replica& r) { return r.model->memory().weights_per_rank.as_double(); };
+    s.weight_bytes = 1;
+    const double other = 2.0 * w(make("trn2", m, s, 2)) - w(dense); // 2 (M + O) - (2 M + O)
+    const double matmul_elements = (w(dense) - other) / 2.0;
+    s.weight_bytes = 2;
+    const std::pair<std::pair<int, int>, double> cases[] = {
+        {{2, 4}, 1.125}, {{1, 4}, 0.5625}, {{4, 12}, 2.5 / 3.0}};
+    for (const auto& [nm, bytes] : cases) {
+        s.sparse_n = nm.first;
+        s.sparse_m = nm.second;
+        EXPECT_DOUBLE_EQ(s.stored_weight_bytes(), bytes);
+        const Replica r = make("trn2", m, s, 2);
+        EXPECT_NEAR(w(r), other + matmul_elements * bytes, 4.0) << nm.first << ":" << nm.second;
+        // Fewer weights to stream and fewer products: never slower than dense.
+        EXPECT_LT(r.model->seconds(decode(1, 4096)), dense.model->seconds(decode(1, 4096)));
+        EXPECT_LT(r.model->seconds(prefill(1, 8192)), dense.model->seconds(prefill(1, 8192)));
+    }
+}
+
 TEST(Groups, TensorParallelGroupsFollowThePlacement) {
     const auto m = config::load_model("llama3-70b");
     EXPECT_EQ(make("trn1", m, spec(32, 1, 4096)).model->tp_group().describe(),
@@ -452,6 +479,15 @@ TEST(Errors, BadReplicasNameTheirKey) {
     expect_error("trn1", l70, s, "workload.serving.weights");
     s.tp = 64;
     expect_error("trn2", l70, s, "workload.serving.weights");
+    // Structured sparsity needs a sparse matmul (no Trainium1), and not on MX weights.
+    s = spec(32, 1, 4096);
+    s.sparse_n = 2;
+    s.sparse_m = 4;
+    expect_error("trn1", l70, s, "workload.serving.sparsity");
+    s.tp = 64;
+    s.weight_bytes = 1;
+    s.mx = MxFormat::mxfp8;
+    expect_error("trn3", l70, s, "workload.serving.sparsity");
     expect_error("trn1", config::load_model("deepseek-v3"), spec(32, 1, 4096), "workload.model");
     // inf2 has no EFA: a replica larger than one instance cannot be joined.
     expect_error("inf2", config::load_model("llama3-405b"), spec(48, 1, 4096),
