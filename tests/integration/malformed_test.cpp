@@ -116,7 +116,7 @@ std::vector<Case> cases() {
         {"unknown_model", with("model: llama3-8b", "model: llama3-9b"), {}, "workload.model", ""},
         {"missing_model_file", with("model: llama3-8b", "model: ./models/none.yaml"), {},
          "workload.model", ""},
-        {"unknown_chip", with("chip: trn2", "chip: trn3"), {}, "hardware.chip", ""},
+        {"unknown_chip", with("chip: trn2", "chip: trn9"), {}, "hardware.chip", ""},
         {"bad_choice", with("zero: 1}", "zero: 1, schedule: gpipe}"), {},
          "workload.parallelism.schedule", ""},
         {"tp_not_dividing_heads", with("tp: 4", "tp: 12"), {}, "workload.parallelism.tp", ""},

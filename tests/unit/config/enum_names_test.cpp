@@ -44,7 +44,8 @@ TEST(EnumNames, EveryTableNamesEveryValueOnce) {
     check_table<network::LinkClass>(4);
     check_table<network::Algorithm>(7);
     check_table<topology::LinkKind>(6);
-    check_table<topology::NodeKind>(5);
+    check_table<topology::NodeKind>(6);
+    check_table<ScaleUpKind>(2);
     check_table<workload::MlpKind>(2);
     check_table<workload::NormKind>(2);
     check_table<workload::PositionKind>(2);
@@ -52,6 +53,8 @@ TEST(EnumNames, EveryTableNamesEveryValueOnce) {
     check_table<workload::Schedule>(2);
     check_table<workload::Recompute>(3);
     check_table<workload::GradAccumulator>(2);
+    check_table<workload::MasterWeights>(2);
+    check_table<workload::OptimizerMoments>(2);
     check_table<workload::CommGroup>(6);
     check_table<reliability::ComponentClass>(reliability::kClassCount);
     check_table<reliability::LifetimeKind>(3);
