@@ -371,7 +371,7 @@ void describe_chip(const std::string& name) {
                             (domain.ultraserver_domains() ? "UltraServer" : "instance") +
                             " through NeuronLink switches"
                       : std::string(" per chip in the instance")) +
-            (domain.ultraserver_domains() && !switched
+            (domain.has_link(network::LinkClass::neuronlink_z)
                  ? ", " + fmt::bandwidth(domain.link(network::LinkClass::neuronlink_z).per_chip) +
                        " to the other instances of the UltraServer"
                  : std::string()) +

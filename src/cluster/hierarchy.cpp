@@ -1,8 +1,10 @@
 #include "trnsim/cluster/hierarchy.hpp"
 
+#include "trnsim/core/assert.hpp"
 #include "trnsim/core/error.hpp"
 
 #include <algorithm>
+#include <string>
 
 namespace trnsim::cluster {
 
@@ -75,13 +77,20 @@ ClusterShape Hierarchy::smallest_holding(const compute::ChipSpec& chip, std::int
     return shape_of(chip, spec);
 }
 
+bool Hierarchy::has_link(network::LinkClass c) const {
+    return std::any_of(links_.begin(), links_.end(),
+                       [c](const LinkLevel& l) { return l.link == c; });
+}
+
 const LinkLevel& Hierarchy::link(network::LinkClass c) const {
     for (const LinkLevel& l : links_) {
         if (l.link == c) {
             return l;
         }
     }
-    return links_.front();
+    ::trnsim::detail::check_failed("has_link(c)", __FILE__, __LINE__,
+                                   std::string("the cluster has no ") + network::to_string(c) +
+                                       " level");
 }
 
 UnitCounts Hierarchy::count(int ranks_per_chip, const std::vector<std::int64_t>& ranks) const {

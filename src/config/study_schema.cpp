@@ -384,6 +384,16 @@ Schema<PL> build_plan() {
         "Serving plans: chip presets (trn2, trn1, inf2) or chip files; each candidate pays its "
         "chip's instance price. hardware.lnc stays the base's for the base's chip and is the "
         "chip's default for the others."));
+    s.field(search_entry<std::string>(
+        "weights", "workload.serving.weights", &PL::weights,
+        [](const ScenarioSpec& x) { return x.inference.serving.weights_name(); }, false,
+        "Serving plans: the weights' storage (bf16, fp8, int8, mxfp8, mxfp4); a candidate "
+        "whose chip cannot multiply it is invalid."));
+    s.field(search_entry<std::string>(
+        "sparsity", "workload.serving.sparsity", &PL::sparsity,
+        [](const ScenarioSpec& x) { return x.inference.serving.sparsity_name(); }, false,
+        "Serving plans: structured sparsity of the weights (dense, or N:M patterns such as "
+        "2:4); a candidate whose chip has no sparse matmul is invalid."));
     s.field(search_entry<int>(
         "max_batch", "workload.serving.max_batch", &PL::max_batch,
         [](const ScenarioSpec& x) { return x.inference.serving.max_batch; }, true,

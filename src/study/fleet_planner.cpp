@@ -155,6 +155,8 @@ std::vector<FleetCandidate> enumerate_fleet(const config::PlanSpec& plan,
         {"search.master_weights", plan.master_weights.given},
         {"search.checkpoint_interval", plan.checkpoint_interval.given},
         {"search.chip", plan.chip.given},
+        {"search.weights", plan.weights.given},
+        {"search.sparsity", plan.sparsity.given},
         {"search.max_batch", plan.max_batch.given},
         {"search.replicas", plan.replicas.given},
         {"search.prefill_replicas", plan.prefill_replicas.given}};

@@ -285,6 +285,13 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
                              k->origin);
         }
     }
+    for (const auto& [key, k] : {std::pair{"search.weights", &plan.weights},
+                                 std::pair{"search.sparsity", &plan.sparsity}}) {
+        if (k->given) {
+            throw InputError(key, "is for serving plans (a base with workload.type: inference)",
+                             k->origin);
+        }
+    }
     if (plan.sources.contains("requests")) {
         throw InputError("requests",
                          "is for serving plans (a base with workload.type: inference): the "

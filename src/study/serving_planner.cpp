@@ -284,8 +284,8 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
     const auto refuse = [](const std::string& key, const std::string& why,
                            const SourceLocation& at) { throw InputError(key, why, at); };
     const char* serving_keys =
-        "a serving plan searches chip, ultraservers, instances, tp, max_batch, replicas and "
-        "prefill_replicas";
+        "a serving plan searches chip, ultraservers, instances, tp, max_batch, replicas, "
+        "prefill_replicas, weights and sparsity";
     const std::pair<const char*, bool> training_keys[] = {
         {"global_batch", plan.global_batch.given},
         {"cp", plan.cp.given},
@@ -396,7 +396,13 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
     const auto batch = values(plan.max_batch, sv.max_batch);
     const auto replicas = values(plan.replicas, sv.replicas);
     const auto prefill = values(plan.prefill_replicas, sv.disaggregated.prefill_replicas);
-    const double total = static_cast<double>(chips.size()) *
+    const auto texts = [](const config::SearchKey<std::string>& k, std::string v) {
+        return k.given ? k.values : std::vector<std::string>{std::move(v)};
+    };
+    const auto weights = texts(plan.weights, sv.weights_name());
+    const auto sparsity = texts(plan.sparsity, sv.sparsity_name());
+    const double total = static_cast<double>(weights.size()) *
+                         static_cast<double>(sparsity.size()) * static_cast<double>(chips.size()) *
                          static_cast<double>(clusters.size()) * static_cast<double>(tp.size()) *
                          static_cast<double>(batch.size()) *
                          static_cast<double>(replicas.size()) *
@@ -417,9 +423,11 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
             for (int t : tp)
                 for (int b : batch)
                     for (int r : replicas)
-                        for (int p : prefill) {
-                            out.push_back({chip, us, n, t, b, r, p});
-                        }
+                        for (int p : prefill)
+                            for (const auto& w : weights)
+                                for (const auto& s : sparsity) {
+                                    out.push_back({chip, us, n, t, b, r, p, w, s});
+                                }
     return out;
 }
 
@@ -456,6 +464,12 @@ std::vector<config::Override> serving_overrides(const config::PlanSpec& plan,
     if (plan.prefill_replicas.given) {
         add("workload.serving.disaggregated.prefill_replicas",
             std::to_string(c.prefill_replicas), plan.prefill_replicas.origin);
+    }
+    if (plan.weights.given) {
+        add("workload.serving.weights", c.weights, plan.weights.origin);
+    }
+    if (plan.sparsity.given) {
+        add("workload.serving.sparsity", c.sparsity, plan.sparsity.origin);
     }
     add("workload.requests.count", std::to_string(plan.requests), plan.requests_origin);
     add("workload.requests.duration", "null", plan.requests_origin);

@@ -78,7 +78,10 @@ public:
     /// The link classes of this cluster, innermost first (on_chip, neuronlink[, neuronlink_z],
     /// efa; a switched domain has one neuronlink level for the whole domain).
     const std::vector<LinkLevel>& links() const { return links_; }
-    /// A link class of this cluster (the on_chip level when the class is absent).
+    /// Whether this cluster has a level of link class `c` (neuronlink_z: a torus of
+    /// UltraServers only).
+    bool has_link(network::LinkClass c) const;
+    /// A link class of this cluster; asking for one it lacks is a bug (a failed check).
     const LinkLevel& link(network::LinkClass c) const;
 
     /// The units the members `ranks` (increasing) occupy, with `ranks_per_chip` ranks a chip.

@@ -255,6 +255,8 @@ struct PlanSpec {
     // ultraservers and instances may both be given (a candidate's cluster is one of them);
     // the training-only keys above are refused for a serving base, these for a training base.
     SearchKey<std::string> chip;          ///< hardware.chip presets or files, as written
+    SearchKey<std::string> weights;       ///< workload.serving.weights (bf16, fp8, mxfp4, ...)
+    SearchKey<std::string> sparsity;      ///< workload.serving.sparsity (dense, 2:4, ...)
     SearchKey<int> max_batch;             ///< workload.serving.max_batch
     SearchKey<int> replicas;              ///< workload.serving.replicas (0: auto)
     SearchKey<int> prefill_replicas;      ///< workload.serving.disaggregated.prefill_replicas

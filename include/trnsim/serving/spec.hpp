@@ -107,6 +107,20 @@ struct ServingSpec {
     }
     /// Bytes of one matmul weight element as stored: its format's, times the kept fraction
     /// plus the kept elements' positions when sparse.
+    /// The weights' storage as workload.serving.weights names it (bf16, fp8, fp32, mxfp8,
+    /// mxfp4; 1-byte int8 storage reads as fp8: the model does not tell them apart), and
+    /// the sparsity as workload.serving.sparsity does (dense, N:M).
+    std::string weights_name() const {
+        return mx == MxFormat::mxfp4   ? "mxfp4"
+               : mx == MxFormat::mxfp8 ? "mxfp8"
+               : weight_bytes == 0     ? "auto"
+               : weight_bytes == 1     ? "fp8"
+               : weight_bytes == 4     ? "fp32"
+                                       : "bf16";
+    }
+    std::string sparsity_name() const {
+        return sparse() ? std::to_string(sparse_n) + ":" + std::to_string(sparse_m) : "dense";
+    }
     double stored_weight_bytes() const {
         const double element = mx == MxFormat::mxfp4   ? 0.5 + 1.0 / 32.0
                                : mx == MxFormat::mxfp8 ? 1.0 + 1.0 / 32.0

@@ -135,6 +135,8 @@ struct ServingCandidate {
     int max_batch = 1;
     int replicas = 0;              ///< 0: auto
     int prefill_replicas = 0;
+    std::string weights;  ///< workload.serving.weights when searched, else the base's
+    std::string sparsity; ///< workload.serving.sparsity when searched, else the base's
 };
 
 /// What evaluating a serving candidate found. Figures are NaN when not simulated.

@@ -185,6 +185,9 @@ TEST(Hierarchy, Trn3UltraServersAreSwitchedFromTheChipFile) {
     EXPECT_EQ(classes(h), (std::vector<LinkClass>{LinkClass::on_chip, LinkClass::neuronlink,
                                                   LinkClass::efa}));
     EXPECT_DOUBLE_EQ(h.link(LinkClass::neuronlink).per_chip.bytes_per_s(), 2.56e12);
+    EXPECT_FALSE(h.has_link(LinkClass::neuronlink_z));
+    EXPECT_TRUE(Hierarchy::of(trn2(), {4, 0}).has_link(LinkClass::neuronlink_z));
+    EXPECT_FALSE(Hierarchy::of(trn2(), {0, 4}).has_link(LinkClass::neuronlink_z));
     // tp 64 at LNC 2: 4 ranks on each of 16 chips, all a switch apart; 2 domains over EFA.
     const network::GroupShape g = h.group_shape(4, h.count(4, 0, 1, 64));
     ASSERT_EQ(g.levels.size(), 3u);

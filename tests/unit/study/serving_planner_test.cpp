@@ -212,6 +212,50 @@ search: {chip: [inf2], tp: [8]}
         << rb.serving->evaluations[0].reason;
 }
 
+TEST(ServingPlanner, WeightsAndSparsityAreSearchKeysAndAChipWithoutThemIsInvalid) {
+    // trn2 and trn1 x {bf16, mxfp4} x {dense, 2:4}: trn2 has a sparse matmul and no MX one;
+    // trn1 neither. Sparsity varies fastest, then the weights, then the chip.
+    const auto p = plan_of(R"(objective: {type: min_cost, rate: 1/s}
+search:
+  chip: [trn2, trn1]
+  tp: [8]
+  weights: [bf16, mxfp4]
+  sparsity: [dense, "2:4"]
+requests: 10
+)");
+    const auto base = base_of(p);
+    const PlanResult r = run_plan(p, base, 1);
+    const auto& s = *r.serving;
+    ASSERT_EQ(s.candidates.size(), 8u);
+    EXPECT_EQ(s.candidates[1].sparsity, "2:4");
+    EXPECT_EQ(s.candidates[2].weights, "mxfp4");
+    EXPECT_EQ(s.candidates[4].chip, "trn1");
+    const auto reason = [&](std::size_t i) { return s.evaluations[i].reason; };
+    EXPECT_NE(s.evaluations[0].verdict, Verdict::invalid) << reason(0); // trn2 bf16 dense
+    EXPECT_NE(s.evaluations[1].verdict, Verdict::invalid) << reason(1); // trn2 bf16 2:4
+    for (std::size_t i : {2u, 3u, 6u, 7u}) { // mxfp4 on trn2 and trn1
+        EXPECT_EQ(s.evaluations[i].verdict, Verdict::invalid) << i;
+        EXPECT_NE(reason(i).find("workload.serving."), std::string::npos) << reason(i);
+    }
+    EXPECT_NE(s.evaluations[4].verdict, Verdict::invalid) << reason(4); // trn1 bf16 dense
+    EXPECT_EQ(s.evaluations[5].verdict, Verdict::invalid);              // trn1 2:4
+    EXPECT_NE(reason(5).find("workload.serving.sparsity"), std::string::npos) << reason(5);
+    // The sparse candidate's replica holds fewer weight bytes, so it costs no more.
+    EXPECT_LE(s.evaluations[1].cost_per_hour_usd, s.evaluations[0].cost_per_hour_usd);
+    // A training plan refuses them.
+    const auto t = config::load_plan_text("base: " + std::string(TRNSIM_SOURCE_DIR) +
+                                              "/scenarios/default.yaml" + R"(
+search: {weights: [bf16]}
+)",
+                                          "p.yaml");
+    try {
+        (void)run_plan(t, config::load_scenario_with(t.base, {}), 1);
+        FAIL() << "expected an error";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "search.weights");
+    }
+}
+
 /// SLO attainment of the base at `rate` with tp 8, built from hand-written overrides (as
 /// `trnsim run --set` would), independently of the planner's own.
 double attainment_at(const config::PlanSpec& p, double rate) {
