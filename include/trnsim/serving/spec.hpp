@@ -71,10 +71,10 @@ struct DisaggregationSpec {
     int prefill_replicas = 0; ///< 0: not disaggregated (every replica does both)
 };
 
-/// How one replica holds and runs the model (workload.serving).
 /// Microscaling weight formats (workload.serving.weights: mxfp8, mxfp4).
 enum class MxFormat : std::uint8_t { none, mxfp8, mxfp4 };
 
+/// How one replica holds and runs the model (workload.serving).
 struct ServingSpec {
     int tp = 1;                        ///< ranks per replica
     int ep = 1;                        ///< expert parallel degree inside the replica (MoE)
@@ -105,8 +105,6 @@ struct ServingSpec {
     double density() const {
         return sparse() ? static_cast<double>(sparse_n) / static_cast<double>(sparse_m) : 1.0;
     }
-    /// Bytes of one matmul weight element as stored: its format's, times the kept fraction
-    /// plus the kept elements' positions when sparse.
     /// The weights' storage as workload.serving.weights names it (bf16, fp8, fp32, mxfp8,
     /// mxfp4; 1-byte int8 storage reads as fp8: the model does not tell them apart), and
     /// the sparsity as workload.serving.sparsity does (dense, N:M).
@@ -121,6 +119,8 @@ struct ServingSpec {
     std::string sparsity_name() const {
         return sparse() ? std::to_string(sparse_n) + ":" + std::to_string(sparse_m) : "dense";
     }
+    /// Bytes of one matmul weight element as stored: its format's, times the kept fraction
+    /// plus the kept elements' positions when sparse.
     double stored_weight_bytes() const {
         const double element = mx == MxFormat::mxfp4   ? 0.5 + 1.0 / 32.0
                                : mx == MxFormat::mxfp8 ? 1.0 + 1.0 / 32.0
