@@ -69,11 +69,10 @@ void print_serving_layout(std::ostream& out, const config::ScenarioSpec& spec,
     line(out, "cluster", cluster_text(spec));
     line(out, "model", spec.model_ref + ": " + fmt::count(static_cast<double>(stats.total)) +
                            " parameters, weights " +
-                           (sv.mx == serving::MxFormat::mxfp4   ? "mxfp4"
-                            : sv.mx == serving::MxFormat::mxfp8 ? "mxfp8"
-                            : sv.weight_bytes == 1              ? "8-bit"
-                            : sv.weight_bytes == 4              ? "fp32"
-                                                                : "bf16") +
+                           // int8 and fp8 storage cost the same: "8-bit" says both.
+                           (sv.mx == serving::MxFormat::none && sv.weight_bytes == 1
+                                ? std::string("8-bit")
+                                : sv.weights_name()) +
                            (sv.speculative ? "; draft " + spec.draft_ref + ", k " +
                                                  std::to_string(sv.speculative->k)
                                            : ""));

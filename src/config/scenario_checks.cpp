@@ -224,21 +224,11 @@ void check_workload(ScenarioSpec& spec, const Context& ctx) {
                          "each stage) or workload.parallelism.balance (a rule for them)",
                          at("workload.parallelism.balance"));
     }
-    if (t.optimizer.master_weights == workload::MasterWeights::none) {
-        const std::string key = "workload.optimizer.master_weights";
-        if (t.precision == compute::Precision::fp32) {
-            throw InputError(key,
-                             "FP32 training keeps no master copy: none applies to BF16 and FP8 "
-                             "weights",
-                             at(key));
-        }
-        if (!spec.hardware.chip.core.stochastic_rounding) {
-            throw InputError(key,
-                             "none updates the BF16 weights with stochastic rounding, which "
-                             "chip " + spec.hardware.chip.name +
-                                 " does not have (core.stochastic_rounding)",
-                             at(key));
-        }
+    if (const std::string why = workload::master_weights_refusal(t.optimizer.master_weights, t,
+                                                                 spec.hardware.chip);
+        !why.empty()) {
+        throw InputError("workload.optimizer.master_weights", why,
+                         at("workload.optimizer.master_weights"));
     }
     if (!spec.output.trace.empty() && spec.simulation.fidelity != Fidelity::step) {
         throw InputError("output.trace", "a timeline needs simulation.fidelity: step",

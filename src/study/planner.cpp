@@ -329,22 +329,11 @@ std::vector<Candidate> enumerate(const config::PlanSpec& plan, const config::Sce
             }
         }
     }
-    const auto none = workload::MasterWeights::none;
-    if (plan.master_weights.given &&
-        std::find(plan.master_weights.values.begin(), plan.master_weights.values.end(), none) !=
-            plan.master_weights.values.end()) {
-        if (base.training.precision == compute::Precision::fp32) {
-            throw InputError("search.master_weights",
-                             "FP32 training keeps no master copy: none applies to BF16 and FP8 "
-                             "weights",
-                             plan.master_weights.origin);
-        }
-        if (!base.hardware.chip.core.stochastic_rounding) {
-            throw InputError("search.master_weights",
-                             "none updates the BF16 weights with stochastic rounding, which "
-                             "chip " + base.hardware.chip.name +
-                                 " does not have (core.stochastic_rounding)",
-                             plan.master_weights.origin);
+    for (const workload::MasterWeights m : plan.master_weights.values) {
+        if (const std::string why =
+                workload::master_weights_refusal(m, base.training, base.hardware.chip);
+            !why.empty()) {
+            throw InputError("search.master_weights", why, plan.master_weights.origin);
         }
     }
     const auto& par = base.training.parallelism;

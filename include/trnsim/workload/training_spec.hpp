@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace trnsim::workload {
@@ -222,6 +223,23 @@ inline int master_weight_bytes(const TrainingSpec& t) {
                    t.optimizer.master_weights == MasterWeights::none
                ? 0
                : 4;
+}
+
+/// Why `master_weights` cannot be used for training at `t`'s precision on `chip` (none needs
+/// BF16 or FP8 weights and a chip that rounds stochastically); empty when it can.
+inline std::string master_weights_refusal(MasterWeights master_weights, const TrainingSpec& t,
+                                          const compute::ChipSpec& chip) {
+    if (master_weights != MasterWeights::none) {
+        return {};
+    }
+    if (t.precision == compute::Precision::fp32) {
+        return "FP32 training keeps no master copy: none applies to BF16 and FP8 weights";
+    }
+    if (!chip.core.stochastic_rounding) {
+        return "none updates the BF16 weights with stochastic rounding, which chip " +
+               chip.name + " does not have (core.stochastic_rounding)";
+    }
+    return {};
 }
 
 /// Bytes per parameter of each of the optimizer's two moments (4 in FP32, 2 in BF16).

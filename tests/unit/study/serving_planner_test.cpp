@@ -240,8 +240,11 @@ requests: 10
     EXPECT_NE(s.evaluations[4].verdict, Verdict::invalid) << reason(4); // trn1 bf16 dense
     EXPECT_EQ(s.evaluations[5].verdict, Verdict::invalid);              // trn1 2:4
     EXPECT_NE(reason(5).find("workload.serving.sparsity"), std::string::npos) << reason(5);
-    // The sparse candidate's replica holds fewer weight bytes, so it costs no more.
-    EXPECT_LE(s.evaluations[1].cost_per_hour_usd, s.evaluations[0].cost_per_hour_usd);
+    // Both trn2 candidates are simulated; the 2:4 one streams 1.125 instead of 2 bytes a
+    // weight, so its decode steps are shorter.
+    ASSERT_TRUE(std::isfinite(s.evaluations[0].tpot_p99.seconds()));
+    ASSERT_TRUE(std::isfinite(s.evaluations[1].tpot_p99.seconds()));
+    EXPECT_LT(s.evaluations[1].tpot_p99.seconds(), s.evaluations[0].tpot_p99.seconds());
     // A training plan refuses them.
     const auto t = config::load_plan_text("base: " + std::string(TRNSIM_SOURCE_DIR) +
                                               "/scenarios/default.yaml" + R"(
