@@ -1,4 +1,5 @@
 #include "commands.hpp"
+#include "sourced_values.hpp"
 #include "options.hpp"
 
 #include "outputs.hpp"
@@ -365,17 +366,31 @@ void describe_chip(const std::string& name) {
     const cluster::LinkLevel& link = domain.link(network::LinkClass::neuronlink);
     const cluster::LinkLevel& efa = domain.link(network::LinkClass::efa);
     const bool switched = domain.scale_up() == ScaleUpKind::switched;
-    row("NeuronLink",
-        fmt::bandwidth(link.per_chip) +
-            (switched ? std::string(" per chip to any chip of the ") +
-                            (domain.ultraserver_domains() ? "UltraServer" : "instance") +
-                            " through NeuronLink switches"
-                      : std::string(" per chip in the instance")) +
-            (domain.has_link(network::LinkClass::neuronlink_z)
-                 ? ", " + fmt::bandwidth(domain.link(network::LinkClass::neuronlink_z).per_chip) +
-                       " to the other instances of the UltraServer"
-                 : std::string()) +
-            "; " + fmt::duration(link.latency) + " per step");
+    const bool two_levels = switched && domain.has_link(network::LinkClass::neuronlink_z);
+    const auto per_chip = [&](network::LinkClass k) {
+        return domain.has_link(k) ? fmt::bandwidth(domain.link(k).per_chip) : std::string();
+    };
+    std::string neuronlink = fmt::bandwidth(link.per_chip);
+    if (two_levels) {
+        neuronlink += " per chip into its server's switch, " +
+                      per_chip(network::LinkClass::neuronlink_z) + " into its rack's switches";
+        if (domain.has_link(network::LinkClass::neuronlink_rack)) {
+            neuronlink += ", " + per_chip(network::LinkClass::neuronlink_rack) +
+                          " direct to its position in the other racks (" +
+                          std::to_string(domain.shape().racks_per_ultraserver) + " racks)";
+        }
+    } else if (switched) {
+        neuronlink += std::string(" per chip to any chip of the ") +
+                      (domain.ultraserver_domains() ? "UltraServer" : "instance") +
+                      " through NeuronLink switches";
+    } else {
+        neuronlink += " per chip in the instance";
+        if (domain.has_link(network::LinkClass::neuronlink_z)) {
+            neuronlink += ", " + per_chip(network::LinkClass::neuronlink_z) +
+                          " to the other instances of the UltraServer";
+        }
+    }
+    row("NeuronLink", neuronlink + "; " + fmt::duration(link.latency) + " per step");
     row("EFA", c.instance.efa_bandwidth.bytes_per_s() <= 0.0
                    ? std::string("none (one instance per job)")
                    : fmt::bandwidth(c.efa_bandwidth_per_chip()) + " per chip (" +
@@ -394,13 +409,20 @@ void describe_chip(const std::string& name) {
     row("UltraServer",
         c.ultraserver
             ? std::to_string(cluster::Hierarchy::instances_per_ultraserver(c)) + " instances = " +
-                  std::to_string(cluster::Hierarchy::chips_per_ultraserver(c)) + " chips"
+                  std::to_string(cluster::Hierarchy::chips_per_ultraserver(c)) + " chips" +
+                  (c.ultraserver->racks > 1
+                       ? " in " + std::to_string(c.ultraserver->racks) + " racks"
+                       : std::string())
             : "none");
     row("serving", "per graph " + fmt::duration(c.serving.iteration_overhead) + ", per kernel " +
                        fmt::duration(c.serving.kernel_overhead) + ", per prefill graph " +
                        fmt::duration(c.serving.prefill_graph_overhead) + "; prefill at most " +
                        fmt::fixed(100.0 * c.serving.prefill_efficiency, 1) +
                        "% of TensorE peak (docs/serving.md)");
+    const std::filesystem::path file = config::preset_file(config::PresetKind::chip, name);
+    std::cout << "  values and their sources (the calibrated kernel_model: trnsim calibrate)\n";
+    cli::print_sourced_values(std::cout, cli::sourced_values(file, true), file,
+                              {"name", "description", "kernel_model"});
 }
 
 void describe_model(const std::string& name) {
@@ -526,9 +548,16 @@ void describe_topology(const std::vector<std::string>& args) {
     for (int d = 0; d < f.torus_dims(); ++d) {
         torus += (torus.empty() ? "" : "x") + std::to_string(f.torus_size(d));
     }
-    row("NeuronLink", (f.switched() ? std::string("switched (every chip through a NeuronSwitch)")
-                                    : torus + " torus") +
-                          " per " + (f.ultraservers() > 0 ? "UltraServer" : "instance"));
+    const std::string levels =
+        f.two_switch_levels()
+            ? "switched, two levels (a switch per server, " +
+                  std::string(f.racks_per_domain() > 1
+                                  ? "per rack, and direct links between " +
+                                        std::to_string(f.racks_per_domain()) + " racks)"
+                                  : "and per rack)")
+            : "switched (every chip through a NeuronSwitch)";
+    row("NeuronLink", (f.switched() ? levels : torus + " torus") + " per " +
+                          (f.ultraservers() > 0 ? "UltraServer" : "instance"));
     if (f.has_scale_out()) {
         row("EFA", fmt::integer(f.nics()) + " NICs on " +
                        std::to_string(spec.scale_out.nics_per_instance) + " rails, " +
@@ -551,10 +580,16 @@ void describe_topology(const std::vector<std::string>& args) {
     row("bisection", fmt::bandwidth(Bandwidth::bytes_per_s(r.bisection)) +
                          " per direction (between the halves of the chips, narrowest tier)");
     row("memory", fmt::bytes(static_cast<double>(f.memory_bytes())));
+
     row("build time", fmt::seconds(std::chrono::duration<double>(built - start).count()) +
                           " (analysis " +
                           fmt::seconds(std::chrono::duration<double>(analysed - built).count()) +
                           ")");
+    const std::filesystem::path file =
+        config::preset_file(config::PresetKind::fabric, p.vm["fabric"].as<std::string>());
+    std::cout << "  values and their sources\n";
+    cli::print_sourced_values(std::cout, cli::sourced_values(file, false), file,
+                              {"name", "description"});
 }
 
 } // namespace

@@ -12,12 +12,12 @@ namespace {
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-/// Ranks per chip, per instance and per domain.
+/// Ranks per chip, per instance, per rack and per domain.
 struct UnitSizes {
-    std::int64_t chip, instance, domain;
+    std::int64_t chip, instance, rack, domain;
     UnitSizes(int ranks_per_chip, const ClusterShape& s)
         : chip(ranks_per_chip), instance(chip * s.chips_per_instance),
-          domain(instance * s.instances_per_domain()) {}
+          rack(instance * s.instances_per_rack()), domain(instance * s.instances_per_domain()) {}
 };
 
 } // namespace
@@ -32,8 +32,13 @@ Hierarchy::Hierarchy(const compute::ChipSpec& chip, const ClusterShape& shape,
     links_.push_back({LinkClass::on_chip, chip.hbm_bandwidth, chip.on_chip_latency});
     links_.push_back(
         {LinkClass::neuronlink, chip.neuronlink_intra_instance, chip.neuronlink_hop_latency});
-    if (scale_up_ == ScaleUpKind::torus && shape_.ultraserver_domains()) {
+    if (shape_.ultraserver_domains() &&
+        (scale_up_ == ScaleUpKind::torus || chip.neuronlink_inter_instance.bytes_per_s() > 0.0)) {
         links_.push_back({LinkClass::neuronlink_z, chip.neuronlink_inter_instance,
+                          chip.neuronlink_hop_latency});
+    }
+    if (shape_.ultraserver_domains() && shape_.racks_per_ultraserver > 1) {
+        links_.push_back({LinkClass::neuronlink_rack, chip.neuronlink_inter_rack,
                           chip.neuronlink_hop_latency});
     }
     links_.push_back({LinkClass::efa, chip.efa_bandwidth_per_chip(), chip.efa_latency});
@@ -49,7 +54,11 @@ std::int64_t Hierarchy::chips_per_ultraserver(const compute::ChipSpec& chip) {
 }
 
 ClusterShape Hierarchy::shape_of(const compute::ChipSpec& chip, const ClusterSpec& spec) {
-    return make_cluster_shape(spec, chip.instance.chips, instances_per_ultraserver(chip));
+    ClusterShape s = make_cluster_shape(spec, chip.instance.chips, instances_per_ultraserver(chip));
+    if (s.ultraserver_domains() && chip.ultraserver) {
+        s.racks_per_ultraserver = chip.ultraserver->racks;
+    }
+    return s;
 }
 
 Hierarchy Hierarchy::of(const compute::ChipSpec& chip, const ClusterSpec& spec) {
@@ -97,17 +106,20 @@ UnitCounts Hierarchy::count(int ranks_per_chip, const std::vector<std::int64_t>&
     const UnitSizes u(ranks_per_chip, shape_);
     UnitCounts n;
     n.size = static_cast<std::int64_t>(ranks.size());
-    std::int64_t last_chip = -1, last_instance = -1, last_domain = -1;
+    std::int64_t last_chip = -1, last_instance = -1, last_rack = -1, last_domain = -1;
     // Members are in increasing rank order, so distinct units appear as runs.
     for (const std::int64_t rank : ranks) {
         const std::int64_t chip = rank / u.chip;
         const std::int64_t instance = rank / u.instance;
+        const std::int64_t rack = rank / u.rack;
         const std::int64_t domain = rank / u.domain;
         n.chips += chip != last_chip;
         n.instances += instance != last_instance;
+        n.racks += rack != last_rack;
         n.domains += domain != last_domain;
         last_chip = chip;
         last_instance = instance;
+        last_rack = rack;
         last_domain = domain;
     }
     return n;
@@ -123,7 +135,7 @@ UnitCounts Hierarchy::count(int ranks_per_chip, std::int64_t first, std::int64_t
     const auto units = [&](std::int64_t unit) {
         return stride >= unit ? size : last / unit - first / unit + 1;
     };
-    return {size, units(u.chip), units(u.instance), units(u.domain)};
+    return {size, units(u.chip), units(u.instance), units(u.domain), units(u.rack)};
 }
 
 network::GroupShape Hierarchy::group_shape(int ranks_per_chip, const UnitCounts& n) const {
@@ -132,14 +144,20 @@ network::GroupShape Hierarchy::group_shape(int ranks_per_chip, const UnitCounts&
     const auto members = [](std::int64_t outer, std::int64_t inner) {
         return static_cast<int>(ceil_div(outer, std::max<std::int64_t>(inner, 1)));
     };
+    // A switched domain's switch levels are switched; the direct links between racks are not.
     const auto level = [&](const LinkLevel& l, int m) {
         return network::GroupLevel{l.link, m, l.per_chip / r, l.latency,
-                                   l.link == LinkClass::neuronlink &&
-                                       scale_up_ == ScaleUpKind::switched};
+                                   scale_up_ == ScaleUpKind::switched &&
+                                       (l.link == LinkClass::neuronlink ||
+                                        l.link == LinkClass::neuronlink_z)};
     };
     network::GroupShape s;
     s.levels.push_back(level(link(LinkClass::on_chip), members(n.size, n.chips)));
-    if (scale_up_ == ScaleUpKind::torus && shape_.ultraserver_domains()) {
+    if (has_link(LinkClass::neuronlink_rack)) {
+        s.levels.push_back(level(link(LinkClass::neuronlink), members(n.chips, n.instances)));
+        s.levels.push_back(level(link(LinkClass::neuronlink_z), members(n.instances, n.racks)));
+        s.levels.push_back(level(link(LinkClass::neuronlink_rack), members(n.racks, n.domains)));
+    } else if (has_link(LinkClass::neuronlink_z)) {
         s.levels.push_back(level(link(LinkClass::neuronlink), members(n.chips, n.instances)));
         s.levels.push_back(level(link(LinkClass::neuronlink_z), members(n.instances, n.domains)));
     } else {

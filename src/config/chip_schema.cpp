@@ -179,6 +179,11 @@ Schema<C> build() {
                       [](C& c) -> Bandwidth& { return c.neuronlink_inter_instance; }, "0B/s",
                       "NeuronLink bandwidth per chip to the other instances of its UltraServer.",
                       true));
+    s.field(bandwidth("interconnect.neuronlink_inter_rack",
+                      [](C& c) -> Bandwidth& { return c.neuronlink_inter_rack; }, "0B/s",
+                      "NeuronLink bandwidth per chip over the direct links to the same position "
+                      "in the other racks of its UltraServer (ultraserver.racks > 1).",
+                      true));
     s.field(integer<C>("interconnect.neuronlink_ports",
                        [](C& c) -> int& { return c.neuronlink_ports; }, "4", 0, 64,
                        "NeuronLink ports per chip."));
@@ -320,7 +325,26 @@ Schema<C> build() {
             const auto v = parse_checked<std::int64_t>(
                 n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 1024; },
                 "1 to 1024");
-            c.ultraserver = compute::UltraServerSpec{static_cast<int>(v)};
+            compute::UltraServerSpec u = c.ultraserver.value_or(compute::UltraServerSpec{});
+            u.instances = static_cast<int>(v);
+            c.ultraserver = u;
+        };
+        s.field(e);
+    }
+    {
+        auto e = make_entry<C>("ultraserver.racks", "integer", "", "1 to 64",
+                               "Racks the instances fill in equal shares, the same chip position "
+                               "of every rack joined by direct links (with ultraserver.instances).");
+        e.default_doc = "1";
+        e.apply = [](C& c, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                     const Context&) {
+            const auto v = parse_checked<std::int64_t>(
+                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 64; },
+                "1 to 64");
+            if (!c.ultraserver) {
+                c.ultraserver.emplace();
+            }
+            c.ultraserver->racks = static_cast<int>(v);
         };
         s.field(e);
     }

@@ -97,6 +97,41 @@ void validate_fabric(topology::FabricSpec& f, const Context& ctx, const SourceLo
              "differs from the chip's NeuronLink hop latency" + source +
                  "interconnect.neuronlink_hop_latency)");
     }
+    if (up.racks > 1 && !up.two_switch_levels()) {
+        fail("scale_up.racks", "racks need a switched UltraServer of two switch levels "
+                               "(scale_up.kind: switched and scale_up.ultraserver_link)");
+    }
+    if (up.racks > 1 && up.ultraserver_instances % up.racks != 0) {
+        fail("scale_up.racks", "the " + std::to_string(up.ultraserver_instances) +
+                                   " instances of an UltraServer do not fill " +
+                                   std::to_string(up.racks) + " racks in equal shares");
+    }
+    if (up.racks > 1 && up.rack_link.bandwidth.bytes_per_s() <= 0.0) {
+        fail("scale_up.rack_link.bandwidth", "required when scale_up.racks > 1");
+    }
+    if (switched && up.ultraserver_instances > 1) {
+        const double chip_level2 = chip.neuronlink_inter_instance.bytes_per_s();
+        if (!close_to(up.ultraserver_link.bandwidth.bytes_per_s(), chip_level2)) {
+            fail("scale_up.ultraserver_link.bandwidth",
+                 chip_level2 > 0.0 ? "does not match the chip's link into its rack's switches" +
+                                         source + "interconnect.neuronlink_inter_instance)"
+                                   : "the chip's UltraServer has one switch level" + source +
+                                         "no interconnect.neuronlink_inter_instance)");
+        }
+        const int chip_racks = chip.ultraserver ? chip.ultraserver->racks : 1;
+        if (up.racks != chip_racks) {
+            fail("scale_up.racks", "is " + std::to_string(up.racks) + " but the chip's UltraServer "
+                                   "fills " + std::to_string(chip_racks) + source +
+                                       "ultraserver.racks)");
+        }
+        if (up.racks > 1 && !close_to(up.rack_link.bandwidth.bytes_per_s() * (up.racks - 1),
+                                      chip.neuronlink_inter_rack.bytes_per_s())) {
+            fail("scale_up.rack_link.bandwidth",
+                 "x " + std::to_string(up.racks - 1) +
+                     " other racks does not match the chip's bandwidth between racks" + source +
+                     "interconnect.neuronlink_inter_rack)");
+        }
+    }
     if (up.ultraserver_instances > 1) {
         if (cluster::Hierarchy::instances_per_ultraserver(chip) != up.ultraserver_instances) {
             fail("scale_up.ultraserver_instances",

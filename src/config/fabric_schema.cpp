@@ -83,7 +83,9 @@ Schema<F> build() {
                        "Instances per UltraServer, their same-position chips in rings (0: "
                        "none)."));
     s.section("scale_up.ultraserver_link", "One NeuronLink link between the instances of an "
-                                           "UltraServer.");
+                                           "UltraServer; switched: a chip's link into the "
+                                           "switches joining the servers of its rack (a second "
+                                           "switch level; absent: one level).");
     s.field(computed_default(
         bandwidth("scale_up.ultraserver_link.bandwidth",
                   [](F& f) -> Bandwidth& { return f.scale_up.ultraserver_link.bandwidth; },
@@ -94,6 +96,22 @@ Schema<F> build() {
                 [](F& f) -> Duration& { return f.scale_up.ultraserver_link.latency; },
                 "Per hop."),
         "required with ultraserver_instances"));
+    s.field(integer<F>("scale_up.racks", [](F& f) -> int& { return f.scale_up.racks; }, "1", 1,
+                       64,
+                       "Switched UltraServer of two switch levels: racks its instances fill in "
+                       "equal shares, the same chip position of every rack joined by a direct "
+                       "link (Trn3 Gen2: 2)."));
+    s.section("scale_up.rack_link", "One direct link between the same chip position of two "
+                                    "racks of an UltraServer.");
+    s.field(computed_default(
+        bandwidth("scale_up.rack_link.bandwidth",
+                  [](F& f) -> Bandwidth& { return f.scale_up.rack_link.bandwidth; },
+                  "Per direction."),
+        "required with racks > 1"));
+    s.field(computed_default(
+        latency("scale_up.rack_link.latency",
+                [](F& f) -> Duration& { return f.scale_up.rack_link.latency; }, "Per hop."),
+        "required with racks > 1"));
     s.section("scale_out", "EFA: a rail-optimised Clos of leaf, spine and core switches (absent: "
                            "one NeuronLink domain only).");
     s.field(computed_default(

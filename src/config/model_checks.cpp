@@ -1,5 +1,6 @@
 // A model's cross-key checks (validate_model) and loading a model: a preset, a file, or an
 // inline mapping (optionally based on a preset).
+#include "load_ref.hpp"
 #include "tables.hpp"
 
 #include <filesystem>
@@ -103,14 +104,7 @@ workload::ModelSpec load_model_node(const YAML::Node& node, const std::string& p
             [&](const Context& in) {
                 const YAML::Node root = read_yaml(file, "model", path, loc, in);
                 SourceMap model_sources;
-                Context c;
-                c.file = file.string();
-                c.base_dir = file.parent_path();
-                c.data_dir = in.data_dir;
-                c.sources = &model_sources;
-                c.files_read = in.files_read;
-                c.texts_read = in.texts_read;
-                c.presets = in.presets;
+                const Context c = preset_context(file, in, model_sources);
                 return load_model_mapping(root, c, {c.file, 1, 1}, depth, name);
             });
     }

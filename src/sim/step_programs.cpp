@@ -71,6 +71,9 @@ std::array<double, topology::kLinkKinds> closed_form_link_bytes(CollectiveOp op,
         case network::LinkClass::neuronlink_z:
             kind = topology::LinkKind::neuronlink_z;
             break;
+        case network::LinkClass::neuronlink_rack:
+            kind = topology::LinkKind::neuronlink_rack;
+            break;
         case network::LinkClass::efa:
             kind = topology::LinkKind::efa_nic;
             break;

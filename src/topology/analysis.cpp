@@ -49,6 +49,17 @@ std::pair<std::uint32_t, std::uint32_t> farthest_chip(const Fabric& f,
 
 double bisection_by_tier(const Fabric& f) {
     const auto& spec = f.spec();
+    if ((f.domains() == 1 || !f.has_scale_out()) && f.two_switch_levels()) {
+        const double half = 0.5 * f.chips_per_domain();
+        if (f.racks_per_domain() > 1) {
+            // The halves of the chips are the halves of the racks: each chip of one half has
+            // a direct link to its position in each rack of the other.
+            return half * (f.racks_per_domain() / 2) *
+                   spec.scale_up.rack_link.bandwidth.bytes_per_s();
+        }
+        // Half the chips send through their links into the rack's (non-blocking) switches.
+        return half * spec.scale_up.ultraserver_link.bandwidth.bytes_per_s();
+    }
     if ((f.domains() == 1 || !f.has_scale_out()) && f.switched()) {
         // Half the chips send through their links into the (non-blocking) switch.
         return 0.5 * f.chips_per_domain() * spec.scale_up.instance_link.bandwidth.bytes_per_s();

@@ -111,8 +111,14 @@ Fabric Fabric::build(const FabricSpec& spec, std::int64_t domains) {
     f.instances_ = static_cast<std::uint32_t>(domains) * f.ipd_;
     f.chips_ = static_cast<std::uint32_t>(chips);
     f.ultraservers_ = up.ultraserver_instances > 1 ? static_cast<std::uint32_t>(domains) : 0;
-    f.degree_ = switched ? 2 : static_cast<std::uint32_t>(2 * f.dims_.size());
-    f.switches_ = switched ? static_cast<std::uint32_t>(domains) : 0;
+    f.two_levels_ = up.two_switch_levels();
+    f.racks_ = f.two_levels_ ? static_cast<std::uint32_t>(std::max(1, up.racks)) : 1;
+    f.degree_ = f.two_levels_ ? 4 + (f.racks_ - 1)
+                : switched    ? 2
+                              : static_cast<std::uint32_t>(2 * f.dims_.size());
+    f.switches_ = f.two_levels_ ? f.instances_ + static_cast<std::uint32_t>(domains) * f.racks_
+                  : switched    ? static_cast<std::uint32_t>(domains)
+                                : 0;
 
     if (out.present) {
         f.nics_per_instance_ = static_cast<std::uint32_t>(out.nics_per_instance);
@@ -171,12 +177,28 @@ Fabric Fabric::build(const FabricSpec& spec, std::int64_t domains) {
     f.src_.reserve(links);
     f.dst_.reserve(links);
 
-    // NeuronLink: each chip's link into its domain's switch and back, or the tori.
+    // NeuronLink: each chip's link into its domain's switch and back (two levels: into its
+    // server's and its rack's, and a direct link to its position in every other rack), or the
+    // tori.
     for (std::uint32_t c = 0; c < f.chips_ && switched; ++c) {
-        const std::uint32_t sw = switch0 + f.domain_of(c);
+        const std::uint32_t sw = switch0 + (f.two_levels_ ? f.instance_of(c) : f.domain_of(c));
         f.add_link(c, sw, up.instance_link.bandwidth.bytes_per_s(), up.instance_link.latency.ns(),
                    LinkKind::neuronlink);
         f.add_link(sw, c, up.instance_link.bandwidth.bytes_per_s(), 0, LinkKind::neuronlink);
+        if (!f.two_levels_) {
+            continue;
+        }
+        const std::uint32_t rack = f.domain_of(c) * f.racks_ + f.rack_in_domain(c);
+        const std::uint32_t rack_sw = switch0 + f.instances_ + rack;
+        const auto& l2 = up.ultraserver_link;
+        f.add_link(c, rack_sw, l2.bandwidth.bytes_per_s(), l2.latency.ns(), LinkKind::neuronlink_z);
+        f.add_link(rack_sw, c, l2.bandwidth.bytes_per_s(), 0, LinkKind::neuronlink_z);
+        for (std::uint32_t r = 0; r < f.racks_; ++r) {
+            if (r != f.rack_in_domain(c)) {
+                f.add_link(c, f.rack_peer(c, r), up.rack_link.bandwidth.bytes_per_s(),
+                           up.rack_link.latency.ns(), LinkKind::neuronlink_rack);
+            }
+        }
     }
     const int instance_dims = static_cast<int>(up.instance_torus.size());
     for (std::uint32_t c = 0; c < f.chips_ && !switched; ++c) {

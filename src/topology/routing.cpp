@@ -42,6 +42,21 @@ void route(const Fabric& f, std::uint32_t a, std::uint32_t b, std::uint64_t salt
         return;
     }
     if (f.domain_of(a) == f.domain_of(b)) {
+        if (f.two_switch_levels()) {
+            // Across racks: the direct link to a's position in b's rack first, then inside it.
+            const std::uint32_t rack = f.rack_in_domain(b);
+            if (f.rack_in_domain(a) != rack) {
+                out.push_back(f.rack_link(a, rack));
+                a = f.rack_peer(a, rack);
+                if (a == b) {
+                    return;
+                }
+            }
+            const bool server = f.instance_of(a) == f.instance_of(b);
+            out.push_back(server ? f.switch_up(a) : f.rack_switch_up(a));
+            out.push_back(server ? f.switch_down(b) : f.rack_switch_down(b));
+            return;
+        }
         if (f.switched()) {
             out.push_back(f.switch_up(a));
             out.push_back(f.switch_down(b));

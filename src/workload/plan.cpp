@@ -399,6 +399,17 @@ void check_parallelism(const TrainingSpec& t, const cluster::ClusterShape& clust
                  " ranks of a chip or be a multiple of them (a TP group shares one chip or "
                  "takes whole chips)");
     }
+    // A switched domain's ranks need not be a power of two (a Gen2 UltraServer's 144 chips):
+    // a TP group straddling two domains would run its collectives over EFA.
+    const std::int64_t rpd = cluster.ranks_per_domain(rpc);
+    if (p.cluster.scale_up() == ScaleUpKind::switched && par.tp % rpd != 0 &&
+        rpd % par.tp != 0) {
+        fail(std::string(kPar) + ".tp",
+             "tp = " + str(par.tp) + " must divide the " + str(rpd) +
+                 " ranks of a scale-up domain (" + str(cluster.chips_per_domain()) +
+                 " chips x " + str(rpc) + ") or be a multiple of them: its groups would "
+                 "straddle two domains and meet over EFA");
+    }
     const std::vector<std::int64_t> counts = stage_layer_counts(par, m.layers);
     if (par.virtual_stages > 1) {
         // The interleaved schedule's chunks are equal: each stage's layers split v ways.

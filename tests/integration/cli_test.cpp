@@ -495,6 +495,28 @@ TEST(Cli, Describe) {
     EXPECT_NE(bad.err.find("unknown chip preset"), std::string::npos);
 }
 
+TEST(Cli, DescribeChipPrintsEveryValueWithItsSource) {
+    // trn3-gen2 extends trn3: its own values with their sources, the inherited ones with the
+    // file that gave them; the generated kernel model is left out.
+    const CliResult r = run_cli({"describe", "chip", "trn3-gen2"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("    instance.chips = 4  [TRN3: 36 servers x 4 = 144 chips]\n"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("    hbm.capacity = 144GiB  [trn3.yaml: T3, NKI3: 4 stacks, 144 GiB]\n"),
+              std::string::npos)
+        << r.out;
+    // A comment continued on the next lines belongs to its value.
+    EXPECT_NE(r.out.find("    ultraserver.racks = 2  [estimate: TRN3 names two second-level "
+                         "switches and direct links between the same positions of racks, not "
+                         "the racks' count; 2 racks of 18 servers (72 chips), one switch each]"),
+              std::string::npos)
+        << r.out;
+    EXPECT_EQ(r.out.find("kernel_model."), std::string::npos);
+    EXPECT_EQ(r.out.find("    extends"), std::string::npos);
+    EXPECT_NE(r.out.find("36 instances = 144 chips in 2 racks"), std::string::npos) << r.out;
+}
+
 TEST(Cli, DescribeTopology) {
     const CliResult r = run_cli({"describe", "topology", "trn2-ultracluster", "--ultraservers", "1536"});
     ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -403,6 +405,17 @@ std::vector<Case> cases() {
                                                     "2023-11-16 18:15:46.0,100,10\n"}}},
         {"serve_trace_bad_timestamp", serve_trace(), {}, "workload.requests.arrival.trace", "",
          {{"trace.csv", std::string(kTraceHeader) + "2023-13-16 18:15:46.0,374,44\n"}}},
+        // A Gen2 UltraServer holds 144 chips = 576 ranks: tp 128 groups would straddle two.
+        {"tp_straddling_a_switched_domain",
+         "hardware: {chip: trn3-gen2}\n" +
+             with("model: llama3-8b", "model: llama3-405b").substr(std::strlen("name: base\n") +
+                                                                    std::strlen("hardware: {chip: trn2}\n")),
+         {"workload.parallelism.tp=128"}, "workload.parallelism.tp", "command line"},
+        // Racks that do not share the UltraServer's 36 servers equally, in an extending chip.
+        {"racks_not_filling_an_ultraserver", with("hardware: {chip: trn2}",
+                                                   "hardware: {chip: ./odd.yaml}"),
+         {}, "ultraserver.racks", "./odd.yaml:3:",
+         {{"odd.yaml", "extends: trn3-gen2\nname: odd\nultraserver: {racks: 5}\n"}}},
         {"serve_trace_speedup_zero",
          serve_with("arrival: {poisson: {rate: 2/s}}\n    count: 20",
                     "arrival: {trace: trace.csv, speedup: 0}"),

@@ -10,6 +10,10 @@
 //                               instances (Trn2: 4 instances, a 4 x 4 x 4 torus)
 //   cluster       efa           the scale-out Clos between domains
 // A cluster of plain instances has no neuronlink_z level: its domain is the instance.
+// A switched domain (Trainium3) of one switch level (Gen1) has one neuronlink level for the
+// whole domain; of two (Gen2) neuronlink is its server's switch, neuronlink_z the switches
+// joining a rack's servers, and neuronlink_rack the direct links joining the same chip
+// position of its racks.
 //
 // Every module that needs to know what a domain is, which link class separates two ranks, or
 // how many units a group of ranks spans asks this class (or ClusterShape, its counts): plans,
@@ -36,9 +40,10 @@ struct LinkLevel {
     Duration latency;
 };
 
-/// How many ranks, chips, instances and domains a group of ranks occupies.
+/// How many ranks, chips, instances, domains and racks a group of ranks occupies (a domain
+/// in one rack counts as one).
 struct UnitCounts {
-    std::int64_t size = 0, chips = 0, instances = 0, domains = 0;
+    std::int64_t size = 0, chips = 0, instances = 0, domains = 0, racks = 0;
 };
 
 class Hierarchy {
@@ -75,8 +80,9 @@ public:
     std::int64_t instances_per_domain() const { return shape_.instances_per_domain(); }
     std::int64_t chips_per_domain() const { return shape_.chips_per_domain(); }
 
-    /// The link classes of this cluster, innermost first (on_chip, neuronlink[, neuronlink_z],
-    /// efa; a switched domain has one neuronlink level for the whole domain).
+    /// The link classes of this cluster, innermost first (on_chip, neuronlink[, neuronlink_z
+    /// [, neuronlink_rack]], efa; a switched domain of one level has one neuronlink level for
+    /// the whole domain).
     const std::vector<LinkLevel>& links() const { return links_; }
     /// Whether this cluster has a level of link class `c` (neuronlink_z: a torus of
     /// UltraServers only).

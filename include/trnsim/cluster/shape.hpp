@@ -39,6 +39,8 @@ struct ClusterShape {
     std::int64_t ultraservers = 0;              ///< 0 for a cluster of plain instances
     std::int64_t instances = 0;
     std::int64_t chips = 0;
+    /// Racks an UltraServer's instances fill in equal shares (Trn3 Gen2: 2); 1 otherwise.
+    std::int64_t racks_per_ultraserver = 1;
 
     /// The scale-up domain is an UltraServer (else the instance itself).
     bool ultraserver_domains() const { return ultraservers > 0; }
@@ -46,6 +48,10 @@ struct ClusterShape {
         return ultraserver_domains() ? instances_per_ultraserver : 1;
     }
     std::int64_t chips_per_domain() const { return chips_per_instance * instances_per_domain(); }
+    /// Instances of one rack of a domain (all its instances when it has one rack).
+    std::int64_t instances_per_rack() const {
+        return ultraserver_domains() ? instances_per_ultraserver / racks_per_ultraserver : 1;
+    }
     /// NeuronLink domains: the UltraServers, or the instances of a cluster of plain instances
     /// (the count topology::Fabric::build takes).
     std::int64_t domains() const { return ultraserver_domains() ? ultraservers : instances; }

@@ -129,6 +129,9 @@ struct InstanceSpec {
 /// A group of instances joined by NeuronLink (Trn2 UltraServer: 4 instances, 4x4x4 torus).
 struct UltraServerSpec {
     int instances = 4;
+    /// Racks the instances fill in equal shares, the same chip position of every rack joined by
+    /// direct links (Trn3 Gen2: 2 racks of 18 servers); 1 for an UltraServer in one rack.
+    int racks = 1;
 };
 
 /// What a compiled inference graph costs besides its kernels and collectives (the chip file's
@@ -213,11 +216,15 @@ struct ChipSpec {
     CoreSpec core;
 
     /// NeuronLink bandwidth per chip to chips of the same instance, and to chips of the other
-    /// instances of its UltraServer (zero when there is no UltraServer). A switched domain has
-    /// one: intra_instance is what a chip drives into its switches, to any chip of the domain,
-    /// and inter_instance is zero.
+    /// instances of its UltraServer (zero when there is no UltraServer). A switched domain of
+    /// one switch level (Trn3 Gen1) has one: intra_instance is what a chip drives into its
+    /// switches, to any chip of the domain, and inter_instance is zero; of two levels (Trn3
+    /// Gen2) intra_instance is into its server's switch and inter_instance into its rack's.
     Bandwidth neuronlink_intra_instance;
     Bandwidth neuronlink_inter_instance;
+    /// Per chip over the direct links to the same position in the UltraServer's other racks
+    /// (zero with one rack).
+    Bandwidth neuronlink_inter_rack;
     int neuronlink_ports = 4;
     Duration neuronlink_hop_latency;
     /// Latency of one step between ranks on the same chip.

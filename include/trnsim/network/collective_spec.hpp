@@ -25,13 +25,16 @@ constexpr std::array<EnumName<CollectiveOp>, 6> enum_names(CollectiveOp) {
 inline const char* to_string(CollectiveOp v) { return enum_name(v); }
 
 /// The link class a group level crosses.
-enum class LinkClass { on_chip, neuronlink, neuronlink_z, efa };
+/// neuronlink_rack: the direct links joining the same chip position of an UltraServer's racks
+/// (Trn3 Gen2: 2 racks of 18 servers).
+enum class LinkClass { on_chip, neuronlink, neuronlink_z, neuronlink_rack, efa };
 
-constexpr std::array<EnumName<LinkClass>, 4> enum_names(LinkClass) {
+constexpr std::array<EnumName<LinkClass>, 5> enum_names(LinkClass) {
     return {{
         {LinkClass::on_chip, "on_chip"},
         {LinkClass::neuronlink, "neuronlink"},
         {LinkClass::neuronlink_z, "neuronlink_z"},
+        {LinkClass::neuronlink_rack, "neuronlink_rack"},
         {LinkClass::efa, "efa"},
     }};
 }

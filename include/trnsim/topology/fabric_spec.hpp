@@ -4,7 +4,8 @@
 // Scale-up: the chips of an instance form a NeuronLink torus (trn2.48xlarge and trn1.32xlarge:
 // 4 x 4); an UltraServer joins the same-position chips of its instances in rings (Trn2: 4
 // instances, a 4 x 4 x 4 torus). Or the domain is switched (Trn3): each chip has one link
-// each way into the domain's switch. Scale-out: every instance has EFA interfaces (NICs) attached
+// each way into the domain's switch (Gen1), or into its server's switch and its rack's
+// (Gen2: two switch levels), with direct links between the racks' same-position chips. Scale-out: every instance has EFA interfaces (NICs) attached
 // to a rail-optimised multi-tier Clos: NIC n of every instance hangs off a leaf of rail n; the
 // leaves of a pod all connect to the pod's spines; spine j of every pod connects to the cores
 // of plane j. Bandwidths are per direction of one link.
@@ -34,7 +35,19 @@ struct ScaleUpSpec {
     /// A torus link, or switched: a chip's link into its switches (all its NeuronLink ports).
     TorusLinkSpec instance_link;
     int ultraserver_instances = 0; ///< 0: no UltraServer
+    /// A torus's rings between instances; switched: a chip's link into its rack's switches,
+    /// joining the rack's servers (a second switch level, Trn3 Gen2; zero: one level).
     TorusLinkSpec ultraserver_link;
+    /// Switched, two levels: racks the UltraServer's instances fill in equal shares; the same
+    /// chip position of every two racks is joined by one direct link each way (`rack_link`).
+    int racks = 1;
+    TorusLinkSpec rack_link;
+
+    /// A switched domain of two switch levels (server and rack).
+    bool two_switch_levels() const {
+        return kind == ScaleUpKind::switched && ultraserver_instances > 1 &&
+               ultraserver_link.bandwidth.bytes_per_s() > 0.0;
+    }
 };
 
 /// A switch tier of the Clos.

@@ -1,7 +1,9 @@
 // Routes through a fabric.
 //
-// Inside a NeuronLink domain (an UltraServer, else an instance): dimension-order routing on the
-// torus, dimension 0 first and the UltraServer ring last, each dimension in its shorter
+// Inside a switched domain: through its switch (two levels: the server's switch inside a
+// server, the rack's between its servers; to another rack the direct link to the same position
+// there first). Inside a NeuronLink torus domain (an UltraServer, else an instance):
+// dimension-order routing on the torus, dimension 0 first and the UltraServer ring last, each dimension in its shorter
 // direction (a tie, half-way round, is broken by the salt, so traffic spreads over both).
 // Between domains: chip -> its NIC -> its rail's leaf, and if the destination's NIC is on
 // another leaf, up to a spine of the pod (and, for another pod, to a core of that spine's plane

@@ -3,6 +3,7 @@
 #include "trnsim/cluster/hierarchy.hpp"
 #include "trnsim/config/load.hpp"
 #include "trnsim/core/error.hpp"
+#include "trnsim/network/collective_cost.hpp"
 
 #include <gtest/gtest.h>
 
@@ -162,7 +163,10 @@ TEST(Hierarchy, DecomposesAGroupOverItsLevels) {
 }
 
 TEST(Hierarchy, ASwitchedDomainIsOneLevel) {
-    const Hierarchy h(trn2(), Hierarchy::shape_of(trn2(), {2, 0}), ScaleUpKind::switched);
+    // trn2's packaging with one switch level for its UltraServer (no second level).
+    compute::ChipSpec one_level = trn2();
+    one_level.neuronlink_inter_instance = {};
+    const Hierarchy h(one_level, Hierarchy::shape_of(one_level, {2, 0}), ScaleUpKind::switched);
     EXPECT_EQ(h.scale_up(), ScaleUpKind::switched);
     EXPECT_EQ(classes(h), (std::vector<LinkClass>{LinkClass::on_chip, LinkClass::neuronlink,
                                                   LinkClass::efa}));
@@ -204,6 +208,68 @@ TEST(Hierarchy, Trn3UltraServersAreSwitchedFromTheChipFile) {
     for (const network::GroupLevel& l : t.group_shape(4, t.count(4, 0, 1, 256)).levels) {
         EXPECT_FALSE(l.switched);
     }
+}
+
+TEST(Hierarchy, Trn3Gen2UltraServersHaveTwoSwitchLevelsAndTwoRacks) {
+    const compute::ChipSpec gen2 = config::load_chip("trn3-gen2");
+    const Hierarchy h = Hierarchy::of(gen2, {2, 0});
+    EXPECT_EQ(h.scale_up(), ScaleUpKind::switched);
+    EXPECT_EQ(h.chips_per_domain(), 144);
+    EXPECT_EQ(h.shape().racks_per_ultraserver, 2);
+    EXPECT_EQ(h.shape().instances_per_rack(), 18);
+    EXPECT_EQ(classes(h),
+              (std::vector<LinkClass>{LinkClass::on_chip, LinkClass::neuronlink,
+                                      LinkClass::neuronlink_z, LinkClass::neuronlink_rack,
+                                      LinkClass::efa}));
+    // The chip file's shares of 2.56 TB/s in the PCIe section's proportions 256 : 320 : 128.
+    EXPECT_NEAR(h.link(LinkClass::neuronlink).per_chip.bytes_per_s(), 2.56e12 * 256 / 704, 1e8);
+    EXPECT_NEAR(h.link(LinkClass::neuronlink_z).per_chip.bytes_per_s(), 2.56e12 * 320 / 704, 1e8);
+    EXPECT_NEAR(h.link(LinkClass::neuronlink_rack).per_chip.bytes_per_s(), 2.56e12 * 128 / 704,
+                1e8);
+    // 16 ranks at LNC 2 (4 a chip): one server, its switch only.
+    network::GroupShape g = h.group_shape(4, h.count(4, 0, 1, 16));
+    ASSERT_EQ(g.levels.size(), 5u);
+    EXPECT_EQ(g.describe(), "4 on_chip x 4 neuronlink");
+    EXPECT_TRUE(g.levels[1].switched);
+    // One rank on every chip of both UltraServers: 4 chips a server, 18 servers a rack, 2
+    // racks, 2 domains. The switch levels are switched, the direct links between racks not.
+    const std::vector<std::int64_t> ranks = progression(0, 4, 288);
+    EXPECT_EQ(h.count(4, ranks).racks, 4);
+    g = h.group_shape(4, h.count(4, ranks));
+    EXPECT_EQ(g.describe(), "4 neuronlink x 18 neuronlink_z x 2 neuronlink_rack x 2 efa");
+    EXPECT_TRUE(g.levels[2].switched);
+    EXPECT_FALSE(g.levels[3].switched);
+    EXPECT_EQ(h.count(4, 0, 4, 288).racks, 4);
+    EXPECT_EQ(h.count(4, 0, 1, 288).racks, 1); // ranks 0..287: chips 0..71, one rack
+    EXPECT_EQ(h.count(4, 0, 1, 289).racks, 2); // and chip 72, the first of the second
+    // Reliability: 11 PCIe Gen6 x8 links a chip (4 + 5 + 2), 144 x 11 an UltraServer.
+    EXPECT_EQ(h.shape().neuronlink_cables_per_domain(gen2.instance.torus, gen2.neuronlink_ports),
+              144 * 11);
+}
+
+TEST(Hierarchy, ASwitchedAllReduceOnAGen2UltraServerByHand) {
+    // One rank on each of the 144 chips, the links alone (no collective engine), 64 MiB each:
+    // mesh through the server switches (3 / 4 of B at bw1), then through the rack switches
+    // (17 / 18 of B / 4 at bw2), then a ring of 2 over the direct links (1 / 2 of B / 72 at
+    // bw3, one step), each step 2 us; the all-gather mirrors the reduce-scatter.
+    const compute::ChipSpec gen2 = config::load_chip("trn3-gen2");
+    const Hierarchy h = Hierarchy::of(gen2, {1, 0});
+    const double bw1 = 930.9e9, bw2 = 1163.6e9, bw3 = 465.5e9, a = 2e-6;
+    const double b = 64.0 * 1024 * 1024;
+    const network::GroupShape g = h.group_shape(1, h.count(1, 0, 1, 144));
+    const double scatter = 0.75 * b / bw1 + a + 17.0 / 18.0 * (b / 4) / bw2 + a +
+                           0.5 * (b / 72) / bw3 + a;
+    EXPECT_NEAR(network::collective_seconds(network::CollectiveOp::all_reduce, b, g),
+                2.0 * scatter, 1e-12);
+    // One rack (72 chips): its switches are the outermost level, where a small all-reduce
+    // runs one-shot: 16 KiB reduce-scattered over the server (3 / 4 at bw1, a), then the
+    // 4 KiB shard written to the 17 other servers' chips (17 x 4 KiB at bw2, a), then
+    // gathered back over the server (3 / 4 at bw1, a).
+    const double small = 16.0 * 1024;
+    const network::GroupShape rack = h.group_shape(1, h.count(1, 0, 1, 72));
+    const double one_shot = 2.0 * (0.75 * small / bw1 + a) + 17.0 * (small / 4) / bw2 + a;
+    EXPECT_NEAR(network::collective_seconds(network::CollectiveOp::all_reduce, small, rack),
+                one_shot, 1e-12);
 }
 
 TEST(Hierarchy, CountsTheNeuronLinkCablesOfADomain) {

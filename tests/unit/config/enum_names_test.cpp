@@ -41,9 +41,9 @@ TEST(EnumNames, EveryTableNamesEveryValueOnce) {
     check_table<compute::KernelClass>(15);
     check_table<compute::EngineKind>(5);
     check_table<network::CollectiveOp>(6);
-    check_table<network::LinkClass>(4);
+    check_table<network::LinkClass>(5);
     check_table<network::Algorithm>(7);
-    check_table<topology::LinkKind>(6);
+    check_table<topology::LinkKind>(7);
     check_table<topology::NodeKind>(6);
     check_table<ScaleUpKind>(2);
     check_table<workload::MlpKind>(2);

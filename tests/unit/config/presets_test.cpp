@@ -272,12 +272,94 @@ TEST(ChipFiles, ASwitchedDomainHasNoTorusAndOneNeuronLinkBandwidth) {
         }
         std::filesystem::remove_all(file.parent_path());
     };
-    // A torus given beside scale_up: switched; trn2's inter-instance bandwidth beside it; no
-    // torus and no switch.
+    // A torus given beside scale_up: switched; no torus and no switch; racks without two
+    // switch levels (trn2's UltraServer with its torus).
     expect("trnsim-presets-test4", "  scale_up: switched\n  torus: [4, 4]", "instance.torus");
-    expect("trnsim-presets-test5", "  scale_up: switched",
-           "interconnect.neuronlink_inter_instance");
     expect("trnsim-presets-test6", "", "instance.torus");
+    const auto file = edited_trn2("trnsim-presets-test5", "  instances: 4 ", "  racks: 2\n  instances: 4 ");
+    try {
+        load_chip(file.string());
+        ADD_FAILURE() << "expected an error at ultraserver.racks";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "ultraserver.racks");
+        EXPECT_NE(e.message().find("two switch levels"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove_all(file.parent_path());
+}
+
+/// Writes `files` (name, text) into a fresh scratch directory; returns it.
+std::filesystem::path chip_dir(const char* dir_name,
+                               const std::vector<std::pair<std::string, std::string>>& files) {
+    const auto dir = test::scratch_path(dir_name);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    for (const auto& [name, text] : files) {
+        std::ofstream(dir / name) << text;
+    }
+    return dir;
+}
+
+TEST(ChipFiles, AChipFileExtendsAnotherKeyByKey) {
+    // trn3-gen2 is trn3 in another packaging: the chip's values are trn3's, the instance, the
+    // UltraServer and the links its own.
+    const compute::ChipSpec t3 = load_chip("trn3");
+    const compute::ChipSpec g2 = load_chip("trn3-gen2");
+    EXPECT_EQ(g2.name, "trn3-gen2");
+    EXPECT_EQ(g2.peak_bf16.per_s(), t3.peak_bf16.per_s());
+    EXPECT_EQ(g2.hbm_capacity, t3.hbm_capacity);
+    EXPECT_EQ(g2.core.tensor.clock.hz(), t3.core.tensor.clock.hz());
+    EXPECT_EQ(g2.collectives.rank_bandwidth.bytes_per_s(), t3.collectives.rank_bandwidth.bytes_per_s());
+    EXPECT_EQ(g2.kernel_model.fit(compute::KernelClass::matmul).coefficients,
+              t3.kernel_model.fit(compute::KernelClass::matmul).coefficients);
+    EXPECT_EQ(g2.neuronlink_hop_latency, t3.neuronlink_hop_latency); // inside interconnect
+    EXPECT_EQ(g2.instance.chips, 4);
+    EXPECT_EQ(g2.instance.scale_up, ScaleUpKind::switched);
+    ASSERT_TRUE(g2.ultraserver.has_value());
+    EXPECT_EQ(g2.ultraserver->instances, 36);
+    EXPECT_EQ(g2.ultraserver->racks, 2);
+    EXPECT_EQ(t3.ultraserver->racks, 1);
+    EXPECT_EQ(t3.instance.chips, 16);
+}
+
+TEST(ChipFiles, ErrorsOfAnExtendingFilePointIntoTheFileThatGaveTheKey) {
+    const std::string base = (std::filesystem::path(TRNSIM_SOURCE_DIR) /
+                              "topologies/chips/trn3.yaml").string();
+    // A key of the extending file: its line there.
+    auto dir = chip_dir("trnsim-extends-1",
+                        {{"mine.yaml", "extends: " + base + "\nname: mine\ninterconnect:\n"
+                                       "  neuronlink_inter_rack: 1GB/s\n"}});
+    try {
+        load_chip((dir / "mine.yaml").string());
+        ADD_FAILURE() << "expected an error";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "interconnect.neuronlink_inter_rack");
+        EXPECT_EQ(e.location().file, (dir / "mine.yaml").string());
+        EXPECT_EQ(e.location().line, 4);
+    }
+    std::filesystem::remove_all(dir);
+    // A key inherited from the base: its line in the base (lnc 2 does not divide 7 cores).
+    dir = chip_dir("trnsim-extends-2",
+                   {{"mine.yaml", "extends: " + base + "\nname: mine\ncores: {physical: 7}\n"}});
+    try {
+        load_chip((dir / "mine.yaml").string());
+        ADD_FAILURE() << "expected an error";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "cores.lnc_allowed");
+        EXPECT_EQ(e.location().file, base);
+        EXPECT_GT(e.location().line, 1);
+    }
+    std::filesystem::remove_all(dir);
+    // Two files that extend each other.
+    dir = chip_dir("trnsim-extends-3", {{"a.yaml", "extends: b.yaml\nname: a\n"},
+                                        {"b.yaml", "extends: a.yaml\nname: b\n"}});
+    try {
+        load_chip((dir / "a.yaml").string());
+        ADD_FAILURE() << "expected an error";
+    } catch (const InputError& e) {
+        EXPECT_EQ(e.key_path(), "extends");
+        EXPECT_NE(e.message().find("extend one another"), std::string::npos) << e.what();
+    }
+    std::filesystem::remove_all(dir);
 }
 
 TEST(ChipFiles, PerformanceModeIsNeverSlower) {

@@ -37,6 +37,62 @@ std::uint32_t exhaustive_diameter(const Fabric& f) {
     return d;
 }
 
+TEST(Fabric, ATrn3Gen2UltraServerHasTwoSwitchLevelsAndDirectLinksBetweenItsRacks) {
+    // 144 chips: 36 servers of 4, 2 racks of 18 servers. Each chip has a link each way into
+    // its server's switch and its rack's, and one to its position in the other rack.
+    const Fabric f = build("trn3-gen2-ultracluster", 2);
+    EXPECT_TRUE(f.switched());
+    EXPECT_TRUE(f.two_switch_levels());
+    EXPECT_EQ(f.chips(), 288u);
+    EXPECT_EQ(f.racks_per_domain(), 2u);
+    EXPECT_EQ(f.chips_per_rack(), 72u);
+    EXPECT_EQ(f.switches(), 72u + 4u); // a switch a server, and one a rack
+    const auto kind_of = [&](std::uint32_t link) { return f.kind()[link]; };
+    EXPECT_EQ(kind_of(f.switch_up(150)), LinkKind::neuronlink);
+    EXPECT_EQ(kind_of(f.rack_switch_up(150)), LinkKind::neuronlink_z);
+    // Chip 150 is chip 6 of domain 1, rack 0; its peer in rack 1 is chip 144 + 72 + 6.
+    EXPECT_EQ(f.rack_peer(150, 1), 222u);
+    EXPECT_EQ(f.link_src()[f.rack_link(150, 1)], 150u);
+    EXPECT_EQ(f.link_dst()[f.rack_link(150, 1)], 222u);
+    EXPECT_EQ(kind_of(f.rack_link(150, 1)), LinkKind::neuronlink_rack);
+    EXPECT_EQ(f.link_dst()[f.rack_link(222, 0)], 150u);
+    // Servers' switches are distinct; a rack's switch is shared by its 72 chips.
+    EXPECT_NE(f.link_dst()[f.switch_up(0)], f.link_dst()[f.switch_up(4)]);
+    EXPECT_EQ(f.link_dst()[f.rack_switch_up(0)], f.link_dst()[f.rack_switch_up(71)]);
+    EXPECT_NE(f.link_dst()[f.rack_switch_up(0)], f.link_dst()[f.rack_switch_up(72)]);
+    // Routes: in a server through its switch; in a rack through the rack's; to the other rack
+    // over the direct link first (to the same position), then inside that rack.
+    std::vector<std::uint32_t> links;
+    route(f, 1, 3, 0, links);
+    EXPECT_EQ(links, (std::vector<std::uint32_t>{f.switch_up(1), f.switch_down(3)}));
+    links.clear();
+    route(f, 1, 70, 0, links);
+    EXPECT_EQ(links, (std::vector<std::uint32_t>{f.rack_switch_up(1), f.rack_switch_down(70)}));
+    links.clear();
+    route(f, 1, 73, 0, links);
+    EXPECT_EQ(links, (std::vector<std::uint32_t>{f.rack_link(1, 1)}));
+    links.clear();
+    route(f, 1, 74, 0, links); // 73 is 74's server mate
+    EXPECT_EQ(links, (std::vector<std::uint32_t>{f.rack_link(1, 1), f.switch_up(73),
+                                                 f.switch_down(74)}));
+    links.clear();
+    route(f, 1, 140, 0, links);
+    EXPECT_EQ(links, (std::vector<std::uint32_t>{f.rack_link(1, 1), f.rack_switch_up(73),
+                                                 f.rack_switch_down(140)}));
+    EXPECT_EQ(route_latency_ns(f, links.data(), links.size()), 4000);
+    // One UltraServer alone: 3 links at most between two chips; the halves of the chips are
+    // the racks, joined by 72 direct links each way.
+    const Fabric one = build("trn3-ultraserver-gen2", 1);
+    const FabricReport r = analyse(one);
+    EXPECT_TRUE(r.connected);
+    EXPECT_EQ(r.diameter, 3u);
+    EXPECT_EQ(exhaustive_diameter(one), 3u);
+    EXPECT_NEAR(r.bisection, 72 * 465.5e9, 1.0);
+    EXPECT_NEAR(max_flow_between_halves(one), r.bisection, 1e-6 * r.bisection);
+    // Every directed link is counted once: 144 x (2 + 2 + 1).
+    EXPECT_EQ(one.links(), 144u * 5u);
+}
+
 TEST(Fabric, ATrn3UltraServerIsSwitched) {
     // 64 chips, each with one link each way into the UltraServer's NeuronSwitch.
     const Fabric f = build("trn3-ultracluster", 2);
