@@ -85,10 +85,20 @@ void validate_chip(const compute::ChipSpec& c, const Context& ctx, const SourceL
                          "an UltraServer needs NeuronLink bandwidth between its instances",
                          at("interconnect.neuronlink_inter_instance"));
     }
-    const bool given_racks = ctx.sources && ctx.sources->contains("ultraserver.racks");
-    if (given_racks && !ctx.sources->contains("ultraserver.instances")) {
-        throw InputError("ultraserver.instances", "required with ultraserver.racks",
-                         at("ultraserver.racks"));
+    for (const char* key : {"ultraserver.racks", "ultraserver.neuronswitches"}) {
+        if (ctx.sources && ctx.sources->contains(key) &&
+            !ctx.sources->contains("ultraserver.instances")) {
+            throw InputError("ultraserver.instances", std::string("required with ") + key,
+                             at(key));
+        }
+    }
+    const int us_switches = c.ultraserver ? c.ultraserver->neuronswitches : 0;
+    if (!switched && (c.instance.neuronswitches > 0 || us_switches > 0)) {
+        const char* key = c.instance.neuronswitches > 0 ? "instance.neuronswitches"
+                                                        : "ultraserver.neuronswitches";
+        throw InputError(key, "NeuronLink switches belong to a switched domain "
+                              "(instance.scale_up: switched)",
+                         at(key));
     }
     const int racks = c.ultraserver ? c.ultraserver->racks : 1;
     if (racks > 1) {

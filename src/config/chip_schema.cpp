@@ -257,6 +257,10 @@ Schema<C> build() {
                         [](C& c) -> std::vector<int>& { return c.instance.torus; }, "", 1, 4096,
                         "NeuronLink torus shape inside the instance (absent when switched)."),
         "required for a torus"));
+    s.field(integer<C>("instance.neuronswitches",
+                       [](C& c) -> int& { return c.instance.neuronswitches; }, "0", 0, 64,
+                       "NeuronLink switches inside one instance of a switched domain (failing "
+                       "components, docs/reliability.md)."));
     s.field(integer<C>("instance.vcpus", [](C& c) -> int& { return c.instance.vcpus; }, "0", 0,
                        100000, "Host vCPUs."));
     s.field(quantity<C, Bytes>("instance.host_memory",
@@ -345,6 +349,23 @@ Schema<C> build() {
                 c.ultraserver.emplace();
             }
             c.ultraserver->racks = static_cast<int>(v);
+        };
+        s.field(e);
+    }
+    {
+        auto e = make_entry<C>("ultraserver.neuronswitches", "integer", "", "0 to 1024",
+                               "NeuronLink switches joining the instances, beyond the instances' "
+                               "own (failing components, docs/reliability.md; with "
+                               "ultraserver.instances).");
+        e.default_doc = "0";
+        e.apply = [](C& c, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
+                     const Context&) {
+            const auto v = parse_checked<std::int64_t>(
+                n, p, loc, parse_count, [](std::int64_t x) { return x >= 0 && x <= 1024; },
+                "0 to 1024");
+            compute::UltraServerSpec u = c.ultraserver.value_or(compute::UltraServerSpec{});
+            u.neuronswitches = static_cast<int>(v);
+            c.ultraserver = u;
         };
         s.field(e);
     }

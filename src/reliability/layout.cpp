@@ -43,6 +43,9 @@ Layout::Layout(const cluster::ClusterShape& cluster, const HardwareFacts& hw,
     set_domain(ComponentClass::software, ipd);
     set_domain(ComponentClass::nic, std::int64_t{hw.efa_interfaces} * ipd);
     set_domain(ComponentClass::neuronlink, cluster.neuronlink_cables_per_domain(hw.instance_torus, hw.switch_ports));
+    set_domain(ComponentClass::neuronswitch,
+               std::int64_t{hw.instance_switches} * ipd +
+                   (ultraserver_domains_ ? hw.ultraserver_switches : 0));
 
     domains_per_power_ = std::max<std::int64_t>(1, ceil_div(fabric.power_domain_instances, ipd));
     power_domains_ = ceil_div(domains(), domains_per_power_);

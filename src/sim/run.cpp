@@ -27,6 +27,8 @@ reliability::HardwareFacts hardware_facts(const compute::ChipSpec& chip) {
     hw.instance_torus = chip.instance.torus;
     if (chip.instance.scale_up == ScaleUpKind::switched) {
         hw.switch_ports = chip.neuronlink_ports;
+        hw.instance_switches = chip.instance.neuronswitches;
+        hw.ultraserver_switches = chip.ultraserver ? chip.ultraserver->neuronswitches : 0;
     }
     hw.efa_interfaces = chip.instance.efa_interfaces;
     hw.efa_bandwidth_per_instance = chip.instance.efa_bandwidth;

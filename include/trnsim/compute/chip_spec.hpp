@@ -112,6 +112,9 @@ struct InstanceSpec {
     ScaleUpKind scale_up = ScaleUpKind::torus;
     /// NeuronLink torus shape inside the instance, e.g. {4, 4}; empty when switched.
     std::vector<int> torus;
+    /// NeuronLink switches inside one instance (a switched server's first-level NeuronSwitch;
+    /// 0 for a torus): failing components of the reliability model.
+    int neuronswitches = 0;
     int vcpus = 0;
     Bytes host_memory;
     /// Total EFA bandwidth of the instance and the number of interfaces it is split over.
@@ -132,6 +135,9 @@ struct UltraServerSpec {
     /// Racks the instances fill in equal shares, the same chip position of every rack joined by
     /// direct links (Trn3 Gen2: 2 racks of 18 servers); 1 for an UltraServer in one rack.
     int racks = 1;
+    /// NeuronLink switches joining its instances, beyond the instances' own (Trn3 Gen2: the two
+    /// second-level NeuronSwitch-v1): failing components of the reliability model.
+    int neuronswitches = 0;
 };
 
 /// What a compiled inference graph costs besides its kernels and collectives (the chip file's

@@ -54,6 +54,10 @@ namespace trnsim::reliability {
 struct HardwareFacts {
     std::vector<int> instance_torus{4, 4}; ///< dimensions of the NeuronLink torus per instance
     int switch_ports = 0; ///< a switched domain's NeuronLink ports per chip (torus: 0)
+    /// A switched domain's NeuronLink switches: in each instance, and joining an UltraServer's
+    /// instances beyond theirs (torus: 0, 0).
+    int instance_switches = 0;
+    int ultraserver_switches = 0;
     int efa_interfaces = 1;                ///< per instance
     Bandwidth efa_bandwidth_per_instance;
     Bytes host_memory; ///< per instance (zero: unknown, not checked)

@@ -32,15 +32,16 @@ enum class ComponentClass : std::uint8_t {
     core,       ///< a core switch
     power,      ///< a power domain (rack or feed): takes every instance in it at once
     software,   ///< the software stack of one instance (runtime, driver, training process)
+    neuronswitch, ///< a NeuronLink switch of a switched domain (Trn3 NeuronSwitch-v1)
 };
-inline constexpr std::size_t kClassCount = 10;
+inline constexpr std::size_t kClassCount = 11;
 inline constexpr std::array<ComponentClass, kClassCount> kAllClasses = {
     ComponentClass::chip,  ComponentClass::hbm,   ComponentClass::host,
     ComponentClass::neuronlink, ComponentClass::nic, ComponentClass::leaf,
     ComponentClass::spine, ComponentClass::core,  ComponentClass::power,
-    ComponentClass::software};
+    ComponentClass::software, ComponentClass::neuronswitch};
 
-constexpr std::array<EnumName<ComponentClass>, 10> enum_names(ComponentClass) {
+constexpr std::array<EnumName<ComponentClass>, 11> enum_names(ComponentClass) {
     return {{
         {ComponentClass::chip, "chip"},
         {ComponentClass::hbm, "hbm"},
@@ -52,6 +53,7 @@ constexpr std::array<EnumName<ComponentClass>, 10> enum_names(ComponentClass) {
         {ComponentClass::core, "core"},
         {ComponentClass::power, "power"},
         {ComponentClass::software, "software"},
+        {ComponentClass::neuronswitch, "neuronswitch"},
     }};
 }
 inline const char* to_string(ComponentClass v) { return enum_name(v); }

@@ -46,6 +46,34 @@ TEST(Layout, Trn2UltraServerCountsByHand) {
     EXPECT_EQ(l.power_domains(), 1);
 }
 
+TEST(Layout, ATrn3Gen2UltraServersSwitchesAreComponentsOfItsDomain) {
+    // From the chip file: 36 servers of 4 chips, a first-level NeuronSwitch-v1 in each and two
+    // second-level ones (TRN3): 38 switches, 36 hosts, 144 x 11 PCIe links an UltraServer. A
+    // failed switch takes its UltraServer out, as a chip or a cable does.
+    const compute::ChipSpec gen2 = config::load_chip("trn3-gen2");
+    HardwareFacts hw;
+    hw.instance_torus = {};
+    hw.switch_ports = gen2.neuronlink_ports;
+    hw.instance_switches = gen2.instance.neuronswitches;
+    hw.ultraserver_switches = gen2.ultraserver->neuronswitches;
+    hw.efa_interfaces = gen2.instance.efa_interfaces;
+    const Layout l(cluster::make_cluster_shape({2, 0}, 4, 36), hw, FabricSpec{}, 1,
+                   all_present());
+    EXPECT_EQ(l.per_domain(ComponentClass::neuronswitch), 38);
+    EXPECT_EQ(l.count(ComponentClass::neuronswitch), 3 * 38);
+    EXPECT_EQ(l.per_domain(ComponentClass::host), 36);
+    EXPECT_EQ(l.per_domain(ComponentClass::neuronlink), 144 * 11);
+    EXPECT_EQ(l.impact(ComponentClass::neuronswitch, Effect::automatic), Impact::replace_domain);
+    // Servers on their own: each its own switch.
+    const Layout plain(cluster::make_cluster_shape({0, 5}, 4, 36), hw, FabricSpec{}, 0,
+                       all_present());
+    EXPECT_EQ(plain.per_domain(ComponentClass::neuronswitch), 1);
+    // A torus has none.
+    const Layout torus(cluster::make_cluster_shape({1, 0}, 16, 4), trn2(), FabricSpec{}, 0,
+                       all_present());
+    EXPECT_EQ(torus.per_domain(ComponentClass::neuronswitch), 0);
+}
+
 TEST(Layout, PlainInstancesAreTheirOwnDomains) {
     HardwareFacts hw = trn2();
     hw.efa_interfaces = 8;

@@ -93,12 +93,15 @@ TEST(Counting, FailuresPerClassMatchRateTimesExposure) {
     // counts: components fail whether or not they are in the job.
     RunInput in = ultraservers_input(2, 1, 1e9);
     in.spec.fabric.power_domain_instances = 4;
+    // NeuronLink switches as a Gen2 UltraServer counts them: one a server, 2 joining them.
+    in.hardware.instance_switches = 1;
+    in.hardware.ultraserver_switches = 2;
     const std::vector<std::pair<ComponentClass, double>> mtbf = {
         {ComponentClass::chip, 60 * kDay},        {ComponentClass::hbm, 200 * kDay},
         {ComponentClass::host, 30 * kDay},        {ComponentClass::neuronlink, 2000 * kDay},
         {ComponentClass::nic, 300 * kDay},        {ComponentClass::leaf, 20 * kDay},
         {ComponentClass::spine, 30 * kDay},       {ComponentClass::power, 20 * kDay},
-        {ComponentClass::software, 15 * kDay},
+        {ComponentClass::software, 15 * kDay},    {ComponentClass::neuronswitch, 10 * kDay},
     };
     for (const auto& [c, m] : mtbf) {
         in.spec.failures.push_back(failure(c, m));
