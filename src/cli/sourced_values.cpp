@@ -4,6 +4,7 @@
 #include "trnsim/core/input_file.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <sstream>
 
 namespace trnsim::cli {
@@ -50,6 +51,7 @@ std::vector<SourcedValue> read_values(const std::filesystem::path& file) {
     std::vector<Open> open;
     std::vector<SourcedValue> out;
     std::size_t value_column = std::string::npos; // of the last value, for its continuations
+    bool out_of_open = false; // the last key opened a section: a list below it is its value
     for (std::string line; std::getline(in, line);) {
         const std::size_t col = line.find_first_not_of(" \t");
         if (col == std::string::npos || line[col] == '\r') {
@@ -63,12 +65,29 @@ std::vector<SourcedValue> read_values(const std::filesystem::path& file) {
             }
             continue;
         }
-        if (line[col] == '-') { // an element of a block list: part of the last value
+        if (line[col] == '-') { // an element of a block list: the value of the key above it
+            if (!open.empty() && open.back().indent <= col && out_of_open) {
+                SourcedValue v;
+                for (const Open& o : open) {
+                    v.path += (v.path.empty() ? "" : ".") + o.key;
+                }
+                v.file = file;
+                out.push_back(std::move(v));
+                open.pop_back();
+                out_of_open = false;
+            }
             if (!out.empty()) {
-                out.back().value += " " + trim(line.substr(col));
+                const std::string element = line.substr(col);
+                const std::size_t hash = comment_at(element);
+                SourcedValue& v = out.back();
+                v.value += (v.value.empty() ? "" : " ") + trim(element.substr(0, hash));
+                if (hash != std::string::npos) {
+                    v.source += (v.source.empty() ? "" : " ") + trim(element.substr(hash + 1));
+                }
             }
             continue;
         }
+        out_of_open = false;
         std::size_t end = col;
         while (end < line.size() && is_key_char(line[end])) {
             ++end;
@@ -92,6 +111,7 @@ std::vector<SourcedValue> read_values(const std::filesystem::path& file) {
         if (value.empty()) {
             open.push_back({col, key});
             value_column = std::string::npos;
+            out_of_open = true;
             continue;
         }
         SourcedValue v;

@@ -515,6 +515,22 @@ TEST(Cli, DescribeChipPrintsEveryValueWithItsSource) {
     EXPECT_EQ(r.out.find("kernel_model."), std::string::npos);
     EXPECT_EQ(r.out.find("    extends"), std::string::npos);
     EXPECT_NE(r.out.find("36 instances = 144 chips in 2 racks"), std::string::npos) << r.out;
+    // A chip file of its own beside trn3.yaml's copy: a path in extends, a block list with its
+    // comments as the source.
+    const fs::path dir = test::scratch_path("trnsim-cli-sourced");
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    fs::copy_file(fs::path(TRNSIM_SOURCE_DIR) / "topologies/chips/trn3.yaml", dir / "base.yaml");
+    std::ofstream(dir / "mine.yaml") << "extends: ./base.yaml\nname: mine\ncores:\n"
+                                        "  lnc_allowed:   # my source\n  - 1\n  - 2   # EARG\n";
+    const CliResult own = run_cli({"describe", "chip", (dir / "mine.yaml").string()});
+    ASSERT_EQ(own.exit_code, 0) << own.err;
+    EXPECT_NE(own.out.find("    cores.lnc_allowed = - 1 - 2  [EARG]\n"), std::string::npos)
+        << own.out;
+    EXPECT_NE(own.out.find("    cores.physical = 8  [base.yaml: T3, NKI3: 8 NeuronCore-v4 per chip]"),
+              std::string::npos)
+        << own.out;
+    fs::remove_all(dir);
 }
 
 TEST(Cli, DescribeTopology) {
