@@ -22,7 +22,8 @@ public:
           precision_(p.training.precision),
           e_(p.training.precision == compute::Precision::fp32 ? 4 : 2),
           T_(p.tokens_per_rank()),
-          sp_(par_.sequence_parallel ? p.tp : 1), graph_(p.training.graph) {}
+          sp_(par_.sequence_parallel ? p.tp : 1), graph_(p.training.graph),
+          mx_(p.training.precision == compute::Precision::fp8 && p.chip.core.tensor.mx_matmul) {}
 
     std::vector<ProgramOp> ops;
 
@@ -52,11 +53,32 @@ public:
 
     void matmul(const char* name, std::int64_t m, std::int64_t k, std::int64_t n,
                 std::int64_t batch = 1) {
+        if (mx_) {
+            mx_quantize(name, m, k, n, batch);
+        }
         ProgramOp op;
         op.kind = Kind::matmul;
         op.name = name;
         op.matmul = {m, k, n, batch, precision_};
         add(op);
+    }
+
+    /// FP8 on a chip whose FP8 matmul is microscaling (NC-v4: MXFP8, blocks of 32 along the
+    /// contraction with a scale each; NKI3): VectorE quantizes the BF16 operands before each
+    /// matmul, X (m x k) and W (k x n) along k in the forward pass; in the backward pass dY
+    /// (m x n) along n and W along n for the data gradient, X and dY along m for the weight
+    /// gradient. Each is an elementwise kernel of two passes (the block's absolute maximum,
+    /// then the scaled conversion) over 2-byte elements: the 1-byte MXFP8 output and its
+    /// scales (1/32 byte an element) are costed as BF16's 2.
+    void mx_quantize(const char* name, std::int64_t m, std::int64_t k, std::int64_t n,
+                     std::int64_t batch) {
+        const auto vector = compute::StreamEngine::vector;
+        ProgramOp& op = stream((std::string(name) + " quantize").c_str(), (m * k + k * n) * batch,
+                               1, 1, 2, vector, 2);
+        op.grads = {elementwise(m * n * batch, 1, 1, 2, vector, 2),
+                    elementwise(k * n * batch, 1, 1, 2, vector, 2),
+                    elementwise(m * k * batch, 1, 1, 2, vector, 2),
+                    elementwise(m * n * batch, 1, 1, 2, vector, 2)};
     }
 
     /// A streaming op; returns it so that the caller lists its backward kernels.
@@ -368,6 +390,7 @@ private:
     std::int64_t T_;
     std::int64_t sp_;
     GraphSpec graph_;
+    bool mx_; ///< FP8 on a chip whose FP8 matmul is microscaling (mx_quantize)
     std::uint8_t part_ = 0;
 };
 

@@ -241,6 +241,37 @@ std::vector<std::string> names_of(const std::vector<ProgramOp>& ops, const std::
     return out;
 }
 
+TEST(MicroscalingTraining, FP8OnAnMxChipQuantizesEveryMatmulsOperands) {
+    // Llama 3 8B, tp 4, sequence 8192, microbatch 1, sequence parallel: qkv_proj multiplies
+    // X (8,192 tokens x 4,096) by W (4,096 x (32 + 2 x 8) x 128 / 4 = 1,536). Before it, VectorE
+    // quantizes X and W along k; the backward quantizes dY (8,192 x 1,536) twice, W and X once.
+    const StepProgram mx = build_program(
+        plan_with({"hardware.chip=trn3", "workload.precision=fp8",
+                   "workload.parallelism.recompute=none"}));
+    const auto fwd = named(mx.dense_layer.forward, "qkv_proj quantize");
+    ASSERT_EQ(fwd.size(), 1u);
+    const std::int64_t m = 8192, k = 4096, n = 1536;
+    EXPECT_EQ(fwd[0]->stream.elements, m * k + k * n);
+    EXPECT_EQ(fwd[0]->stream.engine, compute::StreamEngine::vector);
+    EXPECT_EQ(fwd[0]->stream.element_bytes, 2);
+    const auto bwd = named(mx.dense_layer.backward, "qkv_proj quantize backward");
+    ASSERT_EQ(bwd.size(), 4u);
+    std::int64_t backward_elements = 0;
+    for (const ProgramOp* op : bwd) {
+        backward_elements += op->stream.elements;
+    }
+    EXPECT_EQ(backward_elements, 2 * m * n + k * n + m * k);
+    // Every matmul of the layer has its quantization (4 of them), and nothing else changes.
+    const StepProgram bf16 = build_program(
+        plan_with({"hardware.chip=trn3", "workload.parallelism.recompute=none"}));
+    EXPECT_EQ(mx.dense_layer.forward.size(), bf16.dense_layer.forward.size() + 4);
+    // Trainium2's FP8 is not microscaling: no quantization kernels.
+    const StepProgram trn2 = build_program(
+        plan_with({"workload.precision=fp8", "workload.parallelism.recompute=none"}));
+    EXPECT_TRUE(named(trn2.dense_layer.forward, "qkv_proj quantize").empty());
+    EXPECT_EQ(trn2.dense_layer.forward.size(), bf16.dense_layer.forward.size());
+}
+
 TEST(Recompute, SelectivePartsAsTheFrameworksDefineThem) {
     const auto recomputed = [](const std::vector<std::string>& parts) {
         std::vector<std::string> o = {"workload.parallelism.recompute=selective"};
