@@ -351,7 +351,9 @@ Schema<PL> build_plan() {
                               true, "Data parallel degrees (auto: the ranks left)."));
     s.field(search_entry<int>("ep", "workload.parallelism.ep", &PL::ep,
                               [](const ScenarioSpec& x) { return x.training.parallelism.ep; },
-                              true, "Expert parallel degrees (MoE)."));
+                              true,
+                              "Expert parallel degrees (MoE; serving plans: "
+                              "workload.serving.ep, expert groups in a replica)."));
     s.field(search_entry<int>("zero", "workload.parallelism.zero", &PL::zero,
                               [](const ScenarioSpec& x) { return x.training.parallelism.zero; },
                               true, "ZeRO stages."));

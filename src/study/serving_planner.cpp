@@ -285,13 +285,12 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
                            const SourceLocation& at) { throw InputError(key, why, at); };
     const char* serving_keys =
         "a serving plan searches chip, ultraservers, instances, tp, max_batch, replicas, "
-        "prefill_replicas, weights and sparsity";
+        "prefill_replicas, weights, sparsity and ep";
     const std::pair<const char*, bool> training_keys[] = {
         {"global_batch", plan.global_batch.given},
         {"cp", plan.cp.given},
         {"pp", plan.pp.given},
         {"dp", plan.dp.given},
-        {"ep", plan.ep.given},
         {"zero", plan.zero.given},
         {"microbatch", plan.microbatch.given},
         {"recompute", plan.recompute.given},
@@ -396,6 +395,7 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
     const auto batch = values(plan.max_batch, sv.max_batch);
     const auto replicas = values(plan.replicas, sv.replicas);
     const auto prefill = values(plan.prefill_replicas, sv.disaggregated.prefill_replicas);
+    const auto ep = values(plan.ep, sv.ep);
     const auto texts = [](const config::SearchKey<std::string>& k, std::string v) {
         return k.given ? k.values : std::vector<std::string>{std::move(v)};
     };
@@ -406,7 +406,7 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
                          static_cast<double>(clusters.size()) * static_cast<double>(tp.size()) *
                          static_cast<double>(batch.size()) *
                          static_cast<double>(replicas.size()) *
-                         static_cast<double>(prefill.size());
+                         static_cast<double>(prefill.size()) * static_cast<double>(ep.size());
     if (total > static_cast<double>(kMaxServingCandidates)) {
         refuse("search",
                "has " + fmt::integer(std::llround(total)) +
@@ -425,9 +425,10 @@ std::vector<ServingCandidate> enumerate_serving(const config::PlanSpec& plan,
                     for (int r : replicas)
                         for (int p : prefill)
                             for (const auto& w : weights)
-                                for (const auto& s : sparsity) {
-                                    out.push_back({chip, us, n, t, b, r, p, w, s});
-                                }
+                                for (const auto& s : sparsity)
+                                    for (int e : ep) {
+                                        out.push_back({chip, us, n, t, b, r, p, w, s, e});
+                                    }
     return out;
 }
 
@@ -470,6 +471,9 @@ std::vector<config::Override> serving_overrides(const config::PlanSpec& plan,
     }
     if (plan.sparsity.given) {
         add("workload.serving.sparsity", c.sparsity, plan.sparsity.origin);
+    }
+    if (plan.ep.given) {
+        add("workload.serving.ep", std::to_string(c.ep), plan.ep.origin);
     }
     add("workload.requests.count", std::to_string(plan.requests), plan.requests_origin);
     add("workload.requests.duration", "null", plan.requests_origin);

@@ -137,6 +137,7 @@ struct ServingCandidate {
     int prefill_replicas = 0;
     std::string weights;  ///< workload.serving.weights when searched, else the base's
     std::string sparsity; ///< workload.serving.sparsity when searched, else the base's
+    int ep = 1;           ///< workload.serving.ep when searched, else the base's
 };
 
 /// What evaluating a serving candidate found. Figures are NaN when not simulated.

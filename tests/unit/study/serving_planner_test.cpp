@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -110,6 +112,35 @@ search:
     EXPECT_EQ(s.inference.requests.arrival.rate_per_s, 7.5);
     EXPECT_EQ(s.inference.requests.count, p.requests);
     EXPECT_EQ(s.inference.requests.duration, Duration::zero());
+}
+
+TEST(ServingPlanner, SearchesExpertParallelism) {
+    // search.ep is workload.serving.ep: the fastest axis, each candidate overriding it.
+    const auto p = plan_of(R"(objective: {type: min_cost, rate: 2/s}
+search:
+  tp: [8, 16]
+  ep: [1, 4, 8]
+)");
+    const auto base = base_of(p);
+    const auto c = enumerate_serving(p, base);
+    ASSERT_EQ(c.size(), 6u);
+    EXPECT_EQ(c[1].ep, 4);
+    EXPECT_EQ(c[3].tp, 16);
+    EXPECT_EQ(c[3].ep, 1);
+    const auto o = serving_overrides(p, base, c[5], 2.0);
+    const auto ep = std::find_if(o.begin(), o.end(), [](const config::Override& x) {
+        return x.path == "workload.serving.ep";
+    });
+    ASSERT_NE(ep, o.end());
+    EXPECT_EQ(ep->value, "8");
+    // Not searched: the base's, and no override.
+    const auto plain = plan_of("objective: {type: min_cost, rate: 2/s}\nsearch: {tp: [8]}\n");
+    const auto one = enumerate_serving(plain, base_of(plain));
+    ASSERT_EQ(one.size(), 1u);
+    EXPECT_EQ(one[0].ep, base.inference.serving.ep);
+    for (const auto& x : serving_overrides(plain, base, one[0], 2.0)) {
+        EXPECT_NE(x.path, "workload.serving.ep");
+    }
 }
 
 TEST(ServingPlanner, RejectsByTheSloWhatTheRooflineForbids) {
