@@ -320,55 +320,33 @@ Schema<C> build() {
     }
 
     s.section("ultraserver", "Instances joined by NeuronLink into one domain (absent: none).");
-    {
-        auto e = make_entry<C>("ultraserver.instances", "integer", "", "1 to 1024",
-                               "Instances per UltraServer.");
-        e.default_doc = "none";
-        e.apply = [](C& c, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
-                     const Context&) {
+    // Each key of the section creates the UltraServer (its other keys at their defaults).
+    const auto ultraserver_count = [&s](const char* key, int compute::UltraServerSpec::*field,
+                                        std::int64_t lo, std::int64_t hi, const char* default_doc,
+                                        const char* doc) {
+        const std::string range = std::to_string(lo) + " to " + std::to_string(hi);
+        auto e = make_entry<C>(key, "integer", "", range, doc);
+        e.default_doc = default_doc;
+        e.apply = [field, lo, hi, range](C& c, const YAML::Node& n, const std::string& p,
+                                         const SourceLocation& loc, const Context&) {
             const auto v = parse_checked<std::int64_t>(
-                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 1024; },
-                "1 to 1024");
+                n, p, loc, parse_count, [lo, hi](std::int64_t x) { return x >= lo && x <= hi; },
+                range);
             compute::UltraServerSpec u = c.ultraserver.value_or(compute::UltraServerSpec{});
-            u.instances = static_cast<int>(v);
+            u.*field = static_cast<int>(v);
             c.ultraserver = u;
         };
         s.field(e);
-    }
-    {
-        auto e = make_entry<C>("ultraserver.racks", "integer", "", "1 to 64",
-                               "Racks the instances fill in equal shares, the same chip position "
-                               "of every rack joined by direct links (with ultraserver.instances).");
-        e.default_doc = "1";
-        e.apply = [](C& c, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
-                     const Context&) {
-            const auto v = parse_checked<std::int64_t>(
-                n, p, loc, parse_count, [](std::int64_t x) { return x >= 1 && x <= 64; },
-                "1 to 64");
-            if (!c.ultraserver) {
-                c.ultraserver.emplace();
-            }
-            c.ultraserver->racks = static_cast<int>(v);
-        };
-        s.field(e);
-    }
-    {
-        auto e = make_entry<C>("ultraserver.neuronswitches", "integer", "", "0 to 1024",
-                               "NeuronLink switches joining the instances, beyond the instances' "
-                               "own (failing components, docs/reliability.md; with "
-                               "ultraserver.instances).");
-        e.default_doc = "0";
-        e.apply = [](C& c, const YAML::Node& n, const std::string& p, const SourceLocation& loc,
-                     const Context&) {
-            const auto v = parse_checked<std::int64_t>(
-                n, p, loc, parse_count, [](std::int64_t x) { return x >= 0 && x <= 1024; },
-                "0 to 1024");
-            compute::UltraServerSpec u = c.ultraserver.value_or(compute::UltraServerSpec{});
-            u.neuronswitches = static_cast<int>(v);
-            c.ultraserver = u;
-        };
-        s.field(e);
-    }
+    };
+    ultraserver_count("ultraserver.instances", &compute::UltraServerSpec::instances, 1, 1024,
+                      "none", "Instances per UltraServer.");
+    ultraserver_count("ultraserver.racks", &compute::UltraServerSpec::racks, 1, 64, "1",
+                      "Racks the instances fill in equal shares, the same chip position of "
+                      "every rack joined by direct links (with ultraserver.instances).");
+    ultraserver_count("ultraserver.neuronswitches", &compute::UltraServerSpec::neuronswitches, 0,
+                      1024, "0",
+                      "NeuronLink switches joining the instances, beyond the instances' own "
+                      "(failing components, docs/reliability.md; with ultraserver.instances).");
     return s;
 }
 
