@@ -134,12 +134,8 @@ std::vector<SourcedValue> sourced_values(const std::filesystem::path& file, bool
     if (!follow_extends || ext == own.end()) {
         return own;
     }
-    const std::string ref = ext->value;
-    const bool is_path = ref.find('/') != std::string::npos || ref.ends_with(".yaml");
     const std::filesystem::path base =
-        is_path && std::filesystem::path(ref).is_relative()
-            ? file.parent_path() / ref
-            : config::preset_file(config::PresetKind::chip, ref);
+        config::preset_file(config::PresetKind::chip, ext->value, file.parent_path());
     own.erase(ext);
     std::vector<SourcedValue> merged = sourced_values(base, true);
     for (SourcedValue& v : own) {

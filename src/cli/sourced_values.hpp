@@ -18,8 +18,8 @@ struct SourcedValue {
 };
 
 /// The values of `file` in file order; with `follow_extends`, a chip file's `extends: NAME`
-/// first gives the values of the file it names (found as config::preset_file finds a chip,
-/// or beside `file` for a path), which this file's own keys replace in place.
+/// first gives the values of the file it names (found as the chip loader finds it:
+/// config::preset_file beside `file`), which this file's own keys replace in place.
 std::vector<SourcedValue> sourced_values(const std::filesystem::path& file, bool follow_extends);
 
 /// Prints "  key = value  [source]" for each value except those under a `skip` section,

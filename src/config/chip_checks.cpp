@@ -160,8 +160,8 @@ struct ExtendsLevel {
 /// The document of chip file `file` (in context `c`) with the file it extends merged under it:
 /// `extends: NAME` (a chip preset or path, found as any chip reference) gives every key this
 /// file leaves out; mappings merge key by key, a value or list given here replaces the base's
-/// whole. Each inherited key is noted in c.merged_from, so errors about it point into the file
-/// that gave it. The base is loaded and checked on its own first.
+/// whole. Each inherited key is noted in c.merged_from, so errors about it (a key the schema
+/// does not know, or a check of the merged chip) point into the file that gave it.
 YAML::Node chip_document(const std::filesystem::path& file, Context& c, const std::string& path,
                          const SourceLocation& loc) {
     YAML::Node root = read_yaml(file, "chip", path, loc, c);
@@ -179,7 +179,6 @@ YAML::Node chip_document(const std::filesystem::path& file, Context& c, const st
                                         " chip files extend one another (a cycle?)",
                          at);
     }
-    (void)load_chip_ref(ref.Scalar(), c, "extends", at);
     const std::filesystem::path base_file =
         find_preset(ref.Scalar(), "topologies/chips", "chip", c, "extends", at);
     Context base_ctx = c;

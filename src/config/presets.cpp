@@ -188,10 +188,10 @@ fs::path chip_file(const std::string& name_or_path) {
     return preset_file(PresetKind::chip, name_or_path);
 }
 
-fs::path preset_file(PresetKind kind, const std::string& name_or_path) {
+fs::path preset_file(PresetKind kind, const std::string& name_or_path, const fs::path& beside) {
     Context ctx;
     ctx.file = "<command line>";
-    ctx.base_dir = fs::current_path();
+    ctx.base_dir = beside.empty() ? fs::current_path() : beside;
     ctx.data_dir = data_dir();
     switch (kind) {
     case PresetKind::chip:

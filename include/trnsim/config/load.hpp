@@ -37,13 +37,15 @@ compute::ChipSpec load_chip(const std::string& name_or_path);
 /// The data file behind a chip preset name or file path (InputError at "chip" if none).
 std::filesystem::path chip_file(const std::string& name_or_path);
 
-/// The file behind a preset name or file path, found as scenarios find it: a name is looked
-/// for beside the scenario (here: the working directory), in $TRNSIM_DATA_DIR, the working
-/// directory, the installed data (<prefix>/share/trnsim beside <prefix>/bin/trnsim) and the
-/// build's source tree, in that order, each under topologies/chips, scenarios/models or
-/// topologies. InputError when none has it.
+/// The file behind a preset name or file path, found as scenarios find it: a path is read
+/// beside the file that names it (`beside`, by default the working directory), then as given;
+/// a name is looked for beside it, in $TRNSIM_DATA_DIR, the working directory, the installed
+/// data (<prefix>/share/trnsim beside <prefix>/bin/trnsim) and the build's source tree, in that
+/// order, each under topologies/chips, scenarios/models or topologies. InputError when none
+/// has it.
 enum class PresetKind { chip, model, fabric };
-std::filesystem::path preset_file(PresetKind kind, const std::string& name_or_path);
+std::filesystem::path preset_file(PresetKind kind, const std::string& name_or_path,
+                                  const std::filesystem::path& beside = {});
 
 /// The directories a preset name is looked for in, in order (duplicates removed): `beside`
 /// (the scenario's directory), $TRNSIM_DATA_DIR, the working directory, the installed data,

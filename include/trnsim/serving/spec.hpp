@@ -16,6 +16,7 @@
 #include "trnsim/workload/model.hpp"
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -128,10 +129,7 @@ struct ServingSpec {
         if (!sparse()) {
             return element;
         }
-        int bits = 0;
-        while ((1 << bits) < sparse_m) {
-            ++bits;
-        }
+        const int bits = std::bit_width(static_cast<unsigned>(sparse_m - 1)); // ceil(log2 M)
         return density() * (element + bits / 8.0);
     }
     std::optional<SpeculativeSpec> speculative;
