@@ -94,15 +94,18 @@ def scenario(r):
             "# attention, context buckets half of the token buckets (TNx bucket.py",
             "# context_sizes), a grouped-query model's key/value heads repeated up to its",
             "# query heads (TNx decoder.py check_gqa_fallback: GQA.REPLICATED_HEADS whenever",
-            "# kv_heads is not a multiple of tp; no effect on a multi-head model); the client",
-            "# sends one batch of {} requests.".format(batch),
+            "# kv_heads is not a multiple of tp; no effect on a multi-head model), collectives",
+            "# waiting for their compute (no collective-compute overlap in TNx's compiler",
+            "# flags: collective_tiling 1); the client sends one batch of {} requests."
+            .format(batch),
         ]
     elif int(r["requests"]) == 0:
         lines += [
             "# Framework: LLMPerf at concurrency {} against vLLM on NxD Inference: one request"
             .format(batch),
             "# at a time, one prompt per context-encoding graph (padded to its bucket, as",
-            "# compiled), fused attention, a closed-loop client.",
+            "# compiled), fused attention, collectives overlapping compute over 2 tiles (NxD",
+            "# Inference's default, collective_tiling 2), a closed-loop client.",
         ]
     else:
         lines += [
@@ -110,7 +113,8 @@ def scenario(r):
             .format(batch, r["requests"]),
             "# prompts): one prompt per context-encoding graph, fused attention, waiting prompts",
             "# prefilled in the iteration that decodes the running ones (prefill_chunk",
-            "# max_context holds every waiting prompt whole), a closed-loop client.",
+            "# max_context holds every waiting prompt whole), collectives overlapping compute",
+            "# over 2 tiles (NxD Inference's default, collective_tiling 2), a closed-loop client.",
         ]
     lines += [
         "# router_latency 1us: the benchmark client sits on the instance (no network hop).",
@@ -140,6 +144,7 @@ def scenario(r):
             "    prefill_batch: 0",
             "    materialized_attention: true",
             "    gqa: convert_to_mha",
+            "    collective_tiling: 1",
         ]
         if not r["prefill_buckets"]:
             lines.append("    prefill_buckets: [{}]".format(", ".join(str(b) for b in halves)))

@@ -231,7 +231,9 @@ Schema<C> build() {
               "the links (docs/network.md; absent: the links alone). Fitted to named tables.");
     s.field(duration("collectives.launch",
                      [](C& c) -> Duration& { return c.collectives.launch; }, "0ns",
-                     "Fixed cost of one collective operation (launch and the ranks' handshake)."));
+                     "Fixed cost of one collective launched alone (launch and the ranks' "
+                     "handshake: nccom-test's floor); a compiled graph's collectives do not pay "
+                     "it."));
     s.field(bandwidth("collectives.rank_bandwidth",
                       [](C& c) -> Bandwidth& { return c.collectives.rank_bandwidth; }, "0B/s",
                       "Rate at which one rank's collective transfers move its data (the DMA "

@@ -126,6 +126,22 @@ RankParams rank_params(const Dims& d) {
     return p;
 }
 
+/// The collective time a graph of `kernel` seconds of compute and `collective` seconds of
+/// collectives (`count` of them) leaves exposed when compiled with collective-compute overlap
+/// over `tiles` >= 2 tiles (neuronx-cc --enable-ccop-compute-overlap
+/// --cc-pipeline-tiling-factor, as NxD Inference compiles its graphs): each layer's work is
+/// split along the tokens, and a tile's collective runs while the next tile computes. Through
+/// the chain of layers (compute, collective, compute, ...) two tiles keep both engines busy
+/// once the pipeline has filled, so the graph takes the longer of its compute and its
+/// collectives plus one tile of one segment of the shorter (the fill).
+double exposed_collectives(double kernel, double collective, double count, int tiles) {
+    if (collective <= 0.0 || count <= 0.0) {
+        return collective;
+    }
+    const double fill = std::min(kernel, collective) / (count * static_cast<double>(tiles));
+    return std::max(kernel, collective) + fill - kernel;
+}
+
 IterationBreakdown scaled(IterationBreakdown b, double k) {
     b.decode_kernel = b.decode_kernel * k;
     b.prefill_kernel = b.prefill_kernel * k;
@@ -489,6 +505,11 @@ IterationBreakdown IterationCostModel::Impl::graph(const Dims& d, std::int64_t s
     top.weight_matmul(rows, d.hidden, d.vocab);
     top.collective(CollectiveOp::all_gather,
                    static_cast<double>(rows) * static_cast<double>(d.vocab_padded) * 4.0, tp);
+    if (prefill && serving.collective_tiling > 1) {
+        top.b.collective_time = Seconds::of(exposed_collectives(
+            top.b.prefill_kernel.seconds(), top.b.collective_time.seconds(), top.b.collectives,
+            serving.collective_tiling));
+    }
     top.b.graphs += 1.0;
     if (prefill) {
         top.b.prefill_graphs += 1.0;
@@ -553,7 +574,9 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
         members.push_back(placement.first_rank + i);
     }
     const cluster::Hierarchy hierarchy(chip, placement.cluster);
-    tp_group_ = workload::group_shape_of(hierarchy, rpc, members);
+    // The collectives of a compiled graph, as training's (workload::CollectiveIssue::in_graph).
+    tp_group_ = workload::group_shape_with_engine(chip, hierarchy, rpc, members,
+                                                  workload::CollectiveIssue::in_graph);
     for (const auto& level : tp_group_.levels) {
         if (level.link == network::LinkClass::efa && level.members > 1 &&
             chip.instance.efa_bandwidth.bytes_per_s() <= 0.0) {
@@ -568,7 +591,8 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
     for (int j = 0; j < s.ep; ++j) {
         ep_members.push_back(placement.first_rank + std::int64_t{j} * (s.tp / s.ep));
     }
-    impl->ep = workload::group_shape_of(hierarchy, rpc, ep_members);
+    impl->ep = workload::group_shape_with_engine(chip, hierarchy, rpc, ep_members,
+                                                 workload::CollectiveIssue::in_graph);
     impl_ = std::move(impl);
 
     // Memory per rank.

@@ -11,7 +11,7 @@ StepFabric::StepFabric(const workload::Plan& plan, const topology::Fabric& fabri
     : fabric_(fabric),
       local_{plan.cluster.link(network::LinkClass::on_chip).per_chip,
              plan.cluster.link(network::LinkClass::on_chip).latency,
-             plan.chip.collectives.launch,
+             workload::collective_launch(plan.chip, workload::CollectiveIssue::in_graph),
              plan.chip.collectives.rank_bandwidth,
              plan.chip.collectives.efa_step_overhead,
              workload::collective_reduce_bandwidth(plan.chip, plan.lnc)},

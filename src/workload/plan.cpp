@@ -291,8 +291,9 @@ namespace {
 
 /// The chip's collective engine on a group's shape (group_shape_with_engine); `reduce`: the
 /// calibrated reduce kernel's rate (collective_reduce_bandwidth).
-void add_engine(network::GroupShape& s, const compute::ChipSpec& chip, Bandwidth reduce) {
-    s.launch = chip.collectives.launch;
+void add_engine(network::GroupShape& s, const compute::ChipSpec& chip, Bandwidth reduce,
+                CollectiveIssue issue) {
+    s.launch = collective_launch(chip, issue);
     s.rank_bandwidth = chip.collectives.rank_bandwidth;
     s.reduce_bandwidth = reduce;
     for (auto& l : s.levels) {
@@ -307,6 +308,10 @@ Bandwidth engine_reduce_bandwidth(const compute::ChipSpec& chip, int ranks_per_c
 }
 
 } // namespace
+
+Duration collective_launch(const compute::ChipSpec& chip, CollectiveIssue issue) {
+    return issue == CollectiveIssue::alone ? chip.collectives.launch : Duration::zero();
+}
 
 network::GroupShape group_shape_of(const cluster::Hierarchy& cluster, int ranks_per_chip,
                                    const std::vector<std::int64_t>& ranks) {
@@ -327,9 +332,10 @@ Bandwidth collective_reduce_bandwidth(const compute::ChipSpec& chip, int lnc) {
 
 network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip,
                                             const cluster::Hierarchy& cluster, int ranks_per_chip,
-                                            const std::vector<std::int64_t>& ranks) {
+                                            const std::vector<std::int64_t>& ranks,
+                                            CollectiveIssue issue) {
     network::GroupShape s = group_shape_of(cluster, ranks_per_chip, ranks);
-    add_engine(s, chip, engine_reduce_bandwidth(chip, ranks_per_chip));
+    add_engine(s, chip, engine_reduce_bandwidth(chip, ranks_per_chip), issue);
     return s;
 }
 
@@ -350,7 +356,7 @@ network::GroupShape decompose(const Plan& p, CommGroup g, Bandwidth reduce) {
         l.outer_size == 1 ? p.cluster.count(p.ranks_per_chip, 0, l.inner_stride, l.inner_size)
                           : p.cluster.count(p.ranks_per_chip, p.group_members(g, 0));
     network::GroupShape s = p.cluster.group_shape(p.ranks_per_chip, n);
-    add_engine(s, p.chip, reduce);
+    add_engine(s, p.chip, reduce, CollectiveIssue::in_graph);
     return s;
 }
 
@@ -362,7 +368,8 @@ network::GroupShape neighbour_shape(const Plan& p) {
     if (layout.size() > 1) {
         pair.push_back(layout.inner_stride);
     }
-    network::GroupShape full = group_shape_with_engine(p.chip, p.cluster, p.ranks_per_chip, pair);
+    network::GroupShape full = group_shape_with_engine(p.chip, p.cluster, p.ranks_per_chip, pair,
+                                                       CollectiveIssue::in_graph);
     network::GroupShape s;
     for (const auto& l : full.levels) {
         if (l.members > 1) {

@@ -172,8 +172,9 @@ struct ServingCosts {
 /// the fabric. The presets' values are fitted to named tables by a test helper (tests/support/
 /// collective_fit.hpp); every other table is held out.
 struct CollectiveEngineSpec {
-    /// Fixed cost of one collective operation: the runtime's launch of it and the handshake of
-    /// its ranks before data moves (nccom-test's small-message floor).
+    /// Fixed cost of one collective launched alone: the runtime's launch of it and the
+    /// handshake of its ranks before data moves (nccom-test's small-message floor). The
+    /// collectives of a compiled graph do not pay it (workload::CollectiveIssue).
     Duration launch;
     /// Rate at which one rank's collective transfers move its data: the DMA rings the runtime
     /// gives a collective (nccom-test's large-message bus bandwidth). Zero: the links alone.

@@ -205,13 +205,26 @@ Plan build_plan(const TrainingSpec& training, const compute::ChipSpec& chip, int
 network::GroupShape group_shape_of(const cluster::Hierarchy& cluster, int ranks_per_chip,
                                    const std::vector<std::int64_t>& ranks);
 
-/// The same with the chip's collective engine (compute::CollectiveEngineSpec): the launch cost,
-/// the per-rank collective rate, the EFA step overhead (added to the EFA level's step latency)
-/// and the reduction rate of the calibrated reduce kernel (collective_reduce_bandwidth). The
-/// training plan's groups use it; serving's replicas use the links alone (docs/network.md).
+/// How a collective reaches the runtime. `alone`: one collective a graph execution (nccom-test,
+/// `trnsim collective`, a collective scenario), which pays the collective engine's launch.
+/// `in_graph`: one operation of a compiled graph (a training step's, a serving iteration's):
+/// the runtime launches the graph, not its collectives, so a collective costs its transfers and
+/// its steps' latencies; the graph's own fixed cost is the chip's training and serving
+/// coefficients' (docs/network.md, "One collective cost").
+enum class CollectiveIssue { alone, in_graph };
+
+/// The collective engine's launch as a collective issued so pays it.
+Duration collective_launch(const compute::ChipSpec& chip, CollectiveIssue issue);
+
+/// The same with the chip's collective engine (compute::CollectiveEngineSpec): the launch
+/// (collective_launch), the per-rank collective rate, the EFA step overhead (added to the EFA
+/// level's step latency) and the reduction rate of the calibrated reduce kernel
+/// (collective_reduce_bandwidth). The training plan's groups and serving's replicas use it
+/// `in_graph`, one collective cost for both.
 network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip,
                                             const cluster::Hierarchy& cluster, int ranks_per_chip,
-                                            const std::vector<std::int64_t>& ranks);
+                                            const std::vector<std::int64_t>& ranks,
+                                            CollectiveIssue issue);
 
 /// The rate at which one rank sums received data in a collective's reduction: 32 MiB of BF16
 /// (two inputs, one output) over the time of the chip's calibrated reduce kernel on a rank of

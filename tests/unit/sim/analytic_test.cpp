@@ -319,7 +319,8 @@ TEST(AnalyticCollective, WithinTheFlowModelOnOneInstance) {
         for (std::int64_t k = 0; k < chip.instance.chips * r; ++k) {
             ranks.push_back(k);
         }
-        const network::GroupShape g = workload::group_shape_with_engine(chip, shape, r, ranks);
+        const network::GroupShape g = workload::group_shape_with_engine(
+            chip, shape, r, ranks, workload::CollectiveIssue::alone);
         CollectiveBenchSpec spec;
         spec.chip = chip;
         spec.fabric = config::load_fabric(std::string(name) + "-ultracluster");

@@ -79,12 +79,14 @@ struct Errors {
 //   - with speculation the driver gains the mean acceptance length (3.22) every iteration,
 //     so its two clients finish together and their next prompts are prefilled together in a
 //     prefill-only iteration (two context graphs); the scheduler draws each sequence's
-//     acceptances, the clients drift apart, and a new prompt can be prefilled alone beside
-//     the other's verification (one context graph): TTFT about 23% lower, TPOT 7% higher.
+//     acceptances, the clients drift apart, and a new prompt waits for the verification in
+//     progress, then is prefilled alone beside the other's next one (one context graph in a
+//     mixed iteration): TTFT about a third higher (103 ms against the driver's 77 ms: a
+//     32 ms verification, then the mixed iteration), TPOT within 1%, tokens/s 4% lower.
 //     With every draft accepted (acceptance 1, 1, 1: exactly 4 tokens a step, no draws) the
 //     two agree to kTolerance (SpeculativeLockstepMatchesTheDriver below).
 constexpr double kTolerance = 0.001;
-constexpr double kDrawnTtftTolerance = 0.30;
+constexpr double kDrawnTtftTolerance = 0.40;
 constexpr double kDrawnTolerance = 0.10;
 
 TEST(ServingValidation, PublishedRowsThroughTheFleet) {
@@ -131,6 +133,7 @@ TEST(ServingValidation, PublishedRowsThroughTheFleet) {
         EXPECT_EQ(got.precision, want.precision) << file;
         EXPECT_EQ(got.prefill_batch, want.prefill_batch) << file;
         EXPECT_EQ(got.materialized_attention, want.materialized_attention) << file;
+        EXPECT_EQ(got.collective_tiling, want.collective_tiling) << file;
         EXPECT_EQ(got.buckets, want.buckets) << file;
         EXPECT_EQ(got.prefill_buckets, want.prefill_buckets) << file;
         EXPECT_EQ(got.speculative.has_value(), want.speculative.has_value()) << file;
@@ -215,14 +218,14 @@ TEST(ServingValidation, PublishedRowsThroughTheFleet) {
     EXPECT_EQ(t1.ttft.n, 29);
     EXPECT_EQ(i1.ttft.n, 42);
     EXPECT_EQ(sets["INF-T2"].ttft.n, 2);
-    EXPECT_LE(t1.tpot.mae(), 0.0635);
+    EXPECT_LE(t1.tpot.mae(), 0.0660);
     EXPECT_LE(i1.tpot.mae(), 0.0550);
-    EXPECT_LE(t1.ttft.mae(), 0.3090);
-    EXPECT_LE(i1.ttft.mae(), 0.2605);
-    EXPECT_LE(t1.ttft_repro.mae(), 0.1540);
-    EXPECT_LE(i1.ttft_repro.mae(), 0.2075);
-    EXPECT_LE(t1.tps.mae(), 0.0750);
-    EXPECT_LE(i1.tps.mae(), 0.0580);
+    EXPECT_LE(t1.ttft.mae(), 0.3045);
+    EXPECT_LE(i1.ttft.mae(), 0.2480);
+    EXPECT_LE(t1.ttft_repro.mae(), 0.1675);
+    EXPECT_LE(i1.ttft_repro.mae(), 0.1930);
+    EXPECT_LE(t1.tps.mae(), 0.0765);
+    EXPECT_LE(i1.tps.mae(), 0.0590);
 }
 
 // The speculative row with every draft accepted: each verification yields exactly 4 tokens

@@ -93,7 +93,8 @@ TEST(Plan, GroupShapesOfProgressionsMatchTheirMembers) {
                                   CommGroup::expert_dp}) {
             const network::GroupShape a = p.group_shape(g);
             const network::GroupShape b =
-                group_shape_with_engine(p.chip, p.cluster, p.ranks_per_chip, p.group_members(g, 0));
+                group_shape_with_engine(p.chip, p.cluster, p.ranks_per_chip, p.group_members(g, 0),
+                                        CollectiveIssue::in_graph);
             ASSERT_EQ(a.levels.size(), b.levels.size());
             for (std::size_t k = 0; k < a.levels.size(); ++k) {
                 EXPECT_EQ(a.levels[k].members, b.levels[k].members)
@@ -102,12 +103,33 @@ TEST(Plan, GroupShapesOfProgressionsMatchTheirMembers) {
                 EXPECT_EQ(a.levels[k].step_latency.ns(), b.levels[k].step_latency.ns());
             }
             EXPECT_EQ(a.reduce_bandwidth.bytes_per_s(), b.reduce_bandwidth.bytes_per_s());
+            // A step's collectives are operations of its compiled graph: no launch of their own.
+            EXPECT_EQ(a.launch, b.launch);
+            EXPECT_EQ(a.launch, Duration::zero());
         }
     }
     const Plan p =
         plan_of(scenario({"workload.model=llama3-8b", "workload.parallelism={tp: 8, pp: 1}"}));
     EXPECT_EQ(members(p.group_shape(CommGroup::tp)), (std::vector<int>{4, 2, 1, 1}));
     EXPECT_EQ(members(p.group_shape(CommGroup::dp)), (std::vector<int>{1, 8, 4, 16}));
+}
+
+TEST(Plan, OnlyACollectiveIssuedAlonePaysTheLaunch) {
+    // nccom-test runs one collective a graph execution and pays the engine's launch each time;
+    // inside a compiled graph the launch is the graph's (docs/network.md).
+    const Plan p = plan_of(scenario({}));
+    ASSERT_GT(p.chip.collectives.launch, Duration::zero());
+    EXPECT_EQ(collective_launch(p.chip, CollectiveIssue::alone), p.chip.collectives.launch);
+    EXPECT_EQ(collective_launch(p.chip, CollectiveIssue::in_graph), Duration::zero());
+    const std::vector<std::int64_t> ranks{0, 1, 2, 3, 4, 5, 6, 7};
+    const auto alone =
+        group_shape_with_engine(p.chip, p.cluster, p.ranks_per_chip, ranks, CollectiveIssue::alone);
+    const auto in_graph = group_shape_with_engine(p.chip, p.cluster, p.ranks_per_chip, ranks,
+                                                  CollectiveIssue::in_graph);
+    const double bytes = 1 << 20;
+    EXPECT_NEAR(network::collective_seconds(network::CollectiveOp::all_reduce, bytes, alone) -
+                    network::collective_seconds(network::CollectiveOp::all_reduce, bytes, in_graph),
+                p.chip.collectives.launch.seconds(), 1e-12);
 }
 
 TEST(Plan, PlainInstancesHaveNoUltraServerLevel) {
