@@ -485,10 +485,11 @@ void add_serving_keys(Schema<S>& s) {
                        "Attention through HBM as separate operators (Transformers NeuronX up "
                        "to Neuron SDK 2.18) instead of a fused flash kernel."));
     s.field(integer<S>("workload.serving.collective_tiling",
-                       [](S& x) -> int& { return srv(x).collective_tiling; }, "2", 1, 64,
+                       [](S& x) -> int& { return srv(x).collective_tiling; }, "1", 1, 64,
                        "Tiles a context-encoding graph is split into along the tokens so that "
                        "one tile's collectives overlap the next tile's compute (NxD Inference's "
-                       "cc_pipeline_tiling_factor, 2); 1: no overlap (Transformers NeuronX)."));
+                       "cc_pipeline_tiling_factor: its library default is 2, AWS's Llama 3.3 70B "
+                       "configurations use 1); 1: no overlap (also Transformers NeuronX)."));
     s.field(choice<S, serving::GqaLayout>(
         "workload.serving.gqa", [](S& x) -> serving::GqaLayout& { return srv(x).gqa; },
         "replicate_to_tp",

@@ -574,9 +574,11 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
         members.push_back(placement.first_rank + i);
     }
     const cluster::Hierarchy hierarchy(chip, placement.cluster);
-    // The collectives of a compiled graph, as training's (workload::CollectiveIssue::in_graph).
-    tp_group_ = workload::group_shape_with_engine(chip, hierarchy, rpc, members,
-                                                  workload::CollectiveIssue::in_graph);
+    // Operations of a compiled graph: no launch of their own (workload::CollectiveIssue), at
+    // the links' rates. Not the collective engine's per-rank and reduction rates: Trainium2's
+    // one published 70B run, compiled without collective-compute tiling, cannot be reproduced
+    // with the rates fitted on its nccom-test row (docs/network.md, "One collective cost").
+    tp_group_ = workload::group_shape_of(hierarchy, rpc, members);
     for (const auto& level : tp_group_.levels) {
         if (level.link == network::LinkClass::efa && level.members > 1 &&
             chip.instance.efa_bandwidth.bytes_per_s() <= 0.0) {
@@ -591,8 +593,7 @@ IterationCostModel::IterationCostModel(const workload::ModelSpec& model,
     for (int j = 0; j < s.ep; ++j) {
         ep_members.push_back(placement.first_rank + std::int64_t{j} * (s.tp / s.ep));
     }
-    impl->ep = workload::group_shape_with_engine(chip, hierarchy, rpc, ep_members,
-                                                 workload::CollectiveIssue::in_graph);
+    impl->ep = workload::group_shape_of(hierarchy, rpc, ep_members);
     impl_ = std::move(impl);
 
     // Memory per rank.

@@ -432,7 +432,7 @@ TEST(BoundsPlan, AMaxRatePlanTooShortForSteadyStateWarns) {
     EXPECT_TRUE(wrote);
     EXPECT_EQ(r.err.rfind("plan.yaml:2:41: warning: objective.rate_range: at 1e+09/s the 30 "
                           "requests arrive within 29.0 ns, less than one request's time alone on "
-                          "a replica (2.54 s): rates this high measure a burst",
+                          "a replica (2.57 s): rates this high measure a burst",
                           0),
               0u)
         << r.err;

@@ -135,10 +135,12 @@ ServingSpec serving_spec_for(const PublishedRow& row,
     // kv_heads is not a multiple of tp (decoder.py check_gqa_fallback, to_neuron), as on every
     // grouped-query row here; the Llama-3 samples also ask for it (GQA.REPLICATED_HEADS).
     s.gqa = tnx ? GqaLayout::convert_to_mha : GqaLayout::replicate_to_tp;
-    // TNx 2.18 compiles with --model-type=transformer --auto-cast=none and no collective
-    // overlap (transformers_neuronx/compiler.py, get_compiler_flags, at 7a30b42); NxD Inference
-    // with overlap over 2 tiles (ServingSpec::collective_tiling).
-    s.collective_tiling = tnx ? 1 : 2;
+    // Collective-compute tiling as each release and harness compiled it: TNx 2.18 passes no
+    // overlap flag (transformers_neuronx/compiler.py, get_compiler_flags, at 7a30b42); the
+    // INF-T2b tutorial compiles with --cc-pipeline-tiling-factor 1 (trn2-llama3.3-70b-tutorial
+    // .rst at 81ce03ae, beside its NKI MLP kernels); the INF-T2 tutorial does not set it: NxD
+    // Inference's default, 2 (ServingSpec::collective_tiling).
+    s.collective_tiling = tnx || row.key == "INF-T2b" ? 1 : 2;
     s.buckets = row.buckets;
     if (!row.prefill_buckets.empty()) {
         s.prefill_buckets = row.prefill_buckets; // as the row's source compiled them

@@ -147,13 +147,15 @@ struct ServingSpec {
     /// Key/value heads on the ranks when kv_heads < tp (GqaLayout).
     GqaLayout gqa = GqaLayout::replicate_to_tp;
     /// Tiles along the tokens of a context-encoding graph compiled with collective-compute
-    /// overlap, a tile's collectives running while the next computes (NxD Inference compiles
-    /// every graph with --enable-ccop-compute-overlap and cc_pipeline_tiling_factor 2, its
-    /// default since SDK 2.21, models/model_wrapper.py). 1: each collective waits for its
-    /// compute and the next compute for it (Transformers NeuronX, no overlap flag). Decode
-    /// graphs pay their collectives in full (one token to tile; later NxD Inference releases
-    /// compile token generation at 1).
-    int collective_tiling = 2;
+    /// tiling, a tile's collectives running while the next computes (NxD Inference's
+    /// cc_pipeline_tiling_factor, passed to neuronx-cc with --enable-ccop-compute-overlap;
+    /// models/model_wrapper.py since SDK 2.21). 1, the default: each collective waits for its
+    /// compute and the next compute for it, as Transformers NeuronX compiles (no overlap flag)
+    /// and as AWS's Llama 3.3 70B configurations for Trainium2 compile beside their NKI
+    /// kernels (the INF-T2b tutorial, the model card: factor 1), which the trn2 serving
+    /// coefficients are fitted on; 2 is NxD Inference's library default. Decode graphs pay
+    /// their collectives in full (one token to tile).
+    int collective_tiling = 1;
     // ---- appended for the Transformers NeuronX context buckets (docs/serving.md) ----
     /// Compiled context-encoding buckets, ascending, each at most max_context. Empty: prefill
     /// graphs use `buckets` and attend to the bucket holding cached + new tokens (NxD Inference,

@@ -219,8 +219,8 @@ Duration collective_launch(const compute::ChipSpec& chip, CollectiveIssue issue)
 /// The same with the chip's collective engine (compute::CollectiveEngineSpec): the launch
 /// (collective_launch), the per-rank collective rate, the EFA step overhead (added to the EFA
 /// level's step latency) and the reduction rate of the calibrated reduce kernel
-/// (collective_reduce_bandwidth). The training plan's groups and serving's replicas use it
-/// `in_graph`, one collective cost for both.
+/// (collective_reduce_bandwidth). The training plan's groups use it `in_graph`; serving's
+/// replicas use group_shape_of, the links' rates (docs/network.md, "One collective cost").
 network::GroupShape group_shape_with_engine(const compute::ChipSpec& chip,
                                             const cluster::Hierarchy& cluster, int ranks_per_chip,
                                             const std::vector<std::int64_t>& ranks,
