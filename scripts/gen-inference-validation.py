@@ -146,7 +146,6 @@ def scenario(r):
             "    prefill_batch: 0",
             "    materialized_attention: true",
             "    gqa: convert_to_mha",
-            "    collective_tiling: 1",
         ]
         if not r["prefill_buckets"]:
             lines.append("    prefill_buckets: [{}]".format(", ".join(str(b) for b in halves)))
@@ -155,7 +154,7 @@ def scenario(r):
             "    prefill_batch: 1",
             "    prefill_chunk: {}".format(max_context),
         ]
-        lines.append("    collective_tiling: {}".format(1 if int(r["requests"]) == 0 else 2))
+    lines.append("    collective_tiling: " + r["collective_tiling"])
     if k > 0:
         rates = acceptance(r["note"])
         if len(rates) != k:

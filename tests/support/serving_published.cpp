@@ -113,6 +113,7 @@ std::vector<PublishedRow> read_published_rows(const std::filesystem::path& file)
         };
         r.buckets = list("buckets");
         r.prefill_buckets = list("prefill_buckets");
+        r.collective_tiling = static_cast<int>(integer("collective_tiling"));
         r.note = c.at("note");
         rows.push_back(r);
     }
@@ -135,12 +136,7 @@ ServingSpec serving_spec_for(const PublishedRow& row,
     // kv_heads is not a multiple of tp (decoder.py check_gqa_fallback, to_neuron), as on every
     // grouped-query row here; the Llama-3 samples also ask for it (GQA.REPLICATED_HEADS).
     s.gqa = tnx ? GqaLayout::convert_to_mha : GqaLayout::replicate_to_tp;
-    // Collective-compute tiling as each release and harness compiled it: TNx 2.18 passes no
-    // overlap flag (transformers_neuronx/compiler.py, get_compiler_flags, at 7a30b42); the
-    // INF-T2b tutorial compiles with --cc-pipeline-tiling-factor 1 (trn2-llama3.3-70b-tutorial
-    // .rst at 81ce03ae, beside its NKI MLP kernels); the INF-T2 tutorial does not set it: NxD
-    // Inference's default, 2 (ServingSpec::collective_tiling).
-    s.collective_tiling = tnx || row.key == "INF-T2b" ? 1 : 2;
+    s.collective_tiling = row.collective_tiling; // as the row's source compiled it
     s.buckets = row.buckets;
     if (!row.prefill_buckets.empty()) {
         s.prefill_buckets = row.prefill_buckets; // as the row's source compiled them

@@ -53,6 +53,7 @@ struct PublishedRow {
     double output_tok_s = 0.0;
     std::vector<std::int64_t> buckets;         ///< compiled token-generation buckets (empty: default)
     std::vector<std::int64_t> prefill_buckets; ///< compiled context-encoding buckets (empty: default)
+    int collective_tiling = 1; ///< context graphs' collective-compute tiles as compiled
     std::string note;
 
     /// "INF-T1 latency Llama-2-70b 128+128 @256 b1".
