@@ -165,6 +165,8 @@ def scenario(r):
             "      k: {}".format(k),
             "      acceptance: [{}]".format(", ".join("{:g}".format(a) for a in rates)),
         ]
+        if r["fused_speculation"] == "1":
+            lines.append("      fused: true")
     count = int(r["requests"]) if int(r["requests"]) > 0 else batch
     lines += [
         "  requests:",
@@ -181,6 +183,9 @@ def scenario(r):
 def main():
     with open(CSV, newline="") as f:
         rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    # A speculative row whose acceptance is not published has no scenario: a run needs each
+    # position's rate (tests/unit/serving/accuracy_test.cpp reports what the row implies).
+    rows = [r for r in rows if int(r["speculative_k"]) == 0 or float(r["acceptance_length"]) > 0]
     OUT.mkdir(parents=True, exist_ok=True)
     names = [file_name(r) for r in rows]
     if len(set(names)) != len(names):

@@ -549,6 +549,21 @@ void add_serving_keys(Schema<S>& s) {
                          },
                          "", 0.0, 1.0, "in [0, 1], not increasing",
                          "Per-position acceptance rates (vLLM's), k values."));
+    // Documented as false without applying it: applying a default would create the section.
+    s.field(computed_default(
+        boolean<S>("workload.serving.speculative.fused",
+                   [](S& x) -> bool& {
+                       if (!srv(x).speculative) {
+                           srv(x).speculative.emplace();
+                       }
+                       return srv(x).speculative->fused;
+                   },
+                   "false",
+                   "Draft and target compiled into one graph (NxD Inference's "
+                   "enable_fused_speculation): the k draft steps and the verification of an "
+                   "iteration are one graph, paying the costs per graph once; false: the draft "
+                   "runs as graphs of its own (vLLM Neuron's EAGLE-3 proposer)."),
+        "false"));
     s.section("workload.serving.disaggregated",
               "Prefill and decode on separate replicas; the KV cache moves over the fabric.");
     s.field(integer<S>("workload.serving.disaggregated.prefill_replicas",

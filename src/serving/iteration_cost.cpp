@@ -63,11 +63,6 @@ Dims shard(const workload::ModelSpec& m, int tp, int ep, GqaLayout gqa, const st
                                    " uses multi-head latent attention, which the serving cost "
                                    "model does not support (GQA/MHA models only)");
     }
-    if (tp > m.heads) {
-        fail(std::string(kServing) + ".tp", "tp = " + str(tp) + " exceeds the " +
-                                                 str(m.heads) + " attention heads of " + what +
-                                                 " " + m.name);
-    }
     const bool mha = gqa == GqaLayout::convert_to_mha && m.kv_heads < m.heads;
     if (!mha && m.kv_heads < tp && tp % m.kv_heads != 0) {
         fail(std::string(kServing) + ".tp",
@@ -78,6 +73,8 @@ Dims shard(const workload::ModelSpec& m, int tp, int ep, GqaLayout gqa, const st
     Dims d;
     d.hidden = m.hidden;
     d.head_dim = m.head_dim;
+    // Query heads padded up to a multiple of tp (neuronx-distributed parallel_layers/pad.py,
+    // get_number_of_extra_heads): with fewer heads than ranks, one per rank, the rest padding.
     d.heads = ceil_div(m.heads, tp);
     // convert_to_mha: the key/value heads repeated up to the query heads and sharded (and
     // padded) with them.
@@ -152,6 +149,14 @@ IterationBreakdown scaled(IterationBreakdown b, double k) {
     b.collectives *= k;
     b.graphs *= k;
     b.prefill_graphs *= k;
+    return b;
+}
+
+/// A draft graph compiled into the target's (fused speculation): its kernels and collectives
+/// run, its costs per graph are the target graph's.
+IterationBreakdown inside_target_graph(IterationBreakdown b) {
+    b.graphs = 0.0;
+    b.prefill_graphs = 0.0;
     return b;
 }
 
@@ -683,7 +688,9 @@ IterationBreakdown IterationCostModel::prefill_graph(std::size_t qi, std::size_t
     const std::int64_t kv = kv_buckets_[ki];
     IterationBreakdown b = impl_->graph(impl_->target, prefill_batch_, q, kv, 1, true);
     if (impl_->draft) {
-        b += impl_->graph(*impl_->draft, prefill_batch_, q, kv, 1, true);
+        const IterationBreakdown draft =
+            impl_->graph(*impl_->draft, prefill_batch_, q, kv, 1, true);
+        b += serving_.speculative->fused ? inside_target_graph(draft) : draft;
     }
     return b;
 }
@@ -776,7 +783,9 @@ IterationBreakdown IterationCostModel::breakdown(const IterationShape& shape) co
         if (k == 0) {
             b += impl_->graph(impl_->target, B, 1, kv, 1, false);
         } else {
-            b += scaled(impl_->graph(*impl_->draft, B, 1, kv, 1, false), k);
+            const IterationBreakdown draft =
+                scaled(impl_->graph(*impl_->draft, B, 1, kv, 1, false), k);
+            b += serving_.speculative->fused ? inside_target_graph(draft) : draft;
             b += impl_->graph(impl_->target, B, 1 + k, kv, 1 + k, false);
         }
     }

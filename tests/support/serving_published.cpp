@@ -1,5 +1,6 @@
 #include "support/serving_published.hpp"
 
+#include "trnsim/core/assert.hpp"
 #include "trnsim/core/error.hpp"
 
 #include <algorithm>
@@ -114,6 +115,7 @@ std::vector<PublishedRow> read_published_rows(const std::filesystem::path& file)
         r.buckets = list("buckets");
         r.prefill_buckets = list("prefill_buckets");
         r.collective_tiling = static_cast<int>(integer("collective_tiling"));
+        r.fused_speculation = integer("fused_speculation") != 0;
         r.note = c.at("note");
         rows.push_back(r);
     }
@@ -154,6 +156,7 @@ ServingSpec serving_spec_for(const PublishedRow& row,
         spec.draft_ref = row.draft;
         spec.draft = *draft;
         spec.k = row.speculative_k;
+        spec.fused = row.fused_speculation;
         s.speculative = spec;
     }
     return s;
@@ -166,6 +169,18 @@ BenchmarkResult run_published_row(const PublishedRow& row, const IterationCostMo
                                      std::max(row.acceptance_length, 1.0));
     }
     return static_batch_benchmark(model, row.batch, row.input, row.output);
+}
+
+double implied_acceptance_length(const PublishedRow& row, const IterationCostModel& model) {
+    TRNSIM_CHECK(row.speculative_k > 0 && row.tpot_p50_ms > 0.0,
+                 "an implied acceptance needs a speculative row with a published TPOT");
+    IterationShape step;
+    step.decode_sequences = row.batch;
+    const std::int64_t median = row.input + row.output / 2;
+    step.decode_context_tokens = std::int64_t{row.batch} * median;
+    step.decode_max_context = median;
+    step.speculative_k = row.speculative_k;
+    return model.seconds(step) / (row.tpot_p50_ms * 1e-3);
 }
 
 namespace {

@@ -54,6 +54,7 @@ struct PublishedRow {
     std::vector<std::int64_t> buckets;         ///< compiled token-generation buckets (empty: default)
     std::vector<std::int64_t> prefill_buckets; ///< compiled context-encoding buckets (empty: default)
     int collective_tiling = 1; ///< context graphs' collective-compute tiles as compiled
+    bool fused_speculation = false; ///< the draft compiled into the target's graphs
     std::string note;
 
     /// "INF-T1 latency Llama-2-70b 128+128 @256 b1".
@@ -65,6 +66,12 @@ struct PublishedRow {
     /// starts with "unreproducible").
     bool ttft_unreproducible() const { return note.rfind("unreproducible", 0) == 0; }
 };
+
+/// A speculative row whose acceptance is not published (acceptance_length 0): the mean tokens
+/// per step the model needs to give the published TPOT p50, its decode step with k draft
+/// tokens at the benchmark's median context over that TPOT. The model explains the row only
+/// when this lies in [1, 1 + k].
+double implied_acceptance_length(const PublishedRow& row, const IterationCostModel& model);
 
 /// Reads the CSV (lines starting with '#' are comments). Throws InputError naming the file.
 std::vector<PublishedRow> read_published_rows(const std::filesystem::path& file);

@@ -64,6 +64,12 @@ struct SpeculativeSpec {
     workload::ModelSpec draft;        ///< the draft model's dimensions
     int k = 0;                        ///< draft tokens per iteration (0: no speculation)
     std::vector<double> acceptance;   ///< k values in [0, 1]
+    /// The draft and the target compiled into one graph (NxD Inference's
+    /// enable_fused_speculation): an iteration's k draft steps and its verification run as one
+    /// graph, so the costs per graph are paid once per iteration instead of 1 + k times, and
+    /// the two prefills are one context-encoding graph. false: the draft is a graph of its own
+    /// (vLLM Neuron's EAGLE-3 proposer, Transformers NeuronX's speculative sampler).
+    bool fused = false;
 };
 
 /// Prefill and decode on separate replicas; the KV cache of a prompt moves from its prefill

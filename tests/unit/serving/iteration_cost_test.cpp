@@ -410,6 +410,58 @@ TEST(Speculation, DraftStepsPlusVerificationCostMoreThanOneDecode) {
     EXPECT_GT(r.model->memory().weights_per_rank, target_only.model->memory().weights_per_rank);
 }
 
+TEST(Speculation, FusedDraftPaysTheCostsPerGraphOnce) {
+    // The same draft and target compiled into one graph: the same kernels and collectives, one
+    // graph a speculative iteration instead of 1 + k, one context-encoding graph instead of
+    // two, so the iteration is cheaper by exactly k costs per graph (one cost per graph and
+    // one per context graph for a prefill).
+    ServingSpec s = spec(8, 2, 2048);
+    SpeculativeSpec sp;
+    sp.draft_ref = "llama3.2-1b";
+    sp.draft = config::load_model("llama3.2-1b");
+    sp.k = 3;
+    sp.acceptance = {0.8, 0.7, 0.6};
+    s.speculative = sp;
+    const Replica apart = make("trn2", config::load_model("llama3-8b"), s, 2);
+    s.speculative->fused = true;
+    const Replica fused = make("trn2", config::load_model("llama3-8b"), s, 2);
+    const IterationBreakdown a = apart.model->breakdown(decode(2, 600, 3));
+    const IterationBreakdown f = fused.model->breakdown(decode(2, 600, 3));
+    EXPECT_DOUBLE_EQ(a.graphs, 4.0);
+    EXPECT_DOUBLE_EQ(f.graphs, 1.0);
+    EXPECT_DOUBLE_EQ(f.kernels, a.kernels);
+    EXPECT_DOUBLE_EQ(f.collectives, a.collectives);
+    const compute::ServingCosts& c = fused.chip.serving;
+    ASSERT_GT(c.iteration_overhead.seconds(), 0.0);
+    EXPECT_NEAR(apart.model->seconds(decode(2, 600, 3)) - fused.model->seconds(decode(2, 600, 3)),
+                3.0 * c.iteration_overhead.seconds(), 1e-12);
+    const IterationBreakdown pa = apart.model->breakdown(prefill(1, 512));
+    const IterationBreakdown pf = fused.model->breakdown(prefill(1, 512));
+    EXPECT_DOUBLE_EQ(pa.prefill_graphs, 2.0);
+    EXPECT_DOUBLE_EQ(pf.prefill_graphs, 1.0);
+    EXPECT_NEAR(apart.model->seconds(prefill(1, 512)) - fused.model->seconds(prefill(1, 512)),
+                c.iteration_overhead.seconds() + c.prefill_graph_overhead.seconds(), 1e-12);
+    // Without speculation in the iteration, fusion changes nothing.
+    EXPECT_DOUBLE_EQ(apart.model->seconds(decode(2, 600, 0)),
+                     fused.model->seconds(decode(2, 600, 0)));
+}
+
+TEST(Speculation, ADraftWithFewerHeadsThanRanksIsPadded) {
+    // Llama-3.2-1B (32 query heads, 8 key/value heads) drafting at tp 64, as INF-T2b's fused
+    // run compiles it: query heads padded up to tp (one per rank, half of them padding),
+    // key/value heads replicated to one per rank.
+    ServingSpec s = spec(64, 1, 4096);
+    SpeculativeSpec sp;
+    sp.draft_ref = "llama3.2-1b";
+    sp.draft = config::load_model("llama3.2-1b");
+    sp.k = 2;
+    sp.acceptance = {0.8, 0.7};
+    sp.fused = true;
+    s.speculative = sp;
+    const Replica r = make("trn2", config::load_model("llama3.3-70b"), s, 2);
+    EXPECT_GT(r.model->seconds(decode(1, 1000, 2)), r.model->seconds(decode(1, 1000, 0)));
+}
+
 TEST(Memoisation, TablesEqualRecomputation) {
     ServingSpec s = spec(32, 4, 4096);
     s.materialized_attention = true;
@@ -491,9 +543,6 @@ TEST(Errors, BadReplicasNameTheirKey) {
     expect_error("trn1", l70, spec(3, 1, 4096), "workload.serving.tp");
     // tp 12 and 8 kv heads: kv heads cannot be split or replicated evenly.
     expect_error("trn2", l70, spec(12, 1, 4096), "workload.serving.tp");
-    // More ranks than heads.
-    expect_error("trn2", config::load_model("llama3.2-1b"), spec(64, 1, 4096),
-                 "workload.serving.tp");
     ServingSpec s = spec(32, 1, 4096);
     s.ep = 2;
     expect_error("trn1", l70, s, "workload.serving.ep");
