@@ -31,6 +31,9 @@ SOURCES = {
     "INF-T2b": "aws-neuron-sdk 81ce03ae libraries/nxd-inference/tutorials/"
                "trn2-llama3.3-70b-tutorial.rst and llama70b_perf_comparison.csv "
                "(trn2.48xlarge, LLMPerf against vLLM on NxD Inference, SDK 2.21; the Trn2 fit set)",
+    "INF-T2c": "vllm-project/vllm-neuron examples/vllm_neuron/models/{llama3,qwen3}/dflash/"
+               "README.md, the DFlash examples' baselines (trn2.3xlarge: one Trainium2 chip, "
+               "vLLM Neuron with synchronous scheduling)",
 }
 
 
@@ -69,7 +72,7 @@ def scenario(r):
     k = int(r["speculative_k"])
     weights = "int8" if r["weight_bytes"] == "1" else "bf16"
     published = ("TTFT p50 {} ms, p99 {} ms; TPOT p50 {} ms, p99 {} ms; {} output tokens/s"
-                 .format(r["ttft_p50_ms"], r["ttft_p99_ms"] or "-", r["tpot_p50_ms"],
+                 .format(r["ttft_p50_ms"] or "-", r["ttft_p99_ms"] or "-", r["tpot_p50_ms"],
                          r["tpot_p99_ms"] or "-", r["output_tok_s"]))
     def comment(text):
         return textwrap.wrap(text, width=98, initial_indent="# ", subsequent_indent="#   ",
@@ -107,6 +110,15 @@ def scenario(r):
             "# compiled), fused attention, collectives waiting for their compute (the tutorial",
             "# compiles with --cc-pipeline-tiling-factor 1: collective_tiling 1), a closed-loop",
             "# client.",
+        ]
+    elif r["stack"] == "vllm-neuron-sync":
+        lines += [
+            "# Framework: vLLM Neuron with synchronous scheduling (loadgen.py at concurrency {},"
+            .format(batch),
+            "# {} requests): one prompt per context-encoding graph, fused attention, a".format(
+                r["requests"]),
+            "# closed-loop client; the compiled decode batch (max-num-seqs 4) is the concurrency",
+            "# here.",
         ]
     else:
         lines += [

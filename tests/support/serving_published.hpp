@@ -65,6 +65,8 @@ struct PublishedRow {
     /// The data file marks the row's TTFT as contradicting the release's other rows (its note
     /// starts with "unreproducible").
     bool ttft_unreproducible() const { return note.rfind("unreproducible", 0) == 0; }
+    /// The source gives a TTFT (INF-T2c's Qwen3 row does not).
+    bool ttft_published() const { return ttft_p50_ms > 0.0; }
 };
 
 /// A speculative row whose acceptance is not published (acceptance_length 0): the mean tokens

@@ -278,10 +278,14 @@ TEST(ServingAccuracy, PublishedRows) {
         const double e_tpot = r.tpot_p50.seconds() * 1e3 / row.tpot_p50_ms - 1.0;
         const double e_tps = r.output_tokens_per_s / row.output_tok_s - 1.0;
         const bool held_out = !fitted(row) && !fitted_trn2(row);
-        std::printf("%-3s %-58s %6.1f %6.1f %+4.0f%%  %6.2f %6.2f %+4.0f%%  %7.1f %7.1f "
+        char ttft_err[16] = "    -";
+        if (row.ttft_published()) {
+            std::snprintf(ttft_err, sizeof ttft_err, "%+4.0f%%", 100.0 * e_ttft);
+        }
+        std::printf("%-3s %-58s %6.1f %6.1f %5s  %6.2f %6.2f %+4.0f%%  %7.1f %7.1f "
                     "%+4.0f%%%s%s\n",
                     held_out ? "" : "*", row.label().c_str(), row.ttft_p50_ms,
-                    r.ttft_p50.seconds() * 1e3, 100.0 * e_ttft, row.tpot_p50_ms,
+                    r.ttft_p50.seconds() * 1e3, ttft_err, row.tpot_p50_ms,
                     r.tpot_p50.seconds() * 1e3, 100.0 * e_tpot, row.output_tok_s,
                     r.output_tokens_per_s, 100.0 * e_tps, row.ttft_unreproducible() ? "  (u)" : "",
                     row.throughput_inconsistent() ? "  (t)" : "");
@@ -298,6 +302,18 @@ TEST(ServingAccuracy, PublishedRows) {
             // +17%) or 4 with EAGLE-3 (+59%): guards at the level reached, both directions.
             EXPECT_LT(std::fabs(e_ttft), 0.35) << row.label();
             EXPECT_LT(std::fabs(e_tpot), row.speculative_k > 0 ? 0.65 : 0.25) << row.label();
+            continue;
+        }
+        if (row.key == "INF-T2c") {
+            // Held out: vLLM Neuron with synchronous scheduling on one trn2 chip (trn2.3xlarge).
+            // Its step is mostly a cost per step: Qwen3-4B's TPOT (24.7 ms) is within 4% of
+            // Llama-3.1-8B's (25.6 ms) with half the weights, against the model's 6.4 ms a
+            // graph fitted under NxD Inference on a trn2.48xlarge: guards at the level
+            // reached (TPOT about -40%), both directions.
+            if (row.ttft_published()) {
+                EXPECT_LT(std::fabs(e_ttft), 0.50) << row.label();
+            }
+            EXPECT_LT(std::fabs(e_tpot), 0.55) << row.label();
             continue;
         }
         // Transformers NeuronX 2.18 on trn1 (INF-T1) and inf2 (INF-I1): TPOT within +-25% on
