@@ -31,6 +31,9 @@ SOURCES = {
     "INF-T2b": "aws-neuron-sdk 81ce03ae libraries/nxd-inference/tutorials/"
                "trn2-llama3.3-70b-tutorial.rst and llama70b_perf_comparison.csv "
                "(trn2.48xlarge, LLMPerf against vLLM on NxD Inference, SDK 2.21; the Trn2 fit set)",
+    "INF-T2d": "aws-neuron-sdk 43a89626 vllm-neuron/docs/tutorials/"
+               "tutorial-eagle3-speculative-decoding-gpt-oss.md (trn2.48xlarge, vLLM Neuron, "
+               "Neuron 2.32; gpt-oss-120b in BF16)",
     "INF-T2c": "vllm-project/vllm-neuron examples/vllm_neuron/models/{llama3,qwen3}/dflash/"
                "README.md, the DFlash examples' baselines (trn2.3xlarge: one Trainium2 chip, "
                "vLLM Neuron with synchronous scheduling)",
