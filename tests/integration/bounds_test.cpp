@@ -418,7 +418,7 @@ TEST(BoundsPlan, ADuplicateObjectiveKeyIsRefused) {
 }
 
 // SW4: a max_rate plan of 30 requests up to 1e9/s: at the top they arrive within 29 ns, far
-// less than one request's 2.57 s alone on a replica, so the top rates measure a burst. The plan
+// less than one request's 2.53 s alone on a replica, so the top rates measure a burst. The plan
 // still runs (`trnsim plan` has no --strict) and warns at objective.rate_range.
 TEST(BoundsPlan, AMaxRatePlanTooShortForSteadyStateWarns) {
     bool wrote = false;
@@ -432,7 +432,7 @@ TEST(BoundsPlan, AMaxRatePlanTooShortForSteadyStateWarns) {
     EXPECT_TRUE(wrote);
     EXPECT_EQ(r.err.rfind("plan.yaml:2:41: warning: objective.rate_range: at 1e+09/s the 30 "
                           "requests arrive within 29.0 ns, less than one request's time alone on "
-                          "a replica (2.57 s): rates this high measure a burst",
+                          "a replica (2.53 s): rates this high measure a burst",
                           0),
               0u)
         << r.err;

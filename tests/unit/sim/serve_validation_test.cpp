@@ -10,9 +10,9 @@
 //   3. prints published vs simulated TTFT p50, TPOT p50 and output tokens/s with the errors,
 //      and fails when a held-out set's mean absolute error is worse than the figures
 //      documented in docs/validation.md ("Serving").
-// Fitted rows (marked *): the batch-1 INF-T1 latency rows of Llama-2-70b and Llama-2-7b, on
-// which the chip's serving coefficients were fitted (accuracy_test.cpp); all others are held
-// out. Nothing here fits anything.
+// Fitted rows (marked *): the batch-1 INF-T1 and INF-I1 latency rows of Llama-2-70b and
+// Llama-2-7b and INF-T2b's BF16 run, on which the chips' serving coefficients were fitted
+// (accuracy_test.cpp); all others are held out. Nothing here fits anything.
 //
 // TPOT is compared as each benchmark reports it: Transformers NeuronX's per-token latency
 // percentiles (the fleet's ITL, metrics.hpp) for the static-batch rows, vLLM's per-request
@@ -52,10 +52,11 @@ std::string file_name(const PublishedRow& r) {
     return s + ".yaml";
 }
 
-/// The rows a chip's serving coefficients were fitted on: trn1's (and inf2's) the INF-T1
-/// batch-1 Llama-2 latency rows, trn2's the INF-T2b run (accuracy_test.cpp).
+/// The rows a chip's serving coefficients were fitted on: trn1's the INF-T1 batch-1 Llama-2
+/// latency rows, inf2's host costs the same rows of INF-I1, trn2's the INF-T2b run
+/// (accuracy_test.cpp).
 bool fitted(const PublishedRow& r) {
-    return (r.key == "INF-T1" && r.table == "latency" &&
+    return ((r.key == "INF-T1" || r.key == "INF-I1") && r.table == "latency" &&
             (r.model == "Llama-2-70b" || r.model == "Llama-2-7b")) ||
            (r.key == "INF-T2b" && r.speculative_k == 0);
 }
@@ -231,19 +232,19 @@ TEST(ServingValidation, PublishedRowsThroughTheFleet) {
     const Set& t1 = sets["INF-T1"];
     const Set& i1 = sets["INF-I1"];
     EXPECT_EQ(t1.ttft.n, 29);
-    EXPECT_EQ(i1.ttft.n, 42);
+    EXPECT_EQ(i1.ttft.n, 34);
     EXPECT_EQ(sets["INF-T2"].ttft.n, 2);
     EXPECT_EQ(sets["INF-T2c"].tpot.n, 2);
     EXPECT_EQ(sets["INF-T2d"].tpot.n, 1);
     EXPECT_EQ(sets["INF-T2c"].ttft.n, 1); // the Qwen3 page publishes no TTFT
     EXPECT_LE(t1.tpot.mae(), 0.0635);
-    EXPECT_LE(i1.tpot.mae(), 0.0550);
+    EXPECT_LE(i1.tpot.mae(), 0.0605);
     EXPECT_LE(t1.ttft.mae(), 0.3090);
-    EXPECT_LE(i1.ttft.mae(), 0.2605);
+    EXPECT_LE(i1.ttft.mae(), 0.2095);
     EXPECT_LE(t1.ttft_repro.mae(), 0.1540);
-    EXPECT_LE(i1.ttft_repro.mae(), 0.2075);
+    EXPECT_LE(i1.ttft_repro.mae(), 0.1275);
     EXPECT_LE(t1.tps.mae(), 0.0750);
-    EXPECT_LE(i1.tps.mae(), 0.0580);
+    EXPECT_LE(i1.tps.mae(), 0.0695);
 }
 
 // The speculative row with every draft accepted: each verification yields exactly 4 tokens
