@@ -121,26 +121,31 @@ compute::ServingCosts refit_trn2() {
     return best.costs;
 }
 
+/// The fit points of the rows `in_fit` selects, each replica built with `c`.
+std::vector<FitPoint> fit_points(const std::vector<PublishedRow>& all,
+                                 bool (*in_fit)(const PublishedRow&),
+                                 const compute::ServingCosts& c) {
+    std::vector<FitPoint> points;
+    for (const PublishedRow& row : all) {
+        if (in_fit(row)) {
+            const BenchmarkResult r = run_published_row(row, *replica(row, c));
+            points.push_back(
+                {r.ttft_terms, r.tpot_terms, row.ttft_p50_ms * 1e-3, row.tpot_p50_ms * 1e-3});
+        }
+    }
+    return points;
+}
+
 /// Inferentia2's host costs on its own rows: the per-kernel, per-graph and per-context-graph
 /// costs by the same non-negative least squares as trn1's, the prefill efficiency held at
 /// trn1's (the same NeuronCore-v2), rounded as the chip file stores them.
 compute::ServingCosts refit_inf2() {
     const double efficiency = config::load_chip("trn1").serving.prefill_efficiency;
     const auto all = rows();
-    compute::ServingCosts fit = fit_serving_costs([&](double) {
-        compute::ServingCosts c;
-        c.prefill_efficiency = efficiency;
-        std::vector<FitPoint> points;
-        for (const PublishedRow& row : all) {
-            if (!fitted_inf2(row)) {
-                continue;
-            }
-            const BenchmarkResult r = run_published_row(row, *replica(row, c));
-            points.push_back(
-                {r.ttft_terms, r.tpot_terms, row.ttft_p50_ms * 1e-3, row.tpot_p50_ms * 1e-3});
-        }
-        return points;
-    });
+    compute::ServingCosts c;
+    c.prefill_efficiency = efficiency;
+    const std::vector<FitPoint> points = fit_points(all, fitted_inf2, c);
+    compute::ServingCosts fit = fit_serving_costs([&](double) { return points; });
     fit.prefill_efficiency = efficiency;
     return fit;
 }
@@ -150,16 +155,7 @@ compute::ServingCosts refit() {
     return fit_serving_costs([&](double efficiency) {
         compute::ServingCosts c;
         c.prefill_efficiency = efficiency;
-        std::vector<FitPoint> points;
-        for (const PublishedRow& row : all) {
-            if (!fitted(row)) {
-                continue;
-            }
-            const BenchmarkResult r = run_published_row(row, *replica(row, c));
-            points.push_back(
-                {r.ttft_terms, r.tpot_terms, row.ttft_p50_ms * 1e-3, row.tpot_p50_ms * 1e-3});
-        }
-        return points;
+        return fit_points(all, fitted, c);
     });
 }
 
@@ -205,15 +201,7 @@ TEST(ServingFit, TheFitMinimisesItsObjective) {
     const compute::ServingCosts fit = refit();
     const auto all = rows();
     const auto points_at = [&](const compute::ServingCosts& c) {
-        std::vector<FitPoint> points;
-        for (const PublishedRow& row : all) {
-            if (fitted(row)) {
-                const BenchmarkResult r = run_published_row(row, *replica(row, c));
-                points.push_back({r.ttft_terms, r.tpot_terms, row.ttft_p50_ms * 1e-3,
-                                  row.tpot_p50_ms * 1e-3});
-            }
-        }
-        return points;
+        return fit_points(all, fitted, c);
     };
     const double best = fit_residual(points_at(fit), fit);
     for (const double eff : {fit.prefill_efficiency - 0.01, fit.prefill_efficiency + 0.01}) {

@@ -387,14 +387,20 @@ TEST(Monotonicity, LongerContextsAndPromptsNeverCostLess) {
     }
 }
 
-TEST(Speculation, DraftStepsPlusVerificationCostMoreThanOneDecode) {
-    ServingSpec s = spec(8, 2, 2048);
+/// `s` with Llama-3.2-1B drafting k = 3 tokens (acceptance 0.8, 0.7, 0.6).
+ServingSpec with_1b_draft(ServingSpec s, bool fused = false) {
     SpeculativeSpec sp;
     sp.draft_ref = "llama3.2-1b";
     sp.draft = config::load_model("llama3.2-1b");
     sp.k = 3;
     sp.acceptance = {0.8, 0.7, 0.6};
+    sp.fused = fused;
     s.speculative = sp;
+    return s;
+}
+
+TEST(Speculation, DraftStepsPlusVerificationCostMoreThanOneDecode) {
+    const ServingSpec s = with_1b_draft(spec(8, 2, 2048));
     const Replica r = make("trn2", config::load_model("llama3-8b"), s, 2);
     const double plain = r.model->seconds(decode(2, 600, 0));
     const double spec3 = r.model->seconds(decode(2, 600, 3));
@@ -415,16 +421,10 @@ TEST(Speculation, FusedDraftPaysTheCostsPerGraphOnce) {
     // graph a speculative iteration instead of 1 + k, one context-encoding graph instead of
     // two, so the iteration is cheaper by exactly k costs per graph (one cost per graph and
     // one per context graph for a prefill).
-    ServingSpec s = spec(8, 2, 2048);
-    SpeculativeSpec sp;
-    sp.draft_ref = "llama3.2-1b";
-    sp.draft = config::load_model("llama3.2-1b");
-    sp.k = 3;
-    sp.acceptance = {0.8, 0.7, 0.6};
-    s.speculative = sp;
-    const Replica apart = make("trn2", config::load_model("llama3-8b"), s, 2);
-    s.speculative->fused = true;
-    const Replica fused = make("trn2", config::load_model("llama3-8b"), s, 2);
+    const Replica apart =
+        make("trn2", config::load_model("llama3-8b"), with_1b_draft(spec(8, 2, 2048)), 2);
+    const Replica fused =
+        make("trn2", config::load_model("llama3-8b"), with_1b_draft(spec(8, 2, 2048), true), 2);
     const IterationBreakdown a = apart.model->breakdown(decode(2, 600, 3));
     const IterationBreakdown f = fused.model->breakdown(decode(2, 600, 3));
     EXPECT_DOUBLE_EQ(a.graphs, 4.0);
@@ -446,20 +446,24 @@ TEST(Speculation, FusedDraftPaysTheCostsPerGraphOnce) {
                      fused.model->seconds(decode(2, 600, 0)));
 }
 
-TEST(Speculation, ADraftWithFewerHeadsThanRanksIsPadded) {
-    // Llama-3.2-1B (32 query heads, 8 key/value heads) drafting at tp 64, as INF-T2b's fused
-    // run compiles it: query heads padded up to tp (one per rank, half of them padding),
-    // key/value heads replicated to one per rank.
-    ServingSpec s = spec(64, 1, 4096);
-    SpeculativeSpec sp;
-    sp.draft_ref = "llama3.2-1b";
-    sp.draft = config::load_model("llama3.2-1b");
-    sp.k = 2;
-    sp.acceptance = {0.8, 0.7};
-    sp.fused = true;
-    s.speculative = sp;
-    const Replica r = make("trn2", config::load_model("llama3.3-70b"), s, 2);
-    EXPECT_GT(r.model->seconds(decode(1, 1000, 2)), r.model->seconds(decode(1, 1000, 0)));
+TEST(Speculation, AModelWithFewerHeadsThanRanksIsPadded) {
+    // Llama-3.2-1B (32 query heads, 8 key/value heads) at tp 64, as INF-T2b's fused run
+    // compiles its draft: the query heads padded up to tp, one a rank (half of them padding),
+    // and the key/value heads replicated to one a rank, so a rank's attention is the same
+    // kernel as at tp 32 (one head each), while its weights halve.
+    const auto m = config::load_model("llama3.2-1b");
+    const Replica r64 = make("trn2", m, spec(64, 1, 4096), 2);
+    const Replica r32 = make("trn2", m, spec(32, 1, 4096), 2);
+    EXPECT_EQ(r64.model->heads_per_rank(), 1);
+    EXPECT_EQ(r64.model->kv_heads_per_rank(), 1);
+    EXPECT_EQ(r32.model->heads_per_rank(), 1);
+    EXPECT_DOUBLE_EQ(r64.model->breakdown(decode(1, 1000)).attention.seconds(),
+                     r32.model->breakdown(decode(1, 1000)).attention.seconds());
+    EXPECT_LT(r64.model->memory().weights_per_rank, r32.model->memory().weights_per_rank);
+    // As a draft of Llama-3.3-70B at tp 64.
+    const Replica r = make("trn2", config::load_model("llama3.3-70b"),
+                           with_1b_draft(spec(64, 1, 4096), true), 2);
+    EXPECT_GT(r.model->seconds(decode(1, 1000, 3)), r.model->seconds(decode(1, 1000, 0)));
 }
 
 TEST(Memoisation, TablesEqualRecomputation) {
