@@ -95,10 +95,18 @@ def row(name, f):
             f"{f['fused'][0]}%, {f['fused'][1]} |")
 
 
-def dma(e):
-    e.replace(CHIPS + "trn1.yaml", "dma_engine_bandwidth: 17GB/s", "dma_engine_bandwidth: 27GiB/s")
-    e.replace(CHIPS + "inf2.yaml", "dma_engine_bandwidth: 17GB/s", "dma_engine_bandwidth: 27GiB/s")
-    e.replace(CHIPS + "trn2.yaml", "dma_engine_bandwidth: 23GB/s", "dma_engine_bandwidth: 27.2GB/s")
+def edits(*replacements):
+    """A lever of in-place replacements, each (file, old text, new text)."""
+    def apply(e):
+        for path, old, new in replacements:
+            e.replace(path, old, new)
+    return apply
+
+
+dma = edits((CHIPS + "trn1.yaml", "dma_engine_bandwidth: 17GB/s", "dma_engine_bandwidth: 27GiB/s"),
+            (CHIPS + "inf2.yaml", "dma_engine_bandwidth: 17GB/s", "dma_engine_bandwidth: 27GiB/s"),
+            (CHIPS + "trn2.yaml", "dma_engine_bandwidth: 23GB/s",
+             "dma_engine_bandwidth: 27.2GB/s"))
 
 
 def refit_engine_sync(e):
@@ -133,30 +141,28 @@ def both(*steps):
 
 
 LEVERS = {
-    "used": ("as used", lambda e: None),
+    "used": ("as used", edits()),
     "dma": ("DMA 27 GiB/s (trn1, inf2), 27.2 GB/s (trn2)", dma),
     "dma_refit": ("DMA 27 GiB/s, 27.2 GB/s", both(dma, refit_trn2_serving)),
     "llama7b_933": ("Llama-2-7B at 93.3", revision(",81,fitted", ",93.3,fitted")),
     "llama7b_947": ("Llama-2-7B at 94.7", revision(",81,fitted", ",94.7,fitted")),
     "gpt175b_139": ("GPT-3 175B at 13.9", revision(",12.7,fitted", ",13.9,fitted")),
     "rank": ("Trn2 rank_bandwidth uncapped",
-             lambda e: e.replace(CHIPS + "trn2.yaml", "rank_bandwidth: 106GB/s",
-                                 "rank_bandwidth: 0B/s")),
+             edits((CHIPS + "trn2.yaml", "rank_bandwidth: 106GB/s", "rank_bandwidth: 0B/s"))),
     "tiling": ("INF-T2 compiled without tiling (collective_tiling 1)",
-               lambda e: [e.replace(PUBLISHED, ",,2,0,baseline", ",,1,0,baseline"),
-                          e.replace(PUBLISHED, ",,2,0,EAGLE3", ",,1,0,EAGLE3")] and None),
+               edits((PUBLISHED, ",,2,0,baseline", ",,1,0,baseline"),
+                     (PUBLISHED, ",,2,0,EAGLE3", ",,1,0,EAGLE3"))),
     "fused": ("INF-T2's EAGLE-3 draft fused into the target's graphs",
-              lambda e: e.replace(PUBLISHED, ",,2,0,EAGLE3", ",,2,1,EAGLE3")),
+              edits((PUBLISHED, ",,2,0,EAGLE3", ",,2,1,EAGLE3"))),
     "inf2_trn1": ("inf2 with trn1's serving coefficients (before 2026-12-08)",
-                  lambda e: [e.replace(CHIPS + "inf2.yaml", "iteration_overhead: 129230ns",
-                                       "iteration_overhead: 377320ns"),
-                             e.replace(CHIPS + "inf2.yaml", "prefill_graph_overhead: 16282580ns",
-                                       "prefill_graph_overhead: 5129850ns")] and None),
+                  edits((CHIPS + "inf2.yaml", "iteration_overhead: 129230ns",
+                         "iteration_overhead: 377320ns"),
+                        (CHIPS + "inf2.yaml", "prefill_graph_overhead: 16282580ns",
+                         "prefill_graph_overhead: 5129850ns"))),
     "per_kernel": ("Trn2's fixed cost per kernel (5.777 us) with trn1's 0.377 ms a graph",
-                   lambda e: [e.replace(CHIPS + "trn2.yaml", "kernel_overhead: 0ns",
-                                        "kernel_overhead: 5777ns"),
-                              e.replace(CHIPS + "trn2.yaml", "iteration_overhead: 6402700ns",
-                                        "iteration_overhead: 377320ns")] and None),
+                   edits((CHIPS + "trn2.yaml", "kernel_overhead: 0ns", "kernel_overhead: 5777ns"),
+                         (CHIPS + "trn2.yaml", "iteration_overhead: 6402700ns",
+                          "iteration_overhead: 377320ns"))),
 }
 
 

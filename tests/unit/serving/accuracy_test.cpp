@@ -346,7 +346,7 @@ TEST(ServingAccuracy, PublishedRows) {
             // Its step is mostly a cost per step: Qwen3-4B's TPOT (24.7 ms) is within 4% of
             // Llama-3.1-8B's (25.6 ms) with half the weights, against the model's 6.4 ms a
             // graph fitted under NxD Inference on a trn2.48xlarge: guards at the level
-            // reached (TPOT about -40%), both directions.
+            // reached (TPOT -43% and -50%), both directions.
             if (row.ttft_published()) {
                 EXPECT_LT(std::fabs(e_ttft), 0.50) << row.label();
             }
